@@ -1,0 +1,1 @@
+//! The `%`-format engine shared by squeue, sinfo and sacct (stub: being written).

@@ -1,0 +1,86 @@
+//! Front-ends: one module per Slurm command, dispatched on argv[0] (or `sluice <cmd>`).
+//! Front-ends parse options, make one or two requests through [`client`], and print
+//! Slurm-shaped text; they hold no scheduling logic.
+
+pub mod client;
+pub mod format;
+pub mod sacct;
+pub mod sbatch;
+pub mod scancel;
+pub mod scontrol;
+pub mod sinfo;
+pub mod squeue;
+pub mod timefmt;
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+/// The commands `install.sh` links to the binary, with the module that serves each.
+pub const LINKED_COMMANDS: &[&str] = &[
+    "sbatch", "srun", "salloc", "squeue", "scancel", "sinfo", "scontrol", "sacct",
+];
+
+/// Entry point for every role: picks the command from argv[0], or from argv[1] when
+/// invoked as `sluice`.
+pub fn main() -> ExitCode {
+    let mut args: Vec<OsString> = std::env::args_os().collect();
+    let argv0 = args
+        .first()
+        .and_then(|a| {
+            std::path::Path::new(a)
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| "sluice".into());
+    let cmd = if argv0 == "sluice" || argv0.starts_with("sluice-") {
+        if args.len() < 2 {
+            print_usage();
+            return ExitCode::from(2);
+        }
+        args.remove(0);
+        args[0].to_string_lossy().into_owned()
+    } else {
+        argv0
+    };
+    dispatch(&cmd, args)
+}
+
+fn dispatch(cmd: &str, args: Vec<OsString>) -> ExitCode {
+    match cmd {
+        "sbatch" => sbatch::run(args),
+        "squeue" => squeue::run(args),
+        "sinfo" => sinfo::run(args),
+        "scancel" => scancel::run(args),
+        "scontrol" => scontrol::run(args),
+        "sacct" => sacct::run(args),
+        "controller" => crate::ctld::cli_main(args),
+        "stepd" => crate::stepd::cli_main(args),
+        "srun" | "salloc" => {
+            eprintln!(
+                "{cmd}: error: {cmd} is not supported yet by sluice (batch jobs only: use sbatch)"
+            );
+            ExitCode::from(1)
+        }
+        "--version" | "-V" | "version" => {
+            println!("sluice {}", env!("CARGO_PKG_VERSION"));
+            ExitCode::SUCCESS
+        }
+        "--help" | "-h" | "help" => {
+            print_usage();
+            ExitCode::SUCCESS
+        }
+        other => {
+            eprintln!("sluice: unknown command '{other}'");
+            print_usage();
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn print_usage() {
+    eprintln!(
+        "usage: sluice <command> [args...]\n\ncommands: {} controller stepd\n\
+         Each Slurm command also works under its own name through a symlink (see install.sh).",
+        LINKED_COMMANDS.join(" ")
+    );
+}

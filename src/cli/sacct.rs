@@ -1,0 +1,10 @@
+//! `sacct` (stub: being written).
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+/// Runs `sacct` with its full argv (argv[0] included).
+pub fn run(_args: Vec<OsString>) -> ExitCode {
+    eprintln!("sacct: not implemented yet");
+    ExitCode::from(1)
+}

@@ -1,0 +1,10 @@
+//! `scontrol` (stub: being written).
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+/// Runs `scontrol` with its full argv (argv[0] included).
+pub fn run(_args: Vec<OsString>) -> ExitCode {
+    eprintln!("scontrol: not implemented yet");
+    ExitCode::from(1)
+}

@@ -1,0 +1,10 @@
+//! `sinfo` (stub: being written).
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+/// Runs `sinfo` with its full argv (argv[0] included).
+pub fn run(_args: Vec<OsString>) -> ExitCode {
+    eprintln!("sinfo: not implemented yet");
+    ExitCode::from(1)
+}

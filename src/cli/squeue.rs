@@ -1,0 +1,10 @@
+//! `squeue` (stub: being written).
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+/// Runs `squeue` with its full argv (argv[0] included).
+pub fn run(_args: Vec<OsString>) -> ExitCode {
+    eprintln!("squeue: not implemented yet");
+    ExitCode::from(1)
+}

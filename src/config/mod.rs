@@ -1,0 +1,412 @@
+//! Configuration: the TOML file of system mode (`/etc/sluice/sluice.toml` or
+//! `$SLUICE_CONF`), and the zero-config personal mode derived from the environment
+//! (DESIGN.md §1). Cf. slurm.conf's NodeName= and PartitionName= lines.
+//!
+//! A loaded [`Config`] is fully resolved: every path is absolute, every partition's node
+//! list is expanded and refers to declared nodes.
+
+use crate::model::hostlist;
+use crate::model::{Partition, PartitionState, TimeLimit};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// The Slurm version sluice reports (`sinfo --version`, `scontrol show config`): that of
+/// the golden files it is checked against.
+pub const DEFAULT_SLURM_VERSION: &str = "22.05.8";
+
+/// Default path of the system-mode configuration file.
+pub const SYSTEM_CONF: &str = "/etc/sluice/sluice.toml";
+
+/// Errors loading configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {msg}")]
+    Parse { path: PathBuf, msg: String },
+    #[error("{path}: {msg}")]
+    Invalid { path: PathBuf, msg: String },
+}
+
+/// Whether the controller serves one user without configuration, or a system from a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Zero-config: one user's controller, started on demand, one local node.
+    Personal,
+    /// Configured from a file; the controller usually runs as root.
+    System,
+}
+
+/// A node as declared. `None` fields are detected by the node's agent.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeConf {
+    pub name: String,
+    #[serde(default)]
+    pub cpus: Option<u32>,
+    /// MiB (`RealMemory`).
+    #[serde(default, alias = "real_memory")]
+    pub memory: Option<u64>,
+    #[serde(default)]
+    pub sockets: Option<u32>,
+    #[serde(default)]
+    pub cores_per_socket: Option<u32>,
+    #[serde(default)]
+    pub threads_per_core: Option<u32>,
+    #[serde(default)]
+    pub features: Vec<String>,
+    #[serde(default)]
+    pub weight: Option<u32>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PartitionConf {
+    name: String,
+    nodes: String,
+    #[serde(default)]
+    default: bool,
+    #[serde(default)]
+    max_time: Option<String>,
+    #[serde(default)]
+    default_time: Option<String>,
+    #[serde(default)]
+    min_nodes: Option<u32>,
+    #[serde(default)]
+    max_nodes: Option<u32>,
+    #[serde(default)]
+    state: Option<String>,
+    #[serde(default)]
+    priority_tier: Option<u32>,
+    #[serde(default)]
+    priority_job_factor: Option<u32>,
+    #[serde(default)]
+    def_mem_per_cpu: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConf {
+    #[serde(default)]
+    cluster_name: Option<String>,
+    #[serde(default)]
+    state_dir: Option<PathBuf>,
+    #[serde(default)]
+    spool_dir: Option<PathBuf>,
+    #[serde(default)]
+    socket: Option<PathBuf>,
+    #[serde(default)]
+    slurm_version: Option<String>,
+    #[serde(default)]
+    min_job_age: Option<u32>,
+    #[serde(default)]
+    kill_wait: Option<u32>,
+    #[serde(default)]
+    sched_interval: Option<u32>,
+    #[serde(default)]
+    nodes: Vec<NodeConf>,
+    #[serde(default)]
+    partitions: Vec<PartitionConf>,
+}
+
+/// The resolved configuration every role reads.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub mode: Mode,
+    /// Where the file came from (`None` in personal mode).
+    pub source: Option<PathBuf>,
+    pub cluster_name: String,
+    /// Holds the SQLite database and the controller's log.
+    pub state_dir: PathBuf,
+    /// Holds per-job spool directories of the local agent.
+    pub spool_dir: PathBuf,
+    /// The controller's Unix socket.
+    pub socket: PathBuf,
+    pub slurm_version: String,
+    /// Seconds a finished job stays visible in squeue/scontrol (Slurm's MinJobAge).
+    pub min_job_age: u32,
+    /// Seconds between SIGTERM and SIGKILL (Slurm's KillWait).
+    pub kill_wait: u32,
+    /// Seconds between periodic full scheduling passes.
+    pub sched_interval: u32,
+    pub nodes: Vec<NodeConf>,
+    pub partitions: Vec<Partition>,
+}
+
+impl Config {
+    /// Loads the configuration the way every front-end and daemon does:
+    /// `$SLUICE_CONF` if set, else `/etc/sluice/sluice.toml` if it exists, else personal
+    /// mode.
+    pub fn load() -> Result<Config, ConfigError> {
+        if let Some(p) = std::env::var_os("SLUICE_CONF").filter(|p| !p.is_empty()) {
+            return Config::from_file(Path::new(&p));
+        }
+        if Path::new(SYSTEM_CONF).exists() {
+            return Config::from_file(Path::new(SYSTEM_CONF));
+        }
+        Ok(Config::personal())
+    }
+
+    /// Reads and resolves a TOML file.
+    pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Config::from_toml(&text, path)
+    }
+
+    /// Parses and resolves TOML text; `path` names the source in errors and anchors
+    /// relative paths.
+    pub fn from_toml(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let fc: FileConf = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.to_path_buf(),
+            msg: e.to_string(),
+        })?;
+        let invalid = |msg: String| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            msg,
+        };
+        let base = path.parent().unwrap_or(Path::new("/"));
+        let abs = |p: PathBuf| if p.is_absolute() { p } else { base.join(p) };
+        let state_dir = abs(fc.state_dir.unwrap_or_else(|| "/var/lib/sluice".into()));
+        let spool_dir = abs(fc.spool_dir.unwrap_or_else(|| state_dir.join("spool")));
+        let socket = abs(fc
+            .socket
+            .unwrap_or_else(|| "/run/sluice/sluice.sock".into()));
+        let mut nodes = fc.nodes;
+        if nodes.is_empty() {
+            nodes.push(local_node_conf());
+        }
+        let mut seen = std::collections::HashSet::new();
+        for n in &nodes {
+            if n.name.is_empty() || n.name.contains([',', '[', ']', ' ', '/']) {
+                return Err(invalid(format!("invalid node name '{}'", n.name)));
+            }
+            if !seen.insert(n.name.clone()) {
+                return Err(invalid(format!("node '{}' is declared twice", n.name)));
+            }
+            if n.cpus == Some(0) {
+                return Err(invalid(format!(
+                    "node '{}': cpus must be at least 1",
+                    n.name
+                )));
+            }
+        }
+        let mut partitions = Vec::new();
+        for pc in fc.partitions {
+            let members = hostlist::expand(&pc.nodes)
+                .map_err(|e| invalid(format!("partition '{}': {e}", pc.name)))?;
+            let members = if pc.nodes.eq_ignore_ascii_case("ALL") {
+                nodes.iter().map(|n| n.name.clone()).collect()
+            } else {
+                members
+            };
+            for m in &members {
+                if !nodes.iter().any(|n| &n.name == m) {
+                    return Err(invalid(format!(
+                        "partition '{}' names node '{m}', which is not declared",
+                        pc.name
+                    )));
+                }
+            }
+            let mut p = Partition::new(&pc.name, members);
+            p.default = pc.default;
+            if let Some(t) = &pc.max_time {
+                p.max_time = parse_limit(t).ok_or_else(|| {
+                    invalid(format!("partition '{}': bad max_time '{t}'", pc.name))
+                })?;
+            }
+            if let Some(t) = &pc.default_time {
+                p.default_time = Some(parse_limit(t).ok_or_else(|| {
+                    invalid(format!("partition '{}': bad default_time '{t}'", pc.name))
+                })?);
+            }
+            p.min_nodes = pc.min_nodes.unwrap_or(0);
+            p.max_nodes = pc.max_nodes;
+            if let Some(s) = &pc.state {
+                p.state = PartitionState::parse(s)
+                    .ok_or_else(|| invalid(format!("partition '{}': bad state '{s}'", pc.name)))?;
+            }
+            p.priority_tier = pc.priority_tier.unwrap_or(1);
+            p.priority_job_factor = pc.priority_job_factor.unwrap_or(1);
+            p.def_mem_per_cpu = pc.def_mem_per_cpu;
+            if partitions.iter().any(|q: &Partition| q.name == p.name) {
+                return Err(invalid(format!("partition '{}' is declared twice", p.name)));
+            }
+            partitions.push(p);
+        }
+        if partitions.is_empty() {
+            let mut p = Partition::new("debug", nodes.iter().map(|n| n.name.clone()).collect());
+            p.default = true;
+            partitions.push(p);
+        }
+        if partitions.iter().filter(|p| p.default).count() > 1 {
+            return Err(invalid("more than one partition has default = true".into()));
+        }
+        Ok(Config {
+            mode: Mode::System,
+            source: Some(path.to_path_buf()),
+            cluster_name: fc.cluster_name.unwrap_or_else(|| "sluice".into()),
+            state_dir,
+            spool_dir,
+            socket,
+            slurm_version: fc
+                .slurm_version
+                .unwrap_or_else(|| DEFAULT_SLURM_VERSION.into()),
+            min_job_age: fc.min_job_age.unwrap_or(300),
+            kill_wait: fc.kill_wait.unwrap_or(30),
+            sched_interval: fc.sched_interval.unwrap_or(60),
+            nodes,
+            partitions,
+        })
+    }
+
+    /// The zero-config personal setup for the calling user: state under
+    /// `$XDG_STATE_HOME/sluice` (or `~/.local/state/sluice`), the socket under
+    /// `$XDG_RUNTIME_DIR/sluice` (or `/tmp/sluice-<uid>`), one local node with detected
+    /// resources, one default partition `debug` without a time limit.
+    pub fn personal() -> Config {
+        let uid = nix::unistd::getuid().as_raw();
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let state_dir = std::env::var_os("XDG_STATE_HOME")
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| home.map(|h| h.join(".local/state")))
+            .unwrap_or_else(|| PathBuf::from(format!("/tmp/sluice-{uid}/state")))
+            .join("sluice");
+        let runtime = std::env::var_os("XDG_RUNTIME_DIR")
+            .filter(|p| !p.is_empty())
+            .map(|p| PathBuf::from(p).join("sluice"))
+            .unwrap_or_else(|| PathBuf::from(format!("/tmp/sluice-{uid}")));
+        let node = local_node_conf();
+        let mut p = Partition::new("debug", vec![node.name.clone()]);
+        p.default = true;
+        Config {
+            mode: Mode::Personal,
+            source: None,
+            cluster_name: "sluice".into(),
+            spool_dir: state_dir.join("spool"),
+            state_dir,
+            socket: runtime.join("sluice.sock"),
+            slurm_version: DEFAULT_SLURM_VERSION.into(),
+            min_job_age: 300,
+            kill_wait: 30,
+            sched_interval: 60,
+            nodes: vec![node],
+            partitions: vec![p],
+        }
+    }
+
+    /// The default partition (the one marked default, else the first).
+    pub fn default_partition(&self) -> Option<&Partition> {
+        self.partitions
+            .iter()
+            .find(|p| p.default)
+            .or(self.partitions.first())
+    }
+
+    /// The name of this machine's node: the declared node whose name is this host's
+    /// short name, else the first declared node.
+    pub fn local_node(&self) -> &NodeConf {
+        let host = short_hostname();
+        self.nodes
+            .iter()
+            .find(|n| n.name == host)
+            .unwrap_or(&self.nodes[0])
+    }
+}
+
+fn local_node_conf() -> NodeConf {
+    NodeConf {
+        name: short_hostname(),
+        cpus: None,
+        memory: None,
+        sockets: None,
+        cores_per_socket: None,
+        threads_per_core: None,
+        features: Vec::new(),
+        weight: None,
+    }
+}
+
+/// This host's name up to the first dot.
+pub fn short_hostname() -> String {
+    let h = nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_else(|| "localhost".into());
+    h.split('.').next().unwrap_or("localhost").to_string()
+}
+
+/// Parses a partition time limit: `UNLIMITED`/`INFINITE` or any Slurm duration.
+fn parse_limit(s: &str) -> Option<TimeLimit> {
+    match s.trim().to_ascii_uppercase().as_str() {
+        "UNLIMITED" | "INFINITE" => Some(TimeLimit::Unlimited),
+        _ => crate::jobspec::units::parse_time_limit(s).ok(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_system_config() {
+        let c = Config::from_toml(
+            r#"
+cluster_name = "lab"
+state_dir = "state"
+[[nodes]]
+name = "n1"
+cpus = 8
+memory = 4000
+[[nodes]]
+name = "n2"
+cpus = 8
+[[partitions]]
+name = "debug"
+nodes = "n[1-2]"
+default = true
+max_time = "1:00:00"
+[[partitions]]
+name = "long"
+nodes = "n2"
+state = "down"
+"#,
+            Path::new("/etc/sluice/sluice.toml"),
+        )
+        .unwrap();
+        assert_eq!(c.cluster_name, "lab");
+        assert_eq!(c.state_dir, PathBuf::from("/etc/sluice/state"));
+        assert_eq!(c.partitions[0].nodes, vec!["n1", "n2"]);
+        assert_eq!(c.partitions[0].max_time, TimeLimit::Minutes(60));
+        assert_eq!(c.partitions[1].state, PartitionState::Down);
+        assert_eq!(c.default_partition().unwrap().name, "debug");
+    }
+
+    #[test]
+    fn rejects_bad_configs() {
+        let p = Path::new("/x.toml");
+        let cases = [
+            (
+                "[[nodes]]\nname='a'\n[[partitions]]\nname='p'\nnodes='b'\n",
+                "not declared",
+            ),
+            ("[[nodes]]\nname='a'\n[[nodes]]\nname='a'\n", "twice"),
+            ("bogus = 1\n", "unknown field"),
+            ("[[nodes]]\nname='a'\ncpus=0\n", "at least 1"),
+            (
+                "[[nodes]]\nname='a'\n[[partitions]]\nname='p'\nnodes='a'\nmax_time='soon'\n",
+                "bad max_time",
+            ),
+        ];
+        for (text, want) in cases {
+            let e = Config::from_toml(text, p).unwrap_err().to_string();
+            assert!(e.contains(want), "{text:?}: {e}");
+        }
+    }
+}

@@ -1,0 +1,8 @@
+//! The sbatch/srun/salloc option model (cf. src/common/slurm_opt.c): units, the option
+//! grammar, `#SBATCH` directives, `--export`, and output-file patterns.
+
+pub mod directives;
+pub mod export;
+pub mod opts;
+pub mod pattern;
+pub mod units;

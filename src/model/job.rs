@@ -1,0 +1,548 @@
+//! Jobs and steps: the normalised request (`JobSpec`), the controller's record (`Job`),
+//! states, pending reasons and exit codes, each rendering to Slurm's exact text in one
+//! place (cf. src/common/slurm_protocol_defs.c `job_state_string`, job_state_reason.c).
+//!
+//! Invariants: `Job::state` is the base state; `Job::completing` is the COMPLETING flag,
+//! which wins over the base state when shown (`CG`). A job in a terminal base state has
+//! `end_time` set.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// A job time limit. Slurm keeps limits in whole minutes (`--time=1:30` rounds up to 2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TimeLimit {
+    /// A limit in minutes.
+    Minutes(u32),
+    /// No limit (`UNLIMITED`, `infinite`, `--time=0`).
+    Unlimited,
+}
+
+impl TimeLimit {
+    /// The limit in seconds, or `None` when unlimited.
+    pub fn secs(self) -> Option<u64> {
+        match self {
+            TimeLimit::Minutes(m) => Some(u64::from(m) * 60),
+            TimeLimit::Unlimited => None,
+        }
+    }
+
+    /// Text as scontrol's `TimeLimit=` and sacct's `Timelimit` print it:
+    /// `UNLIMITED` or `[D-]HH:MM:SS`.
+    pub fn to_hms(self) -> String {
+        match self {
+            TimeLimit::Minutes(m) => super::time::fmt_hms(u64::from(m) * 60),
+            TimeLimit::Unlimited => "UNLIMITED".into(),
+        }
+    }
+
+    /// Text as squeue `%l` and sinfo `%l` print it: `UNLIMITED` or `M:SS` / `H:MM:SS`.
+    pub fn to_squeue(self) -> String {
+        match self {
+            TimeLimit::Minutes(m) => super::time::fmt_squeue_duration(u64::from(m) * 60),
+            TimeLimit::Unlimited => "UNLIMITED".into(),
+        }
+    }
+}
+
+/// A memory request, in MiB (Slurm's "MB").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MemReq {
+    /// `--mem`: MiB per node (0 means all of the node's memory).
+    PerNode(u64),
+    /// `--mem-per-cpu`: MiB per allocated CPU.
+    PerCpu(u64),
+}
+
+/// `--signal=[{R|B}:]SIG[@secs]`: which signal to send how many seconds before the limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignalSpec {
+    /// Signal number.
+    pub signal: i32,
+    /// Seconds before the end of the time limit (Slurm's default is 60).
+    pub secs_before: u32,
+    /// `B:` — deliver to the batch shell only.
+    pub batch_only: bool,
+    /// `R:` — do not deliver to a job that is being requeued... (accepted, kept).
+    pub reservation: bool,
+}
+
+/// Who holds a job: the user (`JobHeldUser`, `-H`, `scontrol uhold`) or an operator
+/// (`JobHeldAdmin`, `scontrol hold` by root).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum HoldKind {
+    User,
+    Admin,
+}
+
+/// The normalised job request that `sbatch` (and later `srun`/`salloc`) sends to the
+/// controller. Everything the client could resolve (script text, environment, working
+/// directory, default name) is resolved here; partition and limits are resolved by the
+/// controller.
+#[derive(Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct JobSpec {
+    /// Job name (`-J`); the client fills Slurm's default (script basename, `sbatch`, `wrap`).
+    pub name: String,
+    /// The batch script's full text, captured at submit time.
+    pub script: String,
+    /// Arguments after the script path, passed to the script.
+    #[serde(default)]
+    pub argv: Vec<String>,
+    /// What scontrol shows as `Command=` (absolute script path; empty for stdin/--wrap).
+    #[serde(default)]
+    pub command: String,
+    /// Absolute working directory (`-D`, default the submit directory).
+    pub work_dir: String,
+    /// The directory sbatch ran in.
+    pub submit_dir: String,
+    /// The host sbatch ran on.
+    pub submit_host: String,
+    /// `-o` pattern as given (unexpanded); `None` = `slurm-%j.out` (`slurm-%A_%a.out` for arrays).
+    #[serde(default)]
+    pub stdout: Option<String>,
+    /// `-e` pattern as given; `None` = same file as stdout.
+    #[serde(default)]
+    pub stderr: Option<String>,
+    /// `-i` pattern; `None` = `/dev/null`.
+    #[serde(default)]
+    pub stdin: Option<String>,
+    /// `--open-mode=append` (default truncate).
+    #[serde(default)]
+    pub open_append: bool,
+    /// `-p`: comma-separated partition names; `None` = the default partition.
+    #[serde(default)]
+    pub partition: Option<String>,
+    #[serde(default)]
+    pub account: Option<String>,
+    #[serde(default)]
+    pub qos: Option<String>,
+    #[serde(default)]
+    pub comment: Option<String>,
+    /// `-t`; `None` = the partition's DefaultTime, else its MaxTime.
+    #[serde(default)]
+    pub time_limit: Option<TimeLimit>,
+    /// `-n`.
+    #[serde(default)]
+    pub ntasks: Option<u32>,
+    /// `-N` minimum and maximum node counts.
+    #[serde(default)]
+    pub nodes_min: Option<u32>,
+    #[serde(default)]
+    pub nodes_max: Option<u32>,
+    /// `-c`.
+    #[serde(default)]
+    pub cpus_per_task: Option<u32>,
+    /// `--ntasks-per-node`.
+    #[serde(default)]
+    pub ntasks_per_node: Option<u32>,
+    /// `--mem` or `--mem-per-cpu`.
+    #[serde(default)]
+    pub mem: Option<MemReq>,
+    /// `-w`: hostlist expression of nodes the job must include.
+    #[serde(default)]
+    pub nodelist: Option<String>,
+    /// `-x`: hostlist expression of nodes the job must avoid.
+    #[serde(default)]
+    pub exclude: Option<String>,
+    /// `--exclusive`.
+    #[serde(default)]
+    pub exclusive: bool,
+    /// The environment the job starts with, after `--export` was applied by the client.
+    #[serde(default)]
+    pub environment: BTreeMap<String, String>,
+    /// The `--export` value as given (for SLURM_EXPORT_ENV); `None` when not given.
+    #[serde(default)]
+    pub export: Option<String>,
+    /// `-H`.
+    #[serde(default)]
+    pub hold: bool,
+    /// `--begin` as epoch seconds.
+    #[serde(default)]
+    pub begin: Option<i64>,
+    /// `--nice`.
+    #[serde(default)]
+    pub nice: i32,
+    /// `--requeue` (`Some(true)`), `--no-requeue` (`Some(false)`), or the default.
+    #[serde(default)]
+    pub requeue: Option<bool>,
+    /// `--signal`.
+    #[serde(default)]
+    pub signal: Option<SignalSpec>,
+    /// The submitting process's umask (SLURM_UMASK).
+    #[serde(default)]
+    pub umask: u32,
+}
+
+impl fmt::Debug for JobSpec {
+    // Hand-written so that logs never carry the user's environment or script.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JobSpec")
+            .field("name", &self.name)
+            .field("partition", &self.partition)
+            .field("ntasks", &self.ntasks)
+            .field("nodes_min", &self.nodes_min)
+            .field("cpus_per_task", &self.cpus_per_task)
+            .field("mem", &self.mem)
+            .field("time_limit", &self.time_limit)
+            .field("env_vars", &self.environment.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Base job states (cf. `enum job_states` in slurm.h).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum JobState {
+    Pending,
+    Running,
+    Suspended,
+    Completed,
+    Cancelled,
+    Failed,
+    Timeout,
+    NodeFail,
+    Preempted,
+    BootFail,
+    Deadline,
+    OutOfMemory,
+}
+
+impl JobState {
+    /// All base states, in Slurm's order.
+    pub const ALL: [JobState; 12] = [
+        JobState::Pending,
+        JobState::Running,
+        JobState::Suspended,
+        JobState::Completed,
+        JobState::Cancelled,
+        JobState::Failed,
+        JobState::Timeout,
+        JobState::NodeFail,
+        JobState::Preempted,
+        JobState::BootFail,
+        JobState::Deadline,
+        JobState::OutOfMemory,
+    ];
+
+    /// Long name (`PENDING`, `OUT_OF_MEMORY`, …).
+    pub fn long(self) -> &'static str {
+        match self {
+            JobState::Pending => "PENDING",
+            JobState::Running => "RUNNING",
+            JobState::Suspended => "SUSPENDED",
+            JobState::Completed => "COMPLETED",
+            JobState::Cancelled => "CANCELLED",
+            JobState::Failed => "FAILED",
+            JobState::Timeout => "TIMEOUT",
+            JobState::NodeFail => "NODE_FAIL",
+            JobState::Preempted => "PREEMPTED",
+            JobState::BootFail => "BOOT_FAIL",
+            JobState::Deadline => "DEADLINE",
+            JobState::OutOfMemory => "OUT_OF_MEMORY",
+        }
+    }
+
+    /// Compact name (`PD`, `R`, `CD`, `OOM`, …).
+    pub fn compact(self) -> &'static str {
+        match self {
+            JobState::Pending => "PD",
+            JobState::Running => "R",
+            JobState::Suspended => "S",
+            JobState::Completed => "CD",
+            JobState::Cancelled => "CA",
+            JobState::Failed => "F",
+            JobState::Timeout => "TO",
+            JobState::NodeFail => "NF",
+            JobState::Preempted => "PR",
+            JobState::BootFail => "BF",
+            JobState::Deadline => "DL",
+            JobState::OutOfMemory => "OOM",
+        }
+    }
+
+    /// True for states a job never leaves (COMPLETED, FAILED, …).
+    pub fn is_terminal(self) -> bool {
+        !matches!(
+            self,
+            JobState::Pending | JobState::Running | JobState::Suspended
+        )
+    }
+
+    /// Parses a state as squeue `-t`/scancel `-t`/sacct `-s` accept it: long or compact
+    /// name, any case (`pd`, `PENDING`, `running`, `CG` is handled by callers).
+    pub fn parse(s: &str) -> Option<JobState> {
+        let u = s.to_ascii_uppercase();
+        JobState::ALL
+            .into_iter()
+            .find(|st| st.long() == u || st.compact() == u)
+    }
+}
+
+impl fmt::Display for JobState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.long())
+    }
+}
+
+/// Why a job is pending (or why it ended), rendered as Slurm prints it in squeue `%r`
+/// and scontrol `Reason=` (cf. src/common/job_state_reason.c).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Reason {
+    None,
+    Priority,
+    Resources,
+    BeginTime,
+    JobHeldUser,
+    JobHeldAdmin,
+    PartitionDown,
+    PartitionInactive,
+    PartitionTimeLimit,
+    PartitionNodeLimit,
+    PartitionConfig,
+    ReqNodeNotAvail,
+    BadConstraints,
+    NodeDown,
+    NonZeroExitCode,
+    TimeLimit,
+    JobLaunchFailure,
+    /// A reason given by an admin or not in this list, shown verbatim.
+    Other(String),
+}
+
+impl Reason {
+    /// Slurm's text for the reason.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Reason::None => "None",
+            Reason::Priority => "Priority",
+            Reason::Resources => "Resources",
+            Reason::BeginTime => "BeginTime",
+            Reason::JobHeldUser => "JobHeldUser",
+            Reason::JobHeldAdmin => "JobHeldAdmin",
+            Reason::PartitionDown => "PartitionDown",
+            Reason::PartitionInactive => "PartitionInactive",
+            Reason::PartitionTimeLimit => "PartitionTimeLimit",
+            Reason::PartitionNodeLimit => "PartitionNodeLimit",
+            Reason::PartitionConfig => "PartitionConfig",
+            Reason::ReqNodeNotAvail => "ReqNodeNotAvail",
+            Reason::BadConstraints => "BadConstraints",
+            Reason::NodeDown => "NodeDown",
+            Reason::NonZeroExitCode => "NonZeroExitCode",
+            Reason::TimeLimit => "TimeLimit",
+            Reason::JobLaunchFailure => "JobLaunchFailure",
+            Reason::Other(s) => s,
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A process's end as Slurm reports it: `ExitCode=status:signal`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExitStatus {
+    /// Exit status (0–255) when the process exited.
+    pub code: i32,
+    /// Signal number when the process was killed by a signal, else 0.
+    pub signal: i32,
+}
+
+impl ExitStatus {
+    /// From a raw `waitpid` status.
+    pub fn from_wait_status(raw: i32) -> ExitStatus {
+        if raw & 0x7f == 0 {
+            ExitStatus {
+                code: (raw >> 8) & 0xff,
+                signal: 0,
+            }
+        } else {
+            ExitStatus {
+                code: 0,
+                signal: raw & 0x7f,
+            }
+        }
+    }
+
+    /// True for exit 0 without a signal.
+    pub fn success(self) -> bool {
+        self.code == 0 && self.signal == 0
+    }
+}
+
+impl fmt::Display for ExitStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.code, self.signal)
+    }
+}
+
+/// One finished or running step as recorded for accounting (`JOB.batch`, `JOB.0`, …).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    /// `batch`, `extern`, or a step number.
+    pub id: String,
+    pub name: String,
+    pub state: JobState,
+    pub exit: ExitStatus,
+    pub start_time: i64,
+    pub end_time: Option<i64>,
+    pub nodes: String,
+    pub ncpus: u32,
+    pub ntasks: u32,
+    /// Peak resident set size of the step's tasks, KiB (0 when unknown).
+    #[serde(default)]
+    pub max_rss_kib: u64,
+    /// User + system CPU time of the step's tasks, seconds.
+    #[serde(default)]
+    pub cpu_secs: f64,
+}
+
+/// The allocation a running job holds on its nodes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Allocation {
+    /// Node names, in the order tasks are laid out.
+    pub nodes: Vec<String>,
+    /// CPUs allocated on each node (same order as `nodes`).
+    pub cpus: Vec<u32>,
+    /// Memory allocated on each node, MiB.
+    pub mem_per_node: u64,
+}
+
+impl Allocation {
+    /// Total CPUs allocated.
+    pub fn total_cpus(&self) -> u32 {
+        self.cpus.iter().sum()
+    }
+}
+
+/// The controller's record of a job: what was asked, who asked, what it got, how it ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Job {
+    pub id: u32,
+    pub spec: JobSpec,
+    pub uid: u32,
+    pub gid: u32,
+    pub user: String,
+    pub group: String,
+    /// The resolved partition (the first of `spec.partition` that could run it).
+    pub partition: String,
+    pub account: String,
+    pub qos: String,
+    /// The resolved time limit.
+    pub time_limit: TimeLimit,
+    /// CPUs and tasks the job asks for in total (resolved from -n/-c/-N).
+    pub req_cpus: u32,
+    pub req_tasks: u32,
+    pub req_nodes: u32,
+    /// Memory per node in MiB as resolved at submit (0 = none asked).
+    pub req_mem: MemReq,
+    pub state: JobState,
+    /// COMPLETING flag: the job ended and its processes are being cleaned up.
+    #[serde(default)]
+    pub completing: bool,
+    pub reason: Reason,
+    pub priority: u32,
+    pub hold: Option<HoldKind>,
+    pub submit_time: i64,
+    pub eligible_time: Option<i64>,
+    pub start_time: Option<i64>,
+    pub end_time: Option<i64>,
+    /// Seconds the job has been suspended in total (not used until suspend exists).
+    #[serde(default)]
+    pub suspended_secs: u64,
+    pub alloc: Option<Allocation>,
+    pub exit: ExitStatus,
+    /// Highest exit among the job's steps (scontrol -d `DerivedExitCode`).
+    #[serde(default)]
+    pub derived_exit: ExitStatus,
+    pub restarts: u32,
+    /// uid that cancelled the job (sacct `CANCELLED by <uid>`).
+    pub cancelled_by: Option<u32>,
+    pub steps: Vec<StepRecord>,
+    /// When the job was last evaluated by the scheduler.
+    #[serde(default)]
+    pub last_sched_eval: Option<i64>,
+}
+
+impl Job {
+    /// The state shown in squeue/scontrol: COMPLETING wins over the base state.
+    pub fn state_long(&self) -> &'static str {
+        if self.completing {
+            "COMPLETING"
+        } else {
+            self.state.long()
+        }
+    }
+
+    /// Compact state (`CG` while completing).
+    pub fn state_compact(&self) -> &'static str {
+        if self.completing {
+            "CG"
+        } else {
+            self.state.compact()
+        }
+    }
+
+    /// Whether the job is still in the queue (pending, running, suspended or completing).
+    pub fn is_active(&self) -> bool {
+        !self.state.is_terminal() || self.completing
+    }
+
+    /// Node list as a compressed hostlist, or empty when nothing is allocated.
+    pub fn nodelist(&self) -> String {
+        match &self.alloc {
+            Some(a) => super::hostlist::compress(&a.nodes),
+            None => String::new(),
+        }
+    }
+
+    /// Seconds the job has run at `now` (0 if it never started).
+    pub fn run_secs(&self, now: i64) -> u64 {
+        match self.start_time {
+            Some(s) => {
+                let end = self.end_time.unwrap_or(now);
+                (end - s).max(0) as u64 - self.suspended_secs.min((end - s).max(0) as u64)
+            }
+            None => 0,
+        }
+    }
+
+    /// Memory per node in MiB this job asks for, given its CPUs per node.
+    pub fn mem_per_node(&self, cpus_on_node: u32) -> u64 {
+        match self.req_mem {
+            MemReq::PerNode(m) => m,
+            MemReq::PerCpu(m) => m * u64::from(cpus_on_node),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_status_from_wait() {
+        assert_eq!(ExitStatus::from_wait_status(0).to_string(), "0:0");
+        assert_eq!(ExitStatus::from_wait_status(3 << 8).to_string(), "3:0");
+        assert_eq!(ExitStatus::from_wait_status(9).to_string(), "0:9");
+        assert_eq!(ExitStatus::from_wait_status(15).to_string(), "0:15");
+    }
+
+    #[test]
+    fn state_names_round_trip() {
+        for s in JobState::ALL {
+            assert_eq!(JobState::parse(s.long()), Some(s));
+            assert_eq!(JobState::parse(&s.compact().to_lowercase()), Some(s));
+        }
+        assert_eq!(JobState::parse("nonsense"), None);
+    }
+
+    #[test]
+    fn time_limits_render() {
+        assert_eq!(TimeLimit::Minutes(60).to_hms(), "01:00:00");
+        assert_eq!(TimeLimit::Minutes(5).to_squeue(), "5:00");
+        assert_eq!(TimeLimit::Unlimited.to_hms(), "UNLIMITED");
+    }
+}

@@ -1,0 +1,17 @@
+//! The Slurm vocabulary as plain data: jobs, steps, nodes, partitions, their states
+//! and reasons, and the textual forms Slurm prints for them.
+//!
+//! Pure: no I/O, no clock. Everything here is serde-serialisable because it travels on
+//! the wire (`proto`) and into the store (`ctld::store`).
+
+pub mod hostlist;
+pub mod job;
+pub mod node;
+pub mod partition;
+pub mod time;
+
+pub use job::{
+    ExitStatus, HoldKind, Job, JobSpec, JobState, MemReq, Reason, SignalSpec, StepRecord, TimeLimit,
+};
+pub use node::{Node, NodeState};
+pub use partition::{Partition, PartitionState};

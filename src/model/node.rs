@@ -1,0 +1,223 @@
+//! Nodes: declared or detected resources, what is allocated, and the node state with its
+//! flags as sinfo and scontrol print it (cf. src/common/slurm_protocol_defs.c
+//! `node_state_string` and `node_state_string_compact`).
+//!
+//! Invariant: `alloc_cpus <= cpus` and `alloc_mem <= real_memory`; the base state
+//! (IDLE/MIXED/ALLOCATED) is derived from the allocation, never stored.
+
+use serde::{Deserialize, Serialize};
+
+/// Administrative / health state of a node, beyond what the allocation implies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NodeState {
+    /// Usable.
+    Up,
+    /// Marked DOWN by an admin or because its agent does not answer.
+    Down,
+    /// Usable once its agent registers (initial state).
+    Unknown,
+}
+
+/// A compute node as the controller sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Node {
+    pub name: String,
+    /// Address the agent is reached at (hostname, IP).
+    pub addr: String,
+    pub hostname: String,
+    pub cpus: u32,
+    pub sockets: u32,
+    pub cores_per_socket: u32,
+    pub threads_per_core: u32,
+    /// MiB.
+    pub real_memory: u64,
+    pub features: Vec<String>,
+    pub weight: u32,
+    pub state: NodeState,
+    /// DRAIN flag (set by `scontrol update State=DRAIN`).
+    pub drain: bool,
+    /// The agent is not answering (`*` suffix).
+    pub not_responding: bool,
+    pub reason: Option<String>,
+    /// uid and time (epoch) of whoever set `reason`.
+    pub reason_uid: Option<u32>,
+    pub reason_time: Option<i64>,
+    pub alloc_cpus: u32,
+    /// MiB.
+    pub alloc_mem: u64,
+    /// Number of jobs or steps still cleaning up on the node (COMPLETING flag when > 0).
+    pub completing_jobs: u32,
+    /// Number of jobs running on the node.
+    pub running_jobs: u32,
+    pub partitions: Vec<String>,
+    pub boot_time: Option<i64>,
+    pub agent_start_time: Option<i64>,
+    pub last_busy_time: Option<i64>,
+    /// Load average over one minute, when the agent reported one.
+    pub cpu_load: Option<f64>,
+    /// Free memory in MiB, when the agent reported it.
+    pub free_mem: Option<u64>,
+    pub os: String,
+    pub arch: String,
+    pub version: String,
+}
+
+impl Node {
+    /// A node with the given resources, not yet registered.
+    pub fn new(name: &str, cpus: u32, real_memory: u64) -> Node {
+        Node {
+            name: name.to_string(),
+            addr: name.to_string(),
+            hostname: name.to_string(),
+            cpus,
+            sockets: 1,
+            cores_per_socket: cpus,
+            threads_per_core: 1,
+            real_memory,
+            features: Vec::new(),
+            weight: 1,
+            state: NodeState::Unknown,
+            drain: false,
+            not_responding: false,
+            reason: None,
+            reason_uid: None,
+            reason_time: None,
+            alloc_cpus: 0,
+            alloc_mem: 0,
+            completing_jobs: 0,
+            running_jobs: 0,
+            partitions: Vec::new(),
+            boot_time: None,
+            agent_start_time: None,
+            last_busy_time: None,
+            cpu_load: None,
+            free_mem: None,
+            os: String::new(),
+            arch: String::new(),
+            version: String::new(),
+        }
+    }
+
+    /// Whether new work may start here.
+    pub fn schedulable(&self) -> bool {
+        self.state == NodeState::Up && !self.drain && !self.not_responding
+    }
+
+    fn base_long(&self) -> &'static str {
+        match self.state {
+            NodeState::Down => "down",
+            NodeState::Unknown => "unknown",
+            NodeState::Up => {
+                if self.alloc_cpus == 0 {
+                    "idle"
+                } else if self.alloc_cpus >= self.cpus {
+                    "allocated"
+                } else {
+                    "mixed"
+                }
+            }
+        }
+    }
+
+    /// Long lowercase state as sinfo `%T` prints it (`idle`, `mixed`, `drained`,
+    /// `draining`, `down*`, `completing`…), with the `*` suffix for a node that does not
+    /// respond.
+    pub fn state_long(&self) -> String {
+        let base = self.base_long();
+        let s = if self.drain {
+            if base == "idle" && self.completing_jobs == 0 || base == "down" {
+                if base == "down" { "down" } else { "drained" }
+            } else {
+                "draining"
+            }
+        } else if self.completing_jobs > 0 && self.state == NodeState::Up {
+            "completing"
+        } else {
+            base
+        };
+        let mut s = s.to_string();
+        if self.not_responding {
+            s.push('*');
+        }
+        s
+    }
+
+    /// Compact state as sinfo `%t` prints it (`idle`, `mix`, `alloc`, `drain`, `drng`,
+    /// `comp`, `down`, `unk`), with the `*` suffix for a node that does not respond.
+    pub fn state_compact(&self) -> String {
+        let long = self.state_long();
+        let (base, star) = match long.strip_suffix('*') {
+            Some(b) => (b.to_string(), "*"),
+            None => (long, ""),
+        };
+        let c = match base.as_str() {
+            "allocated" => "alloc",
+            "mixed" => "mix",
+            "drained" => "drain",
+            "draining" => "drng",
+            "completing" => "comp",
+            "unknown" => "unk",
+            other => other,
+        };
+        format!("{c}{star}")
+    }
+
+    /// Upper-case state for `scontrol show node` (`IDLE`, `MIXED`, `IDLE+DRAIN`,
+    /// `DOWN*`, `MIXED+COMPLETING`…).
+    pub fn state_scontrol(&self) -> String {
+        let mut s = self.base_long().to_uppercase();
+        if self.not_responding {
+            s.push('*');
+        }
+        if self.completing_jobs > 0 {
+            s.push_str("+COMPLETING");
+        }
+        if self.drain {
+            s.push_str("+DRAIN");
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn up(cpus: u32, alloc: u32) -> Node {
+        let mut n = Node::new("n1", cpus, 1000);
+        n.state = NodeState::Up;
+        n.alloc_cpus = alloc;
+        n
+    }
+
+    #[test]
+    fn states_follow_allocation() {
+        assert_eq!(up(4, 0).state_long(), "idle");
+        assert_eq!(up(4, 2).state_long(), "mixed");
+        assert_eq!(up(4, 2).state_compact(), "mix");
+        assert_eq!(up(4, 4).state_compact(), "alloc");
+        assert_eq!(up(4, 4).state_scontrol(), "ALLOCATED");
+    }
+
+    #[test]
+    fn drain_states() {
+        let mut n = up(4, 0);
+        n.drain = true;
+        assert_eq!(n.state_long(), "drained");
+        assert_eq!(n.state_compact(), "drain");
+        assert_eq!(n.state_scontrol(), "IDLE+DRAIN");
+        n.alloc_cpus = 1;
+        assert_eq!(n.state_long(), "draining");
+        assert_eq!(n.state_compact(), "drng");
+    }
+
+    #[test]
+    fn down_not_responding() {
+        let mut n = up(4, 0);
+        n.state = NodeState::Down;
+        n.not_responding = true;
+        assert_eq!(n.state_long(), "down*");
+        assert_eq!(n.state_compact(), "down*");
+        assert!(!n.schedulable());
+    }
+}

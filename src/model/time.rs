@@ -1,0 +1,56 @@
+//! Durations and time limits in Slurm's textual forms (cf. src/common/parse_time.c,
+//! `secs2time_str` and `mins2time_str`). Pure: epoch seconds in, text out.
+
+/// Formats a duration in seconds the way squeue's `%M` and `%l` do: `M:SS`, `H:MM:SS`,
+/// `D-HH:MM:SS` (no zero padding of the leading field).
+pub fn fmt_squeue_duration(secs: u64) -> String {
+    let (d, h, m, s) = split(secs);
+    if d > 0 {
+        format!("{d}-{h:02}:{m:02}:{s:02}")
+    } else if h > 0 {
+        format!("{h}:{m:02}:{s:02}")
+    } else {
+        format!("{m}:{s:02}")
+    }
+}
+
+/// Formats a duration in seconds as sacct's `Elapsed` and scontrol's `RunTime` do:
+/// `HH:MM:SS`, or `D-HH:MM:SS` from one day up.
+pub fn fmt_hms(secs: u64) -> String {
+    let (d, h, m, s) = split(secs);
+    if d > 0 {
+        format!("{d}-{h:02}:{m:02}:{s:02}")
+    } else {
+        format!("{h:02}:{m:02}:{s:02}")
+    }
+}
+
+fn split(secs: u64) -> (u64, u64, u64, u64) {
+    (
+        secs / 86400,
+        (secs % 86400) / 3600,
+        (secs % 3600) / 60,
+        secs % 60,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn squeue_durations() {
+        assert_eq!(fmt_squeue_duration(0), "0:00");
+        assert_eq!(fmt_squeue_duration(30), "0:30");
+        assert_eq!(fmt_squeue_duration(300), "5:00");
+        assert_eq!(fmt_squeue_duration(3600), "1:00:00");
+        assert_eq!(fmt_squeue_duration(86400 + 61), "1-00:01:01");
+    }
+
+    #[test]
+    fn hms_durations() {
+        assert_eq!(fmt_hms(0), "00:00:00");
+        assert_eq!(fmt_hms(3600), "01:00:00");
+        assert_eq!(fmt_hms(2 * 86400 + 3), "2-00:00:03");
+    }
+}

@@ -1,0 +1,339 @@
+//! The one message protocol every sluice pipe speaks (DESIGN.md §2): length-prefixed
+//! frames, each a MessagePack-encoded serde value with named fields (self-describing, so
+//! a peer of another build can still decode what it knows).
+//!
+//! A connection starts with each side sending [`Hello`]; a peer whose protocol version is
+//! outside `[MIN_PROTO, PROTO]` is refused with a clear message. Enums only ever grow at
+//! the end, and new fields carry `#[serde(default)]`.
+//!
+//! Families: [`Request`]/[`Response`] between front-ends and the controller (one request,
+//! one response, repeatable on one connection); [`ToAgent`]/[`FromAgent`] between the
+//! controller and a node agent (asynchronous events both ways).
+
+use crate::model::{ExitStatus, Job, JobSpec, JobState, Node, Partition};
+use serde::{Deserialize, Serialize};
+
+pub mod codec;
+
+pub use codec::{Framed, ProtoError};
+
+/// This build's protocol version.
+pub const PROTO: u32 = 1;
+/// The oldest protocol version this build still talks to.
+pub const MIN_PROTO: u32 = 1;
+/// The largest frame accepted, in bytes (a job script plus environment fits easily).
+pub const MAX_FRAME: usize = 64 * 1024 * 1024;
+
+/// Who is on the other end of a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Role {
+    /// A front-end command (sbatch, squeue, …).
+    Client,
+    /// The controller.
+    Controller,
+    /// A node agent.
+    Agent,
+}
+
+/// The first frame on every connection, from both sides.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hello {
+    pub proto: u32,
+    pub role: Role,
+    /// The sending binary's version string (`CARGO_PKG_VERSION`).
+    pub build: String,
+}
+
+impl Hello {
+    /// This build's hello for `role`.
+    pub fn new(role: Role) -> Hello {
+        Hello {
+            proto: PROTO,
+            role,
+            build: env!("CARGO_PKG_VERSION").to_string(),
+        }
+    }
+
+    /// Checks a peer's hello: version in range and the expected role.
+    pub fn check(&self, expect: &[Role]) -> Result<(), ProtoError> {
+        if self.proto < MIN_PROTO || self.proto > PROTO {
+            return Err(ProtoError::Version {
+                peer: self.proto,
+                min: MIN_PROTO,
+                max: PROTO,
+                build: self.build.clone(),
+            });
+        }
+        if !expect.contains(&self.role) {
+            return Err(ProtoError::Role(format!("{:?}", self.role)));
+        }
+        Ok(())
+    }
+}
+
+/// Which jobs a query or a signal is about. Empty vectors mean "any".
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobFilter {
+    pub ids: Vec<u32>,
+    pub users: Vec<u32>,
+    pub states: Vec<JobState>,
+    pub partitions: Vec<String>,
+    pub names: Vec<String>,
+}
+
+impl JobFilter {
+    /// Whether `job` passes every non-empty criterion.
+    pub fn matches(&self, job: &Job) -> bool {
+        (self.ids.is_empty() || self.ids.contains(&job.id))
+            && (self.users.is_empty() || self.users.contains(&job.uid))
+            && (self.states.is_empty() || self.states.contains(&job.state))
+            && (self.partitions.is_empty() || self.partitions.contains(&job.partition))
+            && (self.names.is_empty() || self.names.contains(&job.spec.name))
+    }
+}
+
+/// A change to a job (`scontrol update JobId=…`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum JobUpdate {
+    TimeLimit(crate::model::TimeLimit),
+    Name(String),
+    Partition(String),
+    Nice(i32),
+}
+
+/// A change to a node (`scontrol update NodeName=… State=…`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NodeUpdate {
+    Drain { reason: String },
+    Down { reason: String },
+    Resume,
+}
+
+/// An sacct query over the accounting records.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AcctQuery {
+    /// Only these jobs (empty = any).
+    pub ids: Vec<u32>,
+    /// Only these uids (empty = any).
+    pub users: Vec<u32>,
+    /// Jobs that were eligible/running/ended in [start, end] (epoch seconds).
+    pub start: Option<i64>,
+    pub end: Option<i64>,
+    /// Only jobs in these states (during the window).
+    pub states: Vec<JobState>,
+    pub names: Vec<String>,
+    pub partitions: Vec<String>,
+}
+
+/// A front-end's request to the controller.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Request {
+    /// Submit a batch job (sbatch). `test_only` validates and estimates, creating nothing.
+    Submit {
+        spec: Box<JobSpec>,
+        test_only: bool,
+    },
+    /// Jobs still in the queue or finished within MinJobAge.
+    Jobs(JobFilter),
+    /// Nodes and partitions.
+    Nodes,
+    /// Signal or cancel jobs. `signal: None` cancels. `batch_only` signals only the
+    /// batch shell.
+    Cancel {
+        filter: JobFilter,
+        signal: Option<i32>,
+        batch_only: bool,
+    },
+    Hold {
+        ids: Vec<u32>,
+        user_hold: bool,
+    },
+    Release {
+        ids: Vec<u32>,
+    },
+    Requeue {
+        ids: Vec<u32>,
+        hold: bool,
+    },
+    UpdateJob {
+        id: u32,
+        updates: Vec<JobUpdate>,
+    },
+    UpdateNode {
+        names: Vec<String>,
+        update: NodeUpdate,
+    },
+    /// Accounting records.
+    Acct(AcctQuery),
+    /// The running configuration as `Key = Value` pairs (scontrol show config).
+    Config,
+    /// Stop the controller (`sluice controller --stop`); only the owner or root.
+    Shutdown,
+    /// Liveness check.
+    Ping,
+}
+
+/// A user-facing error from the controller; `Display` is Slurm's text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum SlurmError {
+    #[error("Invalid job id specified")]
+    InvalidJobId,
+    #[error("Invalid partition name specified")]
+    InvalidPartition,
+    #[error("Invalid node name specified")]
+    InvalidNodeName,
+    #[error("Access/permission denied")]
+    AccessDenied,
+    #[error("Requested node configuration is not available")]
+    NodeConfigUnavailable,
+    #[error("Requested partition configuration not available now")]
+    PartitionConfigUnavailable,
+    #[error("Requested time limit is invalid (missing or exceeds some limit)")]
+    InvalidTimeLimit,
+    #[error("Node count specification invalid")]
+    InvalidNodeCount,
+    #[error("Job/step already completing or completed")]
+    AlreadyDone,
+    #[error("Job is no longer pending execution")]
+    NotPending,
+    #[error("Job is pending execution")]
+    JobPending,
+    #[error("Only batch jobs are accepted or processed")]
+    NotBatch,
+    #[error("Unable to contact slurm controller (connect failure)")]
+    Unreachable,
+    /// Any other error, shown verbatim.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// Per-job outcome of a multi-job operation (cancel, hold, …).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobResult {
+    pub id: u32,
+    pub error: Option<SlurmError>,
+}
+
+/// What `sbatch --test-only` learns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestOnly {
+    /// Estimated start (epoch seconds).
+    pub start: i64,
+    pub nodes: String,
+    pub cpus: u32,
+    pub partition: String,
+}
+
+/// The controller's answer to a [`Request`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Response {
+    Submitted {
+        job_id: u32,
+    },
+    TestOnly(TestOnly),
+    Jobs {
+        jobs: Vec<Job>,
+        now: i64,
+    },
+    Nodes {
+        nodes: Vec<Node>,
+        partitions: Vec<Partition>,
+        now: i64,
+    },
+    /// Per-job results of cancel/hold/release/requeue/update.
+    Results(Vec<JobResult>),
+    Acct {
+        jobs: Vec<Job>,
+        now: i64,
+    },
+    Config(Vec<(String, String)>),
+    Ok,
+    Error(SlurmError),
+}
+
+/// Everything a node needs to run a batch job's script.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+pub struct LaunchBatch {
+    pub job: Box<Job>,
+    /// The full environment of the batch shell (exported env plus SLURM_*).
+    pub env: Vec<(String, String)>,
+    /// Seconds between SIGTERM and SIGKILL when the job is ended.
+    pub kill_wait: u32,
+    pub cluster: String,
+}
+
+impl std::fmt::Debug for LaunchBatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LaunchBatch")
+            .field("job", &self.job.id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Controller → agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ToAgent {
+    /// Start a batch job's script on this node.
+    Launch(LaunchBatch),
+    /// Send `signal` to the job's processes (the batch shell only with `batch_only`).
+    Signal {
+        job_id: u32,
+        signal: i32,
+        batch_only: bool,
+    },
+    /// End the job: SIGCONT+SIGTERM, then SIGKILL after `kill_wait` seconds.
+    /// `reason` is written into the job's stderr as slurmstepd does.
+    Terminate {
+        job_id: u32,
+        kill_wait: u32,
+        reason: Option<String>,
+    },
+    /// The controller has recorded the end of this job; the agent may forget it.
+    Forget { job_id: u32 },
+}
+
+/// How a batch job ended on the node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EndKind {
+    /// The script ran and exited (or was killed) with `status`.
+    Exited,
+    /// The job could not be started (bad working directory, output file, …).
+    LaunchFailed,
+}
+
+/// Agent → controller.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum FromAgent {
+    /// First message after Hello: who the node is and what it has; `running` lists jobs
+    /// whose stepd is still alive (re-adopted after a restart).
+    Register {
+        node: String,
+        cpus: u32,
+        sockets: u32,
+        cores_per_socket: u32,
+        threads_per_core: u32,
+        real_memory: u64,
+        boot_time: i64,
+        os: String,
+        arch: String,
+        running: Vec<u32>,
+    },
+    /// The batch script started (pid of the shell, epoch seconds).
+    Started { job_id: u32, pid: u32, time: i64 },
+    /// The batch step ended.
+    Ended {
+        job_id: u32,
+        kind: EndKind,
+        status: ExitStatus,
+        time: i64,
+        /// Peak RSS in KiB and CPU seconds of the batch step.
+        max_rss_kib: u64,
+        cpu_secs: f64,
+        /// The job ran out of memory (cgroup OOM event).
+        oom: bool,
+        /// A message for the controller's log when launch failed.
+        message: Option<String>,
+    },
+    /// Periodic load report.
+    Heartbeat { load: f64, free_mem: u64 },
+}
