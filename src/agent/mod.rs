@@ -1,1 +1,243 @@
-//! The node agent (cf. slurmd).
+//! The node agent (cf. slurmd): registers the node's resources with the controller,
+//! launches a detached `sluice stepd` per job, relays signals to it, and reports how each
+//! job ended. It speaks the protocol over any byte stream: an in-process pipe for the
+//! controller's own node, SSH for remote ones later.
+//!
+//! Jobs outlive the agent: each stepd records its state in the job's spool directory
+//! (`proto::spool`), and a restarted agent re-adopts them from there.
+
+pub mod discover;
+
+use crate::config::NodeConf;
+use crate::proto::spool::{self, StepResult, TerminateRequest};
+use crate::proto::{EndKind, Framed, FromAgent, LaunchBatch, Role, ToAgent};
+use anyhow::Context;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::mpsc;
+
+/// What an agent needs to know.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    /// The node this agent serves, with any declared resources.
+    pub node: NodeConf,
+    /// Where job spool directories live.
+    pub spool_dir: PathBuf,
+    /// The sluice binary, run as `sluice stepd <dir>` for each job.
+    pub exe: PathBuf,
+}
+
+fn job_dir(spool: &Path, id: u32) -> PathBuf {
+    spool.join(format!("job_{id}"))
+}
+
+/// Runs the agent over `link` until the link closes.
+///
+/// Errors: the handshake fails, or the spool directory cannot be created.
+pub async fn run<S>(mut link: Framed<S>, cfg: AgentConfig) -> anyhow::Result<()>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    std::fs::create_dir_all(&cfg.spool_dir)
+        .with_context(|| format!("cannot create spool directory {}", cfg.spool_dir.display()))?;
+    link.handshake(Role::Agent, &[Role::Controller]).await?;
+    let res = discover::resources();
+    let known = known_jobs(&cfg.spool_dir);
+    link.send(&FromAgent::Register {
+        node: cfg.node.name.clone(),
+        cpus: res.cpus,
+        sockets: res.sockets,
+        cores_per_socket: res.cores_per_socket,
+        threads_per_core: res.threads_per_core,
+        real_memory: res.memory_mb,
+        boot_time: res.boot_time,
+        os: res.os.clone(),
+        arch: res.arch.clone(),
+        running: known.clone(),
+    })
+    .await?;
+    let (etx, mut erx) = mpsc::unbounded_channel::<FromAgent>();
+    for id in known {
+        tokio::spawn(watch_adopted(job_dir(&cfg.spool_dir, id), id, etx.clone()));
+    }
+    let _ = etx.send(heartbeat());
+    let mut beat = tokio::time::interval(Duration::from_secs(10));
+    beat.tick().await;
+    loop {
+        tokio::select! {
+            m = link.recv::<ToAgent>() => {
+                let msg = match m {
+                    Ok(m) => m,
+                    Err(crate::proto::ProtoError::Closed) => return Ok(()),
+                    Err(e) => return Err(e.into()),
+                };
+                handle(msg, &cfg, &etx);
+            }
+            Some(ev) = erx.recv() => link.send(&ev).await?,
+            _ = beat.tick() => link.send(&heartbeat()).await?,
+        }
+    }
+}
+
+fn heartbeat() -> FromAgent {
+    let (load, free_mem) = discover::load_and_free_mem();
+    FromAgent::Heartbeat { load, free_mem }
+}
+
+/// Job ids with a spool directory (running, or finished and not yet forgotten).
+fn known_jobs(spool: &Path) -> Vec<u32> {
+    let mut ids: Vec<u32> = std::fs::read_dir(spool)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.strip_prefix("job_")?.parse().ok())
+        .filter(|id| job_dir(spool, *id).join(spool::LAUNCH).exists())
+        .collect();
+    ids.sort_unstable();
+    ids
+}
+
+fn handle(msg: ToAgent, cfg: &AgentConfig, etx: &mpsc::UnboundedSender<FromAgent>) {
+    match msg {
+        ToAgent::Launch(lb) => {
+            let id = lb.job.id;
+            if let Err(e) = launch(lb, cfg, etx.clone()) {
+                tracing::error!(job_id = id, "launch failed: {e:#}");
+                let _ = etx.send(ended_failed(id, format!("launch failed on node: {e:#}")));
+            }
+        }
+        ToAgent::Signal {
+            job_id,
+            signal,
+            batch_only,
+        } => {
+            let dir = job_dir(&cfg.spool_dir, job_id);
+            if let (Some(pid), Ok(sig)) = (
+                spool::read_pid(&dir, spool::JOB_PID),
+                Signal::try_from(signal),
+            ) {
+                // The batch shell leads its own process group.
+                let target = if batch_only {
+                    Pid::from_raw(pid)
+                } else {
+                    Pid::from_raw(-pid)
+                };
+                let _ = kill(target, sig);
+            }
+        }
+        ToAgent::Terminate {
+            job_id,
+            kill_wait,
+            reason,
+        } => {
+            let dir = job_dir(&cfg.spool_dir, job_id);
+            let req = TerminateRequest {
+                kill_wait,
+                message: reason,
+            };
+            if let Err(e) = spool::write(&dir, spool::TERMINATE, &req) {
+                tracing::warn!(job_id, "cannot write terminate request: {e}");
+            }
+            if let Some(pid) = spool::read_pid(&dir, spool::STEPD_PID) {
+                let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
+            }
+        }
+        ToAgent::Forget { job_id } => {
+            let dir = job_dir(&cfg.spool_dir, job_id);
+            if dir.join(spool::RESULT).exists() || !dir.join(spool::STEPD_PID).exists() {
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+        }
+    }
+}
+
+fn ended_failed(job_id: u32, message: String) -> FromAgent {
+    FromAgent::Ended {
+        job_id,
+        kind: EndKind::LaunchFailed,
+        status: Default::default(),
+        time: chrono::Utc::now().timestamp(),
+        max_rss_kib: 0,
+        cpu_secs: 0.0,
+        oom: false,
+        message: Some(message),
+    }
+}
+
+fn result_msg(job_id: u32, r: StepResult) -> FromAgent {
+    FromAgent::Ended {
+        job_id,
+        kind: r.kind,
+        status: r.status,
+        time: r.time,
+        max_rss_kib: r.max_rss_kib,
+        cpu_secs: r.cpu_secs,
+        oom: r.oom,
+        message: r.message,
+    }
+}
+
+/// Writes the launch record and starts a detached stepd for the job.
+fn launch(
+    lb: LaunchBatch,
+    cfg: &AgentConfig,
+    etx: mpsc::UnboundedSender<FromAgent>,
+) -> anyhow::Result<()> {
+    let id = lb.job.id;
+    let dir = job_dir(&cfg.spool_dir, id);
+    if dir.exists() {
+        // A requeued job reuses its id: start from a clean directory.
+        std::fs::remove_dir_all(&dir).ok();
+    }
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    spool::write(&dir, spool::LAUNCH, &lb)?;
+    let log = std::fs::File::create(dir.join("stepd.log"))?;
+    let mut child = tokio::process::Command::new(&cfg.exe)
+        .arg("stepd")
+        .arg(&dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .spawn()
+        .with_context(|| format!("cannot run {} stepd", cfg.exe.display()))?;
+    tokio::spawn(async move {
+        let _ = child.wait().await;
+        let _ = etx.send(collect(&dir, id));
+    });
+    Ok(())
+}
+
+/// The Ended message for a job whose stepd has exited.
+fn collect(dir: &Path, id: u32) -> FromAgent {
+    match spool::read::<StepResult>(dir, spool::RESULT) {
+        Ok(Some(r)) => result_msg(id, r),
+        Ok(None) => {
+            let log = std::fs::read_to_string(dir.join("stepd.log")).unwrap_or_default();
+            ended_failed(id, format!("stepd exited without a result: {}", log.trim()))
+        }
+        Err(e) => ended_failed(id, format!("unreadable step result: {e}")),
+    }
+}
+
+/// Watches a job whose stepd was started by an earlier agent: reports its result once it
+/// appears, or a failure if stepd died without one.
+async fn watch_adopted(dir: PathBuf, id: u32, etx: mpsc::UnboundedSender<FromAgent>) {
+    loop {
+        if dir.join(spool::RESULT).exists() {
+            let _ = etx.send(collect(&dir, id));
+            return;
+        }
+        let alive = spool::read_pid(&dir, spool::STEPD_PID)
+            .is_some_and(|pid| kill(Pid::from_raw(pid), None).is_ok());
+        if !alive {
+            // Re-check: stepd may have written its result just before exiting.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let _ = etx.send(collect(&dir, id));
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}

@@ -118,10 +118,10 @@ fn spawn_personal_controller(cfg: &Config) -> std::io::Result<()> {
     let mut cmd = std::process::Command::new(exe);
     cmd.arg0("sluice")
         .arg("controller")
+        .arg("--detached")
         .stdin(std::process::Stdio::null())
         .stdout(log.try_clone()?)
-        .stderr(log)
-        .process_group(0);
+        .stderr(log);
     let mut child = cmd.spawn()?;
     // Reap it in the background if it exits early (lost a start race); the grandchild
     // detaches itself by becoming a session leader in `ctld::cli_main`.

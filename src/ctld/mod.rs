@@ -1,9 +1,613 @@
-//! The controller (cf. slurmctld + slurmdbd).
+//! The controller (cf. slurmctld + slurmdbd): owns all cluster state, schedules, persists
+//! to SQLite, serves front-ends on a Unix socket and drives node agents.
+//!
+//! Runtime shape (STYLE.md): a listener task, one task per front-end connection, one task
+//! per agent link, the actor (sole owner of [`state::Cluster`]) and the store thread.
+//! Messages reach the actor on one channel; the actor applies reactor functions and
+//! carries out their [`state::Effects`]. Scheduling runs after each burst of messages
+//! that asked for it, and on a one-second tick (time limits, MinJobAge purge).
 
+pub mod state;
+pub mod store;
+
+use crate::config::{Config, Mode};
+use crate::proto::{Framed, FromAgent, Request, Response, Role, SlurmError, ToAgent};
+use crate::transport::{self, PeerCred};
+use anyhow::Context;
+use state::{Caller, Cluster, Effects};
+use std::collections::HashMap;
 use std::ffi::OsString;
+use std::future::Future;
 use std::process::ExitCode;
+use std::time::Duration;
+use store::StoreOp;
+use tokio::sync::{mpsc, oneshot};
 
-/// `sluice controller [--foreground] [--stop]`.
-pub fn cli_main(_args: Vec<OsString>) -> ExitCode {
+/// Messages to the actor.
+enum Msg {
+    Client {
+        cred: PeerCred,
+        req: Request,
+        reply: oneshot::Sender<Response>,
+    },
+    AgentUp {
+        node: String,
+        reg: FromAgent,
+        tx: mpsc::UnboundedSender<ToAgent>,
+    },
+    Agent {
+        node: String,
+        msg: FromAgent,
+    },
+    AgentDown {
+        node: String,
+    },
+}
+
+/// `sluice controller [--foreground] [--stop] [--detached]`.
+///
+/// Without `--foreground` the controller starts in the background and this returns once
+/// it answers. `--stop` asks a running controller to shut down and waits for it.
+pub fn cli_main(args: Vec<OsString>) -> ExitCode {
+    let args: Vec<String> = args
+        .iter()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let mut foreground = false;
+    let mut stop = false;
+    let mut detached = false;
+    for a in &args {
+        match a.as_str() {
+            "--foreground" | "-D" => foreground = true,
+            "--stop" => stop = true,
+            "--detached" => detached = true,
+            "-h" | "--help" => {
+                println!(
+                    "usage: sluice controller [--foreground] [--stop]\n\n\
+                     Starts the controller (in the background unless --foreground), or stops it.\n\
+                     Configuration: $SLUICE_CONF, else /etc/sluice/sluice.toml, else personal mode."
+                );
+                return ExitCode::SUCCESS;
+            }
+            other => {
+                eprintln!("sluice controller: unknown option '{other}'");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let cfg = match Config::load() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("sluice controller: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    if stop {
+        return stop_controller(&cfg);
+    }
+    if !foreground && !detached {
+        return start_background(&cfg);
+    }
+    if detached {
+        // Leave the caller's session so that its terminal and signals are not ours.
+        let _ = nix::unistd::setsid();
+    }
+    init_tracing();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("sluice controller: cannot start runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let res = rt.block_on(async {
+        let shutdown = async {
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                    .expect("signal handler");
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {},
+                _ = term.recv() => {},
+            }
+        };
+        run(cfg, shutdown).await
+    });
+    match res {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("sluice controller: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+fn start_background(cfg: &Config) -> ExitCode {
+    match crate::cli::client::Client::connect_with(cfg) {
+        Ok(_) => {
+            eprintln!(
+                "sluice controller: running (socket {})",
+                cfg.socket.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("sluice controller: {e}");
+            if let Some(h) = e.hint() {
+                eprintln!("{h}");
+            }
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn stop_controller(cfg: &Config) -> ExitCode {
+    let sock = std::os::unix::net::UnixStream::connect(&cfg.socket);
+    if sock.is_err() {
+        eprintln!(
+            "sluice controller: not running (no answer on {})",
+            cfg.socket.display()
+        );
+        return ExitCode::SUCCESS;
+    }
+    let mut c = match crate::cli::client::Client::connect_with(cfg) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("sluice controller: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match c.request(&Request::Shutdown) {
+        Ok(Response::Ok) => {}
+        Ok(Response::Error(e)) => {
+            eprintln!("sluice controller: {e}");
+            return ExitCode::from(1);
+        }
+        Ok(_) | Err(_) => {}
+    }
+    // Wait for the lock on the state directory to be released.
+    for _ in 0..200 {
+        if std::os::unix::net::UnixStream::connect(&cfg.socket).is_err() {
+            return ExitCode::SUCCESS;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    eprintln!("sluice controller: still running after 5 s");
     ExitCode::from(1)
+}
+
+/// Holds an exclusive lock on the state directory for the controller's lifetime, so two
+/// controllers never share one database.
+fn lock_state_dir(cfg: &Config) -> anyhow::Result<nix::fcntl::Flock<std::fs::File>> {
+    std::fs::create_dir_all(&cfg.state_dir)
+        .with_context(|| format!("cannot create state directory {}", cfg.state_dir.display()))?;
+    let path = cfg.state_dir.join("controller.lock");
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    let lock = nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock).map_err(
+        |(_, e)| {
+            anyhow::anyhow!(
+                "another controller already uses {} ({e})",
+                cfg.state_dir.display()
+            )
+        },
+    )?;
+    Ok(lock)
+}
+
+/// Runs the controller until `shutdown` resolves or a client asks it to stop.
+///
+/// Errors: the state directory is locked by another controller, the database is foreign
+/// or corrupt, the socket cannot be bound.
+pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
+    let _lock = lock_state_dir(&cfg)?;
+    let db_path = cfg.state_dir.join("sluice.db");
+    let store = store::Store::open(&db_path)?;
+    let now = crate::cli::timefmt::now();
+    let (jobs, next_id) = store.load(now, i64::from(cfg.min_job_age))?;
+    let owner = nix::unistd::geteuid().as_raw();
+    let mut cluster = Cluster::new(&cfg, owner);
+    cluster.restore(jobs, next_id);
+    tracing::info!(
+        jobs = cluster.jobs.len(),
+        next_id = cluster.next_id,
+        db = %db_path.display(),
+        "controller starting"
+    );
+
+    let (store_tx, store_rx) = mpsc::unbounded_channel::<StoreOp>();
+    let store_thread = std::thread::Builder::new()
+        .name("store".into())
+        .spawn(move || store::run(store, store_rx))
+        .context("cannot start store thread")?;
+
+    let (tx, rx) = mpsc::channel::<Msg>(4096);
+    // The local node's agent runs in-process over an in-memory pipe speaking the same
+    // protocol as a remote one.
+    let local = cfg.local_node().clone();
+    let (ctld_end, agent_end) = tokio::io::duplex(1 << 20);
+    let agent_cfg = crate::agent::AgentConfig {
+        node: local.clone(),
+        spool_dir: cfg.spool_dir.clone(),
+        exe: std::env::current_exe().context("cannot find own executable")?,
+    };
+    tokio::spawn(async move {
+        if let Err(e) = crate::agent::run(Framed::new(agent_end), agent_cfg).await {
+            tracing::error!("local agent stopped: {e:#}");
+        }
+    });
+    tokio::spawn(agent_link(Framed::new(ctld_end), tx.clone()));
+
+    let listener = transport::bind_unix(&cfg.socket, cfg.mode == Mode::System)
+        .with_context(|| format!("cannot listen on {}", cfg.socket.display()))?;
+    let (stop_tx, mut stop_rx) = mpsc::channel::<()>(1);
+    let ltx = tx.clone();
+    tokio::spawn(async move {
+        loop {
+            match listener.accept().await {
+                Ok((stream, _)) => {
+                    let tx = ltx.clone();
+                    tokio::spawn(async move {
+                        if let Err(e) = serve_client(stream, tx).await {
+                            tracing::debug!("client connection: {e}");
+                        }
+                    });
+                }
+                Err(e) => {
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+    });
+    drop(tx);
+
+    let declared: HashMap<String, crate::config::NodeConf> = cfg
+        .nodes
+        .iter()
+        .map(|n| (n.name.clone(), n.clone()))
+        .collect();
+    let mut actor = Actor {
+        cluster,
+        store: store_tx,
+        agents: HashMap::new(),
+        declared,
+        stop: stop_tx,
+    };
+    let mut rx = rx;
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tokio::pin!(shutdown);
+    loop {
+        let mut fx = Effects::default();
+        tokio::select! {
+            _ = &mut shutdown => break,
+            _ = stop_rx.recv() => break,
+            _ = tick.tick() => {
+                actor.cluster.tick(crate::cli::timefmt::now(), &mut fx);
+            }
+            msg = rx.recv() => {
+                let Some(msg) = msg else { break };
+                actor.handle(msg, &mut fx);
+                // Coalesce a burst of messages into one scheduling pass.
+                while let Ok(msg) = rx.try_recv() {
+                    actor.handle(msg, &mut fx);
+                    if fx.persist.len() > 512 {
+                        break;
+                    }
+                }
+            }
+        }
+        if fx.schedule {
+            fx.schedule = false;
+            actor.cluster.schedule(crate::cli::timefmt::now(), &mut fx);
+        }
+        actor.apply(fx);
+    }
+    tracing::info!("controller stopping");
+    let _ = std::fs::remove_file(&cfg.socket);
+    drop(actor);
+    match tokio::task::spawn_blocking(move || store_thread.join()).await {
+        Ok(Ok(Err(e))) => return Err(e.into()),
+        Ok(Err(_)) => anyhow::bail!("store thread panicked"),
+        _ => {}
+    }
+    Ok(())
+}
+
+struct Actor {
+    cluster: Cluster,
+    store: mpsc::UnboundedSender<StoreOp>,
+    agents: HashMap<String, mpsc::UnboundedSender<ToAgent>>,
+    declared: HashMap<String, crate::config::NodeConf>,
+    stop: mpsc::Sender<()>,
+}
+
+impl Actor {
+    fn handle(&mut self, msg: Msg, fx: &mut Effects) {
+        let now = crate::cli::timefmt::now();
+        match msg {
+            Msg::Client { cred, req, reply } => self.on_request(cred, req, reply, now, fx),
+            Msg::AgentUp { node, reg, tx } => {
+                tracing::info!(node, "agent registered");
+                self.agents.insert(node.clone(), tx);
+                let declared =
+                    self.declared
+                        .get(&node)
+                        .cloned()
+                        .unwrap_or(crate::config::NodeConf {
+                            name: node.clone(),
+                            cpus: None,
+                            memory: None,
+                            sockets: None,
+                            cores_per_socket: None,
+                            threads_per_core: None,
+                            features: vec![],
+                            weight: None,
+                        });
+                self.cluster.agent_registered(reg, &declared, now, fx);
+            }
+            Msg::Agent { node, msg } => self.cluster.from_agent(&node, msg, now, fx),
+            Msg::AgentDown { node } => {
+                tracing::warn!(node, "agent link lost");
+                self.agents.remove(&node);
+                self.cluster.agent_lost(&node);
+            }
+        }
+    }
+
+    fn on_request(
+        &mut self,
+        cred: PeerCred,
+        req: Request,
+        reply: oneshot::Sender<Response>,
+        now: i64,
+        fx: &mut Effects,
+    ) {
+        let c = Caller {
+            uid: cred.uid,
+            gid: cred.gid,
+        };
+        let resp = match req {
+            Request::Ping => Response::Ok,
+            Request::Submit { spec, test_only } => {
+                match self.cluster.resolve(*spec, c, now, &user_group_names) {
+                    Err(e) => Response::Error(e),
+                    Ok(job) if test_only => Response::TestOnly(self.cluster.test_only(job, now)),
+                    Ok(job) => {
+                        let id = self.cluster.submit(job, fx);
+                        // The reply waits for the commit of this job's record.
+                        self.apply_persist(fx);
+                        let _ = self
+                            .store
+                            .send(StoreOp::Reply(reply, Response::Submitted { job_id: id }));
+                        return;
+                    }
+                }
+            }
+            Request::Jobs(filter) => Response::Jobs {
+                jobs: self
+                    .cluster
+                    .jobs
+                    .values()
+                    .filter(|j| filter.matches(j))
+                    .cloned()
+                    .collect(),
+                now,
+            },
+            Request::Nodes => Response::Nodes {
+                nodes: self.cluster.nodes.clone(),
+                partitions: self.cluster.partitions.clone(),
+                now,
+            },
+            Request::Cancel {
+                filter,
+                signal,
+                batch_only,
+            } => Response::Results(self.cluster.cancel(&filter, signal, batch_only, c, now, fx)),
+            Request::Hold { ids, user_hold } => {
+                Response::Results(self.cluster.hold(&ids, user_hold, c, fx))
+            }
+            Request::Release { ids } => Response::Results(self.cluster.release(&ids, c, now, fx)),
+            Request::Requeue { ids, hold } => {
+                Response::Results(self.cluster.requeue(&ids, hold, c, now, fx))
+            }
+            Request::UpdateJob { id, updates } => {
+                match self.cluster.update_job(id, &updates, c, fx) {
+                    Ok(()) => Response::Ok,
+                    Err(e) => Response::Error(e),
+                }
+            }
+            Request::UpdateNode { names, update } => {
+                match self.cluster.update_node(&names, &update, c, now, fx) {
+                    Ok(()) => Response::Ok,
+                    Err(e) => Response::Error(e),
+                }
+            }
+            Request::Acct(q) => {
+                // Answered by the store after the writes queued so far.
+                self.apply_persist(fx);
+                let _ = self.store.send(StoreOp::Query(q, reply, now));
+                return;
+            }
+            Request::Config => Response::Config(self.config_pairs()),
+            Request::Shutdown => {
+                if self.cluster.is_operator(c) {
+                    let _ = self.stop.try_send(());
+                    Response::Ok
+                } else {
+                    Response::Error(SlurmError::AccessDenied)
+                }
+            }
+        };
+        // Replies to requests that changed state also wait for their records' commit.
+        if fx.persist.is_empty() {
+            let _ = reply.send(resp);
+        } else {
+            self.apply_persist(fx);
+            let _ = self.store.send(StoreOp::Reply(reply, resp));
+        }
+    }
+
+    fn config_pairs(&self) -> Vec<(String, String)> {
+        let c = &self.cluster;
+        let mut v = c.config_entries.clone();
+        v.push(("KillWait".into(), format!("{} sec", c.kill_wait)));
+        v.push(("MinJobAge".into(), format!("{} sec", c.min_job_age)));
+        v.push(("SLURM_VERSION".into(), c.slurm_version.clone()));
+        v.sort();
+        v
+    }
+
+    fn apply_persist(&mut self, fx: &mut Effects) {
+        for j in fx.persist.drain(..) {
+            let _ = self.store.send(StoreOp::Put(Box::new(j)));
+        }
+    }
+
+    fn apply(&mut self, mut fx: Effects) {
+        self.apply_persist(&mut fx);
+        for (node, msg) in fx.to_agent {
+            match self.agents.get(&node) {
+                Some(tx) => {
+                    let _ = tx.send(msg);
+                }
+                None => tracing::warn!(node, ?msg, "no agent link for node; message dropped"),
+            }
+        }
+        if cfg!(debug_assertions) {
+            if let Err(e) = self.cluster.sanity_check() {
+                tracing::error!("state invariant broken: {e}");
+            }
+        }
+    }
+}
+
+/// Looks up user and group names for a uid/gid (numbers when unknown).
+fn user_group_names(uid: u32, gid: u32) -> (String, String) {
+    use nix::unistd::{Gid, Group, Uid, User};
+    let user = User::from_uid(Uid::from_raw(uid))
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .unwrap_or_else(|| uid.to_string());
+    let group = Group::from_gid(Gid::from_raw(gid))
+        .ok()
+        .flatten()
+        .map(|g| g.name)
+        .unwrap_or_else(|| gid.to_string());
+    (user, group)
+}
+
+async fn serve_client(stream: tokio::net::UnixStream, tx: mpsc::Sender<Msg>) -> anyhow::Result<()> {
+    let cred = transport::peer_cred(&stream)?;
+    let mut framed = Framed::new(stream);
+    framed.handshake(Role::Controller, &[Role::Client]).await?;
+    loop {
+        let req: Request = match framed.recv().await {
+            Ok(r) => r,
+            Err(crate::proto::ProtoError::Closed) => return Ok(()),
+            Err(e) => {
+                // Answer garbage with an error rather than hanging up silently.
+                let _ = framed
+                    .send(&Response::Error(SlurmError::Other(format!(
+                        "bad request: {e}"
+                    ))))
+                    .await;
+                return Err(e.into());
+            }
+        };
+        let (rtx, rrx) = oneshot::channel();
+        tx.send(Msg::Client {
+            cred,
+            req,
+            reply: rtx,
+        })
+        .await
+        .map_err(|_| anyhow::anyhow!("controller is stopping"))?;
+        let resp = rrx
+            .await
+            .map_err(|_| anyhow::anyhow!("controller is stopping"))?;
+        framed.send(&resp).await?;
+    }
+}
+
+/// Serves one agent link: registration first, then events both ways until it breaks.
+async fn agent_link<S>(mut link: Framed<S>, tx: mpsc::Sender<Msg>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    if let Err(e) = link.handshake(Role::Controller, &[Role::Agent]).await {
+        tracing::error!("agent handshake failed: {e}");
+        return;
+    }
+    let reg: FromAgent = match link.recv().await {
+        Ok(r @ FromAgent::Register { .. }) => r,
+        Ok(other) => {
+            tracing::error!(?other, "agent did not register first");
+            return;
+        }
+        Err(e) => {
+            tracing::error!("agent registration failed: {e}");
+            return;
+        }
+    };
+    let FromAgent::Register { node, .. } = &reg else {
+        return;
+    };
+    let node = node.clone();
+    let (atx, mut arx) = mpsc::unbounded_channel::<ToAgent>();
+    if tx
+        .send(Msg::AgentUp {
+            node: node.clone(),
+            reg,
+            tx: atx,
+        })
+        .await
+        .is_err()
+    {
+        return;
+    }
+    loop {
+        tokio::select! {
+            m = link.recv::<FromAgent>() => match m {
+                Ok(msg) => {
+                    if tx.send(Msg::Agent { node: node.clone(), msg }).await.is_err() {
+                        return;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(node, "agent link: {e}");
+                    break;
+                }
+            },
+            out = arx.recv() => match out {
+                Some(msg) => {
+                    if let Err(e) = link.send(&msg).await {
+                        tracing::warn!(node, "agent link: {e}");
+                        break;
+                    }
+                }
+                None => return,
+            },
+        }
+    }
+    let _ = tx.send(Msg::AgentDown { node }).await;
 }

@@ -14,6 +14,7 @@ use crate::model::{ExitStatus, Job, JobSpec, JobState, Node, Partition};
 use serde::{Deserialize, Serialize};
 
 pub mod codec;
+pub mod spool;
 
 pub use codec::{Framed, ProtoError};
 
@@ -255,8 +256,6 @@ pub enum Response {
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
 pub struct LaunchBatch {
     pub job: Box<Job>,
-    /// The full environment of the batch shell (exported env plus SLURM_*).
-    pub env: Vec<(String, String)>,
     /// Seconds between SIGTERM and SIGKILL when the job is ended.
     pub kill_wait: u32,
     pub cluster: String,

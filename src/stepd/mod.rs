@@ -1,11 +1,359 @@
-//! The step supervisor (cf. slurmstepd).
+//! The step supervisor (cf. slurmstepd): one process per batch job, detached from the
+//! agent (its own session), so the job keeps running if the agent or controller dies.
+//!
+//! It runs the batch script as the job's user (supplementary groups, gid, uid set before
+//! exec; output files opened as that user), in its own process group, and waits for it
+//! with signals blocked and taken synchronously (`sigwait`): SIGCHLD means the script
+//! ended, SIGTERM from the agent means "terminate" (message into the job's stderr,
+//! SIGCONT+SIGTERM to the group, SIGKILL after KillWait on SIGALRM). The outcome goes to
+//! the spool directory's `result` file (`proto::spool`).
 
 pub mod env;
 
-use std::ffi::OsString;
+use crate::model::job::ExitStatus;
+use crate::proto::spool::{self, StepResult, TerminateRequest};
+use crate::proto::{EndKind, LaunchBatch};
+use anyhow::Context;
+use nix::sys::signal::{SigSet, Signal, kill};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::Pid;
+use std::ffi::{CString, OsString};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// `sluice stepd <spool-dir>`.
-pub fn cli_main(_args: Vec<OsString>) -> ExitCode {
-    ExitCode::from(1)
+/// `sluice stepd <spool-dir>`: supervises the job described by `<spool-dir>/launch`.
+pub fn cli_main(args: Vec<OsString>) -> ExitCode {
+    let Some(dir) = args.get(1).map(PathBuf::from) else {
+        eprintln!("usage: sluice stepd <job-spool-dir> (started by the node agent)");
+        return ExitCode::from(2);
+    };
+    match run(&dir) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("stepd: {e:#}");
+            let r = StepResult {
+                kind: EndKind::LaunchFailed,
+                status: ExitStatus::default(),
+                time: now(),
+                max_rss_kib: 0,
+                cpu_secs: 0.0,
+                oom: false,
+                message: Some(format!("{e:#}")),
+            };
+            if !dir.join(spool::RESULT).exists() {
+                let _ = spool::write(&dir, spool::RESULT, &r);
+            }
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn now() -> i64 {
+    chrono::Utc::now().timestamp()
+}
+
+/// Paths and identity prepared before fork, so the child does as little as possible.
+struct Prepared {
+    script: CString,
+    argv: Vec<CString>,
+    env: Vec<CString>,
+    work_dir: CString,
+    stdin: CString,
+    stdout: CString,
+    /// `None` when stderr goes to the stdout file.
+    stderr: Option<CString>,
+    append: bool,
+    umask: u32,
+    /// `Some` when privileges must be dropped (running as root for another user).
+    user: Option<(CString, u32, u32)>,
+}
+
+/// Supervises one job; see the module docs.
+pub fn run(dir: &Path) -> anyhow::Result<()> {
+    let lb: LaunchBatch = spool::read_launch(dir)?.context("no launch record")?;
+    let _ = nix::unistd::setsid();
+    spool::write_pid(dir, spool::STEPD_PID, std::process::id())?;
+    let mut mask = SigSet::empty();
+    for s in [
+        Signal::SIGCHLD,
+        Signal::SIGTERM,
+        Signal::SIGALRM,
+        Signal::SIGINT,
+        Signal::SIGHUP,
+    ] {
+        mask.add(s);
+    }
+    mask.thread_block().context("cannot block signals")?;
+
+    let job = &lb.job;
+    let node = job
+        .alloc
+        .as_ref()
+        .and_then(|a| a.nodes.first().cloned())
+        .unwrap_or_default();
+    let script_path = dir.join("script");
+    std::fs::write(&script_path, job.spec.script.as_bytes())?;
+    std::fs::set_permissions(&script_path, std::fs::Permissions::from_mode(0o700))?;
+    let me = nix::unistd::geteuid().as_raw();
+    let drop_to = if me == 0 && job.uid != 0 {
+        Some((job.uid, job.gid))
+    } else {
+        None
+    };
+    if let Some((uid, gid)) = drop_to {
+        nix::unistd::chown(
+            &script_path,
+            Some(nix::unistd::Uid::from_raw(uid)),
+            Some(nix::unistd::Gid::from_raw(gid)),
+        )?;
+        // The user must be able to reach the script inside the spool directory.
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711))?;
+    }
+    let start = job.start_time.unwrap_or_else(now);
+    let env = env::batch_env(job, &lb.cluster, &node, start);
+    let paths = output_paths(job, &node);
+    let cs = |s: &str| CString::new(s).context("NUL byte in a path or argument");
+    let mut argv = vec![cs(&script_path.to_string_lossy())?];
+    for a in &job.spec.argv {
+        argv.push(cs(a)?);
+    }
+    let env: Vec<CString> = env
+        .iter()
+        .filter(|(k, _)| !k.contains('=') && !k.contains('\0'))
+        .filter_map(|(k, v)| CString::new(format!("{k}={v}")).ok())
+        .collect();
+    let prep = Prepared {
+        script: cs(&script_path.to_string_lossy())?,
+        argv,
+        env,
+        work_dir: cs(&job.spec.work_dir)?,
+        stdin: cs(&paths.stdin)?,
+        stdout: cs(&paths.stdout)?,
+        stderr: if paths.stderr == paths.stdout {
+            None
+        } else {
+            Some(cs(&paths.stderr)?)
+        },
+        append: job.spec.open_append || job.restarts > 0,
+        umask: job.spec.umask,
+        user: match drop_to {
+            Some((uid, gid)) => Some((cs(&job.user)?, uid, gid)),
+            None => None,
+        },
+    };
+    let child = match spawn_job(&prep) {
+        Ok(c) => c,
+        Err(e) => {
+            let r = StepResult {
+                kind: EndKind::LaunchFailed,
+                status: ExitStatus::default(),
+                time: now(),
+                max_rss_kib: 0,
+                cpu_secs: 0.0,
+                oom: false,
+                message: Some(format!(
+                    "job {} could not start on {node}: {e} (working directory {}, output {})",
+                    job.id, job.spec.work_dir, paths.stdout
+                )),
+            };
+            spool::write(dir, spool::RESULT, &r)?;
+            return Ok(());
+        }
+    };
+    let pid = child.id();
+    spool::write_pid(dir, spool::JOB_PID, pid)?;
+    let status = supervise(
+        dir,
+        Pid::from_raw(pid as i32),
+        &paths,
+        job.spec.work_dir.as_ref(),
+        &node,
+        &mask,
+    );
+    // Nothing of the job may outlive it.
+    let _ = kill(Pid::from_raw(-(pid as i32)), Signal::SIGKILL);
+    let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN).ok();
+    let (max_rss_kib, cpu_secs) = match usage {
+        Some(u) => {
+            let t = |tv: nix::sys::time::TimeVal| tv.tv_sec() as f64 + tv.tv_usec() as f64 / 1e6;
+            (
+                u.max_rss().max(0) as u64,
+                t(u.user_time()) + t(u.system_time()),
+            )
+        }
+        None => (0, 0.0),
+    };
+    let r = StepResult {
+        kind: EndKind::Exited,
+        status,
+        time: now(),
+        max_rss_kib,
+        cpu_secs,
+        oom: false,
+        message: None,
+    };
+    spool::write(dir, spool::RESULT, &r)?;
+    Ok(())
+}
+
+/// Expanded stdin/stdout/stderr paths (relative ones are relative to the work dir).
+struct Paths {
+    stdin: String,
+    stdout: String,
+    stderr: String,
+}
+
+fn output_paths(job: &crate::model::Job, node: &str) -> Paths {
+    let out_pat = job
+        .spec
+        .stdout
+        .clone()
+        .unwrap_or_else(|| "slurm-%j.out".to_string());
+    let stdout = expand(&out_pat, job, node);
+    let stderr = match &job.spec.stderr {
+        Some(p) => expand(p, job, node),
+        None => stdout.clone(),
+    };
+    let stdin = match &job.spec.stdin {
+        Some(p) => expand(p, job, node),
+        None => "/dev/null".into(),
+    };
+    Paths {
+        stdin,
+        stdout,
+        stderr,
+    }
+}
+
+/// Expands an output-file pattern for the batch step of `job` on `node`.
+pub fn expand(pattern: &str, job: &crate::model::Job, node: &str) -> String {
+    crate::jobspec::pattern::expand_for_job(pattern, job, node)
+}
+
+/// Starts the batch script. The closure runs in the forked child before exec; it drops
+/// privileges, enters the working directory, opens the output files as the user, and
+/// execs the script with SLURM_TASK_PID set to its own pid.
+#[allow(unsafe_code)]
+fn spawn_job(p: &Prepared) -> std::io::Result<std::process::Child> {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new("/bin/false");
+    cmd.stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0);
+    let p2 = Prepared {
+        script: p.script.clone(),
+        argv: p.argv.clone(),
+        env: p.env.clone(),
+        work_dir: p.work_dir.clone(),
+        stdin: p.stdin.clone(),
+        stdout: p.stdout.clone(),
+        stderr: p.stderr.clone(),
+        append: p.append,
+        umask: p.umask,
+        user: p.user.clone(),
+    };
+    // SAFETY: stepd is single-threaded (no runtime, no helper threads), so after fork the
+    // child holds no locks another thread could own; the closure only makes system calls
+    // and small allocations before exec, and returns errors instead of panicking.
+    unsafe {
+        cmd.pre_exec(move || child_setup(&p2));
+    }
+    cmd.spawn()
+}
+
+fn child_setup(p: &Prepared) -> std::io::Result<()> {
+    use nix::fcntl::{OFlag, open};
+    use nix::sys::stat::Mode;
+    let io = |e: nix::Error| std::io::Error::from_raw_os_error(e as i32);
+    let _ = SigSet::all().thread_unblock();
+    if let Some((name, uid, gid)) = &p.user {
+        let gid = nix::unistd::Gid::from_raw(*gid);
+        nix::unistd::initgroups(name, gid).map_err(io)?;
+        nix::unistd::setgid(gid).map_err(io)?;
+        nix::unistd::setuid(nix::unistd::Uid::from_raw(*uid)).map_err(io)?;
+    }
+    nix::sys::stat::umask(Mode::from_bits_truncate(p.umask as nix::libc::mode_t));
+    nix::unistd::chdir(p.work_dir.as_c_str()).map_err(io)?;
+    let inp = open(p.stdin.as_c_str(), OFlag::O_RDONLY, Mode::empty()).map_err(io)?;
+    let mode = OFlag::O_WRONLY
+        | OFlag::O_CREAT
+        | if p.append {
+            OFlag::O_APPEND
+        } else {
+            OFlag::O_TRUNC
+        };
+    let perm = Mode::from_bits_truncate(0o666);
+    let out = open(p.stdout.as_c_str(), mode, perm).map_err(io)?;
+    let err = match &p.stderr {
+        Some(e) => open(e.as_c_str(), mode, perm).map_err(io)?,
+        None => nix::unistd::dup(std::os::fd::AsRawFd::as_raw_fd(&out)).map_err(io)?,
+    };
+    use std::os::fd::AsRawFd;
+    nix::unistd::dup2(inp.as_raw_fd(), 0).map_err(io)?;
+    nix::unistd::dup2(out.as_raw_fd(), 1).map_err(io)?;
+    nix::unistd::dup2(err.as_raw_fd(), 2).map_err(io)?;
+    let mut env = p.env.clone();
+    if let Ok(c) = CString::new(format!("SLURM_TASK_PID={}", std::process::id())) {
+        env.push(c);
+    }
+    nix::unistd::execve(p.script.as_c_str(), &p.argv, &env).map_err(io)?;
+    Ok(())
+}
+
+/// Waits for the batch shell, serving terminate requests; returns its exit status.
+fn supervise(
+    dir: &Path,
+    pid: Pid,
+    paths: &Paths,
+    work_dir: &Path,
+    node: &str,
+    mask: &SigSet,
+) -> ExitStatus {
+    loop {
+        match waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::Exited(_, code)) => return ExitStatus { code, signal: 0 },
+            Ok(WaitStatus::Signaled(_, sig, _)) => {
+                return ExitStatus {
+                    code: 0,
+                    signal: sig as i32,
+                };
+            }
+            Ok(_) => {}
+            Err(_) => return ExitStatus::default(),
+        }
+        match mask.wait() {
+            Ok(Signal::SIGTERM) => {
+                let req: TerminateRequest = spool::read(dir, spool::TERMINATE)
+                    .ok()
+                    .flatten()
+                    .unwrap_or(TerminateRequest {
+                        kill_wait: 30,
+                        message: None,
+                    });
+                if let Some(m) = &req.message {
+                    note_in_stderr(work_dir, &paths.stderr, node, m);
+                }
+                let group = Pid::from_raw(-pid.as_raw());
+                let _ = kill(group, Signal::SIGCONT);
+                let _ = kill(group, Signal::SIGTERM);
+                nix::unistd::alarm::set(req.kill_wait.max(1));
+            }
+            Ok(Signal::SIGALRM) => {
+                let _ = kill(Pid::from_raw(-pid.as_raw()), Signal::SIGKILL);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Appends `slurmstepd-<node>: error: <msg>` to the job's stderr file, as slurmstepd
+/// does for time limits and cancellations. Best effort.
+fn note_in_stderr(work_dir: &Path, stderr: &str, node: &str, msg: &str) {
+    use std::io::Write;
+    let path = work_dir.join(stderr);
+    if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(path) {
+        let _ = writeln!(f, "slurmstepd-{node}: error: {msg}");
+    }
 }

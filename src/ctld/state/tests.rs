@@ -1,0 +1,334 @@
+//! Reactor scenarios: submit, schedule, node events, cancel, hold, requeue, time limits.
+
+use super::*;
+use crate::config::Config;
+use crate::model::TimeLimit;
+use std::path::Path;
+
+const ROOT: Caller = Caller { uid: 0, gid: 0 };
+const ALICE: Caller = Caller {
+    uid: 2001,
+    gid: 2001,
+};
+
+fn names(uid: u32, gid: u32) -> (String, String) {
+    (format!("u{uid}"), format!("g{gid}"))
+}
+
+fn cluster() -> Cluster {
+    let cfg = Config::from_toml(
+        r#"
+[[nodes]]
+name = "n1"
+cpus = 4
+memory = 4000
+[[partitions]]
+name = "debug"
+nodes = "n1"
+default = true
+max_time = "1:00:00"
+"#,
+        Path::new("/x/sluice.toml"),
+    )
+    .unwrap();
+    let mut c = Cluster::new(&cfg, 999);
+    c.nodes[0].state = NodeState::Up;
+    c
+}
+
+fn spec(name: &str) -> JobSpec {
+    JobSpec {
+        name: name.into(),
+        script: "#!/bin/sh\ntrue\n".into(),
+        work_dir: "/tmp".into(),
+        ..JobSpec::default()
+    }
+}
+
+fn submit(c: &mut Cluster, s: JobSpec, who: Caller, now: i64) -> u32 {
+    let j = c.resolve(s, who, now, &names).unwrap();
+    let mut fx = Effects::default();
+    c.submit(j, &mut fx)
+}
+
+fn launches(fx: &Effects) -> Vec<u32> {
+    fx.to_agent
+        .iter()
+        .filter_map(|(_, m)| match m {
+            ToAgent::Launch(l) => Some(l.job.id),
+            _ => None,
+        })
+        .collect()
+}
+
+fn ended(id: u32, code: i32, signal: i32) -> FromAgent {
+    FromAgent::Ended {
+        job_id: id,
+        kind: EndKind::Exited,
+        status: ExitStatus { code, signal },
+        time: 20,
+        max_rss_kib: 100,
+        cpu_secs: 0.5,
+        oom: false,
+        message: None,
+    }
+}
+
+#[test]
+fn submit_resolves_defaults_and_schedules() {
+    let mut c = cluster();
+    let id = submit(&mut c, spec("a"), ALICE, 10);
+    assert_eq!(id, 1);
+    let j = &c.jobs[&1];
+    assert_eq!(j.partition, "debug");
+    assert_eq!(j.time_limit, TimeLimit::Minutes(60));
+    assert_eq!(j.req_mem, MemReq::PerCpu(1000));
+    assert_eq!(j.user, "u2001");
+    let mut fx = Effects::default();
+    c.schedule(10, &mut fx);
+    assert_eq!(launches(&fx), vec![1]);
+    assert_eq!(c.jobs[&1].state, JobState::Running);
+    assert_eq!(c.nodes[0].alloc_cpus, 1);
+    c.sanity_check().unwrap();
+    let mut fx = Effects::default();
+    c.from_agent("n1", ended(1, 0, 0), 20, &mut fx);
+    let j = &c.jobs[&1];
+    assert_eq!(j.state, JobState::Completed);
+    assert_eq!(j.steps[0].state, JobState::Completed);
+    assert_eq!(j.steps[0].max_rss_kib, 100);
+    assert_eq!(c.nodes[0].alloc_cpus, 0);
+    c.sanity_check().unwrap();
+}
+
+#[test]
+fn exit_codes_map_to_states() {
+    let mut c = cluster();
+    for (code, sig, state, reason) in [
+        (3, 0, JobState::Failed, Reason::NonZeroExitCode),
+        (0, 9, JobState::Failed, Reason::JobLaunchFailure),
+        (0, 15, JobState::Failed, Reason::NonZeroExitCode),
+    ] {
+        let id = submit(&mut c, spec("x"), ALICE, 0);
+        let mut fx = Effects::default();
+        c.schedule(0, &mut fx);
+        c.from_agent("n1", ended(id, code, sig), 1, &mut fx);
+        let j = &c.jobs[&id];
+        assert_eq!((j.state, j.reason.clone()), (state, reason));
+        assert_eq!(j.exit.to_string(), format!("{code}:{sig}"));
+    }
+}
+
+#[test]
+fn refuses_what_can_never_run() {
+    let c = cluster();
+    let mut s = spec("big");
+    s.ntasks = Some(8);
+    assert_eq!(
+        c.resolve(s, ALICE, 0, &names).unwrap_err(),
+        SlurmError::NodeConfigUnavailable
+    );
+    let mut s = spec("long");
+    s.time_limit = Some(TimeLimit::Minutes(120));
+    assert_eq!(
+        c.resolve(s, ALICE, 0, &names).unwrap_err(),
+        SlurmError::InvalidTimeLimit
+    );
+    let mut s = spec("nodes");
+    s.nodes_min = Some(2);
+    assert_eq!(
+        c.resolve(s, ALICE, 0, &names).unwrap_err(),
+        SlurmError::InvalidNodeCount
+    );
+    let mut s = spec("mem");
+    s.mem = Some(MemReq::PerNode(100_000));
+    assert_eq!(
+        c.resolve(s, ALICE, 0, &names).unwrap_err(),
+        SlurmError::NodeConfigUnavailable
+    );
+    let mut s = spec("part");
+    s.partition = Some("nosuch".into());
+    assert_eq!(
+        c.resolve(s, ALICE, 0, &names).unwrap_err(),
+        SlurmError::InvalidPartition
+    );
+    let mut s = spec("w");
+    s.nodelist = Some("n9".into());
+    assert_eq!(
+        c.resolve(s, ALICE, 0, &names).unwrap_err(),
+        SlurmError::InvalidNodeName
+    );
+}
+
+#[test]
+fn cancel_pending_and_running() {
+    let mut c = cluster();
+    let mut s = spec("wide");
+    s.ntasks = Some(4);
+    let a = submit(&mut c, s, ALICE, 0);
+    let b = submit(&mut c, spec("b"), ALICE, 0);
+    let mut fx = Effects::default();
+    c.schedule(0, &mut fx);
+    assert_eq!(c.jobs[&b].reason, Reason::Resources);
+    let f = JobFilter {
+        ids: vec![b],
+        ..JobFilter::default()
+    };
+    let r = c.cancel(&f, None, false, ALICE, 5, &mut fx);
+    assert_eq!(r[0].error, None);
+    assert_eq!(c.jobs[&b].state, JobState::Cancelled);
+    assert_eq!(c.jobs[&b].cancelled_by, Some(2001));
+    // Someone else may not cancel alice's job.
+    let f = JobFilter {
+        ids: vec![a],
+        ..JobFilter::default()
+    };
+    let bob = Caller {
+        uid: 3000,
+        gid: 3000,
+    };
+    assert_eq!(
+        c.cancel(&f, None, false, bob, 5, &mut fx)[0].error,
+        Some(SlurmError::AccessDenied)
+    );
+    let mut fx = Effects::default();
+    c.cancel(&f, None, false, ALICE, 6, &mut fx);
+    assert!(c.jobs[&a].completing);
+    assert_eq!(c.jobs[&a].state_long(), "COMPLETING");
+    assert!(
+        fx.to_agent
+            .iter()
+            .any(|(_, m)| matches!(m, ToAgent::Terminate { job_id, .. } if *job_id == a))
+    );
+    c.from_agent("n1", ended(a, 0, 15), 7, &mut fx);
+    let j = &c.jobs[&a];
+    assert_eq!(j.state_long(), "CANCELLED");
+    assert_eq!(j.steps[0].state, JobState::Cancelled);
+    assert_eq!(j.steps[0].exit.to_string(), "0:15");
+    assert_eq!(c.nodes[0].alloc_cpus, 0);
+    assert_eq!(c.nodes[0].completing_jobs, 0);
+    // Cancelling it again says it is done.
+    assert_eq!(
+        c.cancel(&f, None, false, ALICE, 8, &mut fx)[0].error,
+        Some(SlurmError::AlreadyDone)
+    );
+    let f = JobFilter {
+        ids: vec![999],
+        ..JobFilter::default()
+    };
+    assert_eq!(
+        c.cancel(&f, None, false, ALICE, 8, &mut fx)[0].error,
+        Some(SlurmError::InvalidJobId)
+    );
+}
+
+#[test]
+fn time_limit_ends_job_as_timeout() {
+    let mut c = cluster();
+    let mut s = spec("t");
+    s.time_limit = Some(TimeLimit::Minutes(1));
+    let id = submit(&mut c, s, ALICE, 0);
+    let mut fx = Effects::default();
+    c.schedule(0, &mut fx);
+    c.tick(59, &mut fx);
+    assert_eq!(c.jobs[&id].state, JobState::Running);
+    let mut fx = Effects::default();
+    c.tick(60, &mut fx);
+    assert_eq!(c.jobs[&id].state, JobState::Timeout);
+    assert!(fx.to_agent.iter().any(|(_, m)| matches!(m, ToAgent::Terminate { reason: Some(r), .. } if r.contains("DUE TO TIME LIMIT"))));
+    c.from_agent("n1", ended(id, 0, 15), 61, &mut fx);
+    assert_eq!(c.jobs[&id].state_long(), "TIMEOUT");
+    assert_eq!(c.jobs[&id].end_time, Some(60));
+}
+
+#[test]
+fn hold_release_and_admin_hold() {
+    let mut c = cluster();
+    let mut s = spec("h");
+    s.hold = true;
+    let id = submit(&mut c, s, ALICE, 0);
+    assert_eq!(c.jobs[&id].reason, Reason::JobHeldUser);
+    assert_eq!(c.jobs[&id].priority, 0);
+    let mut fx = Effects::default();
+    c.schedule(0, &mut fx);
+    assert!(launches(&fx).is_empty());
+    assert_eq!(c.release(&[id], ALICE, 1, &mut fx)[0].error, None);
+    assert!(c.jobs[&id].priority > 0);
+    c.hold(&[id], false, ROOT, &mut fx);
+    assert_eq!(c.jobs[&id].reason, Reason::JobHeldAdmin);
+    assert_eq!(
+        c.release(&[id], ALICE, 1, &mut fx)[0].error,
+        Some(SlurmError::AccessDenied)
+    );
+    assert_eq!(c.release(&[id], ROOT, 1, &mut fx)[0].error, None);
+    let mut fx = Effects::default();
+    c.schedule(2, &mut fx);
+    assert_eq!(launches(&fx), vec![id]);
+}
+
+#[test]
+fn requeue_runs_the_job_again() {
+    let mut c = cluster();
+    let id = submit(&mut c, spec("r"), ALICE, 0);
+    let mut fx = Effects::default();
+    c.schedule(0, &mut fx);
+    assert_eq!(c.requeue(&[id], false, ALICE, 1, &mut fx)[0].error, None);
+    c.from_agent("n1", ended(id, 0, 15), 2, &mut fx);
+    assert_eq!(c.jobs[&id].state, JobState::Pending);
+    assert_eq!(c.jobs[&id].restarts, 1);
+    let mut fx = Effects::default();
+    c.schedule(3, &mut fx);
+    assert_eq!(launches(&fx), vec![id]);
+    c.sanity_check().unwrap();
+}
+
+#[test]
+fn registration_reconciles_lost_and_unknown_jobs() {
+    let mut c = cluster();
+    let id = submit(&mut c, spec("l"), ALICE, 0);
+    let mut fx = Effects::default();
+    c.schedule(0, &mut fx);
+    let reg = FromAgent::Register {
+        node: "n1".into(),
+        cpus: 4,
+        sockets: 1,
+        cores_per_socket: 4,
+        threads_per_core: 1,
+        real_memory: 4000,
+        boot_time: 0,
+        os: "Linux".into(),
+        arch: "x86_64".into(),
+        running: vec![77],
+    };
+    let decl = crate::config::NodeConf {
+        name: "n1".into(),
+        cpus: None,
+        memory: None,
+        sockets: None,
+        cores_per_socket: None,
+        threads_per_core: None,
+        features: vec![],
+        weight: None,
+    };
+    let mut fx = Effects::default();
+    c.agent_registered(reg, &decl, 5, &mut fx);
+    assert_eq!(c.jobs[&id].state, JobState::NodeFail);
+    assert!(
+        fx.to_agent
+            .iter()
+            .any(|(_, m)| matches!(m, ToAgent::Forget { job_id: 77 }))
+    );
+    c.sanity_check().unwrap();
+}
+
+#[test]
+fn min_job_age_purges_finished_jobs() {
+    let mut c = cluster();
+    let id = submit(&mut c, spec("p"), ALICE, 0);
+    let mut fx = Effects::default();
+    c.schedule(0, &mut fx);
+    c.from_agent("n1", ended(id, 0, 0), 20, &mut fx);
+    c.tick(319, &mut fx);
+    assert!(c.jobs.contains_key(&id));
+    c.tick(320, &mut fx);
+    assert!(!c.jobs.contains_key(&id));
+}

@@ -1,0 +1,254 @@
+//! Persistence: one SQLite database (WAL) holding every job record, live and finished,
+//! for crash recovery and accounting (DESIGN.md §4; cf. slurmctld state save +
+//! slurmdbd's job table).
+//!
+//! The store runs on its own thread and is the only writer. Mutations arrive in order;
+//! everything queued is written in one transaction (group commit), and only after the
+//! commit are the replies that waited on it released — so a job id a client sees is
+//! durable. Queries run after the writes queued before them, so they see them.
+
+use crate::model::Job;
+use crate::proto::codec::{decode, encode};
+use crate::proto::{AcctQuery, Response};
+use rusqlite::{Connection, OpenFlags, params};
+use std::path::Path;
+use tokio::sync::{mpsc, oneshot};
+
+/// SQLite `application_id` marking a sluice database ("SLUC").
+const APP_ID: i64 = 0x534c_5543;
+/// Schema version stored in `user_version`.
+const SCHEMA: i64 = 1;
+
+/// Errors opening the database.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot open database {path}: {source}")]
+    Open {
+        path: String,
+        source: rusqlite::Error,
+    },
+    #[error(
+        "{path} is not a sluice database (application id {found:#x}); refusing to touch it. Move it away or point state_dir elsewhere."
+    )]
+    Foreign { path: String, found: i64 },
+    #[error(
+        "{path} was written by a newer sluice (schema {found}, this build knows {SCHEMA}); refusing to touch it"
+    )]
+    TooNew { path: String, found: i64 },
+    #[error(
+        "{path} is corrupt or not a database: {msg}. Refusing to replace it; move it away to start afresh."
+    )]
+    Corrupt { path: String, msg: String },
+    #[error("database error: {0}")]
+    Sql(#[from] rusqlite::Error),
+    #[error("undecodable job record {id}: {msg}")]
+    Record { id: i64, msg: String },
+}
+
+/// One unit of work for the store thread.
+pub enum StoreOp {
+    /// Insert or replace a job record.
+    Put(Box<Job>),
+    /// Send `response` once everything queued before it is committed.
+    Reply(oneshot::Sender<Response>, Response),
+    /// Answer an accounting query.
+    Query(AcctQuery, oneshot::Sender<Response>, i64),
+}
+
+/// An open database.
+pub struct Store {
+    conn: Connection,
+}
+
+impl Store {
+    /// Opens (creating if absent) the database at `path`, refusing files that are not
+    /// sluice databases.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        let p = path.display().to_string();
+        let existed = path.exists() && path.metadata().map(|m| m.len() > 0).unwrap_or(false);
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE,
+        )
+        .map_err(|source| StoreError::Open {
+            path: p.clone(),
+            source,
+        })?;
+        let corrupt = |e: rusqlite::Error| StoreError::Corrupt {
+            path: p.clone(),
+            msg: e.to_string(),
+        };
+        let app: i64 = conn
+            .query_row("PRAGMA application_id", [], |r| r.get(0))
+            .map_err(corrupt)?;
+        let ver: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(corrupt)?;
+        let tables: i64 = conn
+            .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
+            .map_err(corrupt)?;
+        if app != APP_ID && (existed && tables > 0 || app != 0) {
+            return Err(StoreError::Foreign {
+                path: p,
+                found: app,
+            });
+        }
+        if ver > SCHEMA {
+            return Err(StoreError::TooNew {
+                path: p,
+                found: ver,
+            });
+        }
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(corrupt)?;
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS jobs (
+                id INTEGER PRIMARY KEY,
+                uid INTEGER NOT NULL,
+                submit INTEGER NOT NULL,
+                start INTEGER,
+                end INTEGER,
+                active INTEGER NOT NULL,
+                data BLOB NOT NULL
+             );
+             CREATE INDEX IF NOT EXISTS jobs_end ON jobs(end);
+             CREATE INDEX IF NOT EXISTS jobs_active ON jobs(active);",
+        )?;
+        conn.pragma_update(None, "application_id", APP_ID)?;
+        conn.pragma_update(None, "user_version", SCHEMA)?;
+        Ok(Store { conn })
+    }
+
+    /// Jobs to hold in memory at start: active ones and those that ended within
+    /// `min_age` seconds of `now`; and the next job id.
+    pub fn load(&self, now: i64, min_age: i64) -> Result<(Vec<Job>, u32), StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, data FROM jobs WHERE active = 1 OR end >= ?1 ORDER BY id")?;
+        let rows = stmt.query_map(params![now - min_age], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?))
+        })?;
+        let mut jobs = Vec::new();
+        for row in rows {
+            let (id, data) = row?;
+            let job: Job = decode(&data).map_err(|e| StoreError::Record {
+                id,
+                msg: e.to_string(),
+            })?;
+            jobs.push(job);
+        }
+        let max: Option<i64> = self
+            .conn
+            .query_row("SELECT max(id) FROM jobs", [], |r| r.get(0))?;
+        Ok((jobs, max.unwrap_or(0) as u32 + 1))
+    }
+
+    /// Writes job records in one transaction.
+    pub fn put_all(&mut self, jobs: &[Box<Job>]) -> Result<(), StoreError> {
+        let tx = self.conn.transaction()?;
+        {
+            let mut stmt = tx.prepare_cached(
+                "INSERT OR REPLACE INTO jobs (id, uid, submit, start, end, active, data)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?;
+            for j in jobs {
+                let data = encode(j.as_ref()).map_err(|e| StoreError::Record {
+                    id: i64::from(j.id),
+                    msg: e.to_string(),
+                })?;
+                stmt.execute(params![
+                    j.id,
+                    j.uid,
+                    j.submit_time,
+                    j.start_time,
+                    j.end_time,
+                    j.is_active(),
+                    data
+                ])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Jobs matching an accounting query.
+    pub fn query(&self, q: &AcctQuery) -> Result<Vec<Job>, StoreError> {
+        let mut sql = String::from("SELECT id, data FROM jobs WHERE 1=1");
+        if let Some(end) = q.end {
+            sql.push_str(&format!(" AND submit <= {end}"));
+        }
+        if let Some(start) = q.start {
+            sql.push_str(&format!(" AND (end IS NULL OR end >= {start})"));
+        }
+        if !q.ids.is_empty() {
+            let ids: Vec<String> = q.ids.iter().map(|i| i.to_string()).collect();
+            sql.push_str(&format!(" AND id IN ({})", ids.join(",")));
+        }
+        if !q.users.is_empty() {
+            let u: Vec<String> = q.users.iter().map(|i| i.to_string()).collect();
+            sql.push_str(&format!(" AND uid IN ({})", u.join(",")));
+        }
+        sql.push_str(" ORDER BY id");
+        let mut stmt = self.conn.prepare(&sql)?;
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?)))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, data) = row?;
+            let j: Job = decode(&data).map_err(|e| StoreError::Record {
+                id,
+                msg: e.to_string(),
+            })?;
+            if (q.states.is_empty() || q.states.contains(&j.state))
+                && (q.names.is_empty() || q.names.contains(&j.spec.name))
+                && (q.partitions.is_empty() || q.partitions.contains(&j.partition))
+            {
+                out.push(j);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The store thread's loop: block for one op, take everything else queued, write all
+/// puts in one transaction, then release replies and answer queries. Exits when every
+/// sender is gone. A failed commit is fatal for the controller (returns the error), so
+/// that no client is told a job exists that was not written.
+pub fn run(mut store: Store, mut rx: mpsc::UnboundedReceiver<StoreOp>) -> Result<(), StoreError> {
+    while let Some(first) = rx.blocking_recv() {
+        let mut batch = vec![first];
+        while let Ok(op) = rx.try_recv() {
+            batch.push(op);
+        }
+        let mut puts: Vec<Box<Job>> = Vec::new();
+        for op in &batch {
+            if let StoreOp::Put(j) = op {
+                // Later records of the same job replace earlier ones in this batch.
+                if let Some(slot) = puts.iter_mut().find(|p| p.id == j.id) {
+                    *slot = j.clone();
+                } else {
+                    puts.push(j.clone());
+                }
+            }
+        }
+        if !puts.is_empty() {
+            store.put_all(&puts)?;
+        }
+        for op in batch {
+            match op {
+                StoreOp::Put(_) => {}
+                StoreOp::Reply(tx, resp) => {
+                    let _ = tx.send(resp);
+                }
+                StoreOp::Query(q, tx, now) => {
+                    let resp = match store.query(&q) {
+                        Ok(jobs) => Response::Acct { jobs, now },
+                        Err(e) => Response::Error(crate::proto::SlurmError::Other(e.to_string())),
+                    };
+                    let _ = tx.send(resp);
+                }
+            }
+        }
+    }
+    Ok(())
+}

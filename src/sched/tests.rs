@@ -1,0 +1,240 @@
+//! Scheduler scenarios built from small node and job builders.
+
+use super::*;
+use crate::model::job::ExitStatus;
+use crate::model::{JobSpec, MemReq, NodeState, TimeLimit};
+
+fn node(name: &str, cpus: u32, mem: u64) -> Node {
+    let mut n = Node::new(name, cpus, mem);
+    n.state = NodeState::Up;
+    n
+}
+
+fn part(name: &str, nodes: &[&str]) -> Partition {
+    let mut p = Partition::new(name, nodes.iter().map(|s| s.to_string()).collect());
+    p.default = true;
+    p
+}
+
+fn job(id: u32, tasks: u32, mem_per_cpu: u64) -> Job {
+    Job {
+        id,
+        spec: JobSpec {
+            name: format!("j{id}"),
+            ..JobSpec::default()
+        },
+        uid: 0,
+        gid: 0,
+        user: "u".into(),
+        group: "g".into(),
+        partition: "p".into(),
+        account: "a".into(),
+        qos: "normal".into(),
+        time_limit: TimeLimit::Minutes(10),
+        req_cpus: tasks,
+        req_tasks: tasks,
+        req_nodes: 1,
+        req_mem: MemReq::PerCpu(mem_per_cpu),
+        state: JobState::Pending,
+        completing: false,
+        reason: Reason::None,
+        priority: 100,
+        hold: None,
+        submit_time: i64::from(id),
+        eligible_time: None,
+        start_time: None,
+        end_time: None,
+        suspended_secs: 0,
+        alloc: None,
+        exit: ExitStatus::default(),
+        derived_exit: ExitStatus::default(),
+        restarts: 0,
+        cancelled_by: None,
+        steps: vec![],
+        last_sched_eval: None,
+    }
+}
+
+fn starts(d: &[Decision]) -> Vec<u32> {
+    d.iter()
+        .filter_map(|d| match d {
+            Decision::Start { job_id, .. } => Some(*job_id),
+            _ => None,
+        })
+        .collect()
+}
+
+fn reason_of(d: &[Decision], id: u32) -> Option<Reason> {
+    d.iter().find_map(|d| match d {
+        Decision::Pending { job_id, reason } if *job_id == id => Some(reason.clone()),
+        _ => None,
+    })
+}
+
+#[test]
+fn fills_a_node_then_reports_resources_and_priority() {
+    let nodes = vec![node("n1", 4, 4000)];
+    let parts = vec![part("p", &["n1"])];
+    let jobs: Vec<Job> = (1..=6).map(|i| job(i, 1, 100)).collect();
+    let refs: Vec<&Job> = jobs.iter().collect();
+    let d = schedule(&refs, &nodes, &parts, 0);
+    assert_eq!(starts(&d), vec![1, 2, 3, 4]);
+    assert_eq!(reason_of(&d, 5), Some(Reason::Resources));
+    assert_eq!(reason_of(&d, 6), Some(Reason::Priority));
+}
+
+#[test]
+fn memory_limits_the_fit() {
+    let nodes = vec![node("n1", 4, 1000)];
+    let parts = vec![part("p", &["n1"])];
+    let jobs = [job(1, 1, 600), job(2, 1, 600)];
+    let refs: Vec<&Job> = jobs.iter().collect();
+    let d = schedule(&refs, &nodes, &parts, 0);
+    assert_eq!(starts(&d), vec![1]);
+    assert_eq!(reason_of(&d, 2), Some(Reason::Resources));
+}
+
+#[test]
+fn held_and_future_jobs_wait_with_their_reason() {
+    let nodes = vec![node("n1", 4, 4000)];
+    let parts = vec![part("p", &["n1"])];
+    let mut a = job(1, 1, 10);
+    a.hold = Some(HoldKind::User);
+    let mut b = job(2, 1, 10);
+    b.hold = Some(HoldKind::Admin);
+    let mut c = job(3, 1, 10);
+    c.spec.begin = Some(100);
+    let jobs = [a, b, c];
+    let refs: Vec<&Job> = jobs.iter().collect();
+    let d = schedule(&refs, &nodes, &parts, 50);
+    assert_eq!(reason_of(&d, 1), Some(Reason::JobHeldUser));
+    assert_eq!(reason_of(&d, 2), Some(Reason::JobHeldAdmin));
+    assert_eq!(reason_of(&d, 3), Some(Reason::BeginTime));
+    let d = schedule(&refs, &nodes, &parts, 100);
+    assert_eq!(starts(&d), vec![3]);
+}
+
+#[test]
+fn partition_limits_give_static_reasons() {
+    let nodes = vec![node("n1", 4, 4000)];
+    let mut p = part("p", &["n1"]);
+    p.max_time = TimeLimit::Minutes(5);
+    let parts = vec![p.clone()];
+    let long = job(1, 1, 10);
+    let mut two_nodes = job(2, 2, 10);
+    two_nodes.time_limit = TimeLimit::Minutes(1);
+    two_nodes.req_nodes = 2;
+    let mut too_wide = job(3, 8, 10);
+    too_wide.time_limit = TimeLimit::Minutes(1);
+    assert_eq!(
+        static_reason(&long, &p, &nodes),
+        Some(Reason::PartitionTimeLimit)
+    );
+    assert_eq!(
+        static_reason(&two_nodes, &p, &nodes),
+        Some(Reason::PartitionNodeLimit)
+    );
+    assert_eq!(
+        static_reason(&too_wide, &p, &nodes),
+        Some(Reason::PartitionConfig)
+    );
+    let jobs = [long, two_nodes, too_wide];
+    let refs: Vec<&Job> = jobs.iter().collect();
+    assert!(starts(&schedule(&refs, &nodes, &parts, 0)).is_empty());
+}
+
+#[test]
+fn down_partition_and_drained_node() {
+    let mut n = node("n1", 4, 4000);
+    let mut p = part("p", &["n1"]);
+    p.state = PartitionState::Down;
+    let jobs = [job(1, 1, 10)];
+    let refs: Vec<&Job> = jobs.iter().collect();
+    let d = schedule(&refs, std::slice::from_ref(&n), std::slice::from_ref(&p), 0);
+    assert_eq!(reason_of(&d, 1), Some(Reason::PartitionDown));
+    p.state = PartitionState::Up;
+    n.drain = true;
+    let d = schedule(&refs, &[n], &[p], 0);
+    assert_eq!(reason_of(&d, 1), Some(Reason::Resources));
+}
+
+#[test]
+fn multi_node_block_layout_and_ntasks_per_node() {
+    let nodes = vec![
+        node("n1", 4, 4000),
+        node("n2", 4, 4000),
+        node("n3", 4, 4000),
+    ];
+    let parts = vec![part("p", &["n1", "n2", "n3"])];
+    let mut a = job(1, 6, 10);
+    a.req_nodes = 2;
+    a.spec.nodes_min = Some(2);
+    let refs = [&a];
+    let d = schedule(&refs, &nodes, &parts, 0);
+    match &d[0] {
+        Decision::Start { alloc, .. } => {
+            assert_eq!(alloc.nodes, vec!["n1", "n2"]);
+            assert_eq!(alloc.cpus, vec![4, 2]);
+        }
+        other => panic!("{other:?}"),
+    }
+    let mut b = job(2, 6, 10);
+    b.spec.ntasks_per_node = Some(2);
+    let refs = [&b];
+    let d = schedule(&refs, &nodes, &parts, 0);
+    match &d[0] {
+        Decision::Start { alloc, .. } => assert_eq!(alloc.cpus, vec![2, 2, 2]),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn nodelist_exclude_and_exclusive() {
+    let mut busy = node("n1", 4, 4000);
+    busy.alloc_cpus = 1;
+    let nodes = vec![busy, node("n2", 4, 4000)];
+    let parts = vec![part("p", &["n1", "n2"])];
+    let mut a = job(1, 1, 10);
+    a.spec.exclusive = true;
+    let refs = [&a];
+    match &schedule(&refs, &nodes, &parts, 0)[0] {
+        Decision::Start { alloc, .. } => {
+            assert_eq!(alloc.nodes, vec!["n2"]);
+            assert_eq!(alloc.cpus, vec![4]);
+        }
+        other => panic!("{other:?}"),
+    }
+    let mut b = job(2, 1, 10);
+    b.spec.exclude = Some("n1".into());
+    let refs = [&b];
+    assert!(
+        matches!(&schedule(&refs, &nodes, &parts, 0)[0], Decision::Start { alloc, .. } if alloc.nodes == ["n2"])
+    );
+    let mut c = job(3, 1, 10);
+    c.spec.nodelist = Some("n1".into());
+    let mut drained = nodes.clone();
+    drained[0].drain = true;
+    let refs = [&c];
+    assert_eq!(
+        reason_of(&schedule(&refs, &drained, &parts, 0), 3),
+        Some(Reason::ReqNodeNotAvail)
+    );
+    c.spec.nodelist = Some("n9".into());
+    let refs = [&c];
+    assert_eq!(
+        reason_of(&schedule(&refs, &nodes, &parts, 0), 3),
+        Some(Reason::PartitionConfig)
+    );
+}
+
+#[test]
+fn scheduling_is_deterministic() {
+    let nodes = vec![node("n1", 3, 4000), node("n2", 5, 4000)];
+    let parts = vec![part("p", &["n1", "n2"])];
+    let jobs: Vec<Job> = (1..=10).map(|i| job(i, 1 + i % 3, 100)).collect();
+    let refs: Vec<&Job> = jobs.iter().collect();
+    assert_eq!(
+        schedule(&refs, &nodes, &parts, 0),
+        schedule(&refs, &nodes, &parts, 0)
+    );
+}
