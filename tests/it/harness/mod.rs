@@ -1,0 +1,315 @@
+//! A test cluster of real processes: a controller (with its in-process local agent)
+//! started from the built binary in a temp dir, a directory of Slurm-named symlinks to
+//! it, and helpers to run front-ends and wait for conditions without bare sleeps.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The binary under test.
+pub fn sluice_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_sluice"))
+}
+
+/// Polls `cond` every 20 ms until it returns `Some`, or panics with `what` after
+/// `timeout`.
+pub fn wait_until<T>(what: &str, timeout: Duration, mut cond: impl FnMut() -> Option<T>) -> T {
+    let end = Instant::now() + timeout;
+    loop {
+        if let Some(v) = cond() {
+            return v;
+        }
+        if Instant::now() > end {
+            panic!("timed out after {timeout:?} waiting for {what}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A controller plus one local node, in a temp directory.
+pub struct TestCluster {
+    pub dir: tempfile::TempDir,
+    pub conf: PathBuf,
+    pub bin: PathBuf,
+    pub work: PathBuf,
+    ctld: Option<Child>,
+}
+
+/// Options for [`TestCluster::start_with`].
+pub struct Setup {
+    pub cpus: u32,
+    pub memory: u64,
+    pub extra_partitions: &'static str,
+    pub kill_wait: u32,
+}
+
+impl Default for Setup {
+    fn default() -> Self {
+        Setup {
+            cpus: 4,
+            memory: 4000,
+            extra_partitions: "",
+            kill_wait: 2,
+        }
+    }
+}
+
+impl TestCluster {
+    /// Starts a cluster with one node of 4 CPUs and 4000 MiB, partition `debug`
+    /// (default, MaxTime 1:00:00).
+    pub fn start() -> TestCluster {
+        TestCluster::start_with(Setup::default())
+    }
+
+    pub fn start_with(s: Setup) -> TestCluster {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().canonicalize().unwrap();
+        let node = sluice::config::short_hostname();
+        let conf = root.join("sluice.toml");
+        std::fs::write(
+            &conf,
+            format!(
+                r#"cluster_name = "testc"
+state_dir = "{root}/state"
+spool_dir = "{root}/spool"
+socket = "{root}/run/ctld.sock"
+kill_wait = {kw}
+[[nodes]]
+name = "{node}"
+cpus = {cpus}
+memory = {mem}
+[[partitions]]
+name = "debug"
+nodes = "{node}"
+default = true
+max_time = "1:00:00"
+{extra}
+"#,
+                root = root.display(),
+                kw = s.kill_wait,
+                cpus = s.cpus,
+                mem = s.memory,
+                extra = s.extra_partitions.replace("NODE", &node),
+            ),
+        )
+        .unwrap();
+        let bin = root.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        for name in sluice::cli::LINKED_COMMANDS.iter().chain(["sluice"].iter()) {
+            std::os::unix::fs::symlink(sluice_bin(), bin.join(name)).unwrap();
+        }
+        let work = root.join("work");
+        std::fs::create_dir_all(&work).unwrap();
+        let mut c = TestCluster {
+            dir,
+            conf,
+            bin,
+            work,
+            ctld: None,
+        };
+        c.start_controller();
+        c
+    }
+
+    /// The node's name.
+    pub fn node(&self) -> String {
+        sluice::config::short_hostname()
+    }
+
+    /// Starts (or restarts) the controller and waits until it answers.
+    pub fn start_controller(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("controller.log"))
+            .unwrap();
+        let child = Command::new(sluice_bin())
+            .args(["controller", "--foreground"])
+            .env("SLUICE_CONF", &self.conf)
+            .env("SLUICE_LOG", "debug")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("start controller");
+        self.ctld = Some(child);
+        let sock = self.dir.path().join("run/ctld.sock");
+        wait_until("controller socket", Duration::from_secs(20), || {
+            std::os::unix::net::UnixStream::connect(&sock).ok()
+        });
+        // The node is usable once its agent has registered.
+        let cfg = sluice::config::Config::from_file(&self.conf).unwrap();
+        wait_until("node registration", Duration::from_secs(20), || {
+            let mut cl = sluice::cli::client::Client::connect_with(&cfg).ok()?;
+            match cl.request(&sluice::proto::Request::Nodes).ok()? {
+                sluice::proto::Response::Nodes { nodes, .. } => nodes
+                    .iter()
+                    .all(|n| n.state == sluice::model::NodeState::Up)
+                    .then_some(()),
+                _ => None,
+            }
+        });
+    }
+
+    /// Kills the controller with SIGKILL (its jobs keep running).
+    pub fn kill9_controller(&mut self) {
+        if let Some(mut c) = self.ctld.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// A command for a front-end by its Slurm name, run in the work dir.
+    pub fn cmd(&self, name: &str) -> Command {
+        let mut c = Command::new(self.bin.join(name));
+        c.env("SLUICE_CONF", &self.conf)
+            .env("PATH", format!("{}:/usr/bin:/bin", self.bin.display()))
+            .current_dir(&self.work)
+            .stdin(Stdio::null());
+        for (k, _) in std::env::vars() {
+            if k.starts_with("SLURM_") || k.starts_with("SBATCH_") || k.starts_with("SQUEUE_") {
+                c.env_remove(k);
+            }
+        }
+        c
+    }
+
+    /// Runs a front-end to completion.
+    pub fn run(&self, name: &str, args: &[&str]) -> Output {
+        self.cmd(name).args(args).output().expect("run front-end")
+    }
+
+    /// Runs a front-end and returns stdout, panicking (with stderr) if it failed.
+    pub fn ok(&self, name: &str, args: &[&str]) -> String {
+        let o = self.run(name, args);
+        assert!(
+            o.status.success(),
+            "{name} {args:?} failed ({}): {}{}",
+            o.status,
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    /// `sbatch --parsable ARGS` → job id.
+    pub fn submit(&self, args: &[&str]) -> u32 {
+        let mut a = vec!["--parsable"];
+        a.extend_from_slice(args);
+        let out = self.ok("sbatch", &a);
+        out.trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("sbatch printed {out:?}"))
+    }
+
+    /// A job's state as `squeue -t all` shows it (long name), or None when not shown.
+    pub fn state(&self, id: u32) -> Option<String> {
+        let o = self.run(
+            "squeue",
+            &["-h", "-t", "all", "-j", &id.to_string(), "-o", "%T"],
+        );
+        let s = String::from_utf8_lossy(&o.stdout).trim().to_string();
+        (!s.is_empty()).then_some(s)
+    }
+
+    /// Waits until the job's state is one of `states`.
+    pub fn wait_state(&self, id: u32, states: &[&str], timeout: Duration) -> String {
+        wait_until(&format!("job {id} in {states:?}"), timeout, || {
+            self.state(id).filter(|s| states.contains(&s.as_str()))
+        })
+    }
+
+    /// Waits until the job has finished.
+    pub fn wait_done(&self, id: u32) -> String {
+        self.wait_state(
+            id,
+            &[
+                "COMPLETED",
+                "FAILED",
+                "CANCELLED",
+                "TIMEOUT",
+                "NODE_FAIL",
+                "OUT_OF_MEMORY",
+            ],
+            Duration::from_secs(30),
+        )
+    }
+
+    /// Path in the work dir.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.work.join(name)
+    }
+
+    /// Writes an executable script in the work dir.
+    pub fn script(&self, name: &str, text: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let p = self.work.join(name);
+        std::fs::write(&p, text).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    /// Reads a file in the work dir once it exists and `pred` holds for its content.
+    pub fn wait_file(&self, name: &str, pred: impl Fn(&str) -> bool) -> String {
+        let p = self.path(name);
+        wait_until(
+            &format!("file {}", p.display()),
+            Duration::from_secs(30),
+            || std::fs::read_to_string(&p).ok().filter(|s| pred(s)),
+        )
+    }
+
+    fn spool(&self) -> PathBuf {
+        self.dir.path().join("spool")
+    }
+}
+
+fn kill_spooled_jobs(spool: &Path) {
+    for e in std::fs::read_dir(spool).into_iter().flatten().flatten() {
+        for (f, group) in [("job.pid", true), ("stepd.pid", false)] {
+            if let Ok(s) = std::fs::read_to_string(e.path().join(f)) {
+                if let Ok(pid) = s.trim().parse::<i32>() {
+                    let pid = if group { -pid } else { pid };
+                    let _ = nix::sys::signal::kill(
+                        nix::unistd::Pid::from_raw(pid),
+                        nix::sys::signal::Signal::SIGKILL,
+                    );
+                }
+            }
+        }
+    }
+}
+
+impl Drop for TestCluster {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.ctld.take() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(c.id() as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+            let end = Instant::now() + Duration::from_secs(5);
+            loop {
+                if let Ok(Some(_)) = c.try_wait() {
+                    break;
+                }
+                if Instant::now() > end {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        kill_spooled_jobs(&self.spool());
+        if std::env::var_os("SLUICE_KEEP_TEST_DIRS").is_some() {
+            let p = self.dir.path().to_path_buf();
+            eprintln!("keeping {}", p.display());
+            std::mem::forget(std::mem::replace(
+                &mut self.dir,
+                tempfile::tempdir().unwrap(),
+            ));
+        }
+    }
+}

@@ -1,0 +1,5 @@
+//! End-to-end tests: real controller, agent and stepd processes driven through the real
+//! front-ends (see `harness`).
+
+mod harness;
+mod protocol;
