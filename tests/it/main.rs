@@ -2,4 +2,5 @@
 //! front-ends (see `harness`).
 
 mod harness;
+mod personal;
 mod protocol;

@@ -1,0 +1,70 @@
+//! Zero-config personal mode: the controller starts on first use, only once, and stops
+//! cleanly.
+
+use crate::harness::*;
+use std::process::Command;
+use std::time::Duration;
+
+fn personal_cmd(home: &std::path::Path) -> Command {
+    let mut c = Command::new(sluice_bin());
+    c.env_remove("SLUICE_CONF")
+        .env("HOME", home)
+        .env("XDG_STATE_HOME", home.join("state"))
+        .env("XDG_RUNTIME_DIR", home.join("run"));
+    c
+}
+
+#[test]
+fn concurrent_auto_starts_start_one_controller_and_stop_cleanly() {
+    if std::path::Path::new(sluice::config::SYSTEM_CONF).exists() {
+        eprintln!("skipping: {} exists, so personal mode is off", sluice::config::SYSTEM_CONF);
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let a = personal_cmd(h).arg("controller").spawn().unwrap();
+    let b = personal_cmd(h).arg("controller").spawn().unwrap();
+    for mut p in [a, b] {
+        assert!(p.wait().unwrap().success());
+    }
+    let sock = h.join("run/sluice/sluice.sock");
+    assert!(sock.exists(), "socket at {}", sock.display());
+    let mut cfg = sluice::config::Config::personal();
+    cfg.socket = sock.clone();
+    let mut cl = sluice::cli::client::Client::connect_with(&cfg).unwrap();
+    assert_eq!(cl.request(&sluice::proto::Request::Ping).unwrap(), sluice::proto::Response::Ok);
+    let log = std::fs::read_to_string(h.join("state/sluice/controller.log")).unwrap();
+    assert_eq!(log.matches("controller starting").count(), 1, "{log}");
+    assert!(h.join("state/sluice/sluice.db").exists());
+    let st = personal_cmd(h).args(["controller", "--stop"]).status().unwrap();
+    assert!(st.success());
+    wait_until("socket removal", Duration::from_secs(10), || (!sock.exists()).then_some(()));
+}
+
+#[test]
+fn a_corrupt_database_is_refused_not_replaced() {
+    let home = tempfile::tempdir().unwrap();
+    let root = home.path();
+    std::fs::create_dir_all(root.join("state")).unwrap();
+    let db = root.join("state/sluice.db");
+    std::fs::write(&db, b"this is not a database, it is a poem about queues\n".repeat(200)).unwrap();
+    let conf = root.join("c.toml");
+    std::fs::write(
+        &conf,
+        format!(
+            "state_dir = \"{0}/state\"\nsocket = \"{0}/ctld.sock\"\n",
+            root.display()
+        ),
+    )
+    .unwrap();
+    let o = Command::new(sluice_bin())
+        .args(["controller", "--foreground"])
+        .env("SLUICE_CONF", &conf)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("not a database") || err.contains("corrupt"), "{err}");
+    let after = std::fs::read(&db).unwrap();
+    assert!(after.starts_with(b"this is not a database"));
+}
