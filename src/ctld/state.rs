@@ -61,6 +61,8 @@ pub struct Cluster {
     pub partitions: Vec<Partition>,
     pub next_id: u32,
     endings: HashMap<u32, Ending>,
+    /// Running jobs whose `--signal` warning has been sent.
+    warned: std::collections::HashSet<u32>,
     /// Extra `scontrol show config` entries.
     pub config_entries: Vec<(String, String)>,
 }
@@ -128,6 +130,7 @@ impl Cluster {
             partitions: cfg.partitions.clone(),
             next_id: 1,
             endings: HashMap::new(),
+            warned: Default::default(),
             config_entries,
         }
     }
@@ -452,8 +455,40 @@ impl Cluster {
         ));
     }
 
-    /// Periodic work: time limits and MinJobAge purge.
+    /// Periodic work: `--signal` warnings, time limits and MinJobAge purge.
     pub fn tick(&mut self, now: i64, fx: &mut Effects) {
+        // `--signal=B:SIG@secs` goes to the batch shell `secs` before the limit. Without
+        // `B:` Slurm signals the job's steps only; steps arrive with srun.
+        let warn: Vec<(u32, String, i32)> = self
+            .jobs
+            .values()
+            .filter(|j| {
+                j.state == JobState::Running && !j.completing && !self.warned.contains(&j.id)
+            })
+            .filter_map(|j| {
+                let sig = j.spec.signal?;
+                let limit = j.time_limit.secs()? as i64;
+                let due = j.start_time? + limit - i64::from(sig.secs_before);
+                let node = j.alloc.as_ref()?.nodes[0].clone();
+                (sig.batch_only && now >= due).then_some((j.id, node, sig.signal))
+            })
+            .collect();
+        for (id, node, signal) in warn {
+            self.warned.insert(id);
+            fx.to_agent.push((
+                node,
+                ToAgent::Signal {
+                    job_id: id,
+                    signal,
+                    batch_only: true,
+                },
+            ));
+        }
+        self.warned.retain(|id| {
+            self.jobs
+                .get(id)
+                .is_some_and(|j| j.state == JobState::Running)
+        });
         let expired: Vec<u32> = self
             .jobs
             .values()

@@ -17,7 +17,10 @@ fn personal_cmd(home: &std::path::Path) -> Command {
 #[test]
 fn concurrent_auto_starts_start_one_controller_and_stop_cleanly() {
     if std::path::Path::new(sluice::config::SYSTEM_CONF).exists() {
-        eprintln!("skipping: {} exists, so personal mode is off", sluice::config::SYSTEM_CONF);
+        eprintln!(
+            "skipping: {} exists, so personal mode is off",
+            sluice::config::SYSTEM_CONF
+        );
         return;
     }
     let home = tempfile::tempdir().unwrap();
@@ -32,13 +35,21 @@ fn concurrent_auto_starts_start_one_controller_and_stop_cleanly() {
     let mut cfg = sluice::config::Config::personal();
     cfg.socket = sock.clone();
     let mut cl = sluice::cli::client::Client::connect_with(&cfg).unwrap();
-    assert_eq!(cl.request(&sluice::proto::Request::Ping).unwrap(), sluice::proto::Response::Ok);
+    assert_eq!(
+        cl.request(&sluice::proto::Request::Ping).unwrap(),
+        sluice::proto::Response::Ok
+    );
     let log = std::fs::read_to_string(h.join("state/sluice/controller.log")).unwrap();
     assert_eq!(log.matches("controller starting").count(), 1, "{log}");
     assert!(h.join("state/sluice/sluice.db").exists());
-    let st = personal_cmd(h).args(["controller", "--stop"]).status().unwrap();
+    let st = personal_cmd(h)
+        .args(["controller", "--stop"])
+        .status()
+        .unwrap();
     assert!(st.success());
-    wait_until("socket removal", Duration::from_secs(10), || (!sock.exists()).then_some(()));
+    wait_until("socket removal", Duration::from_secs(10), || {
+        (!sock.exists()).then_some(())
+    });
 }
 
 #[test]
@@ -47,7 +58,11 @@ fn a_corrupt_database_is_refused_not_replaced() {
     let root = home.path();
     std::fs::create_dir_all(root.join("state")).unwrap();
     let db = root.join("state/sluice.db");
-    std::fs::write(&db, b"this is not a database, it is a poem about queues\n".repeat(200)).unwrap();
+    std::fs::write(
+        &db,
+        b"this is not a database, it is a poem about queues\n".repeat(200),
+    )
+    .unwrap();
     let conf = root.join("c.toml");
     std::fs::write(
         &conf,
@@ -64,7 +79,10 @@ fn a_corrupt_database_is_refused_not_replaced() {
         .unwrap();
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("not a database") || err.contains("corrupt"), "{err}");
+    assert!(
+        err.contains("not a database") || err.contains("corrupt"),
+        "{err}"
+    );
     let after = std::fs::read(&db).unwrap();
     assert!(after.starts_with(b"this is not a database"));
 }

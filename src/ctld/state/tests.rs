@@ -332,3 +332,31 @@ fn min_job_age_purges_finished_jobs() {
     c.tick(320, &mut fx);
     assert!(!c.jobs.contains_key(&id));
 }
+
+#[test]
+fn batch_signal_is_sent_before_the_limit_once() {
+    let mut c = cluster();
+    let mut s = spec("sig");
+    s.time_limit = Some(TimeLimit::Minutes(2));
+    s.signal = Some(crate::model::SignalSpec {
+        signal: 10,
+        secs_before: 30,
+        batch_only: true,
+        reservation: false,
+    });
+    let id = submit(&mut c, s, ALICE, 0);
+    let mut fx = Effects::default();
+    c.schedule(0, &mut fx);
+    let sent = |fx: &Effects| {
+        fx.to_agent
+            .iter()
+            .filter(|(_, m)| matches!(m, ToAgent::Signal { job_id, signal: 10, batch_only: true } if *job_id == id))
+            .count()
+    };
+    let mut fx = Effects::default();
+    c.tick(89, &mut fx);
+    assert_eq!(sent(&fx), 0);
+    c.tick(90, &mut fx);
+    c.tick(91, &mut fx);
+    assert_eq!(sent(&fx), 1);
+}
