@@ -76,7 +76,7 @@ fn topology(cpus: u32) -> (u32, u32) {
         std::fs::read_to_string("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list")
             .ok()
             .map(|s| count_cpu_list(s.trim()))
-            .filter(|t| *t >= 1 && cpus % (sockets * *t) == 0)
+            .filter(|t| *t >= 1 && cpus.is_multiple_of(sockets * *t))
             .unwrap_or(1);
     (sockets, threads)
 }

@@ -492,11 +492,10 @@ impl Actor {
                 None => tracing::warn!(node, ?msg, "no agent link for node; message dropped"),
             }
         }
-        if cfg!(debug_assertions) {
-            if let Err(e) = self.cluster.sanity_check() {
+        if cfg!(debug_assertions)
+            && let Err(e) = self.cluster.sanity_check() {
                 tracing::error!("state invariant broken: {e}");
             }
-        }
     }
 }
 
