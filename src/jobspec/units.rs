@@ -85,11 +85,11 @@ pub fn parse_mem_mb(s: &str) -> Result<u64, UnitError> {
 /// Formats MiB as Slurm prints memory (`400M`, `1G`, `62.50G`): whole units when exact,
 /// else two decimals of the largest unit at or below the value.
 pub fn fmt_mem_mb(mb: u64) -> String {
-    if mb >= 1024 * 1024 && mb % (1024 * 1024) == 0 {
+    if mb >= 1024 * 1024 && mb.is_multiple_of(1024 * 1024) {
         format!("{}T", mb / (1024 * 1024))
     } else if mb >= 1024 * 1024 {
         format!("{:.2}T", mb as f64 / (1024.0 * 1024.0))
-    } else if mb >= 1024 && mb % 1024 == 0 {
+    } else if mb >= 1024 && mb.is_multiple_of(1024) {
         format!("{}G", mb / 1024)
     } else if mb >= 1024 {
         format!("{:.2}G", mb as f64 / 1024.0)

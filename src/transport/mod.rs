@@ -28,12 +28,12 @@ pub fn peer_cred(s: &UnixStream) -> io::Result<PeerCred> {
 /// listens on. Refuses to replace anything that is not a socket.
 pub fn bind_unix(path: &Path, shared: bool) -> io::Result<UnixListener> {
     use std::os::unix::fs::{FileTypeExt, PermissionsExt};
-    if let Some(dir) = path.parent() {
-        if !dir.exists() {
-            std::fs::create_dir_all(dir)?;
-            let mode = if shared { 0o755 } else { 0o700 };
-            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode))?;
-        }
+    if let Some(dir) = path.parent()
+        && !dir.exists()
+    {
+        std::fs::create_dir_all(dir)?;
+        let mode = if shared { 0o755 } else { 0o700 };
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode))?;
     }
     match std::fs::symlink_metadata(path) {
         Ok(m) if m.file_type().is_socket() => {
