@@ -20,6 +20,8 @@ if [ -z "${SLUICE_BIN:-}" ] || [ ! -x "$SLUICE_BIN" ]; then
 	echo "install_test: skipped: no built binary (run cargo build, or set SLUICE_BIN)"
 	exit 0
 fi
+# Absolute, because some cases run install.sh from another directory.
+case $SLUICE_BIN in /*) ;; *) SLUICE_BIN=$(pwd)/$SLUICE_BIN ;; esac
 export SLUICE_BIN
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/sluice-install-test.XXXXXX")
