@@ -147,7 +147,9 @@ pub fn batch_env_with_array(
     // Shell and node identity (slurmstepd).
     set("ENVIRONMENT", "BATCH".into());
     set("HOSTNAME", node.into());
-    set("PWD", spec.work_dir.clone());
+    if !spec.work_dir.is_empty() {
+        set("PWD", spec.work_dir.clone());
+    }
     let tmpdir = spec
         .environment
         .get("TMPDIR")
