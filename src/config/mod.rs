@@ -389,6 +389,35 @@ state = "down"
     }
 
     #[test]
+    fn every_example_config_loads() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+        let mut loaded = Vec::new();
+        for entry in std::fs::read_dir(&dir).expect("examples/ exists") {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                let c =
+                    Config::from_file(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                assert!(c.default_partition().is_some(), "{}", path.display());
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                loaded.push((name, c));
+            }
+        }
+        let find = |n: &str| {
+            loaded
+                .iter()
+                .find(|(name, _)| name == n)
+                .map(|(_, c)| c)
+                .unwrap_or_else(|| panic!("examples/{n} missing"))
+        };
+        let shared = find("shared-box.toml");
+        assert_eq!(shared.partitions.len(), 2);
+        assert_eq!(shared.default_partition().unwrap().name, "short");
+        let ws = find("workstation.toml");
+        assert_eq!(ws.nodes.len(), 1);
+        assert_eq!(ws.partitions[0].max_time, TimeLimit::Minutes(2 * 24 * 60));
+    }
+
+    #[test]
     fn rejects_bad_configs() {
         let p = Path::new("/x.toml");
         let cases = [

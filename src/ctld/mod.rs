@@ -493,9 +493,10 @@ impl Actor {
             }
         }
         if cfg!(debug_assertions)
-            && let Err(e) = self.cluster.sanity_check() {
-                tracing::error!("state invariant broken: {e}");
-            }
+            && let Err(e) = self.cluster.sanity_check()
+        {
+            tracing::error!("state invariant broken: {e}");
+        }
     }
 }
 

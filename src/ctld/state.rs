@@ -144,10 +144,11 @@ impl Cluster {
     pub fn restore(&mut self, jobs: Vec<Job>, next_id: u32) {
         for j in jobs {
             if j.is_active()
-                && let Some(a) = &j.alloc {
-                    let a = a.clone();
-                    self.charge(&a, j.completing, 1);
-                }
+                && let Some(a) = &j.alloc
+            {
+                let a = a.clone();
+                self.charge(&a, j.completing, 1);
+            }
             self.jobs.insert(j.id, j);
         }
         self.next_id = next_id.max(self.next_id);
@@ -1035,10 +1036,10 @@ impl Cluster {
                     }
                     if let Some(p) = parts.iter().find(|p| p.name == new.partition)
                         && !op
-                            && t.secs().unwrap_or(u64::MAX) > p.max_time.secs().unwrap_or(u64::MAX)
-                        {
-                            return Err(SlurmError::InvalidTimeLimit);
-                        }
+                        && t.secs().unwrap_or(u64::MAX) > p.max_time.secs().unwrap_or(u64::MAX)
+                    {
+                        return Err(SlurmError::InvalidTimeLimit);
+                    }
                     new.time_limit = *t;
                 }
                 JobUpdate::Name(n) => new.spec.name = n.clone(),

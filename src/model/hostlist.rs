@@ -157,9 +157,11 @@ fn split_name(name: &str) -> Split<'_> {
 /// Compresses names into a hostlist expression, keeping their order: runs of the same
 /// prefix and width are merged into one bracket group while consecutive.
 pub fn compress(names: &[String]) -> String {
-    let mut groups: Vec<(String, usize, Vec<(u64, u64)>)> = Vec::new();
+    // (prefix, zero-padded width, numeric ranges) of the bracket group being built.
+    type Group = (String, usize, Vec<(u64, u64)>);
+    let mut groups: Vec<Group> = Vec::new();
     let mut out: Vec<String> = Vec::new();
-    let flush = |groups: &mut Vec<(String, usize, Vec<(u64, u64)>)>, out: &mut Vec<String>| {
+    let flush = |groups: &mut Vec<Group>, out: &mut Vec<String>| {
         for (prefix, width, ranges) in groups.drain(..) {
             out.push(render_group(&prefix, width, &ranges));
         }

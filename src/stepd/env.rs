@@ -1,27 +1,678 @@
-//! The batch shell's environment (provisional; replaced by the full Slurm set).
+//! The environment of a batch shell: the submit environment (after the client applied
+//! `--export`) plus the `SLURM_*` variables that describe the job, its allocation and
+//! the node the shell runs on. Cf. Slurm's src/common/env.c (`env_array_for_batch_job`,
+//! `_uint16_array_to_str`) and slurmstepd's additions (`HOSTNAME`, `TMPDIR`).
+//!
+//! Pure: the caller passes the job, the cluster name, the node name and `now`; nothing
+//! here reads the clock, the process environment or the password database.
+//!
+//! Invariants:
+//! - Every variable sluice sets wins over an inherited variable of the same name.
+//! - Job-describing `SLURM_*` variables that this job does not set are removed from the
+//!   inherited environment (see [`STALE_JOB_VARS`]), so a job submitted from inside
+//!   another job never sees its parent's task counts, array indices or step ids.
+//! - `SLURM_TASK_PID` is never set here: the launcher adds it after fork.
+//! - `SLURM_UMASK` is never exported: like slurmstepd, the launcher applies
+//!   `JobSpec::umask` to the shell process and the variable disappears (the golden batch
+//!   environments have no `SLURM_UMASK`).
+//!
+//! Where sluice differs from Slurm 22.05 on purpose:
+//! - `SLURM_JOB_START_TIME` and `SLURM_JOB_END_TIME` are set (Slurm sets them from 23.02
+//!   on); checkpointing scripts use them to know how long they have left.
+//! - `SLURM_CONF` is empty: sluice has no slurm.conf (see [`SLURM_CONF_VALUE`]).
+//! - GPU variables (`CUDA_VISIBLE_DEVICES`, `SLURM_JOB_GPUS`, …) are not built here; they
+//!   depend on the devices bound to the job and are added by the GPU binding code.
 
-use crate::model::Job;
+use crate::model::job::{Job, MemReq};
+use crate::model::{TimeLimit, hostlist};
+use std::collections::BTreeMap;
 
-/// The environment of a batch shell: the exported environment plus SLURM_* variables.
-pub fn batch_env(job: &Job, cluster: &str, node: &str, _now: i64) -> Vec<(String, String)> {
-    let mut env: Vec<(String, String)> = job
-        .spec
-        .environment
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    let id = job.id.to_string();
-    for (k, v) in [
-        ("SLURM_JOB_ID", id.clone()),
-        ("SLURM_JOBID", id),
-        ("SLURM_JOB_NAME", job.spec.name.clone()),
-        ("SLURM_CLUSTER_NAME", cluster.to_string()),
-        ("SLURMD_NODENAME", node.to_string()),
-        ("SLURM_JOB_NODELIST", job.nodelist()),
-        ("SLURM_NODELIST", job.nodelist()),
-    ] {
-        env.retain(|(x, _)| x != k);
-        env.push((k.to_string(), v));
+/// Value of `SLURM_CONF` inside jobs. Slurm points it at the node's slurm.conf; sluice
+/// has none, and pointing Slurm-aware tools at sluice's TOML file would make them fail to
+/// parse it. An empty value keeps the variable present (scripts under `set -u` that
+/// mention it still work) while saying "no slurm.conf here".
+pub const SLURM_CONF_VALUE: &str = "";
+
+/// Slurm's default SlurmctldPort, reported in `SLURM_WORKING_CLUSTER`. sluice opens no
+/// TCP port; the field keeps the variable's shape for tools that split it.
+pub const WORKING_CLUSTER_PORT: u16 = 6817;
+
+/// Slurm 22.05's RPC protocol version (`SLURM_22_05_PROTOCOL_VERSION`), the version
+/// sluice reports, for `SLURM_WORKING_CLUSTER`.
+pub const WORKING_CLUSTER_PROTOCOL: u32 = 9728;
+
+/// Plugin id of select/cons_tres (109), whose behaviour sluice's scheduler follows, for
+/// `SLURM_WORKING_CLUSTER`.
+pub const WORKING_CLUSTER_SELECT_ID: u32 = 109;
+
+/// Default `TMPDIR` when the job did not bring one (Slurm's default `TmpFS`).
+pub const DEFAULT_TMPDIR: &str = "/tmp";
+
+/// Seconds Slurm adds to the start time for the end time of a job without time limit
+/// (one year, as slurmctld does for `INFINITE`).
+const UNLIMITED_END_SECS: i64 = 365 * 24 * 3600;
+
+/// Job-describing variables removed from the inherited environment before this job's
+/// own are added. Each of them is either set again below or must not leak from an
+/// enclosing job (a job submitted from inside another job's shell).
+pub const STALE_JOB_VARS: &[&str] = &[
+    "SLURM_NTASKS",
+    "SLURM_NPROCS",
+    "SLURM_NTASKS_PER_NODE",
+    "SLURM_CPUS_PER_TASK",
+    "SLURM_MEM_PER_CPU",
+    "SLURM_MEM_PER_NODE",
+    "SLURM_ARRAY_JOB_ID",
+    "SLURM_ARRAY_TASK_ID",
+    "SLURM_ARRAY_TASK_COUNT",
+    "SLURM_ARRAY_TASK_MIN",
+    "SLURM_ARRAY_TASK_MAX",
+    "SLURM_ARRAY_TASK_STEP",
+    "SLURM_RESTART_COUNT",
+    "SLURM_TASK_PID",
+    "SLURM_UMASK",
+    "SLURM_STEP_ID",
+    "SLURM_STEPID",
+    "SLURM_STEP_NODELIST",
+    "SLURM_STEP_NUM_NODES",
+    "SLURM_STEP_NUM_TASKS",
+    "SLURM_STEP_TASKS_PER_NODE",
+    "SLURM_STEP_LAUNCHER_PORT",
+    "SLURM_STEP_GPUS",
+    "SLURM_SRUN_COMM_HOST",
+    "SLURM_SRUN_COMM_PORT",
+    "SLURM_LAUNCH_NODE_IPADDR",
+    "SLURM_LABELIO",
+    "SLURM_DISTRIBUTION",
+];
+
+/// The array task a batch shell belongs to, for the `SLURM_ARRAY_*` variables. `Job`
+/// does not carry array data yet, so the launcher passes it alongside.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArrayTask {
+    /// The array's master job id (`%A`, `SLURM_ARRAY_JOB_ID`).
+    pub array_job_id: u32,
+    /// This task's index (`%a`, `SLURM_ARRAY_TASK_ID`).
+    pub task_id: u32,
+    /// Smallest index of the array.
+    pub min: u32,
+    /// Largest index of the array.
+    pub max: u32,
+    /// Stride between indices (1 for `0-3`, 2 for `0-6:2`).
+    pub step: u32,
+    /// Number of tasks in the array.
+    pub count: u32,
+}
+
+/// The environment of the batch shell of `job` on `node`, sorted by name.
+///
+/// `cluster` is the cluster name (`SLURM_CLUSTER_NAME`), `node` the node the shell runs
+/// on (normally the allocation's first node), `now` the time used when the job has no
+/// recorded start time yet.
+pub fn batch_env(job: &Job, cluster: &str, node: &str, now: i64) -> Vec<(String, String)> {
+    batch_env_with_array(job, None, cluster, node, now)
+}
+
+/// Like [`batch_env`], for a job that may be an array task.
+pub fn batch_env_with_array(
+    job: &Job,
+    array: Option<&ArrayTask>,
+    cluster: &str,
+    node: &str,
+    now: i64,
+) -> Vec<(String, String)> {
+    let spec = &job.spec;
+    let mut env: BTreeMap<String, String> = spec.environment.clone();
+    for k in STALE_JOB_VARS {
+        env.remove(*k);
     }
-    env
+    let mut set = |k: &str, v: String| {
+        env.insert(k.to_string(), v);
+    };
+
+    // The allocation; a job launched without one (should not happen) is treated as one
+    // node, this one, with the CPUs it asked for.
+    let (nodes, cpus): (Vec<String>, Vec<u32>) = match &job.alloc {
+        Some(a) if !a.nodes.is_empty() => {
+            let mut cpus = a.cpus.clone();
+            cpus.resize(a.nodes.len(), 1);
+            (a.nodes.clone(), cpus)
+        }
+        _ => (vec![node.to_string()], vec![job.req_cpus.max(1)]),
+    };
+    let node_idx = nodes.iter().position(|n| n == node).unwrap_or(0);
+    let nodelist = hostlist::compress(&nodes);
+    let nnodes = nodes.len() as u32;
+
+    // Shell and node identity (slurmstepd).
+    set("ENVIRONMENT", "BATCH".into());
+    set("HOSTNAME", node.into());
+    if !spec.work_dir.is_empty() {
+        set("PWD", spec.work_dir.clone());
+    }
+    let tmpdir = spec
+        .environment
+        .get("TMPDIR")
+        .filter(|t| !t.is_empty())
+        .cloned()
+        .unwrap_or_else(|| DEFAULT_TMPDIR.into());
+    set("TMPDIR", tmpdir);
+    // With --export=NONE the user's login variables are gone; Slurm would rebuild them
+    // from a login shell. USER and LOGNAME are known here; HOME and SHELL need the
+    // password database and are the launcher's to add.
+    for k in ["USER", "LOGNAME"] {
+        if !spec.environment.contains_key(k) && !job.user.is_empty() {
+            set(k, job.user.clone());
+        }
+    }
+
+    // Job identity.
+    set("SLURM_CLUSTER_NAME", cluster.into());
+    set("SLURM_CONF", SLURM_CONF_VALUE.into());
+    set(
+        "SLURM_WORKING_CLUSTER",
+        format!(
+            "{cluster}:localhost:{WORKING_CLUSTER_PORT}:{WORKING_CLUSTER_PROTOCOL}:{WORKING_CLUSTER_SELECT_ID}"
+        ),
+    );
+    set("SLURM_JOB_ID", job.id.to_string());
+    set("SLURM_JOBID", job.id.to_string());
+    set("SLURM_JOB_NAME", spec.name.clone());
+    set("SLURM_JOB_ACCOUNT", job.account.clone());
+    set("SLURM_JOB_PARTITION", job.partition.clone());
+    set("SLURM_JOB_QOS", job.qos.clone());
+    set("SLURM_JOB_USER", job.user.clone());
+    set("SLURM_JOB_UID", job.uid.to_string());
+    set("SLURM_JOB_GID", job.gid.to_string());
+    set("SLURM_SUBMIT_DIR", spec.submit_dir.clone());
+    set("SLURM_SUBMIT_HOST", spec.submit_host.clone());
+    let prio = spec
+        .environment
+        .get("SLURM_PRIO_PROCESS")
+        .filter(|v| v.trim().parse::<i32>().is_ok())
+        .cloned()
+        .unwrap_or_else(|| "0".into());
+    set("SLURM_PRIO_PROCESS", prio);
+    if let Some(export) = &spec.export {
+        set("SLURM_EXPORT_ENV", export.clone());
+    }
+    if job.restarts > 0 {
+        set("SLURM_RESTART_COUNT", job.restarts.to_string());
+    }
+    let start = job.start_time.unwrap_or(now);
+    let end = match job.time_limit {
+        TimeLimit::Minutes(m) => start.saturating_add(i64::from(m) * 60),
+        TimeLimit::Unlimited => start.saturating_add(UNLIMITED_END_SECS),
+    };
+    set("SLURM_JOB_START_TIME", start.to_string());
+    set("SLURM_JOB_END_TIME", end.to_string());
+
+    // Allocation.
+    set("SLURM_JOB_NODELIST", nodelist.clone());
+    set("SLURM_NODELIST", nodelist);
+    set("SLURM_JOB_NUM_NODES", nnodes.to_string());
+    set("SLURM_NNODES", nnodes.to_string());
+    set("SLURM_JOB_CPUS_PER_NODE", compress_counts(&cpus));
+    set("SLURM_CPUS_ON_NODE", cpus[node_idx].to_string());
+    set("SLURMD_NODENAME", node.into());
+    set("SLURM_NODE_ALIASES", "(null)".into());
+    set("SLURM_TOPOLOGY_ADDR", node.into());
+    set("SLURM_TOPOLOGY_ADDR_PATTERN", "node".into());
+
+    // The batch shell is task 0 of its own step on the first node.
+    set("SLURM_PROCID", "0".into());
+    set("SLURM_LOCALID", "0".into());
+    set("SLURM_NODEID", "0".into());
+    set("SLURM_GTIDS", "0".into());
+
+    // Tasks: SLURM_NTASKS only when the user asked for a task count (-n or
+    // --ntasks-per-node); otherwise the layout is one task per CPU group.
+    let cpt = spec.cpus_per_task.filter(|&c| c > 0).unwrap_or(1);
+    let ntpn = spec.ntasks_per_node.filter(|&n| n > 0);
+    let asked_tasks = spec
+        .ntasks
+        .filter(|&n| n > 0)
+        .or_else(|| ntpn.map(|n| n.saturating_mul(nnodes)));
+    let ntasks = asked_tasks.unwrap_or_else(|| (cpus.iter().sum::<u32>() / cpt).max(1));
+    if let Some(n) = asked_tasks {
+        set("SLURM_NTASKS", n.to_string());
+        set("SLURM_NPROCS", n.to_string());
+    }
+    if let Some(n) = ntpn {
+        set("SLURM_NTASKS_PER_NODE", n.to_string());
+    }
+    if let Some(c) = spec.cpus_per_task.filter(|&c| c > 0) {
+        set("SLURM_CPUS_PER_TASK", c.to_string());
+    }
+    let per_node = tasks_per_node(ntasks, &cpus, cpt, ntpn);
+    set("SLURM_TASKS_PER_NODE", compress_counts(&per_node));
+
+    // Memory: per CPU or per node, whichever the job's request was (DefMemPerCPU
+    // resolves to per CPU). `--mem=0` (the whole node) reports what was allocated.
+    match job.req_mem {
+        MemReq::PerCpu(m) if m > 0 => set("SLURM_MEM_PER_CPU", m.to_string()),
+        MemReq::PerNode(m) if m > 0 => set("SLURM_MEM_PER_NODE", m.to_string()),
+        MemReq::PerNode(_) if spec.mem == Some(MemReq::PerNode(0)) => {
+            if let Some(a) = job.alloc.as_ref().filter(|a| a.mem_per_node > 0) {
+                set("SLURM_MEM_PER_NODE", a.mem_per_node.to_string());
+            }
+        }
+        _ => {}
+    }
+
+    if let Some(a) = array {
+        set("SLURM_ARRAY_JOB_ID", a.array_job_id.to_string());
+        set("SLURM_ARRAY_TASK_ID", a.task_id.to_string());
+        set("SLURM_ARRAY_TASK_COUNT", a.count.to_string());
+        set("SLURM_ARRAY_TASK_MIN", a.min.to_string());
+        set("SLURM_ARRAY_TASK_MAX", a.max.to_string());
+        set("SLURM_ARRAY_TASK_STEP", a.step.to_string());
+    }
+
+    env.into_iter().collect()
+}
+
+/// Compresses per-node counts the way Slurm prints `SLURM_TASKS_PER_NODE` and
+/// `SLURM_JOB_CPUS_PER_NODE`: runs of equal values become `value(xN)`, others stay
+/// plain, comma-separated (`[2, 2, 2, 1]` → `2(x3),1`). Empty input gives `""`.
+pub fn compress_counts(values: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < values.len() {
+        let v = values[i];
+        let run = values[i..].iter().take_while(|&&x| x == v).count();
+        if run > 1 {
+            out.push(format!("{v}(x{run})"));
+        } else {
+            out.push(v.to_string());
+        }
+        i += run;
+    }
+    out.join(",")
+}
+
+/// How many of `ntasks` tasks land on each node under block distribution: nodes are
+/// filled round by round, each up to the tasks its CPUs hold (`cpus / cpus_per_task`,
+/// capped by `--ntasks-per-node`); tasks beyond every node's capacity are spread in
+/// further rounds, as Slurm's step layout over-subscribes.
+pub fn tasks_per_node(
+    ntasks: u32,
+    cpus: &[u32],
+    cpus_per_task: u32,
+    ntasks_per_node: Option<u32>,
+) -> Vec<u32> {
+    let mut out = vec![0u32; cpus.len()];
+    if cpus.is_empty() {
+        return out;
+    }
+    let cpt = cpus_per_task.max(1);
+    let cap: Vec<u32> = cpus
+        .iter()
+        .map(|&c| {
+            let by_cpu = c / cpt;
+            ntasks_per_node.map_or(by_cpu, |n| by_cpu.min(n))
+        })
+        .collect();
+    let mut left = ntasks;
+    // Rounds within capacity.
+    let max_cap = cap.iter().copied().max().unwrap_or(0);
+    for round in 0..max_cap {
+        for (i, c) in cap.iter().enumerate() {
+            if left == 0 {
+                return out;
+            }
+            if round < *c {
+                out[i] += 1;
+                left -= 1;
+            }
+        }
+    }
+    // Over-subscription: one more task per node per round.
+    let n = cpus.len() as u32;
+    let each = left / n;
+    let extra = (left % n) as usize;
+    for (i, o) in out.iter_mut().enumerate() {
+        *o += each + u32::from(i < extra);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::job::{Allocation, ExitStatus, JobSpec, JobState, Reason};
+    use std::path::PathBuf;
+
+    /// The golden directory: `$SLUICE_GOLDEN_DIR`, else `../shared/golden` next to the
+    /// crate, else `/work/shared/golden` (worktrees live elsewhere).
+    fn golden_dir() -> Option<PathBuf> {
+        let mut cands = Vec::new();
+        if let Some(d) = std::env::var_os("SLUICE_GOLDEN_DIR") {
+            cands.push(PathBuf::from(d));
+        }
+        cands.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/golden"));
+        cands.push(PathBuf::from("/work/shared/golden"));
+        cands.into_iter().find(|d| d.join("README.md").is_file())
+    }
+
+    /// The `env | sort` lines of the first `[file: …]` block of a golden transcript.
+    fn golden_env(name: &str) -> Option<BTreeMap<String, String>> {
+        let Some(dir) = golden_dir() else {
+            println!("skipping: golden directory not found (set SLUICE_GOLDEN_DIR)");
+            return None;
+        };
+        let text = std::fs::read_to_string(dir.join(name)).expect("golden file readable");
+        let mut lines = text.lines().skip_while(|l| !l.starts_with("[file: "));
+        lines.next().expect("golden file has an output block");
+        let map = lines
+            .take_while(|l| !l.is_empty())
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Some(map)
+    }
+
+    fn job(id: u32, name: &str, cpus: Vec<u32>) -> Job {
+        let nodes = (1..=cpus.len()).map(|i| format!("node{i:02}")).collect();
+        Job {
+            id,
+            spec: JobSpec {
+                name: name.into(),
+                work_dir: "/home/alice/golden-work".into(),
+                submit_dir: "/home/alice/golden-work".into(),
+                submit_host: "vm".into(),
+                ..JobSpec::default()
+            },
+            uid: 2001,
+            gid: 2001,
+            user: "alice".into(),
+            group: "alice".into(),
+            partition: "debug".into(),
+            account: "research".into(),
+            qos: "normal".into(),
+            time_limit: TimeLimit::Minutes(60),
+            req_cpus: cpus.iter().sum(),
+            req_tasks: 1,
+            req_nodes: cpus.len() as u32,
+            req_mem: MemReq::PerCpu(400),
+            state: JobState::Running,
+            completing: false,
+            reason: Reason::None,
+            priority: 1,
+            hold: None,
+            submit_time: 1000,
+            eligible_time: Some(1000),
+            start_time: Some(1003),
+            end_time: None,
+            suspended_secs: 0,
+            alloc: Some(Allocation {
+                nodes,
+                cpus,
+                mem_per_node: 400,
+            }),
+            exit: ExitStatus::default(),
+            derived_exit: ExitStatus::default(),
+            restarts: 0,
+            cancelled_by: None,
+            steps: Vec::new(),
+            last_sched_eval: None,
+        }
+    }
+
+    /// Variables a golden file shows that batch_env does not make: the shell's own
+    /// (`SHLVL`, `_`), the launcher's (`SLURM_TASK_PID`), and GPU binding variables.
+    const NOT_OURS: &[&str] = &[
+        "SHLVL",
+        "_",
+        "SLURM_TASK_PID",
+        "CUDA_VISIBLE_DEVICES",
+        "GPU_DEVICE_ORDINAL",
+        "ROCR_VISIBLE_DEVICES",
+        "ZE_AFFINITY_MASK",
+        "SLURM_GPUS",
+        "SLURM_GPUS_ON_NODE",
+        "SLURM_JOB_GPUS",
+    ];
+    /// Variables sluice adds on purpose (module docs).
+    const EXTRAS: &[&str] = &["SLURM_JOB_START_TIME", "SLURM_JOB_END_TIME"];
+    /// What the client's `--export=ALL` would have carried in: the golden's plain
+    /// variables, minus those the node side sets.
+    const SET_BY_NODE: &[&str] = &["ENVIRONMENT", "HOSTNAME", "TMPDIR", "PWD"];
+
+    /// Builds the job's inherited environment from a golden file, runs batch_env and
+    /// compares every variable (SLURM_CONF excepted: see SLURM_CONF_VALUE).
+    fn check_against_golden(file: &str, mut j: Job, array: Option<ArrayTask>) {
+        let Some(golden) = golden_env(file) else {
+            return;
+        };
+        j.spec.environment = golden
+            .iter()
+            .filter(|(k, _)| !k.starts_with("SLURM") && !NOT_OURS.contains(&k.as_str()))
+            .filter(|(k, _)| !SET_BY_NODE.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let got: BTreeMap<String, String> =
+            batch_env_with_array(&j, array.as_ref(), "anchor", "node01", 5000)
+                .into_iter()
+                .filter(|(k, _)| !EXTRAS.contains(&k.as_str()))
+                .collect();
+        let mut want: BTreeMap<String, String> = golden
+            .into_iter()
+            .filter(|(k, _)| !NOT_OURS.contains(&k.as_str()))
+            .collect();
+        assert_eq!(
+            want.insert("SLURM_CONF".into(), SLURM_CONF_VALUE.into()),
+            Some("/etc/slurm/slurm.conf".into()),
+            "{file}"
+        );
+        for (k, v) in &want {
+            assert_eq!(got.get(k), Some(v), "{file}: {k}");
+        }
+        for k in got.keys() {
+            assert!(want.contains_key(k), "{file}: unexpected {k}={}", got[k]);
+        }
+    }
+
+    #[test]
+    fn golden_plain() {
+        check_against_golden("env_sbatch_plain.txt", job(125, "env.sh", vec![1]), None);
+    }
+
+    #[test]
+    fn golden_wrap() {
+        check_against_golden("env_sbatch_wrap.txt", job(146, "wrap", vec![1]), None);
+    }
+
+    #[test]
+    fn golden_n1_n4() {
+        let mut j = job(128, "env.sh", vec![4]);
+        j.spec.ntasks = Some(4);
+        j.spec.nodes_min = Some(1);
+        check_against_golden("env_sbatch_N1_n4.txt", j, None);
+    }
+
+    #[test]
+    fn golden_ntasks_per_node_cpus_per_task() {
+        let mut j = job(130, "env.sh", vec![4]);
+        j.spec.ntasks_per_node = Some(2);
+        j.spec.cpus_per_task = Some(2);
+        check_against_golden("env_sbatch_ntpn2_cpt2.txt", j, None);
+    }
+
+    #[test]
+    fn golden_mem_per_node_other_partition() {
+        let mut j = job(136, "env.sh", vec![1]);
+        j.partition = "batch".into();
+        j.spec.partition = Some("batch".into());
+        j.spec.mem = Some(MemReq::PerNode(1024));
+        j.req_mem = MemReq::PerNode(1024);
+        j.time_limit = TimeLimit::Minutes(2);
+        check_against_golden("env_sbatch_mem1G_batchpart.txt", j, None);
+    }
+
+    #[test]
+    fn golden_gpu_jobs_apart_from_gpu_variables() {
+        check_against_golden("env_sbatch_gpus2.txt", job(134, "env.sh", vec![1]), None);
+        check_against_golden(
+            "env_sbatch_gres_gpu2.txt",
+            job(132, "env.sh", vec![1]),
+            None,
+        );
+    }
+
+    #[test]
+    fn golden_array_task() {
+        let arr = ArrayTask {
+            array_job_id: 151,
+            task_id: 2,
+            min: 0,
+            max: 3,
+            step: 1,
+            count: 4,
+        };
+        check_against_golden(
+            "env_sbatch_array_task2.txt",
+            job(155, "env.sh", vec![1]),
+            Some(arr),
+        );
+    }
+
+    fn get<'a>(env: &'a [(String, String)], k: &str) -> Option<&'a str> {
+        env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str())
+    }
+
+    #[test]
+    fn multi_node_counts_are_compressed() {
+        let mut j = job(7, "mn", vec![2, 2, 2, 1]);
+        j.spec.ntasks = Some(7);
+        let env = batch_env(&j, "c", "node01", 0);
+        assert_eq!(get(&env, "SLURM_JOB_CPUS_PER_NODE"), Some("2(x3),1"));
+        assert_eq!(get(&env, "SLURM_TASKS_PER_NODE"), Some("2(x3),1"));
+        assert_eq!(get(&env, "SLURM_JOB_NODELIST"), Some("node[01-04]"));
+        assert_eq!(get(&env, "SLURM_NNODES"), Some("4"));
+        assert_eq!(get(&env, "SLURM_CPUS_ON_NODE"), Some("2"));
+        let on_last = batch_env(&j, "c", "node04", 0);
+        assert_eq!(get(&on_last, "SLURM_CPUS_ON_NODE"), Some("1"));
+        assert_eq!(get(&on_last, "HOSTNAME"), Some("node04"));
+    }
+
+    #[test]
+    fn compress_counts_forms() {
+        assert_eq!(compress_counts(&[]), "");
+        assert_eq!(compress_counts(&[4]), "4");
+        assert_eq!(compress_counts(&[2, 2, 2, 1]), "2(x3),1");
+        assert_eq!(compress_counts(&[1, 2, 2, 1, 1]), "1,2(x2),1(x2)");
+        assert_eq!(compress_counts(&[32, 32]), "32(x2)");
+    }
+
+    #[test]
+    fn task_layout() {
+        // Balanced within capacity, as Slurm's block layout counts tasks.
+        assert_eq!(tasks_per_node(5, &[4, 4], 1, None), vec![3, 2]);
+        assert_eq!(tasks_per_node(5, &[4, 1], 1, None), vec![4, 1]);
+        assert_eq!(tasks_per_node(2, &[4], 2, None), vec![2]);
+        assert_eq!(tasks_per_node(4, &[8, 8], 1, Some(2)), vec![2, 2]);
+        // Over-subscription spreads the rest.
+        assert_eq!(tasks_per_node(7, &[2, 2], 1, None), vec![4, 3]);
+        assert_eq!(tasks_per_node(3, &[], 1, None), Vec::<u32>::new());
+        assert_eq!(tasks_per_node(1, &[1], 4, None), vec![1]);
+    }
+
+    #[test]
+    fn no_task_count_means_one_task_per_cpu_group() {
+        let mut j = job(9, "x", vec![8]);
+        j.spec.cpus_per_task = Some(2);
+        let env = batch_env(&j, "c", "node01", 0);
+        assert_eq!(get(&env, "SLURM_TASKS_PER_NODE"), Some("4"));
+        assert_eq!(get(&env, "SLURM_NTASKS"), None);
+        assert_eq!(get(&env, "SLURM_CPUS_PER_TASK"), Some("2"));
+    }
+
+    #[test]
+    fn overrides_and_strips_inherited_job_variables() {
+        let mut j = job(11, "inner", vec![1]);
+        for (k, v) in [
+            ("SLURM_JOB_ID", "3"),
+            ("SLURM_NTASKS", "8"),
+            ("SLURM_ARRAY_TASK_ID", "5"),
+            ("SLURM_TASK_PID", "77"),
+            ("SLURM_UMASK", "0022"),
+            ("SLURM_STEP_ID", "0"),
+            ("SLURM_PRIO_PROCESS", "5"),
+            ("TMPDIR", "/scratch/alice"),
+            ("MY_VAR", "kept"),
+        ] {
+            j.spec.environment.insert(k.into(), v.into());
+        }
+        let env = batch_env(&j, "c", "node01", 0);
+        assert_eq!(get(&env, "SLURM_JOB_ID"), Some("11"));
+        for k in [
+            "SLURM_NTASKS",
+            "SLURM_ARRAY_TASK_ID",
+            "SLURM_TASK_PID",
+            "SLURM_UMASK",
+            "SLURM_STEP_ID",
+        ] {
+            assert_eq!(get(&env, k), None, "{k}");
+        }
+        assert_eq!(get(&env, "SLURM_PRIO_PROCESS"), Some("5"));
+        assert_eq!(get(&env, "TMPDIR"), Some("/scratch/alice"));
+        assert_eq!(get(&env, "MY_VAR"), Some("kept"));
+        assert!(env.windows(2).all(|w| w[0].0 < w[1].0), "sorted, unique");
+    }
+
+    #[test]
+    fn export_restart_times_and_user() {
+        let mut j = job(12, "x", vec![1]);
+        j.spec.export = Some("NONE".into());
+        j.restarts = 2;
+        j.start_time = None;
+        j.time_limit = TimeLimit::Minutes(5);
+        let env = batch_env(&j, "lab", "node01", 1_000);
+        assert_eq!(get(&env, "SLURM_EXPORT_ENV"), Some("NONE"));
+        assert_eq!(get(&env, "SLURM_RESTART_COUNT"), Some("2"));
+        assert_eq!(get(&env, "SLURM_JOB_START_TIME"), Some("1000"));
+        assert_eq!(get(&env, "SLURM_JOB_END_TIME"), Some("1300"));
+        assert_eq!(get(&env, "USER"), Some("alice"));
+        assert_eq!(get(&env, "LOGNAME"), Some("alice"));
+        assert_eq!(
+            get(&env, "SLURM_WORKING_CLUSTER"),
+            Some("lab:localhost:6817:9728:109")
+        );
+        assert_eq!(get(&env, "SLURM_CONF"), Some(""));
+        assert_eq!(get(&env, "TMPDIR"), Some("/tmp"));
+        j.time_limit = TimeLimit::Unlimited;
+        let env = batch_env(&j, "lab", "node01", 1_000);
+        assert_eq!(
+            get(&env, "SLURM_JOB_END_TIME"),
+            Some((1_000 + UNLIMITED_END_SECS).to_string().as_str())
+        );
+    }
+
+    #[test]
+    fn memory_variables() {
+        let mut j = job(13, "x", vec![2]);
+        j.req_mem = MemReq::PerNode(0);
+        let env = batch_env(&j, "c", "node01", 0);
+        assert_eq!(get(&env, "SLURM_MEM_PER_CPU"), None);
+        assert_eq!(get(&env, "SLURM_MEM_PER_NODE"), None);
+        // --mem=0: the whole node, reported as what was allocated.
+        j.spec.mem = Some(MemReq::PerNode(0));
+        let env = batch_env(&j, "c", "node01", 0);
+        assert_eq!(get(&env, "SLURM_MEM_PER_NODE"), Some("400"));
+    }
+
+    #[test]
+    fn missing_allocation_does_not_panic() {
+        let mut j = job(14, "x", vec![1]);
+        j.alloc = None;
+        j.req_cpus = 3;
+        let env = batch_env(&j, "c", "here", 0);
+        assert_eq!(get(&env, "SLURM_JOB_NODELIST"), Some("here"));
+        assert_eq!(get(&env, "SLURM_CPUS_ON_NODE"), Some("3"));
+        let mut j = job(15, "x", vec![1]);
+        j.alloc.as_mut().unwrap().cpus.clear();
+        let env = batch_env(&j, "c", "node01", 0);
+        assert_eq!(get(&env, "SLURM_CPUS_ON_NODE"), Some("1"));
+    }
 }

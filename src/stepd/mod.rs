@@ -228,7 +228,11 @@ fn output_paths(job: &crate::model::Job, node: &str) -> Paths {
 
 /// Expands an output-file pattern for the batch step of `job` on `node`.
 pub fn expand(pattern: &str, job: &crate::model::Job, node: &str) -> String {
-    crate::jobspec::pattern::expand_for_job(pattern, job, node)
+    use crate::jobspec::pattern::{PatternCtx, expand_pattern};
+    expand_pattern(
+        pattern,
+        &PatternCtx::batch(job.id, None, &job.spec.name, &job.user, node),
+    )
 }
 
 /// Starts the batch script. The closure runs in the forked child before exec; it drops

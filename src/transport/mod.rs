@@ -29,11 +29,12 @@ pub fn peer_cred(s: &UnixStream) -> io::Result<PeerCred> {
 pub fn bind_unix(path: &Path, shared: bool) -> io::Result<UnixListener> {
     use std::os::unix::fs::{FileTypeExt, PermissionsExt};
     if let Some(dir) = path.parent()
-        && !dir.exists() {
-            std::fs::create_dir_all(dir)?;
-            let mode = if shared { 0o755 } else { 0o700 };
-            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode))?;
-        }
+        && !dir.exists()
+    {
+        std::fs::create_dir_all(dir)?;
+        let mode = if shared { 0o755 } else { 0o700 };
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode))?;
+    }
     match std::fs::symlink_metadata(path) {
         Ok(m) if m.file_type().is_socket() => {
             if std::os::unix::net::UnixStream::connect(path).is_ok() {

@@ -270,13 +270,14 @@ fn kill_spooled_jobs(spool: &Path) {
     for e in std::fs::read_dir(spool).into_iter().flatten().flatten() {
         for (f, group) in [("job.pid", true), ("stepd.pid", false)] {
             if let Ok(s) = std::fs::read_to_string(e.path().join(f))
-                && let Ok(pid) = s.trim().parse::<i32>() {
-                    let pid = if group { -pid } else { pid };
-                    let _ = nix::sys::signal::kill(
-                        nix::unistd::Pid::from_raw(pid),
-                        nix::sys::signal::Signal::SIGKILL,
-                    );
-                }
+                && let Ok(pid) = s.trim().parse::<i32>()
+            {
+                let pid = if group { -pid } else { pid };
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
         }
     }
 }

@@ -1,0 +1,321 @@
+#!/usr/bin/env bash
+# install.sh: build sluice and install it with its Slurm command links.
+#
+# Everything is checked before anything changes: a run either installs completely or
+# changes nothing. What was installed is recorded in PREFIX/share/sluice/install-manifest,
+# and --uninstall removes exactly that (only entries that are still sluice's).
+set -euo pipefail
+
+# The Slurm commands linked to the binary (keep in step with cli::LINKED_COMMANDS;
+# tests/install_test.sh checks that they agree).
+COMMANDS=(sbatch srun salloc squeue scancel sinfo scontrol sacct)
+
+PROG=${0##*/}
+SRC_DIR=$(cd "$(dirname "$0")" && pwd)
+MANIFEST_HEADER='# sluice install manifest v1: written by install.sh, read by install.sh --uninstall'
+
+usage() {
+	cat <<EOF
+Usage: $PROG [--prefix DIR] [--force] [--uninstall] [--help]
+
+Builds sluice (cargo build --release, with --locked when Cargo.lock exists), installs it
+as PREFIX/bin/sluice and links these commands to it in PREFIX/bin:
+  ${COMMANDS[*]}
+
+Options:
+  --prefix DIR   install under DIR (default: /usr/local as root, ~/.local otherwise)
+  --force        replace existing files or links in the way that are not sluice's
+  --uninstall    remove what the last install recorded in
+                 PREFIX/share/sluice/install-manifest, then the manifest itself;
+                 anything changed since is left in place
+  -h, --help     show this help
+
+Environment:
+  SLUICE_BIN=PATH  install this already-built binary instead of building one
+                   (e.g. build as yourself, then: sudo SLUICE_BIN=target/release/sluice $PROG)
+
+Nothing is changed when a check fails: existing files that are not sluice's are named
+and the script exits non-zero unless --force is given.
+EOF
+}
+
+die() {
+	echo "$PROG: error: $*" >&2
+	exit 1
+}
+note() { echo "$PROG: $*"; }
+
+prefix=''
+force=0
+uninstall=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	--prefix)
+		[ $# -ge 2 ] || die "--prefix needs a directory"
+		prefix=$2
+		shift 2
+		;;
+	--prefix=*)
+		prefix=${1#--prefix=}
+		shift
+		;;
+	--force) force=1; shift ;;
+	--uninstall) uninstall=1; shift ;;
+	-h | --help) usage; exit 0 ;;
+	*) echo "$PROG: error: unknown option '$1'" >&2; usage >&2; exit 2 ;;
+	esac
+done
+
+if [ -z "$prefix" ]; then
+	if [ "$(id -u)" -eq 0 ]; then
+		prefix=/usr/local
+	else
+		[ -n "${HOME:-}" ] || die "HOME is not set; give --prefix"
+		prefix=$HOME/.local
+	fi
+fi
+[ -n "$prefix" ] || die "--prefix must not be empty"
+case $prefix in
+*$'\n'* | *$'\t'*) die "--prefix must not contain tabs or newlines" ;;
+esac
+case $prefix in
+/*) ;;
+*) prefix=$(pwd)/$prefix ;;
+esac
+prefix=${prefix%/}
+[ -n "$prefix" ] || prefix=/
+
+BIN_DIR=$prefix/bin
+SHARE_DIR=$prefix/share/sluice
+MANIFEST=$SHARE_DIR/install-manifest
+BIN=$BIN_DIR/sluice
+
+# checksum FILE: a content fingerprint with POSIX cksum.
+checksum() {
+	local out
+	out=$(cksum <"$1")
+	echo "${out%% *}-$(wc -c <"$1" | tr -d ' ')"
+}
+
+# manifest_entries: the manifest's entries as "kind<TAB>path<TAB>extra" lines.
+manifest_entries() {
+	[ -f "$MANIFEST" ] || return 0
+	head -n 1 "$MANIFEST" | grep -qxF "$MANIFEST_HEADER" || return 0
+	grep -v '^#' "$MANIFEST" | grep -v '^prefix	' || true
+}
+
+# recorded_sum PATH: the checksum the manifest recorded for a file, if any.
+recorded_sum() {
+	local kind path extra
+	while IFS=$'\t' read -r kind path extra; do
+		if [ "$kind" = file ] && [ "$path" = "$1" ]; then
+			echo "$extra"
+			return 0
+		fi
+	done < <(manifest_entries)
+	return 0
+}
+
+# is_our_link PATH: PATH is a symlink to the sluice binary next to it.
+is_our_link() {
+	[ -L "$1" ] && [ "$(readlink "$1")" = sluice ]
+}
+
+# ------------------------------------------------------------------ uninstall
+if [ "$uninstall" -eq 1 ]; then
+	[ -f "$MANIFEST" ] || die "no sluice installation recorded under $prefix ($MANIFEST is missing)"
+	head -n 1 "$MANIFEST" | grep -qxF "$MANIFEST_HEADER" ||
+		die "$MANIFEST is not a sluice install manifest; not touching anything"
+	dirs=()
+	kept=0
+	while IFS=$'\t' read -r kind path extra; do
+		case $kind in
+		link)
+			if [ -L "$path" ] && [ "$(readlink "$path")" = "$extra" ]; then
+				rm -f -- "$path"
+				note "removed $path"
+			elif [ -e "$path" ] || [ -L "$path" ]; then
+				note "kept $path: it changed since install (no longer a link to $extra)"
+				kept=1
+			fi
+			;;
+		file)
+			if [ -f "$path" ] && [ ! -L "$path" ] && [ "$(checksum "$path")" = "$extra" ]; then
+				rm -f -- "$path"
+				note "removed $path"
+			elif [ -e "$path" ] || [ -L "$path" ]; then
+				note "kept $path: it changed since install"
+				kept=1
+			fi
+			;;
+		dir) dirs+=("$path") ;;
+		esac
+	done < <(manifest_entries)
+	rm -f -- "$MANIFEST"
+	note "removed $MANIFEST"
+	# Directories the install created, deepest first, and only when empty.
+	for ((i = ${#dirs[@]} - 1; i >= 0; i--)); do
+		d=${dirs[i]}
+		if [ -d "$d" ] && rmdir -- "$d" 2>/dev/null; then
+			note "removed $d"
+		fi
+	done
+	[ "$kept" -eq 0 ] || note "some files were kept because they changed after the install"
+	exit 0
+fi
+
+# ------------------------------------------------------------------ build
+if [ -n "${SLUICE_BIN:-}" ]; then
+	src_bin=$SLUICE_BIN
+	[ -f "$src_bin" ] && [ -x "$src_bin" ] || die "SLUICE_BIN=$src_bin is not an executable file"
+else
+	command -v cargo >/dev/null 2>&1 ||
+		die "cargo not found: install Rust (https://rustup.rs) or set SLUICE_BIN to a built binary"
+	locked=()
+	[ -f "$SRC_DIR/Cargo.lock" ] && locked=(--locked)
+	note "building: cargo build --release ${locked[*]:-}"
+	(cd "$SRC_DIR" && cargo build --release ${locked[@]+"${locked[@]}"}) || die "cargo build failed"
+	src_bin=${CARGO_TARGET_DIR:-$SRC_DIR/target}/release/sluice
+	case $src_bin in /*) ;; *) src_bin=$SRC_DIR/$src_bin ;; esac
+	[ -x "$src_bin" ] || die "build produced no binary at $src_bin"
+fi
+
+# ------------------------------------------------------------------ checks
+# Nothing below this section's end changes anything until every check has passed.
+problems=()
+forceable=0 # some problem would go away with --force
+replaced=()
+
+# The binary: ours when the manifest recorded it unchanged, or it already is this build.
+if [ -e "$BIN" ] || [ -L "$BIN" ]; then
+	if [ -d "$BIN" ] && [ ! -L "$BIN" ]; then
+		problems+=("$BIN is a directory")
+	elif [ -f "$BIN" ] && [ ! -L "$BIN" ] &&
+		{ [ "$(checksum "$BIN")" = "$(recorded_sum "$BIN")" ] || cmp -s "$BIN" "$src_bin"; }; then
+		:
+	elif [ "$force" -eq 1 ]; then
+		replaced+=("$BIN")
+	else
+		problems+=("$BIN exists and was not installed by this script")
+		forceable=1
+	fi
+fi
+
+for cmd in "${COMMANDS[@]}"; do
+	link=$BIN_DIR/$cmd
+	if [ -e "$link" ] || [ -L "$link" ]; then
+		if [ -d "$link" ] && [ ! -L "$link" ]; then
+			problems+=("$link is a directory")
+		elif is_our_link "$link"; then
+			:
+		elif [ "$force" -eq 1 ]; then
+			replaced+=("$link")
+		else
+			problems+=("$link exists and is not a link to sluice (another Slurm installed?)")
+			forceable=1
+		fi
+	fi
+done
+
+if [ -e "$MANIFEST" ] && ! head -n 1 "$MANIFEST" | grep -qxF "$MANIFEST_HEADER"; then
+	if [ "$force" -eq 1 ]; then
+		replaced+=("$MANIFEST")
+	else
+		problems+=("$MANIFEST exists and is not a sluice install manifest")
+		forceable=1
+	fi
+fi
+
+# Directories to create, parents first, and whether we may write where they go.
+new_dirs=()
+for d in "$prefix" "$BIN_DIR" "$prefix/share" "$SHARE_DIR"; do
+	if [ -e "$d" ] || [ -L "$d" ]; then
+		[ -d "$d" ] || problems+=("$d exists and is not a directory")
+	else
+		new_dirs+=("$d")
+	fi
+done
+unwritable=''
+for d in "$BIN_DIR" "$SHARE_DIR"; do
+	a=$d
+	while [ ! -e "$a" ] && [ "$a" != / ]; do a=$(dirname "$a"); done
+	if [ -d "$a" ] && [ ! -w "$a" ] && [ "$a" != "$unwritable" ]; then
+		problems+=("cannot write to $a (run as root, or choose another --prefix)")
+		unwritable=$a
+	fi
+done
+
+if [ ${#problems[@]} -gt 0 ]; then
+	echo "$PROG: nothing was changed:" >&2
+	for p in "${problems[@]}"; do echo "  $p" >&2; done
+	if [ "$force" -eq 0 ] && [ "$forceable" -eq 1 ]; then
+		echo "$PROG: use --force to replace files that are not sluice's" >&2
+	fi
+	exit 1
+fi
+
+# ------------------------------------------------------------------ install
+for f in ${replaced[@]+"${replaced[@]}"}; do note "replacing $f (--force)"; done
+
+# Entries of an earlier install that this one does not make again, and still are ours.
+stale=()
+while IFS=$'\t' read -r kind path extra; do
+	case $kind in
+	link)
+		keep=0
+		for cmd in "${COMMANDS[@]}"; do [ "$path" = "$BIN_DIR/$cmd" ] && keep=1; done
+		if [ "$keep" -eq 0 ] && [ -L "$path" ] && [ "$(readlink "$path")" = "$extra" ]; then
+			stale+=("$path")
+		fi
+		;;
+	esac
+done < <(manifest_entries)
+# Directories an earlier install created stay recorded so that uninstall removes them.
+old_dirs=()
+while IFS=$'\t' read -r kind path extra; do
+	[ "$kind" = dir ] && old_dirs+=("$path")
+done < <(manifest_entries)
+
+for d in ${new_dirs[@]+"${new_dirs[@]}"}; do mkdir -- "$d"; done
+
+tmp=$(mktemp "$BIN_DIR/.sluice.XXXXXX")
+trap 'rm -f -- "$tmp"' EXIT
+cp -- "$src_bin" "$tmp"
+chmod 755 "$tmp"
+mv -f -- "$tmp" "$BIN"
+trap - EXIT
+note "installed $BIN"
+
+for cmd in "${COMMANDS[@]}"; do
+	link=$BIN_DIR/$cmd
+	if ! is_our_link "$link"; then
+		rm -f -- "$link"
+		ln -s sluice "$link"
+	fi
+done
+note "linked ${COMMANDS[*]} -> sluice in $BIN_DIR"
+
+for s in ${stale[@]+"${stale[@]}"}; do
+	rm -f -- "$s"
+	note "removed $s (no longer installed)"
+done
+
+{
+	echo "$MANIFEST_HEADER"
+	printf 'prefix\t%s\n' "$prefix"
+	for d in ${old_dirs[@]+"${old_dirs[@]}"}; do printf 'dir\t%s\t\n' "$d"; done
+	for d in ${new_dirs[@]+"${new_dirs[@]}"}; do
+		dup=0
+		for o in ${old_dirs[@]+"${old_dirs[@]}"}; do [ "$o" = "$d" ] && dup=1; done
+		[ "$dup" -eq 1 ] || printf 'dir\t%s\t\n' "$d"
+	done
+	printf 'file\t%s\t%s\n' "$BIN" "$(checksum "$BIN")"
+	for cmd in "${COMMANDS[@]}"; do printf 'link\t%s\t%s\n' "$BIN_DIR/$cmd" sluice; done
+} >"$MANIFEST.tmp"
+mv -f -- "$MANIFEST.tmp" "$MANIFEST"
+note "recorded the install in $MANIFEST"
+
+case ":${PATH:-}:" in
+*":$BIN_DIR:"*) ;;
+*) note "note: $BIN_DIR is not in your PATH; add it to use sbatch, squeue, ..." ;;
+esac
