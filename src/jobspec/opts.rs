@@ -1,1 +1,1298 @@
-//! (stub: being written)
+//! The job option model shared by `sbatch` (and later `srun`/`salloc`): the clap
+//! definitions of every option (cf. src/common/slurm_opt.c, the one option table of
+//! Slurm, and src/sbatch/opt.c for the sbatch-only ones), and the normalisation that
+//! turns raw option text into the `JobSpec` that goes on the wire.
+//!
+//! Two layers, as in ripgrep's low-args/high-args split:
+//! - [`JobOpts`]/[`BatchOpts`]/[`SbatchArgs`] hold option values exactly as typed
+//!   (strings). clap only tokenises: it knows names, short letters, which options take
+//!   values, `--opt=v` vs `--opt v`, and unambiguous long prefixes (`--part=debug`,
+//!   `infer_long_args`), like Slurm's getopt_long.
+//! - [`JobOpts::to_spec`] validates every value and prints Slurm's messages
+//!   (`Invalid --time specification`, exit 255), so clap never formats a user error.
+//!
+//! Options that sluice does not implement yet are parsed and then refused with
+//! `--X is not supported yet by sluice` (exit 1): a job never silently loses a request.
+//! A few harmless ones are accepted with a warning that they are ignored.
+//!
+//! Invariants: every option has a `long` name that is also its clap id with `_` for
+//! `-`, so `directives.rs` can name options from the `SBATCH_*` table; options that
+//! may legitimately be given twice (directive then command line) override themselves
+//! (`args_override_self`), and `--mem`/`--mem-per-cpu`, `--requeue`/`--no-requeue`
+//! override each other, so the last source wins.
+
+use crate::jobspec::export;
+use crate::jobspec::units::{parse_mem_mb, parse_time_limit};
+use crate::model::{JobSpec, MemReq, SignalSpec};
+use chrono::{DateTime, Datelike, Duration, FixedOffset, NaiveDate, NaiveTime, TimeZone};
+use clap::{ArgAction, Args, Parser};
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+
+/// Options every job-creating command understands (sbatch, srun, salloc).
+#[derive(Args, Debug, Clone, Default, PartialEq)]
+pub struct JobOpts {
+    /// Job name (default: the script's base name; `sbatch` for stdin, `wrap` for --wrap)
+    #[arg(short = 'J', long = "job-name", value_name = "NAME")]
+    pub job_name: Option<String>,
+    /// File for the batch script's stdout (pattern: %j %x %u %A %a %N %%)
+    #[arg(short = 'o', long = "output", value_name = "PATTERN")]
+    pub output: Option<String>,
+    /// File for the batch script's stderr (default: same as --output)
+    #[arg(short = 'e', long = "error", value_name = "PATTERN")]
+    pub error: Option<String>,
+    /// File connected to the batch script's stdin (default /dev/null)
+    #[arg(short = 'i', long = "input", value_name = "PATTERN")]
+    pub input: Option<String>,
+    /// Working directory of the job (relative to the submit directory)
+    #[arg(short = 'D', long = "chdir", value_name = "DIR")]
+    pub chdir: Option<String>,
+    /// Partition(s), comma-separated
+    #[arg(short = 'p', long = "partition", value_name = "PARTITIONS")]
+    pub partition: Option<String>,
+    /// Time limit: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S, UNLIMITED
+    #[arg(short = 't', long = "time", value_name = "TIME")]
+    pub time: Option<String>,
+    /// Number of tasks
+    #[arg(short = 'n', long = "ntasks", value_name = "N")]
+    pub ntasks: Option<String>,
+    /// Number of nodes: N or MIN-MAX
+    #[arg(short = 'N', long = "nodes", value_name = "MIN[-MAX]")]
+    pub nodes: Option<String>,
+    /// CPUs per task
+    #[arg(short = 'c', long = "cpus-per-task", value_name = "N")]
+    pub cpus_per_task: Option<String>,
+    /// Tasks per node
+    #[arg(
+        long = "ntasks-per-node",
+        visible_alias = "tasks-per-node",
+        value_name = "N"
+    )]
+    pub ntasks_per_node: Option<String>,
+    /// Memory per node (units K, M, G, T; default M); 0 = all of the node's memory
+    #[arg(long = "mem", value_name = "SIZE", overrides_with = "mem_per_cpu")]
+    pub mem: Option<String>,
+    /// Memory per allocated CPU (units K, M, G, T; default M)
+    #[arg(long = "mem-per-cpu", value_name = "SIZE", overrides_with = "mem")]
+    pub mem_per_cpu: Option<String>,
+    /// Environment to propagate: ALL, NONE, NAMES, ALL,NAMES, K=V, ...
+    #[arg(long = "export", value_name = "ALL|NONE|VARS")]
+    pub export: Option<String>,
+    /// Submit the job held (release with `scontrol release`)
+    #[arg(short = 'H', long = "hold")]
+    pub hold: bool,
+    /// Do not start before TIME: now+N[units], HH:MM[:SS], YYYY-MM-DD[THH:MM[:SS]], today, tomorrow, midnight, noon
+    #[arg(short = 'b', long = "begin", value_name = "TIME")]
+    pub begin: Option<String>,
+    /// Scheduling priority adjustment (default 100 when given without a value)
+    #[arg(long = "nice", value_name = "ADJ", num_args = 0..=1, require_equals = true,
+          default_missing_value = "100", allow_hyphen_values = true)]
+    pub nice: Option<String>,
+    /// The job may be requeued
+    #[arg(long = "requeue", overrides_with = "no_requeue")]
+    pub requeue: bool,
+    /// The job must never be requeued
+    #[arg(long = "no-requeue", overrides_with = "requeue")]
+    pub no_requeue: bool,
+    /// Signal before the time limit: [{R|B}:]SIG[@SECS] (default 60 s)
+    #[arg(long = "signal", value_name = "[R|B:]SIG[@SECS]")]
+    pub signal: Option<String>,
+    /// Output files: append or truncate
+    #[arg(long = "open-mode", value_name = "append|truncate")]
+    pub open_mode: Option<String>,
+    /// Quiet: no informational messages
+    #[arg(short = 'Q', long = "quiet")]
+    pub quiet: bool,
+    /// More diagnostics on stderr (repeatable)
+    #[arg(short = 'v', long = "verbose", action = ArgAction::Count)]
+    pub verbose: u8,
+    /// Account to charge
+    #[arg(short = 'A', long = "account", value_name = "NAME")]
+    pub account: Option<String>,
+    /// Quality of service
+    #[arg(short = 'q', long = "qos", value_name = "QOS")]
+    pub qos: Option<String>,
+    /// Arbitrary comment
+    #[arg(long = "comment", value_name = "TEXT")]
+    pub comment: Option<String>,
+    /// Nodes the job must include (hostlist)
+    #[arg(short = 'w', long = "nodelist", value_name = "HOSTLIST")]
+    pub nodelist: Option<String>,
+    /// Nodes the job must not use (hostlist)
+    #[arg(short = 'x', long = "exclude", value_name = "HOSTLIST")]
+    pub exclude: Option<String>,
+    /// Do not share nodes with other jobs
+    #[arg(long = "exclusive", value_name = "user|mcs", num_args = 0..=1,
+          require_equals = true, default_missing_value = "")]
+    pub exclusive: Option<String>,
+    /// Cluster(s) to submit to (only this cluster exists)
+    #[arg(short = 'M', long = "clusters", value_name = "NAMES")]
+    pub clusters: Option<String>,
+
+    #[command(flatten)]
+    pub later: LaterOpts,
+    #[command(flatten)]
+    pub ignored: IgnoredOpts,
+}
+
+/// Slurm options sluice will implement later. They are parsed (so that scripts get a
+/// precise message instead of `unrecognized option`) and refused at normalisation.
+#[derive(Args, Debug, Clone, Default, PartialEq)]
+pub struct LaterOpts {
+    /// (not supported yet) Job array indices
+    #[arg(short = 'a', long = "array", value_name = "INDICES")]
+    pub array: Option<String>,
+    /// (not supported yet) Dependencies on other jobs
+    #[arg(short = 'd', long = "dependency", value_name = "LIST")]
+    pub dependency: Option<String>,
+    /// (not supported yet) Generic resources
+    #[arg(long = "gres", value_name = "LIST")]
+    pub gres: Option<String>,
+    /// (not supported yet) GPUs for the job
+    #[arg(short = 'G', long = "gpus", value_name = "[TYPE:]N")]
+    pub gpus: Option<String>,
+    /// (not supported yet) GPUs per node
+    #[arg(long = "gpus-per-node", value_name = "[TYPE:]N")]
+    pub gpus_per_node: Option<String>,
+    /// (not supported yet) GPUs per task
+    #[arg(long = "gpus-per-task", value_name = "[TYPE:]N")]
+    pub gpus_per_task: Option<String>,
+    /// (not supported yet) GPUs per socket
+    #[arg(long = "gpus-per-socket", value_name = "[TYPE:]N")]
+    pub gpus_per_socket: Option<String>,
+    /// (not supported yet) CPUs per GPU
+    #[arg(long = "cpus-per-gpu", value_name = "N")]
+    pub cpus_per_gpu: Option<String>,
+    /// (not supported yet) Memory per GPU
+    #[arg(long = "mem-per-gpu", value_name = "SIZE")]
+    pub mem_per_gpu: Option<String>,
+    /// (not supported yet) Tasks per GPU
+    #[arg(long = "ntasks-per-gpu", value_name = "N")]
+    pub ntasks_per_gpu: Option<String>,
+    /// (not supported yet) GPU binding
+    #[arg(long = "gpu-bind", value_name = "TYPE")]
+    pub gpu_bind: Option<String>,
+    /// (not supported yet) Node features required
+    #[arg(short = 'C', long = "constraint", value_name = "LIST")]
+    pub constraint: Option<String>,
+    /// (not supported yet) Reservation to run in
+    #[arg(long = "reservation", value_name = "NAME")]
+    pub reservation: Option<String>,
+    /// (not supported yet) Maximum switch count
+    #[arg(long = "switches", value_name = "N[@WAIT]")]
+    pub switches: Option<String>,
+    /// (not supported yet) Licenses
+    #[arg(short = 'L', long = "licenses", value_name = "LIST")]
+    pub licenses: Option<String>,
+    /// (not supported yet) Explicit priority
+    #[arg(long = "priority", value_name = "N")]
+    pub priority: Option<String>,
+    /// (not supported yet) Deadline
+    #[arg(long = "deadline", value_name = "TIME")]
+    pub deadline: Option<String>,
+    /// (not supported yet) Minimum time limit
+    #[arg(long = "time-min", value_name = "TIME")]
+    pub time_min: Option<String>,
+    /// (not supported yet) Cancel the job if a dependency can never be satisfied
+    #[arg(long = "kill-on-invalid-dep", value_name = "yes|no")]
+    pub kill_on_invalid_dep: Option<String>,
+    /// (not supported yet) Task distribution
+    #[arg(short = 'm', long = "distribution", value_name = "TYPE")]
+    pub distribution: Option<String>,
+    /// (not supported yet) Share nodes with other jobs
+    #[arg(short = 's', long = "oversubscribe")]
+    pub oversubscribe: bool,
+    /// (not supported yet) Overcommit CPUs
+    #[arg(short = 'O', long = "overcommit")]
+    pub overcommit: bool,
+    /// (not supported yet) Minimum CPUs per node
+    #[arg(long = "mincpus", value_name = "N")]
+    pub mincpus: Option<String>,
+    /// (not supported yet) Minimum temporary disk
+    #[arg(long = "tmp", value_name = "SIZE")]
+    pub tmp: Option<String>,
+    /// (not supported yet) Threads per core
+    #[arg(long = "threads-per-core", value_name = "N")]
+    pub threads_per_core: Option<String>,
+    /// (not supported yet) Scheduling hint
+    #[arg(long = "hint", value_name = "TYPE")]
+    pub hint: Option<String>,
+    /// (not supported yet) Do not kill the job when a node fails
+    #[arg(short = 'k', long = "no-kill", value_name = "off", num_args = 0..=1,
+          require_equals = true, default_missing_value = "")]
+    pub no_kill: Option<String>,
+    /// (not supported yet) Container bundle
+    #[arg(long = "container", value_name = "PATH")]
+    pub container: Option<String>,
+}
+
+/// Harmless Slurm options that sluice accepts and ignores, with a warning.
+#[derive(Args, Debug, Clone, Default, PartialEq)]
+pub struct IgnoredOpts {
+    /// (ignored) Mail recipient
+    #[arg(long = "mail-user", value_name = "USER")]
+    pub mail_user: Option<String>,
+    /// (ignored) Mail events
+    #[arg(long = "mail-type", value_name = "TYPES")]
+    pub mail_type: Option<String>,
+    /// (ignored) Workload characterisation key
+    #[arg(long = "wckey", value_name = "KEY")]
+    pub wckey: Option<String>,
+    /// (ignored) Load the user's login environment
+    #[arg(long = "get-user-env", value_name = "[TIMEOUT][L|S]", num_args = 0..=1,
+          require_equals = true, default_missing_value = "")]
+    pub get_user_env: Option<String>,
+    /// (ignored) MPI type for steps
+    #[arg(long = "mpi", value_name = "TYPE")]
+    pub mpi: Option<String>,
+    /// (ignored) Ignore #PBS directives
+    #[arg(long = "ignore-pbs")]
+    pub ignore_pbs: bool,
+    /// (ignored) Accounting sampling interval
+    #[arg(long = "acctg-freq", value_name = "SPEC")]
+    pub acctg_freq: Option<String>,
+}
+
+/// Options only `sbatch` has.
+#[derive(Args, Debug, Clone, Default, PartialEq)]
+pub struct BatchOpts {
+    /// Run this command line under /bin/sh instead of a script
+    #[arg(long = "wrap", value_name = "COMMAND")]
+    pub wrap: Option<String>,
+    /// Print only the job id (and ;cluster with -M)
+    #[arg(long = "parsable")]
+    pub parsable: bool,
+    /// Return when the job ends, with its exit code
+    #[arg(short = 'W', long = "wait")]
+    pub wait: bool,
+    /// Only estimate when the job would start; create nothing
+    #[arg(long = "test-only")]
+    pub test_only: bool,
+}
+
+/// The whole `sbatch` command line: options, then the script path and its arguments.
+/// Directives (`#SBATCH`) are parsed with this same command.
+#[derive(Parser, Debug, Clone, Default, PartialEq)]
+#[command(
+    name = "sbatch",
+    about = "Submit a batch script to sluice (Slurm-compatible)",
+    infer_long_args = true,
+    args_override_self = true,
+    disable_version_flag = true,
+    override_usage = "sbatch [OPTIONS...] [executable [args...]]"
+)]
+pub struct SbatchArgs {
+    #[command(flatten)]
+    pub job: JobOpts,
+    #[command(flatten)]
+    pub batch: BatchOpts,
+    /// Print the version (as `slurm <version>`)
+    #[arg(short = 'V', long = "version")]
+    pub version: bool,
+    /// Script path (none or `/dev/stdin`: read from stdin) and its arguments
+    #[arg(value_name = "SCRIPT [ARGS]", trailing_var_arg = true)]
+    pub script: Vec<String>,
+}
+
+/// A user error in options, rendered as Slurm prints it. Exit codes follow Slurm:
+/// 255 for command-line errors, 1 for requests refused after parsing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OptError {
+    /// A getopt-style problem (`unrecognized option '--x'`), followed by the
+    /// `Try "<prog> --help"` line; exit 255.
+    Usage(String),
+    /// `Invalid <opt> specification`; exit 255.
+    InvalidSpec(&'static str),
+    /// `Invalid numeric value "<value>" for <opt>.`; exit 255.
+    InvalidNumber { opt: &'static str, value: String },
+    /// `--begin` text that is not a time; exit 255.
+    InvalidBegin { value: String, pos: usize },
+    /// Any other fatal option error, printed after `error: `; exit 255.
+    Fatal(String),
+    /// An option sluice parses but does not implement yet; exit 1.
+    Unsupported(String),
+    /// Help text for stdout; exit 0.
+    Help(String),
+}
+
+impl OptError {
+    /// The process exit code for this error.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            OptError::Unsupported(_) => 1,
+            OptError::Help(_) => 0,
+            _ => 255,
+        }
+    }
+
+    /// The complete text to print (stderr, or stdout for [`OptError::Help`]), with a
+    /// trailing newline, for the program `prog` (`sbatch`).
+    pub fn render(&self, prog: &str) -> String {
+        match self {
+            OptError::Usage(m) => {
+                format!("{prog}: {m}\nTry \"{prog} --help\" for more information\n")
+            }
+            OptError::InvalidSpec(o) => format!("{prog}: error: Invalid {o} specification\n"),
+            OptError::InvalidNumber { opt, value } => {
+                format!("{prog}: error: Invalid numeric value \"{value}\" for {opt}.\n")
+            }
+            OptError::InvalidBegin { value, pos } => format!(
+                "Invalid time specification (pos={pos}): {value}\n{prog}: error: Invalid --begin specification\n"
+            ),
+            OptError::Fatal(m) => format!("{prog}: error: {m}\n"),
+            OptError::Unsupported(o) => {
+                format!("{prog}: error: {o} is not supported yet by sluice\n")
+            }
+            OptError::Help(t) => t.clone(),
+        }
+    }
+
+    /// Turns a clap parse error into what getopt_long would have printed.
+    pub fn from_clap(e: &clap::Error) -> OptError {
+        use clap::error::{ContextKind, ContextValue, ErrorKind};
+        let ctx_str = |k: ContextKind| match e.get(k) {
+            Some(ContextValue::String(s)) => Some(s.clone()),
+            _ => None,
+        };
+        match e.kind() {
+            ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                OptError::Help(e.render().to_string())
+            }
+            ErrorKind::UnknownArgument => {
+                let arg = ctx_str(ContextKind::InvalidArg).unwrap_or_default();
+                match arg.strip_prefix("--") {
+                    Some(_) => OptError::Usage(format!("unrecognized option '{arg}'")),
+                    None => {
+                        let c = arg.trim_start_matches('-').chars().next().unwrap_or('?');
+                        OptError::Usage(format!("invalid option -- '{c}'"))
+                    }
+                }
+            }
+            ErrorKind::InvalidValue | ErrorKind::NoEquals
+                if ctx_str(ContextKind::InvalidValue).is_none_or(|v| v.is_empty()) =>
+            {
+                let arg = ctx_str(ContextKind::InvalidArg).unwrap_or_default();
+                let name = arg
+                    .split([' ', '='])
+                    .find(|w| w.starts_with("--"))
+                    .unwrap_or(&arg)
+                    .to_string();
+                OptError::Usage(format!("option '{name}' requires an argument"))
+            }
+            _ => {
+                // Any other clap complaint: its first line without clap's "error: ".
+                let text = e.render().to_string();
+                let first = text.lines().next().unwrap_or("invalid arguments");
+                OptError::Usage(first.trim_start_matches("error: ").to_string())
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for OptError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.render("sbatch").trim_end())
+    }
+}
+
+impl std::error::Error for OptError {}
+
+/// Parses `argv` (argv[0] included) with the sbatch command, mapping clap errors to
+/// Slurm's text.
+///
+/// Errors: [`OptError::Usage`] for unknown options or missing values,
+/// [`OptError::Help`] for `--help`.
+pub fn parse_sbatch_argv<I, T>(argv: I) -> Result<SbatchArgs, OptError>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    SbatchArgs::try_parse_from(argv).map_err(|e| OptError::from_clap(&e))
+}
+
+/// What the submitting process knows that the options are resolved against.
+#[derive(Debug, Clone)]
+pub struct SubmitContext {
+    /// The directory sbatch runs in (absolute).
+    pub cwd: PathBuf,
+    /// sbatch's own environment.
+    pub env: BTreeMap<String, String>,
+    /// Short host name of the submit host.
+    pub host: String,
+    /// The process umask.
+    pub umask: u32,
+    /// The current local time (for `--begin`).
+    pub now: DateTime<FixedOffset>,
+}
+
+/// The result of normalisation: the wire spec (name, script, argv and command still to
+/// be filled by the front-end) and warnings to print on stderr.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Normalised {
+    pub spec: JobSpec,
+    /// Lines (without the `sbatch: warning: ` prefix) about ignored options.
+    pub warnings: Vec<String>,
+}
+
+impl JobOpts {
+    /// Long names of the options that are set but not implemented yet.
+    pub fn unsupported(&self) -> Vec<&'static str> {
+        let l = &self.later;
+        let opt = [
+            ("--array", l.array.is_some()),
+            ("--dependency", l.dependency.is_some()),
+            ("--gres", l.gres.is_some()),
+            ("--gpus", l.gpus.is_some()),
+            ("--gpus-per-node", l.gpus_per_node.is_some()),
+            ("--gpus-per-task", l.gpus_per_task.is_some()),
+            ("--gpus-per-socket", l.gpus_per_socket.is_some()),
+            ("--cpus-per-gpu", l.cpus_per_gpu.is_some()),
+            ("--mem-per-gpu", l.mem_per_gpu.is_some()),
+            ("--ntasks-per-gpu", l.ntasks_per_gpu.is_some()),
+            ("--gpu-bind", l.gpu_bind.is_some()),
+            ("--constraint", l.constraint.is_some()),
+            ("--reservation", l.reservation.is_some()),
+            ("--switches", l.switches.is_some()),
+            ("--licenses", l.licenses.is_some()),
+            ("--priority", l.priority.is_some()),
+            ("--deadline", l.deadline.is_some()),
+            ("--time-min", l.time_min.is_some()),
+            ("--kill-on-invalid-dep", l.kill_on_invalid_dep.is_some()),
+            ("--distribution", l.distribution.is_some()),
+            ("--oversubscribe", l.oversubscribe),
+            ("--overcommit", l.overcommit),
+            ("--mincpus", l.mincpus.is_some()),
+            ("--tmp", l.tmp.is_some()),
+            ("--threads-per-core", l.threads_per_core.is_some()),
+            ("--hint", l.hint.is_some()),
+            ("--no-kill", l.no_kill.is_some()),
+            ("--container", l.container.is_some()),
+        ];
+        let mut v: Vec<&'static str> = opt.iter().filter(|(_, s)| *s).map(|(n, _)| *n).collect();
+        if matches!(self.exclusive.as_deref(), Some(m) if !m.is_empty()) {
+            v.push("--exclusive=<mode>");
+        }
+        v
+    }
+
+    /// Long names of the set options that sluice accepts and ignores.
+    pub fn ignored(&self) -> Vec<&'static str> {
+        let i = &self.ignored;
+        [
+            ("--mail-user", i.mail_user.is_some()),
+            ("--mail-type", i.mail_type.is_some()),
+            ("--wckey", i.wckey.is_some()),
+            ("--get-user-env", i.get_user_env.is_some()),
+            ("--mpi", i.mpi.is_some()),
+            ("--ignore-pbs", i.ignore_pbs),
+            ("--acctg-freq", i.acctg_freq.is_some()),
+        ]
+        .iter()
+        .filter(|(_, s)| *s)
+        .map(|(n, _)| *n)
+        .collect()
+    }
+
+    /// Validates every option and builds the wire spec. `name`, `script`, `argv` and
+    /// `command` are left empty for the front-end to fill.
+    ///
+    /// Errors: [`OptError::Unsupported`] (exit 1) for options not implemented yet (the
+    /// first one found); otherwise Slurm's message for the first invalid value (exit 255).
+    pub fn to_spec(&self, ctx: &SubmitContext) -> Result<Normalised, OptError> {
+        if let Some(first) = self.unsupported().first() {
+            return Err(OptError::Unsupported((*first).to_string()));
+        }
+        let warnings = self
+            .ignored()
+            .into_iter()
+            .map(|o| format!("{o} is ignored by sluice"))
+            .collect();
+
+        let time_limit = match &self.time {
+            Some(t) => Some(parse_time_limit(t).map_err(|_| OptError::InvalidSpec("--time"))?),
+            None => None,
+        };
+        let (nodes_min, nodes_max) = match &self.nodes {
+            Some(n) => {
+                let (lo, hi) = parse_node_count(n)?;
+                (Some(lo), hi)
+            }
+            None => (None, None),
+        };
+        let mem = match (&self.mem, &self.mem_per_cpu) {
+            (Some(m), _) => Some(MemReq::PerNode(
+                parse_mem_mb(m).map_err(|_| OptError::InvalidSpec("--mem"))?,
+            )),
+            (None, Some(m)) => Some(MemReq::PerCpu(
+                parse_mem_mb(m).map_err(|_| OptError::InvalidSpec("--mem-per-cpu"))?,
+            )),
+            (None, None) => None,
+        };
+        let signal = match &self.signal {
+            Some(s) => Some(parse_signal(s).ok_or(OptError::InvalidSpec("--signal"))?),
+            None => None,
+        };
+        let begin = match &self.begin {
+            Some(b) => Some(parse_begin(b, &ctx.now)?),
+            None => None,
+        };
+        let nice = match &self.nice {
+            Some(n) => parse_nice(n)?,
+            None => 0,
+        };
+        let open_append = match self.open_mode.as_deref() {
+            None => false,
+            Some(m) => match m.chars().next().map(|c| c.to_ascii_lowercase()) {
+                Some('a') => true,
+                Some('t') => false,
+                _ => return Err(OptError::InvalidSpec("--open-mode")),
+            },
+        };
+        let environment = export::job_environment(self.export.as_deref(), &ctx.env)
+            .map_err(|e| OptError::Fatal(e.to_string()))?;
+        let work_dir = match &self.chdir {
+            Some(d) if d.is_empty() => return Err(OptError::InvalidSpec("--chdir")),
+            Some(d) => absolute(&ctx.cwd, d),
+            None => ctx.cwd.clone(),
+        };
+        let requeue = match (self.requeue, self.no_requeue) {
+            (true, _) => Some(true),
+            (false, true) => Some(false),
+            _ => None,
+        };
+        let non_empty = |o: &Option<String>| o.clone().filter(|s| !s.is_empty());
+
+        let spec = JobSpec {
+            name: self.job_name.clone().unwrap_or_default(),
+            work_dir: work_dir.to_string_lossy().into_owned(),
+            submit_dir: ctx.cwd.to_string_lossy().into_owned(),
+            submit_host: ctx.host.clone(),
+            stdout: non_empty(&self.output),
+            stderr: non_empty(&self.error),
+            stdin: non_empty(&self.input),
+            open_append,
+            partition: non_empty(&self.partition),
+            account: non_empty(&self.account),
+            qos: non_empty(&self.qos),
+            comment: self.comment.clone(),
+            time_limit,
+            ntasks: self
+                .ntasks
+                .as_deref()
+                .map(|v| parse_count("--ntasks", v))
+                .transpose()?,
+            nodes_min,
+            nodes_max,
+            cpus_per_task: self
+                .cpus_per_task
+                .as_deref()
+                .map(|v| parse_count("--cpus-per-task", v))
+                .transpose()?,
+            ntasks_per_node: self
+                .ntasks_per_node
+                .as_deref()
+                .map(|v| parse_count("--ntasks-per-node", v))
+                .transpose()?,
+            mem,
+            nodelist: non_empty(&self.nodelist),
+            exclude: non_empty(&self.exclude),
+            exclusive: self.exclusive.is_some(),
+            environment,
+            export: self.export.clone(),
+            hold: self.hold,
+            begin,
+            nice,
+            requeue,
+            signal,
+            umask: ctx.umask,
+            ..JobSpec::default()
+        };
+        Ok(Normalised { spec, warnings })
+    }
+}
+
+/// `dir` made absolute against `cwd`, with `.` components removed (`..` is kept, as
+/// the directory need not exist yet).
+pub fn absolute(cwd: &Path, dir: &str) -> PathBuf {
+    let joined = cwd.join(dir);
+    joined
+        .components()
+        .filter(|c| !matches!(c, Component::CurDir))
+        .collect()
+}
+
+/// A positive count (`-n`, `-c`, `--ntasks-per-node`).
+///
+/// Errors: [`OptError::InvalidNumber`] for anything but a whole number 1..=2^31-1.
+pub fn parse_count(opt: &'static str, v: &str) -> Result<u32, OptError> {
+    v.trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|n| *n >= 1 && *n <= i32::MAX as u32)
+        .ok_or_else(|| OptError::InvalidNumber {
+            opt,
+            value: v.to_string(),
+        })
+}
+
+/// `-N`: `N` or `MIN-MAX` node counts (`None` max when a single number is given).
+///
+/// Errors: `Invalid node count specification` for zero, non-numbers or MAX < MIN.
+pub fn parse_node_count(v: &str) -> Result<(u32, Option<u32>), OptError> {
+    let bad = || OptError::Fatal("Invalid node count specification".into());
+    let num = |s: &str| {
+        s.trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|n| *n >= 1 && *n <= i32::MAX as u32)
+            .ok_or_else(bad)
+    };
+    match v.split_once('-') {
+        None => Ok((num(v)?, None)),
+        Some((lo, hi)) => {
+            let (lo, hi) = (num(lo)?, num(hi)?);
+            if hi < lo {
+                return Err(bad());
+            }
+            Ok((lo, Some(hi)))
+        }
+    }
+}
+
+/// `--nice[=ADJ]`: an adjustment within ±2147483645 (Slurm's NICE_OFFSET − 3).
+///
+/// Errors: `Invalid --nice specification` otherwise.
+pub fn parse_nice(v: &str) -> Result<i32, OptError> {
+    const LIMIT: i64 = 2_147_483_645;
+    v.trim()
+        .parse::<i64>()
+        .ok()
+        .filter(|n| n.abs() <= LIMIT)
+        .and_then(|n| i32::try_from(n).ok())
+        .ok_or(OptError::InvalidSpec("--nice"))
+}
+
+/// Parses a signal name (`USR1`, `SIGUSR1`, any case) or number (1..=64).
+pub fn parse_signal_name(s: &str) -> Option<i32> {
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+        return s.parse::<i32>().ok().filter(|n| (1..=64).contains(n));
+    }
+    let up = s.to_ascii_uppercase();
+    let full = if up.starts_with("SIG") {
+        up
+    } else {
+        format!("SIG{up}")
+    };
+    full.parse::<nix::sys::signal::Signal>()
+        .ok()
+        .map(|sig| sig as i32)
+}
+
+/// `--signal=[{R|B}:]SIG[@SECS]`: flags `R` and/or `B` before a colon, a signal name or
+/// number, and seconds before the time limit (0..=65535, default 60).
+///
+/// Returns `None` for anything else.
+pub fn parse_signal(s: &str) -> Option<SignalSpec> {
+    let (flags, rest) = match s.split_once(':') {
+        Some((f, r)) => (f, r),
+        None => ("", s),
+    };
+    let mut batch_only = false;
+    let mut reservation = false;
+    for c in flags.chars() {
+        match c.to_ascii_uppercase() {
+            'B' => batch_only = true,
+            'R' => reservation = true,
+            _ => return None,
+        }
+    }
+    if s.contains(':') && flags.is_empty() {
+        return None;
+    }
+    let (sig, secs) = match rest.split_once('@') {
+        Some((sig, t)) => {
+            if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            (sig, t.parse::<u32>().ok().filter(|n| *n <= 0xffff)?)
+        }
+        None => (rest, 60),
+    };
+    Some(SignalSpec {
+        signal: parse_signal_name(sig)?,
+        secs_before: secs,
+        batch_only,
+        reservation,
+    })
+}
+
+/// Parses `--begin` into epoch seconds, relative to `now` (whose offset is the local
+/// time zone):
+/// - `now[+N[unit]]`, unit `s`/`sec(onds)`, `m`/`min(utes)`, `h`/`hour(s)`,
+///   `d`/`day(s)`, `w`/`week(s)` (default seconds);
+/// - `HH:MM[:SS][AM|PM]` or `midnight`, `noon`, `elevenses` (11:00), `fika` (15:00),
+///   `teatime` (16:00): the next such time (tomorrow when today's has passed);
+/// - `today`, `tomorrow`, `YYYY-MM-DD`, `MM/DD[/YY[YY]]`: that date at 00:00, or at
+///   `THH:MM[:SS]` when given (`YYYY-MM-DDTHH:MM`, `tomorrowT10:00`).
+///
+/// Spaces are ignored. Errors: [`OptError::InvalidBegin`] with the position where the
+/// text stopped making sense.
+pub fn parse_begin(s: &str, now: &DateTime<FixedOffset>) -> Result<i64, OptError> {
+    let text: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+    let lower = text.to_ascii_lowercase();
+    let bad = |pos: usize| OptError::InvalidBegin {
+        value: s.to_string(),
+        pos,
+    };
+    if lower.is_empty() {
+        return Err(bad(0));
+    }
+    if let Some(rest) = lower.strip_prefix("now") {
+        if rest.is_empty() {
+            return Ok(now.timestamp());
+        }
+        let Some(delta) = rest.strip_prefix('+') else {
+            return Err(bad(3));
+        };
+        let digits = delta.bytes().take_while(u8::is_ascii_digit).count();
+        let n: i64 = delta[..digits].parse().map_err(|_| bad(4))?;
+        let unit = match &delta[digits..] {
+            "" | "s" | "sec" | "secs" | "second" | "seconds" => 1,
+            "m" | "min" | "mins" | "minute" | "minutes" => 60,
+            "h" | "hour" | "hours" => 3600,
+            "d" | "day" | "days" => 86400,
+            "w" | "week" | "weeks" => 7 * 86400,
+            _ => return Err(bad(4 + digits)),
+        };
+        return n
+            .checked_mul(unit)
+            .and_then(|d| now.timestamp().checked_add(d))
+            .ok_or_else(|| bad(4));
+    }
+    let today = now.date_naive();
+    let tz = now.timezone();
+    let at = |date: NaiveDate, time: NaiveTime| -> Result<i64, OptError> {
+        tz.from_local_datetime(&date.and_time(time))
+            .single()
+            .map(|t| t.timestamp())
+            .ok_or_else(|| bad(0))
+    };
+    // A time of day without a date: the soonest such moment.
+    let soonest = |time: NaiveTime| -> Result<i64, OptError> {
+        let now_t = now.time();
+        let date = if time.hour_min() > now_t.hour_min() {
+            today
+        } else {
+            today + Duration::days(1)
+        };
+        at(date, time)
+    };
+    let named = |h: u32| NaiveTime::from_hms_opt(h, 0, 0).ok_or_else(|| bad(0));
+    match lower.as_str() {
+        "midnight" => return soonest(named(0)?),
+        "elevenses" => return soonest(named(11)?),
+        "noon" => return soonest(named(12)?),
+        "fika" => return soonest(named(15)?),
+        "teatime" => return soonest(named(16)?),
+        _ => {}
+    }
+    // `t` also occurs in "today"/"tomorrow", so those are split off first; after a
+    // date, `T` introduces the time of day and must be followed by one.
+    let (date_part, time_part) = if let Some(r) = lower.strip_prefix("tomorrow") {
+        ("tomorrow", r)
+    } else if let Some(r) = lower.strip_prefix("today") {
+        ("today", r)
+    } else {
+        match lower.find('t') {
+            Some(i) => (&lower[..i], &lower[i..]),
+            None => (lower.as_str(), ""),
+        }
+    };
+    let time_part = match time_part {
+        "" => None,
+        t => match t.strip_prefix('t') {
+            Some(clock) if !clock.is_empty() => Some(clock),
+            _ => return Err(bad(date_part.len())),
+        },
+    };
+    if date_part.contains(':') && time_part.is_none() {
+        return soonest(parse_clock(date_part).ok_or_else(|| bad(0))?);
+    }
+    let date = match date_part {
+        "today" => today,
+        "tomorrow" => today + Duration::days(1),
+        d => parse_date(d, today.year()).ok_or_else(|| bad(0))?,
+    };
+    let time = match time_part {
+        Some(t) => parse_clock(t).ok_or_else(|| bad(date_part.len() + 1))?,
+        None => NaiveTime::MIN,
+    };
+    at(date, time)
+}
+
+trait HourMin {
+    fn hour_min(&self) -> (u32, u32);
+}
+
+impl HourMin for NaiveTime {
+    fn hour_min(&self) -> (u32, u32) {
+        use chrono::Timelike;
+        (self.hour(), self.minute())
+    }
+}
+
+/// `HH:MM[:SS]` with an optional `am`/`pm` suffix (input already lower-case).
+fn parse_clock(s: &str) -> Option<NaiveTime> {
+    let (body, pm) = if let Some(b) = s.strip_suffix("pm") {
+        (b, Some(true))
+    } else if let Some(b) = s.strip_suffix("am") {
+        (b, Some(false))
+    } else {
+        (s, None)
+    };
+    let parts: Vec<&str> = body.split(':').collect();
+    let num = |x: &str| -> Option<u32> {
+        (!x.is_empty() && x.len() <= 2 && x.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| x.parse().ok())
+            .flatten()
+    };
+    let (mut h, m, sec) = match parts.as_slice() {
+        [h, m] => (num(h)?, num(m)?, 0),
+        [h, m, s] => (num(h)?, num(m)?, num(s)?),
+        _ => return None,
+    };
+    match pm {
+        Some(_) if !(1..=12).contains(&h) => return None,
+        Some(true) if h < 12 => h += 12,
+        Some(false) if h == 12 => h = 0,
+        _ => {}
+    }
+    NaiveTime::from_hms_opt(h, m, sec)
+}
+
+/// `YYYY-MM-DD` or `MM/DD[/YY[YY]]` (the current year when omitted).
+fn parse_date(s: &str, this_year: i32) -> Option<NaiveDate> {
+    let all_digits = |x: &str| !x.is_empty() && x.bytes().all(|b| b.is_ascii_digit());
+    if let [y, m, d] = s.split('-').collect::<Vec<_>>().as_slice() {
+        if y.len() == 4 && [y, m, d].iter().all(|x| all_digits(x)) {
+            return NaiveDate::from_ymd_opt(y.parse().ok()?, m.parse().ok()?, d.parse().ok()?);
+        }
+        return None;
+    }
+    let parts: Vec<&str> = s.split('/').collect();
+    if !parts.iter().all(|x| all_digits(x)) {
+        return None;
+    }
+    let (m, d, y) = match parts.as_slice() {
+        [m, d] => (m.parse().ok()?, d.parse().ok()?, this_year),
+        [m, d, y] if y.len() == 2 => (
+            m.parse().ok()?,
+            d.parse().ok()?,
+            2000 + y.parse::<i32>().ok()?,
+        ),
+        [m, d, y] if y.len() == 4 => (m.parse().ok()?, d.parse().ok()?, y.parse().ok()?),
+        _ => return None,
+    };
+    NaiveDate::from_ymd_opt(y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::TimeLimit;
+
+    fn parse(args: &[&str]) -> Result<SbatchArgs, OptError> {
+        parse_sbatch_argv(std::iter::once("sbatch").chain(args.iter().copied()))
+    }
+
+    fn ctx() -> SubmitContext {
+        SubmitContext {
+            cwd: PathBuf::from("/home/alice/work"),
+            env: [("HOME", "/home/alice"), ("SLURM_CONF", "/etc/slurm.conf")]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            host: "vm".into(),
+            umask: 0o022,
+            now: fixed("2026-03-10T14:30:00+01:00"),
+        }
+    }
+
+    fn fixed(s: &str) -> DateTime<FixedOffset> {
+        DateTime::parse_from_rfc3339(s).unwrap()
+    }
+
+    fn spec(args: &[&str]) -> Result<JobSpec, OptError> {
+        parse(args)?.job.to_spec(&ctx()).map(|n| n.spec)
+    }
+
+    #[test]
+    fn long_short_equals_and_space_forms() {
+        for args in [
+            &["-J", "x", "-t", "5", "-p", "debug"][..],
+            &["--job-name=x", "--time=5", "--partition=debug"],
+            &["--job-name", "x", "--time", "5", "--partition", "debug"],
+            &["-Jx", "-t5", "-pdebug"],
+        ] {
+            let a = parse(args).unwrap();
+            assert_eq!(a.job.job_name.as_deref(), Some("x"), "{args:?}");
+            assert_eq!(a.job.time.as_deref(), Some("5"));
+            assert_eq!(a.job.partition.as_deref(), Some("debug"));
+        }
+    }
+
+    #[test]
+    fn unambiguous_prefixes_are_accepted() {
+        let a = parse(&["--part=debug", "--job=n", "--cpus-per-t=2", "--pars"]).unwrap();
+        assert_eq!(a.job.partition.as_deref(), Some("debug"));
+        assert_eq!(a.job.job_name.as_deref(), Some("n"));
+        assert_eq!(a.job.cpus_per_task.as_deref(), Some("2"));
+        assert!(a.batch.parsable);
+        // `--no` could be --nodes, --nodelist, --no-requeue, --no-kill.
+        assert!(parse(&["--no=1"]).is_err());
+    }
+
+    #[test]
+    fn tasks_per_node_alias() {
+        let a = parse(&["--tasks-per-node=2"]).unwrap();
+        assert_eq!(a.job.ntasks_per_node.as_deref(), Some("2"));
+    }
+
+    #[test]
+    fn script_and_its_arguments_stop_option_parsing() {
+        let a = parse(&["-t", "2", "job.sh", "first", "--time=9", "-J"]).unwrap();
+        assert_eq!(a.script, ["job.sh", "first", "--time=9", "-J"]);
+        assert_eq!(a.job.time.as_deref(), Some("2"));
+        assert!(parse(&[]).unwrap().script.is_empty());
+    }
+
+    #[test]
+    fn unknown_options_read_like_getopt() {
+        let e = parse(&["--bogus-option", "--wrap", "true"]).unwrap_err();
+        assert_eq!(e.exit_code(), 255);
+        assert_eq!(
+            e.render("sbatch"),
+            "sbatch: unrecognized option '--bogus-option'\nTry \"sbatch --help\" for more information\n"
+        );
+        let e = parse(&["-y"]).unwrap_err();
+        assert_eq!(
+            e.render("sbatch").lines().next(),
+            Some("sbatch: invalid option -- 'y'")
+        );
+        let e = parse(&["--job-name"]).unwrap_err();
+        assert_eq!(
+            e.render("sbatch").lines().next(),
+            Some("sbatch: option '--job-name' requires an argument")
+        );
+    }
+
+    #[test]
+    fn help_is_not_an_error() {
+        let e = parse(&["--help"]).unwrap_err();
+        assert_eq!(e.exit_code(), 0);
+        assert!(e.render("sbatch").contains("--job-name"));
+    }
+
+    #[test]
+    fn repeated_options_last_wins_and_verbose_counts() {
+        let a = parse(&["-J", "a", "-J", "b", "-vvv", "-v"]).unwrap();
+        assert_eq!(a.job.job_name.as_deref(), Some("b"));
+        assert_eq!(a.job.verbose, 4);
+        let a = parse(&["--mem=1G", "--mem-per-cpu=100"]).unwrap();
+        assert_eq!(
+            (a.job.mem, a.job.mem_per_cpu.as_deref()),
+            (None, Some("100"))
+        );
+        let a = parse(&["--no-requeue", "--requeue"]).unwrap();
+        assert!(a.job.requeue && !a.job.no_requeue);
+    }
+
+    #[test]
+    fn full_spec_from_options() {
+        let s = spec(&[
+            "-J",
+            "n",
+            "-o",
+            "o-%j",
+            "-e",
+            "e-%j",
+            "-i",
+            "in.txt",
+            "-D",
+            "sub/./dir",
+            "-p",
+            "debug,batch",
+            "-t",
+            "1:30",
+            "-n",
+            "4",
+            "-N",
+            "1-2",
+            "-c",
+            "2",
+            "--ntasks-per-node=2",
+            "--mem=1G",
+            "--export=NONE",
+            "-H",
+            "--nice=5",
+            "--requeue",
+            "--signal=B:USR1@30",
+            "--open-mode=append",
+            "-A",
+            "acct",
+            "-q",
+            "high",
+            "--comment=hi there",
+            "-w",
+            "node[1-2]",
+            "-x",
+            "node3",
+            "--exclusive",
+        ])
+        .unwrap();
+        assert_eq!(s.name, "n");
+        assert_eq!(s.stdout.as_deref(), Some("o-%j"));
+        assert_eq!(s.stderr.as_deref(), Some("e-%j"));
+        assert_eq!(s.stdin.as_deref(), Some("in.txt"));
+        assert_eq!(s.work_dir, "/home/alice/work/sub/dir");
+        assert_eq!(s.submit_dir, "/home/alice/work");
+        assert_eq!(s.submit_host, "vm");
+        assert_eq!(s.partition.as_deref(), Some("debug,batch"));
+        assert_eq!(s.time_limit, Some(TimeLimit::Minutes(2)));
+        assert_eq!(
+            (s.ntasks, s.nodes_min, s.nodes_max),
+            (Some(4), Some(1), Some(2))
+        );
+        assert_eq!((s.cpus_per_task, s.ntasks_per_node), (Some(2), Some(2)));
+        assert_eq!(s.mem, Some(MemReq::PerNode(1024)));
+        assert_eq!(s.export.as_deref(), Some("NONE"));
+        assert_eq!(s.environment.keys().collect::<Vec<_>>(), ["SLURM_CONF"]);
+        assert!(s.hold && s.exclusive && s.open_append);
+        assert_eq!((s.nice, s.requeue), (5, Some(true)));
+        assert_eq!(
+            s.signal,
+            Some(SignalSpec {
+                signal: 10,
+                secs_before: 30,
+                batch_only: true,
+                reservation: false
+            })
+        );
+        assert_eq!(s.account.as_deref(), Some("acct"));
+        assert_eq!(s.qos.as_deref(), Some("high"));
+        assert_eq!(s.comment.as_deref(), Some("hi there"));
+        assert_eq!(s.nodelist.as_deref(), Some("node[1-2]"));
+        assert_eq!(s.exclude.as_deref(), Some("node3"));
+        assert_eq!(s.umask, 0o022);
+    }
+
+    #[test]
+    fn defaults() {
+        let s = spec(&[]).unwrap();
+        assert_eq!(s.work_dir, "/home/alice/work");
+        assert_eq!(s.environment, ctx().env);
+        assert_eq!(s.export, None);
+        assert_eq!(
+            (s.time_limit, s.mem, s.requeue, s.begin),
+            (None, None, None, None)
+        );
+        assert!(!s.hold && !s.exclusive && !s.open_append);
+        assert_eq!(s.nice, 0);
+        let s = spec(&["-D", "/abs", "--mem-per-cpu=300", "--no-requeue", "--nice"]).unwrap();
+        assert_eq!(s.work_dir, "/abs");
+        assert_eq!(s.mem, Some(MemReq::PerCpu(300)));
+        assert_eq!((s.requeue, s.nice), (Some(false), 100));
+        assert_eq!(spec(&["--nice=-7"]).unwrap().nice, -7);
+    }
+
+    #[test]
+    fn invalid_values_use_slurm_messages_and_exit_255() {
+        let cases: &[(&[&str], &str)] = &[
+            (
+                &["--time=abc"],
+                "sbatch: error: Invalid --time specification\n",
+            ),
+            (
+                &["--time=1:2:3:4"],
+                "sbatch: error: Invalid --time specification\n",
+            ),
+            (
+                &["--mem=12XB"],
+                "sbatch: error: Invalid --mem specification\n",
+            ),
+            (
+                &["--mem-per-cpu=x"],
+                "sbatch: error: Invalid --mem-per-cpu specification\n",
+            ),
+            (
+                &["--signal=NOTASIGNAL@10"],
+                "sbatch: error: Invalid --signal specification\n",
+            ),
+            (
+                &["--signal=USR1@notanumber"],
+                "sbatch: error: Invalid --signal specification\n",
+            ),
+            (
+                &["--open-mode=sideways"],
+                "sbatch: error: Invalid --open-mode specification\n",
+            ),
+            (
+                &["--nice=99999999999"],
+                "sbatch: error: Invalid --nice specification\n",
+            ),
+            (
+                &["-n", "0"],
+                "sbatch: error: Invalid numeric value \"0\" for --ntasks.\n",
+            ),
+            (
+                &["-c", "x"],
+                "sbatch: error: Invalid numeric value \"x\" for --cpus-per-task.\n",
+            ),
+            (
+                &["-N", "3-1"],
+                "sbatch: error: Invalid node count specification\n",
+            ),
+            (
+                &["--begin=garbage"],
+                "Invalid time specification (pos=0): garbage\nsbatch: error: Invalid --begin specification\n",
+            ),
+        ];
+        for (args, want) in cases {
+            let e = spec(args).unwrap_err();
+            assert_eq!(e.render("sbatch"), *want, "{args:?}");
+            assert_eq!(e.exit_code(), 255, "{args:?}");
+        }
+    }
+
+    #[test]
+    fn later_options_are_refused_not_ignored() {
+        for (args, name) in [
+            (&["--array=0-3"][..], "--array"),
+            (&["-a", "1"], "--array"),
+            (&["-d", "afterok:1"], "--dependency"),
+            (&["--gres=gpu:2"], "--gres"),
+            (&["-G", "2"], "--gpus"),
+            (&["--gpus-per-node=a100:4"], "--gpus-per-node"),
+            (&["-C", "fast"], "--constraint"),
+            (&["--reservation=r"], "--reservation"),
+            (&["--exclusive=user"], "--exclusive=<mode>"),
+        ] {
+            let e = spec(args).unwrap_err();
+            assert_eq!(e, OptError::Unsupported(name.into()), "{args:?}");
+            assert_eq!(e.exit_code(), 1);
+            assert_eq!(
+                e.render("sbatch"),
+                format!("sbatch: error: {name} is not supported yet by sluice\n")
+            );
+        }
+    }
+
+    #[test]
+    fn harmless_options_warn() {
+        let n = parse(&[
+            "--mail-user=a@b",
+            "--mail-type=END",
+            "--get-user-env",
+            "--mpi=pmix",
+        ])
+        .unwrap()
+        .job
+        .to_spec(&ctx())
+        .unwrap();
+        assert_eq!(
+            n.warnings,
+            [
+                "--mail-user is ignored by sluice",
+                "--mail-type is ignored by sluice",
+                "--get-user-env is ignored by sluice",
+                "--mpi is ignored by sluice"
+            ]
+        );
+    }
+
+    #[test]
+    fn signals() {
+        let s = |x| parse_signal(x).map(|s| (s.signal, s.secs_before, s.batch_only, s.reservation));
+        assert_eq!(s("USR1"), Some((10, 60, false, false)));
+        assert_eq!(s("SIGUSR2@90"), Some((12, 90, false, false)));
+        assert_eq!(s("B:USR2@30"), Some((12, 30, true, false)));
+        assert_eq!(s("RB:term@0"), Some((15, 0, true, true)));
+        assert_eq!(s("10"), Some((10, 60, false, false)));
+        assert_eq!(s("kill@5"), Some((9, 5, false, false)));
+        for bad in [
+            "",
+            "NOTASIGNAL@10",
+            "USR1@",
+            "USR1@x",
+            "X:USR1",
+            ":USR1",
+            "0",
+            "65",
+            "USR1@70000",
+        ] {
+            assert_eq!(s(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn begin_relative_and_named_times() {
+        let now = fixed("2026-03-10T14:30:00+01:00");
+        let t = |s| parse_begin(s, &now).unwrap();
+        let at = |s| fixed(s).timestamp();
+        assert_eq!(t("now"), now.timestamp());
+        assert_eq!(t("now+60"), now.timestamp() + 60);
+        assert_eq!(t("now+1hour"), now.timestamp() + 3600);
+        assert_eq!(t("now + 2 days"), now.timestamp() + 2 * 86400);
+        assert_eq!(t("now+3min"), now.timestamp() + 180);
+        assert_eq!(t("now+1w"), now.timestamp() + 7 * 86400);
+        assert_eq!(t("16:00"), at("2026-03-10T16:00:00+01:00"));
+        assert_eq!(t("14:30"), at("2026-03-11T14:30:00+01:00"));
+        assert_eq!(t("09:15:30"), at("2026-03-11T09:15:30+01:00"));
+        assert_eq!(t("4:00PM"), at("2026-03-10T16:00:00+01:00"));
+        assert_eq!(t("noon"), at("2026-03-11T12:00:00+01:00"));
+        assert_eq!(t("teatime"), at("2026-03-10T16:00:00+01:00"));
+        assert_eq!(t("midnight"), at("2026-03-11T00:00:00+01:00"));
+        assert_eq!(t("today"), at("2026-03-10T00:00:00+01:00"));
+        assert_eq!(t("tomorrow"), at("2026-03-11T00:00:00+01:00"));
+        assert_eq!(t("tomorrowT10:00"), at("2026-03-11T10:00:00+01:00"));
+        assert_eq!(t("2026-12-24"), at("2026-12-24T00:00:00+01:00"));
+        assert_eq!(t("2026-12-24T18:05"), at("2026-12-24T18:05:00+01:00"));
+        assert_eq!(t("2026-12-24T18:05:09"), at("2026-12-24T18:05:09+01:00"));
+        assert_eq!(t("12/24"), at("2026-12-24T00:00:00+01:00"));
+        assert_eq!(t("12/24/27"), at("2027-12-24T00:00:00+01:00"));
+    }
+
+    #[test]
+    fn begin_rejects_garbage() {
+        let now = fixed("2026-03-10T14:30:00+01:00");
+        for bad in [
+            "garbage",
+            "",
+            "now+",
+            "now-5",
+            "now+5parsecs",
+            "25:00",
+            "2026-13-01",
+            "2026-02-30",
+            "2026-01-01T",
+            "13:00PM",
+            "1:2:3:4",
+        ] {
+            assert!(
+                matches!(parse_begin(bad, &now), Err(OptError::InvalidBegin { .. })),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn absolute_paths() {
+        let cwd = Path::new("/a/b");
+        assert_eq!(absolute(cwd, "c"), PathBuf::from("/a/b/c"));
+        assert_eq!(absolute(cwd, "./c/."), PathBuf::from("/a/b/c"));
+        assert_eq!(absolute(cwd, "/x"), PathBuf::from("/x"));
+        assert_eq!(absolute(cwd, "../x"), PathBuf::from("/a/b/../x"));
+    }
+}

@@ -218,6 +218,9 @@ pub struct JobResult {
 /// What `sbatch --test-only` learns.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TestOnly {
+    /// The id the job would get (Slurm prints it: `Job N to start at ...`); 0 = unknown.
+    #[serde(default)]
+    pub job_id: u32,
     /// Estimated start (epoch seconds).
     pub start: i64,
     pub nodes: String,
