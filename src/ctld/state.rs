@@ -365,6 +365,7 @@ impl Cluster {
             _ => (String::new(), job.partition.clone()),
         };
         TestOnly {
+            job_id: self.next_id,
             start: job.spec.begin.unwrap_or(now).max(now),
             nodes,
             cpus: job.req_cpus,
