@@ -118,7 +118,9 @@ pub fn parse_short<R>(fmt: &str, table: &[Field<R>]) -> Parsed {
         match table.iter().position(|f| f.letter == Some(letter)) {
             Some(field) => {
                 if !text.is_empty() {
-                    out.format.pieces.push(Piece::Text(std::mem::take(&mut text)));
+                    out.format
+                        .pieces
+                        .push(Piece::Text(std::mem::take(&mut text)));
                 }
                 out.format.pieces.push(Piece::Col(Column {
                     field,
@@ -156,10 +158,7 @@ pub fn parse_long<R>(fmt: &str, table: &[Field<R>]) -> Parsed {
                     None => (false, rest),
                 };
                 let digits = rest.chars().take_while(|c| c.is_ascii_digit()).count();
-                let width = rest[..digits]
-                    .parse::<usize>()
-                    .unwrap_or(0)
-                    .min(MAX_WIDTH);
+                let width = rest[..digits].parse::<usize>().unwrap_or(0).min(MAX_WIDTH);
                 (name, width, right, &rest[digits..])
             }
         };
@@ -168,9 +167,11 @@ pub fn parse_long<R>(fmt: &str, table: &[Field<R>]) -> Parsed {
             .position(|f| f.names.iter().any(|n| n.eq_ignore_ascii_case(name)));
         match found {
             Some(field) => {
-                out.format
-                    .pieces
-                    .push(Piece::Col(Column { field, width, right }));
+                out.format.pieces.push(Piece::Col(Column {
+                    field,
+                    width,
+                    right,
+                }));
                 if !suffix.is_empty() {
                     out.format.pieces.push(Piece::Text(suffix.to_string()));
                 }
@@ -189,11 +190,7 @@ pub fn pad(s: &str, width: usize, right: bool) -> String {
     let cut: String = s.chars().take(width).collect();
     let n = cut.chars().count();
     let fill = " ".repeat(width - n);
-    if right {
-        fill + &cut
-    } else {
-        cut + &fill
-    }
+    if right { fill + &cut } else { cut + &fill }
 }
 
 impl Format {
@@ -241,7 +238,7 @@ pub fn mem_mb(mb: u64) -> String {
     const UNITS: [char; 4] = ['M', 'G', 'T', 'P'];
     let mut v = mb as f64;
     let mut u = 0;
-    while v >= 1024.0 && v.fract() == 0.0 && (v as u64) % 512 == 0 && u + 1 < UNITS.len() {
+    while v >= 1024.0 && v.fract() == 0.0 && (v as u64).is_multiple_of(512) && u + 1 < UNITS.len() {
         v /= 1024.0;
         u += 1;
     }
