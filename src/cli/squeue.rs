@@ -968,10 +968,16 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    // Ids and users narrow the reply; everything else is filtered here, in `render`.
+    // Ids (or, without ids, users) narrow the reply; everything else is filtered here,
+    // in `render`. Users are not sent with ids: a known job of another user must come
+    // back so that `-j` does not call it invalid.
     let filter = JobFilter {
         ids: q.jobs.iter().map(|s| s.id).collect(),
-        users: q.users.clone().unwrap_or_default(),
+        users: if q.jobs.is_empty() {
+            q.users.clone().unwrap_or_default()
+        } else {
+            Vec::new()
+        },
         ..JobFilter::default()
     };
     match client.request(&Request::Jobs(filter)) {
