@@ -1281,6 +1281,9 @@ mod tests {
         assert_eq!((out.stdout.as_str(), out.code), ("171\n", 0));
         let out = squeue(&["--jobs=171", "--jobs", "168", "-h", "-o", "%i"], &q);
         assert_eq!(out.stdout, "171\n168\n");
+        // Known but filtered out (another user's job): header only, exit 0.
+        let out = squeue(&["-u", "bob", "-j", "171", "-h"], &q);
+        assert_eq!((out.stdout.as_str(), out.code), ("", 0));
         let out = squeue(&["-j", "abc"], &q);
         assert_eq!(out.code, 1);
         assert_eq!(out.stderr, "squeue: error: Invalid job id: abc\n");
