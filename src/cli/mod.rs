@@ -11,6 +11,7 @@ pub mod scontrol;
 pub mod sinfo;
 pub mod squeue;
 pub mod timefmt;
+pub mod timeparse;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
