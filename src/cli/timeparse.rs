@@ -340,7 +340,9 @@ mod tests {
     const NOW: i64 = 1_795_964_168;
 
     fn ts(y: i32, mo: u32, d: u32, h: u32, mi: u32, s: u32) -> i64 {
-        Utc.with_ymd_and_hms(y, mo, d, h, mi, s).unwrap().timestamp()
+        Utc.with_ymd_and_hms(y, mo, d, h, mi, s)
+            .unwrap()
+            .timestamp()
     }
 
     fn p(s: &str) -> Result<i64, TimeParseError> {
