@@ -4,6 +4,7 @@
 
 pub mod client;
 pub mod format;
+pub mod getopt;
 pub mod jobfmt;
 pub mod jobid;
 pub mod sacct;
