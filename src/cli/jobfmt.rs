@@ -13,7 +13,7 @@ pub fn fmt_mem_exact(mb: u64) -> String {
     let mut v = mb as f64;
     let mut raw = mb;
     let mut u = 0;
-    while raw >= 1024 && raw % 512 == 0 && u + 1 < UNITS.len() {
+    while raw >= 1024 && raw.is_multiple_of(512) && u + 1 < UNITS.len() {
         v /= 1024.0;
         raw /= 1024;
         u += 1;

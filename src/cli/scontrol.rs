@@ -371,7 +371,7 @@ pub fn execute(
             match hostlist::expand(list) {
                 Ok(mut names) => {
                     if sorted {
-                        names.sort_by(|a, b| host_key(a).cmp(&host_key(b)));
+                        names.sort_by_key(|a| host_key(a));
                     }
                     Output::ok(format!("{}\n", hostlist::compress(&names)))
                 }

@@ -66,7 +66,7 @@ pub fn parse_time<Tz: TimeZone>(
     };
     let now_l = local(now)?;
     let b = s.as_bytes();
-    let mut date: Option<(Option<i32>, u32, u32)> = None; // (year, month, day)
+    let mut date: Option<DateParts> = None;
     let mut tod: Option<(u32, u32, u32)> = None;
     let mut pos = 0;
     while pos < b.len() {
@@ -276,8 +276,11 @@ fn parse_tod(b: &[u8], pos: usize) -> Result<((u32, u32, u32), usize), usize> {
     Ok(((h, m, sec), p))
 }
 
+/// A date as written: year (when given), month, day.
+type DateParts = (Option<i32>, u32, u32);
+
 /// `YYYY-MM-DD`, or `MM[/.]DD[[/.]YY]` (also run together: `MMDDYY`).
-fn parse_date(b: &[u8], pos: usize) -> Result<((Option<i32>, u32, u32), usize), usize> {
+fn parse_date(b: &[u8], pos: usize) -> Result<(DateParts, usize), usize> {
     let (y, n) = digits(b, pos, 4);
     if n == 4 && b.get(pos + 4) == Some(&b'-') {
         let (mo, n1) = digits(b, pos + 5, 2);
