@@ -41,9 +41,13 @@ pub enum ArraySel {
 /// One parsed job-id argument.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobIdSpec {
+    /// The job number before any `_`, `+` or `.`.
     pub job: u32,
+    /// `_i` or `_[...]`.
     pub array: Option<ArraySel>,
+    /// `+k`.
     pub het: Option<u32>,
+    /// `.batch`, `.extern`, `.S`.
     pub step: Option<StepSel>,
 }
 

@@ -199,8 +199,11 @@ fn default_width(name: &str) -> (usize, bool) {
 /// One output column: canonical name, width, justification.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Field {
+    /// Canonical name, also the header text.
     pub name: &'static str,
+    /// Column width in the table layout.
     pub width: usize,
+    /// Left-justified (JobID, or a `%-W` width).
     pub left: bool,
 }
 
@@ -253,20 +256,31 @@ pub enum Layout {
 /// Parsed sacct options.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Opts {
+    /// `-j`: jobs (and steps) to show; empty = any.
     pub jobs: Vec<JobIdSpec>,
-    /// Users by uid; empty with `all_users` = everyone.
+    /// `-u`: users by uid; empty = see [`effective_users`].
     pub users: Vec<u32>,
+    /// `-a`.
     pub all_users: bool,
+    /// `-S` and `-E` as given (resolved by [`window`]).
     pub start: Option<String>,
     pub end: Option<String>,
+    /// `-s`.
     pub states: Vec<JobState>,
+    /// `--name`.
     pub names: Vec<String>,
+    /// `-r/--partition`.
     pub partitions: Vec<String>,
+    /// Columns, from `-o`, `-b`, `-l` or the default list.
     pub fields: Vec<Field>,
     pub layout: Layout,
+    /// `--delimiter` for `-p`/`-P` (default `|`).
     pub delimiter: String,
+    /// `-n`.
     pub noheader: bool,
+    /// `-X`: job rows only, no steps.
     pub allocations: bool,
+    /// `-e`, `-V`, `-h`: print and exit.
     pub helpformat: bool,
     pub version: bool,
     pub help: bool,
@@ -735,7 +749,8 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
     let win = match window(&o, now, &chrono::Local) {
         Ok(w) => w,
         Err(e) => {
-            eprintln!("sacct: error: {e}");
+            // parse_time's own message, as Slurm prints it (no program prefix).
+            eprintln!("{e}");
             return ExitCode::from(1);
         }
     };

@@ -43,16 +43,25 @@ const SPECS: &[getopt::OptSpec] = &[
 pub struct Opts {
     /// Plain job ids given as operands.
     pub ids: Vec<u32>,
+    /// `-u`/`--me`, as uids.
     pub users: Vec<u32>,
+    /// `-t`.
     pub states: Vec<JobState>,
+    /// `-p`.
     pub partitions: Vec<String>,
+    /// `-n/--name`.
     pub names: Vec<String>,
     /// `-s`: signal number; `None` cancels.
     pub signal: Option<i32>,
+    /// `-b`: signal only the batch shell.
     pub batch: bool,
+    /// `-f`: signal the batch shell and every step.
     pub full: bool,
+    /// `-v`: say what is done, and report unknown or finished jobs.
     pub verbose: bool,
+    /// `-Q`: no error messages.
     pub quiet: bool,
+    /// `-V`, `-h`: print and exit.
     pub version: bool,
     pub help: bool,
 }

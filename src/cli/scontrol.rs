@@ -73,8 +73,11 @@ pub enum Command {
 /// What a command prints and its exit status.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Output {
+    /// Text for standard output.
     pub stdout: String,
+    /// Text for standard error.
     pub stderr: String,
+    /// Exit status.
     pub code: u8,
 }
 
