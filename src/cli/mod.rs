@@ -4,6 +4,9 @@
 
 pub mod client;
 pub mod format;
+pub mod getopt;
+pub mod jobfmt;
+pub mod jobid;
 pub mod sacct;
 pub mod sbatch;
 pub mod scancel;
@@ -11,6 +14,7 @@ pub mod scontrol;
 pub mod sinfo;
 pub mod squeue;
 pub mod timefmt;
+pub mod timeparse;
 
 use std::ffi::OsString;
 use std::process::ExitCode;

@@ -1,10 +1,1435 @@
-//! `scontrol` (stub: being written).
+//! `scontrol`: show jobs, nodes, partitions and the configuration; hostlist helpers;
+//! hold/release/requeue and updates of jobs and nodes. The twin of src/scontrol/
+//! (`scontrol.c` for the keyword table, `info_job.c`/`info_node.c`/`info_part.c` for
+//! the record layouts, `update_job.c`/`update_node.c` for updates).
+//!
+//! Shape: argv → [`Opts`] + [`Command`] (pure parsing, Slurm's error texts) →
+//! [`execute`] with a request function (so tests fake the controller) → [`Output`].
+//! Record layouts are pure functions of a model value and `now`. Commands that need
+//! no controller (`show hostnames`, `show hostlist*`) never call the request function.
 
+use super::client::{Client, ClientError};
+use super::jobfmt::{self, Stream};
+use super::jobid::parse_job_id;
+use super::timefmt::fmt_ts;
+use crate::jobspec::units::parse_time_limit;
+use crate::model::{Job, JobState, MemReq, Node, Partition, hostlist};
+use crate::proto::{JobFilter, JobResult, JobUpdate, NodeUpdate, Request, Response};
 use std::ffi::OsString;
 use std::process::ExitCode;
 
+/// Global options (they may appear anywhere before the command's own arguments).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Opts {
+    /// `-o/--oneliner`: one line per record.
+    pub oneliner: bool,
+    /// `-d/--details`: extra fields (DerivedExitCode).
+    pub details: bool,
+    /// `-M/--clusters`: accepted; sluice has one cluster.
+    pub cluster: Option<String>,
+    /// `-Q/--quiet`: no error messages for hold/release and the like.
+    pub quiet: bool,
+}
+
+/// What to show.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Show {
+    Job(Option<String>),
+    Node(Option<String>),
+    Partition(Option<String>),
+    Config,
+    /// `show hostnames [list]`; `None` = `$SLURM_NODELIST`.
+    Hostnames(Option<String>),
+    Hostlist(String),
+    HostlistSorted(String),
+}
+
+/// One scontrol command, parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    Show(Show),
+    /// `hold` (`user: false`) and `uhold` (`user: true`).
+    Hold {
+        ids: Vec<String>,
+        user: bool,
+    },
+    Release(Vec<String>),
+    Requeue {
+        ids: Vec<String>,
+        hold: bool,
+    },
+    UpdateJob {
+        id: String,
+        updates: Vec<JobUpdate>,
+    },
+    UpdateNode {
+        names: Vec<String>,
+        update: NodeUpdate,
+    },
+    Ping,
+    Version,
+}
+
+/// What a command prints and its exit status.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Output {
+    /// Text for standard output.
+    pub stdout: String,
+    /// Text for standard error.
+    pub stderr: String,
+    /// Exit status.
+    pub code: u8,
+}
+
+impl Output {
+    fn ok(stdout: String) -> Output {
+        Output {
+            stdout,
+            ..Output::default()
+        }
+    }
+    fn err(stderr: String) -> Output {
+        Output {
+            stderr,
+            code: 1,
+            ..Output::default()
+        }
+    }
+}
+
+/// Case-insensitive keyword match allowing abbreviations of at least `min` characters.
+fn abbrev(word: &str, keyword: &str, min: usize) -> bool {
+    let w = word.to_ascii_lowercase();
+    w.len() >= min.min(keyword.len()) && keyword.starts_with(&w)
+}
+
+/// Splits argv (without argv[0]) into global options and command words.
+///
+/// Errors: an unknown option, or `-M` without a value, as Slurm's text.
+pub fn parse_args(args: &[String]) -> Result<(Opts, Vec<String>), String> {
+    let mut opts = Opts::default();
+    let mut words = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if !words.is_empty() && !a.starts_with('-') {
+            words.push(a.clone());
+            continue;
+        }
+        match a.as_str() {
+            "-o" | "--oneliner" => opts.oneliner = true,
+            "-d" | "--details" => opts.details = true,
+            "-Q" | "--quiet" => opts.quiet = true,
+            "-v" | "--verbose" => {}
+            "-a" | "--all" => {}
+            "-M" | "--clusters" | "--cluster" => {
+                opts.cluster = Some(
+                    it.next()
+                        .ok_or("scontrol: option requires an argument -- 'M'")?
+                        .clone(),
+                );
+            }
+            "-V" | "--version" => words = vec!["version".into()],
+            s if s.starts_with("--clusters=") || s.starts_with("--cluster=") => {
+                opts.cluster = s.split_once('=').map(|x| x.1.to_string());
+            }
+            s if s.starts_with("-M") && s.len() > 2 => opts.cluster = Some(s[2..].to_string()),
+            // Negative numbers or `-` values belong to the command (e.g. Nice=-5 never
+            // starts with '-', but job ids never do either).
+            s if s.starts_with('-') && s.len() > 1 => {
+                return Err(format!(
+                    "scontrol: unrecognized option '{s}'\nTry \"scontrol --help\" for more information"
+                ));
+            }
+            _ => words.push(a.clone()),
+        }
+    }
+    Ok((opts, words))
+}
+
+/// Parses the command words (`show job 12`, `update JobId=12 TimeLimit=5`, …).
+///
+/// Errors: Slurm's message for an unknown keyword, a missing argument, or a bad update.
+pub fn parse_command(words: &[String]) -> Result<Command, String> {
+    let Some(first) = words.first() else {
+        return Err(
+            "scontrol: error: no command given (interactive mode is not supported by sluice)"
+                .into(),
+        );
+    };
+    let rest = &words[1..];
+    let w = first.as_str();
+    if abbrev(w, "show", 3) {
+        return parse_show(rest);
+    }
+    if abbrev(w, "uhold", 2) {
+        return Ok(Command::Hold {
+            ids: job_args(rest, "uhold")?,
+            user: true,
+        });
+    }
+    if abbrev(w, "hold", 2) {
+        return Ok(Command::Hold {
+            ids: job_args(rest, "hold")?,
+            user: false,
+        });
+    }
+    if abbrev(w, "release", 3) {
+        return Ok(Command::Release(job_args(rest, "release")?));
+    }
+    if abbrev(w, "requeuehold", 8) {
+        return Ok(Command::Requeue {
+            ids: job_args(rest, "requeuehold")?,
+            hold: true,
+        });
+    }
+    if abbrev(w, "requeue", 3) {
+        return Ok(Command::Requeue {
+            ids: job_args(rest, "requeue")?,
+            hold: false,
+        });
+    }
+    if abbrev(w, "update", 1) {
+        return parse_update(rest);
+    }
+    if abbrev(w, "ping", 2) {
+        return Ok(Command::Ping);
+    }
+    if abbrev(w, "version", 4) {
+        return Ok(Command::Version);
+    }
+    Err(format!("invalid keyword: {w}"))
+}
+
+/// Job ids after hold/release/requeue: several arguments, each possibly a comma list.
+fn job_args(rest: &[String], cmd: &str) -> Result<Vec<String>, String> {
+    let ids: Vec<String> = rest
+        .iter()
+        .flat_map(|a| a.split(','))
+        .filter(|s| !s.is_empty())
+        .map(|s| s.strip_prefix("jobid=").unwrap_or(s).to_string())
+        .collect();
+    if ids.is_empty() {
+        return Err(format!("too few arguments for keyword:{cmd}"));
+    }
+    Ok(ids)
+}
+
+fn parse_show(rest: &[String]) -> Result<Command, String> {
+    let Some(entity) = rest.first() else {
+        return Err("too few arguments for keyword:show".into());
+    };
+    let arg = rest.get(1).cloned();
+    if rest.len() > 2 {
+        return Err(format!("too many arguments for keyword:{}", rest[0]));
+    }
+    let e = entity.as_str();
+    let show = if abbrev(e, "jobs", 1) {
+        Show::Job(arg)
+    } else if abbrev(e, "nodes", 1) {
+        Show::Node(arg)
+    } else if abbrev(e, "partitions", 2) {
+        Show::Partition(arg)
+    } else if abbrev(e, "config", 1) {
+        Show::Config
+    } else if abbrev(e, "hostnames", 5) {
+        Show::Hostnames(arg)
+    } else if abbrev(e, "hostlistsorted", 9) {
+        Show::HostlistSorted(arg.ok_or("invalid hostlist")?)
+    } else if abbrev(e, "hostlist", 5) {
+        Show::Hostlist(arg.ok_or("invalid hostlist")?)
+    } else {
+        return Err(format!("invalid entity:{e} for keyword:show"));
+    };
+    Ok(Command::Show(show))
+}
+
+fn parse_update(rest: &[String]) -> Result<Command, String> {
+    let mut pairs = Vec::new();
+    for a in rest {
+        match a.split_once('=') {
+            Some((k, v)) => pairs.push((k.to_ascii_lowercase(), k, v.to_string())),
+            None => return Err(format!("Invalid input: {a}\nRequest aborted")),
+        }
+    }
+    if pairs.is_empty() {
+        return Err("too few arguments for keyword:update".into());
+    }
+    if let Some((_, _, id)) = pairs.iter().find(|(k, _, _)| k == "jobid") {
+        let mut updates = Vec::new();
+        for (k, orig, v) in &pairs {
+            match k.as_str() {
+                "jobid" => {}
+                "timelimit" => match parse_time_limit(v) {
+                    Ok(t) => updates.push(JobUpdate::TimeLimit(t)),
+                    Err(_) => return Err(format!("Invalid TimeLimit value: {v}\nRequest aborted")),
+                },
+                "jobname" | "name" => updates.push(JobUpdate::Name(v.clone())),
+                "partition" => updates.push(JobUpdate::Partition(v.clone())),
+                "nice" => match v.parse::<i32>() {
+                    Ok(n) if (-2_147_483_645..=2_147_483_645).contains(&n) => {
+                        updates.push(JobUpdate::Nice(n))
+                    }
+                    _ => return Err(format!("Invalid nice value: {v}\nRequest aborted")),
+                },
+                _ => {
+                    return Err(format!(
+                        "Update of this parameter is not supported: {orig}={v}\nRequest aborted"
+                    ));
+                }
+            }
+        }
+        if updates.is_empty() {
+            return Err("No changes specified".into());
+        }
+        return Ok(Command::UpdateJob {
+            id: id.clone(),
+            updates,
+        });
+    }
+    if let Some((_, _, nodes)) = pairs.iter().find(|(k, _, _)| k == "nodename") {
+        let names =
+            hostlist::expand(nodes).map_err(|_| format!("Invalid node name specified: {nodes}"))?;
+        let mut state = None;
+        let mut reason = None;
+        for (k, orig, v) in &pairs {
+            match k.as_str() {
+                "nodename" => {}
+                "state" => state = Some(v.to_ascii_uppercase()),
+                "reason" => reason = Some(v.clone()),
+                _ => {
+                    return Err(format!(
+                        "Update of this parameter is not supported: {orig}={v}\nRequest aborted"
+                    ));
+                }
+            }
+        }
+        let update = match state.as_deref() {
+            Some("RESUME") | Some("IDLE") | Some("UNDRAIN") => NodeUpdate::Resume,
+            Some(s @ ("DRAIN" | "DOWN")) => {
+                let Some(reason) = reason.filter(|r| !r.is_empty()) else {
+                    return Err(
+                        "You must specify a reason when DOWNING or DRAINING a node. Request denied"
+                            .into(),
+                    );
+                };
+                if s == "DRAIN" {
+                    NodeUpdate::Drain { reason }
+                } else {
+                    NodeUpdate::Down { reason }
+                }
+            }
+            Some(other) => {
+                return Err(format!(
+                    "Invalid input: State={other}\nRequest aborted\nValid states are: NoResp DRAIN FAIL FUTURE RESUME POWER_DOWN POWER_UP UNDRAIN DOWN"
+                ));
+            }
+            None => return Err("No changes specified".into()),
+        };
+        return Ok(Command::UpdateNode { names, update });
+    }
+    let (_, orig, v) = &pairs[0];
+    Err(format!(
+        "Update of this parameter is not supported: {orig}={v}\nRequest aborted"
+    ))
+}
+
+/// A way to ask the controller; tests pass a fake.
+pub type Requester<'a> = dyn FnMut(&Request) -> Result<Response, ClientError> + 'a;
+
+fn client_failure(prefix: &str, e: &ClientError) -> Output {
+    let mut s = format!("{prefix}: {e}\n");
+    if let Some(h) = e.hint() {
+        s.push_str(h);
+        s.push('\n');
+    }
+    Output::err(s)
+}
+
+/// Runs one parsed command. `env_nodelist` is `$SLURM_NODELIST`; `host` names the
+/// controller's host for `ping` and `show config`.
+pub fn execute(
+    cmd: &Command,
+    opts: &Opts,
+    env_nodelist: Option<&str>,
+    host: &str,
+    req: &mut Requester<'_>,
+) -> Output {
+    match cmd {
+        Command::Version => Output::ok(format!("slurm {}\n", crate::config::DEFAULT_SLURM_VERSION)),
+        Command::Show(Show::Hostnames(list)) => {
+            let Some(list) = list.as_deref().or(env_nodelist) else {
+                return Output::err("scontrol: error: host list is empty\n".into());
+            };
+            match hostlist::expand(list) {
+                Ok(names) => Output::ok(names.iter().map(|n| format!("{n}\n")).collect()),
+                // Slurm reports a bad expression but still exits 0 here.
+                Err(e) => Output {
+                    stderr: format!("scontrol: error: {e}\nInvalid hostlist: {list}\n"),
+                    ..Output::default()
+                },
+            }
+        }
+        Command::Show(Show::Hostlist(list)) | Command::Show(Show::HostlistSorted(list)) => {
+            let sorted = matches!(cmd, Command::Show(Show::HostlistSorted(_)));
+            match hostlist::expand(list) {
+                Ok(mut names) => {
+                    if sorted {
+                        names.sort_by_key(|a| host_key(a));
+                    }
+                    Output::ok(format!("{}\n", hostlist::compress(&names)))
+                }
+                Err(e) => Output::err(format!("scontrol: error: {e}\nInvalid hostlist: {list}\n")),
+            }
+        }
+        Command::Show(Show::Job(id)) => show_job(id.as_deref(), opts, req),
+        Command::Show(Show::Node(name)) => show_nodes(name.as_deref(), opts, req),
+        Command::Show(Show::Partition(name)) => show_partitions(name.as_deref(), opts, req),
+        Command::Show(Show::Config) => match req(&Request::Config) {
+            Ok(Response::Config(pairs)) => {
+                Output::ok(render_config(&pairs, super::timefmt::now(), host))
+            }
+            Ok(Response::Error(e)) => Output::err(format!("slurm_load_ctl_conf error: {e}\n")),
+            Ok(_) => Output::err("slurm_load_ctl_conf error: unexpected answer\n".into()),
+            Err(e) => client_failure("slurm_load_ctl_conf error", &e),
+        },
+        Command::Ping => match req(&Request::Ping) {
+            Ok(_) => Output::ok(format!("Slurmctld(primary) at {host} is UP\n")),
+            Err(_) => Output {
+                stdout: format!("Slurmctld(primary) at {host} is DOWN\n"),
+                code: 1,
+                ..Output::default()
+            },
+        },
+        Command::Hold { ids, user } => {
+            with_ids(ids, "slurm_suspend error", opts, req, |ids| Request::Hold {
+                ids,
+                user_hold: *user,
+            })
+        }
+        Command::Release(ids) => with_ids(ids, "slurm_suspend error", opts, req, |ids| {
+            Request::Release { ids }
+        }),
+        Command::Requeue { ids, hold } => with_ids(ids, "slurm_requeue error", opts, req, |ids| {
+            Request::Requeue { ids, hold: *hold }
+        }),
+        Command::UpdateJob { id, updates } => {
+            let Some(spec) = parse_job_id(id).filter(|s| s.is_plain()) else {
+                return Output::err(format!("Invalid job id specified: {id}\n"));
+            };
+            let r = req(&Request::UpdateJob {
+                id: spec.job,
+                updates: updates.clone(),
+            });
+            update_result(r)
+        }
+        Command::UpdateNode { names, update } => {
+            let r = req(&Request::UpdateNode {
+                names: names.clone(),
+                update: update.clone(),
+            });
+            update_result(r)
+        }
+    }
+}
+
+fn update_result(r: Result<Response, ClientError>) -> Output {
+    match r {
+        Ok(Response::Ok) => Output::default(),
+        Ok(Response::Results(rs)) => match rs.iter().find_map(|r| r.error.clone()) {
+            None => Output::default(),
+            Some(e) => Output::err(format!("slurm_update error: {e}\n")),
+        },
+        Ok(Response::Error(e)) => Output::err(format!("slurm_update error: {e}\n")),
+        Ok(_) => Output::err("slurm_update error: unexpected answer\n".into()),
+        Err(e) => client_failure("slurm_update error", &e),
+    }
+}
+
+/// Sort key for `hostlistsorted`: prefix, then number, then the whole name.
+fn host_key(name: &str) -> (String, Option<u64>, String) {
+    let digits = name.bytes().rev().take_while(u8::is_ascii_digit).count();
+    let (p, n) = name.split_at(name.len() - digits);
+    (p.to_string(), n.parse().ok(), name.to_string())
+}
+
+/// hold/release/requeue: ids → one request → Slurm's two-line error per failed job.
+fn with_ids(
+    ids: &[String],
+    prefix: &str,
+    opts: &Opts,
+    req: &mut Requester<'_>,
+    make: impl Fn(Vec<u32>) -> Request,
+) -> Output {
+    let mut out = Output::default();
+    let mut nums = Vec::new();
+    for id in ids {
+        match parse_job_id(id) {
+            Some(s) if s.is_plain() => nums.push(s.job),
+            Some(_) => {
+                out.stderr.push_str(&format!(
+                    "scontrol: error: job arrays and steps are not supported yet by sluice: {id}\n"
+                ));
+                out.code = 1;
+            }
+            None => {
+                out.stderr.push_str(&format!(
+                    "Invalid job id specified for job {id}\n{prefix}: Invalid job id specified\n"
+                ));
+                out.code = 1;
+            }
+        }
+    }
+    if nums.is_empty() {
+        return out;
+    }
+    let results: Vec<JobResult> = match req(&make(nums.clone())) {
+        Ok(Response::Results(rs)) => rs,
+        Ok(Response::Ok) => Vec::new(),
+        Ok(Response::Error(e)) => nums
+            .iter()
+            .map(|&id| JobResult {
+                id,
+                error: Some(e.clone()),
+            })
+            .collect(),
+        Ok(_) => Vec::new(),
+        Err(e) => return client_failure(prefix, &e),
+    };
+    for r in results {
+        if let Some(e) = r.error {
+            if !opts.quiet {
+                out.stderr
+                    .push_str(&format!("{e} for job {}\n{prefix}: {e}\n", r.id));
+            }
+            out.code = 1;
+        }
+    }
+    out
+}
+
+fn show_job(id: Option<&str>, opts: &Opts, req: &mut Requester<'_>) -> Output {
+    let mut filter = JobFilter::default();
+    if let Some(id) = id {
+        match parse_job_id(id) {
+            Some(s) if s.is_plain() => filter.ids.push(s.job),
+            Some(_) => {
+                return Output::err(format!(
+                    "scontrol: error: job arrays and steps are not supported yet by sluice: {id}\n"
+                ));
+            }
+            None => return Output::err("slurm_load_jobs error: Invalid job id specified\n".into()),
+        }
+    }
+    match req(&Request::Jobs(filter)) {
+        Ok(Response::Jobs { jobs, now }) => {
+            if jobs.is_empty() {
+                if id.is_some() {
+                    return Output::err("slurm_load_jobs error: Invalid job id specified\n".into());
+                }
+                return Output::ok("No jobs in the system\n".into());
+            }
+            Output::ok(
+                jobs.iter()
+                    .map(|j| render_job(j, now, opts.details, opts.oneliner))
+                    .collect(),
+            )
+        }
+        Ok(Response::Error(e)) => Output::err(format!("slurm_load_jobs error: {e}\n")),
+        Ok(_) => Output::err("slurm_load_jobs error: unexpected answer\n".into()),
+        Err(e) => client_failure("slurm_load_jobs error", &e),
+    }
+}
+
+fn load_nodes(
+    req: &mut Requester<'_>,
+    prefix: &str,
+) -> Result<(Vec<Node>, Vec<Partition>, i64), Output> {
+    match req(&Request::Nodes) {
+        Ok(Response::Nodes {
+            nodes,
+            partitions,
+            now,
+        }) => Ok((nodes, partitions, now)),
+        Ok(Response::Error(e)) => Err(Output::err(format!("{prefix}: {e}\n"))),
+        Ok(_) => Err(Output::err(format!("{prefix}: unexpected answer\n"))),
+        Err(e) => Err(client_failure(prefix, &e)),
+    }
+}
+
+fn show_nodes(name: Option<&str>, opts: &Opts, req: &mut Requester<'_>) -> Output {
+    let (nodes, _, _) = match load_nodes(req, "slurm_load_node error") {
+        Ok(x) => x,
+        Err(o) => return o,
+    };
+    let selected: Vec<&Node> = match name {
+        None => nodes.iter().collect(),
+        Some(expr) => {
+            let wanted = hostlist::expand(expr).unwrap_or_else(|_| vec![expr.to_string()]);
+            let found: Vec<&Node> = nodes.iter().filter(|n| wanted.contains(&n.name)).collect();
+            if found.is_empty() {
+                return Output {
+                    stdout: format!("Node {expr} not found\n"),
+                    code: 1,
+                    ..Output::default()
+                };
+            }
+            found
+        }
+    };
+    if selected.is_empty() {
+        return Output::ok("No nodes in the system\n".into());
+    }
+    Output::ok(
+        selected
+            .iter()
+            .map(|n| render_node(n, opts.oneliner))
+            .collect(),
+    )
+}
+
+fn show_partitions(name: Option<&str>, opts: &Opts, req: &mut Requester<'_>) -> Output {
+    let (nodes, parts, _) = match load_nodes(req, "slurm_load_partitions error") {
+        Ok(x) => x,
+        Err(o) => return o,
+    };
+    let selected: Vec<&Partition> = parts
+        .iter()
+        .filter(|p| name.is_none_or(|n| p.name == n))
+        .collect();
+    if selected.is_empty() {
+        return match name {
+            Some(n) => Output {
+                stdout: format!("Partition {n} not found\n"),
+                code: 1,
+                ..Output::default()
+            },
+            None => Output::ok("No partitions in the system\n".into()),
+        };
+    }
+    Output::ok(
+        selected
+            .iter()
+            .map(|p| render_partition(p, &nodes, opts.oneliner))
+            .collect(),
+    )
+}
+
+/// Joins a record's lines: indented multi-line form, or one line with `-o`.
+/// `dangling` reproduces scontrol's empty indented line after a job record.
+fn join_record(lines: &[String], oneliner: bool, dangling: bool) -> String {
+    if oneliner {
+        let mut s = lines.join(" ");
+        if dangling {
+            s.push(' ');
+        }
+        s.push('\n');
+        return s;
+    }
+    let mut s = String::new();
+    for (i, l) in lines.iter().enumerate() {
+        if i > 0 {
+            s.push_str("\n   ");
+        }
+        s.push_str(l);
+    }
+    if dangling {
+        s.push_str("\n   ");
+    }
+    s.push_str("\n\n");
+    s
+}
+
+fn or_null(s: &str) -> &str {
+    if s.is_empty() { "(null)" } else { s }
+}
+
+fn ts_or_unknown(t: Option<i64>) -> String {
+    t.map(fmt_ts).unwrap_or_else(|| "Unknown".into())
+}
+
+/// The lines of `scontrol show job` for one job (without indentation).
+pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
+    let spec = &job.spec;
+    let pending = job.state == JobState::Pending;
+    // A pending job with a future --begin shows that as its expected start.
+    let start = job
+        .start_time
+        .or(spec.begin.filter(|b| pending && *b > now));
+    let end = job.end_time.or_else(|| {
+        let s = start?;
+        job.time_limit.secs().map(|l| s + l as i64)
+    });
+    let mut l = Vec::new();
+    l.push(format!("JobId={} JobName={}", job.id, spec.name));
+    l.push(format!(
+        "UserId={}({}) GroupId={}({}) MCS_label=N/A",
+        job.user, job.uid, job.group, job.gid
+    ));
+    l.push(format!(
+        "Priority={} Nice={} Account={} QOS={}",
+        job.priority, spec.nice, job.account, job.qos
+    ));
+    l.push(format!(
+        "JobState={} Reason={} Dependency=(null)",
+        job.state_long(),
+        job.reason
+    ));
+    l.push(format!(
+        "Requeue={} Restarts={} BatchFlag=1 Reboot=0 ExitCode={}",
+        u8::from(spec.requeue.unwrap_or(true)),
+        job.restarts,
+        job.exit
+    ));
+    if details {
+        l.push(format!("DerivedExitCode={}", job.derived_exit));
+    }
+    l.push(format!(
+        "RunTime={} TimeLimit={} TimeMin=N/A",
+        crate::model::time::fmt_hms(job.run_secs(now)),
+        job.time_limit.to_hms()
+    ));
+    l.push(format!(
+        "SubmitTime={} EligibleTime={}",
+        fmt_ts(job.submit_time),
+        ts_or_unknown(job.eligible_time)
+    ));
+    l.push(format!("AccrueTime={}", ts_or_unknown(job.eligible_time)));
+    l.push(format!(
+        "StartTime={} EndTime={} Deadline=N/A",
+        ts_or_unknown(start),
+        ts_or_unknown(end)
+    ));
+    l.push(format!(
+        "SuspendTime=None SecsPreSuspend=0 LastSchedEval={} Scheduler=Main",
+        ts_or_unknown(job.last_sched_eval)
+    ));
+    l.push(format!(
+        "Partition={} AllocNode:Sid={}:0",
+        job.partition,
+        or_null(&spec.submit_host)
+    ));
+    l.push(format!(
+        "ReqNodeList={} ExcNodeList={}",
+        or_null(spec.nodelist.as_deref().unwrap_or("")),
+        or_null(spec.exclude.as_deref().unwrap_or(""))
+    ));
+    l.push(format!("NodeList={}", job.nodelist()));
+    if let Some(host) = job.alloc.as_ref().and_then(|a| a.nodes.first()) {
+        l.push(format!("BatchHost={host}"));
+    }
+    let cpt = spec.cpus_per_task.unwrap_or(1).max(1);
+    l.push(format!(
+        "NumNodes={} NumCPUs={} NumTasks={} CPUs/Task={cpt} ReqB:S:C:T=0:0:*:*",
+        jobfmt::node_count(job),
+        jobfmt::cpu_count(job),
+        job.req_tasks.max(1)
+    ));
+    l.push(format!("TRES={}", jobfmt::tres_scontrol(job)));
+    let ntpn = spec.ntasks_per_node.unwrap_or(0);
+    l.push(format!(
+        "Socks/Node=* NtasksPerN:B:S:C={ntpn}:0:*:* CoreSpec=*"
+    ));
+    let mem_key = match job.req_mem {
+        MemReq::PerCpu(_) => "MinMemoryCPU",
+        MemReq::PerNode(_) => "MinMemoryNode",
+    };
+    l.push(format!(
+        "MinCPUsNode={} {mem_key}={} MinTmpDiskNode=0",
+        cpt * ntpn.max(1),
+        jobfmt::req_mem_text(job)
+    ));
+    l.push("Features=(null) DelayBoot=00:00:00".into());
+    l.push(format!(
+        "OverSubscribe={} Contiguous=0 Licenses=(null) Network=(null)",
+        if spec.exclusive { "NO" } else { "OK" }
+    ));
+    l.push(format!("Command={}", or_null(&spec.command)));
+    l.push(format!("WorkDir={}", spec.work_dir));
+    if let Some(c) = spec.comment.as_deref().filter(|c| !c.is_empty()) {
+        l.push(format!("Comment={c}"));
+    }
+    l.push(format!("StdErr={}", jobfmt::std_path(job, Stream::Err)));
+    l.push(format!("StdIn={}", jobfmt::std_path(job, Stream::In)));
+    l.push(format!("StdOut={}", jobfmt::std_path(job, Stream::Out)));
+    l.push("Power=".into());
+    l
+}
+
+/// One job record as `scontrol show job` prints it.
+pub fn render_job(job: &Job, now: i64, details: bool, oneliner: bool) -> String {
+    join_record(&job_lines(job, now, details), oneliner, true)
+}
+
+/// The lines of `scontrol show node` for one node.
+pub fn node_lines(n: &Node) -> Vec<String> {
+    let mut l = Vec::new();
+    l.push(format!(
+        "NodeName={} Arch={} CoresPerSocket={} ",
+        n.name,
+        or_null(&n.arch),
+        n.cores_per_socket
+    ));
+    l.push(format!(
+        "CPUAlloc={} CPUEfctv={} CPUTot={} CPULoad={}",
+        n.alloc_cpus,
+        n.cpus,
+        n.cpus,
+        n.cpu_load
+            .map(|x| format!("{x:.2}"))
+            .unwrap_or_else(|| "N/A".into())
+    ));
+    let feats = n.features.join(",");
+    l.push(format!("AvailableFeatures={}", or_null(&feats)));
+    l.push(format!("ActiveFeatures={}", or_null(&feats)));
+    l.push("Gres=(null)".into());
+    l.push(format!(
+        "NodeAddr={} NodeHostName={} Version={}",
+        n.addr,
+        n.hostname,
+        or_null(&n.version)
+    ));
+    l.push(format!("OS={} ", or_null(&n.os)));
+    l.push(format!(
+        "RealMemory={} AllocMem={} FreeMem={} Sockets={} Boards=1",
+        n.real_memory,
+        n.alloc_mem,
+        n.free_mem
+            .map(|x| x.to_string())
+            .unwrap_or_else(|| "N/A".into()),
+        n.sockets
+    ));
+    l.push(format!(
+        "State={} ThreadsPerCore={} TmpDisk=0 Weight={} Owner=N/A MCS_label=N/A",
+        n.state_scontrol(),
+        n.threads_per_core,
+        n.weight
+    ));
+    l.push(format!("Partitions={} ", n.partitions.join(",")));
+    let none = |t: Option<i64>| t.map(fmt_ts).unwrap_or_else(|| "None".into());
+    l.push(format!(
+        "BootTime={} SlurmdStartTime={}",
+        none(n.boot_time),
+        none(n.agent_start_time)
+    ));
+    l.push(format!("LastBusyTime={}", ts_or_unknown(n.last_busy_time)));
+    l.push(format!(
+        "CfgTRES=cpu={},mem={},billing={}",
+        n.cpus,
+        jobfmt::fmt_mem_exact(n.real_memory),
+        n.cpus
+    ));
+    let alloc = if n.alloc_cpus > 0 {
+        format!(
+            "cpu={},mem={}",
+            n.alloc_cpus,
+            jobfmt::fmt_mem_exact(n.alloc_mem)
+        )
+    } else {
+        String::new()
+    };
+    l.push(format!("AllocTRES={alloc}"));
+    l.push("CapWatts=n/a".into());
+    l.push("CurrentWatts=0 AveWatts=0".into());
+    l.push("ExtSensorsJoules=n/s ExtSensorsWatts=0 ExtSensorsTemp=n/s".into());
+    if let Some(r) = n.reason.as_deref() {
+        let who = n.reason_uid.map(user_name).unwrap_or_else(|| "root".into());
+        l.push(format!(
+            "Reason={r} [{who}@{}]",
+            ts_or_unknown(n.reason_time)
+        ));
+    }
+    l
+}
+
+fn user_name(uid: u32) -> String {
+    nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .unwrap_or_else(|| uid.to_string())
+}
+
+/// One node record as `scontrol show node` prints it.
+pub fn render_node(n: &Node, oneliner: bool) -> String {
+    join_record(&node_lines(n), oneliner, false)
+}
+
+/// The lines of `scontrol show partition` for one partition.
+pub fn partition_lines(p: &Partition, nodes: &[Node]) -> Vec<String> {
+    let members: Vec<&Node> = nodes.iter().filter(|n| p.nodes.contains(&n.name)).collect();
+    let cpus: u32 = members.iter().map(|n| n.cpus).sum();
+    let mem: u64 = members.iter().map(|n| n.real_memory).sum();
+    let nnodes = p.nodes.len();
+    vec![
+        format!("PartitionName={}", p.name),
+        "AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL".into(),
+        format!(
+            "AllocNodes=ALL Default={} QoS=N/A",
+            if p.default { "YES" } else { "NO" }
+        ),
+        format!(
+            "DefaultTime={} DisableRootJobs=NO ExclusiveUser=NO GraceTime=0 Hidden=NO",
+            p.default_time
+                .map(|t| t.to_hms())
+                .unwrap_or_else(|| "NONE".into())
+        ),
+        format!(
+            "MaxNodes={} MaxTime={} MinNodes={} LLN=NO MaxCPUsPerNode=UNLIMITED",
+            p.max_nodes
+                .map(|n| n.to_string())
+                .unwrap_or_else(|| "UNLIMITED".into()),
+            p.max_time.to_hms(),
+            p.min_nodes
+        ),
+        format!("Nodes={}", or_null(&hostlist::compress(&p.nodes))),
+        format!(
+            "PriorityJobFactor={} PriorityTier={} RootOnly=NO ReqResv=NO OverSubscribe=NO",
+            p.priority_job_factor, p.priority_tier
+        ),
+        "OverTimeLimit=NONE PreemptMode=OFF".into(),
+        format!(
+            "State={} TotalCPUs={cpus} TotalNodes={nnodes} SelectTypeParameters=NONE",
+            p.state.as_str()
+        ),
+        "JobDefaults=(null)".into(),
+        "DefMemPerNode=UNLIMITED MaxMemPerNode=UNLIMITED".into(),
+        format!(
+            "TRES=cpu={cpus},mem={},node={nnodes},billing={cpus}",
+            jobfmt::fmt_mem_exact(mem)
+        ),
+    ]
+}
+
+/// One partition record as `scontrol show partition` prints it.
+pub fn render_partition(p: &Partition, nodes: &[Node], oneliner: bool) -> String {
+    join_record(&partition_lines(p, nodes), oneliner, false)
+}
+
+/// `scontrol show config`: header, `Key = Value` lines, and the controller's status.
+pub fn render_config(pairs: &[(String, String)], now: i64, host: &str) -> String {
+    let mut s = format!("Configuration data as of {}\n", fmt_ts(now));
+    for (k, v) in pairs {
+        s.push_str(&format!("{k:<23} = {v}\n"));
+    }
+    s.push_str(&format!("\nSlurmctld(primary) at {host} is UP\n"));
+    s
+}
+
 /// Runs `scontrol` with its full argv (argv[0] included).
-pub fn run(_args: Vec<OsString>) -> ExitCode {
-    eprintln!("scontrol: not implemented yet");
-    ExitCode::from(1)
+pub fn run(args: Vec<OsString>) -> ExitCode {
+    let args: Vec<String> = args
+        .into_iter()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let out = match parse_args(&args).and_then(|(o, w)| Ok((o, parse_command(&w)?))) {
+        Err(msg) => Output::err(format!("{msg}\n")),
+        Ok((opts, cmd)) => {
+            let mut client: Option<Client> = None;
+            let mut req = |r: &Request| -> Result<Response, ClientError> {
+                if client.is_none() {
+                    client = Some(Client::connect()?.0);
+                }
+                match client.as_mut() {
+                    Some(c) => c.request(r),
+                    None => Err(ClientError::Unreachable { hint: None }),
+                }
+            };
+            let nodelist = std::env::var("SLURM_NODELIST").ok();
+            let host = crate::config::short_hostname();
+            execute(&cmd, &opts, nodelist.as_deref(), &host, &mut req)
+        }
+    };
+    print!("{}", out.stdout);
+    eprint!("{}", out.stderr);
+    ExitCode::from(out.code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::jobfmt::testjobs::{T0, ended, job, running};
+    use crate::model::{ExitStatus, NodeState, Reason, TimeLimit};
+    use crate::proto::SlurmError;
+
+    fn words(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    fn job168() -> Job {
+        let mut j = running(job(168, "run16"), 16, T0 + 2);
+        j.priority = 11750;
+        j.time_limit = TimeLimit::Minutes(10);
+        j
+    }
+
+    fn golden_168(details: bool) -> String {
+        let t = fmt_ts;
+        format!(
+            "JobId=168 JobName=run16
+   UserId=alice(2001) GroupId=alice(2001) MCS_label=N/A
+   Priority=11750 Nice=0 Account=research QOS=normal
+   JobState=RUNNING Reason=None Dependency=(null)
+   Requeue=1 Restarts=0 BatchFlag=1 Reboot=0 ExitCode=0:0
+{}   RunTime=00:00:31 TimeLimit=00:10:00 TimeMin=N/A
+   SubmitTime={} EligibleTime={}
+   AccrueTime={}
+   StartTime={} EndTime={} Deadline=N/A
+   SuspendTime=None SecsPreSuspend=0 LastSchedEval={} Scheduler=Main
+   Partition=debug AllocNode:Sid=localhost:0
+   ReqNodeList=(null) ExcNodeList=(null)
+   NodeList=node01
+   BatchHost=node01
+   NumNodes=1 NumCPUs=16 NumTasks=16 CPUs/Task=1 ReqB:S:C:T=0:0:*:*
+   TRES=cpu=16,mem=6400M,node=1,billing=16
+   Socks/Node=* NtasksPerN:B:S:C=0:0:*:* CoreSpec=*
+   MinCPUsNode=1 MinMemoryCPU=400M MinTmpDiskNode=0
+   Features=(null) DelayBoot=00:00:00
+   OverSubscribe=OK Contiguous=0 Licenses=(null) Network=(null)
+   Command=(null)
+   WorkDir=/home/alice/golden-work
+   StdErr=/home/alice/golden-work/slurm-168.out
+   StdIn=/dev/null
+   StdOut=/home/alice/golden-work/slurm-168.out
+   Power=
+   
+
+",
+            if details {
+                "   DerivedExitCode=0:0\n"
+            } else {
+                ""
+            },
+            t(T0),
+            t(T0),
+            t(T0),
+            t(T0 + 2),
+            t(T0 + 2 + 600),
+            t(T0 + 2),
+        )
+    }
+
+    #[test]
+    fn show_job_running_matches_golden() {
+        let j = job168();
+        assert_eq!(render_job(&j, T0 + 33, false, false), golden_168(false));
+        assert_eq!(render_job(&j, T0 + 33, true, false), golden_168(true));
+    }
+
+    #[test]
+    fn show_job_oneliner_is_one_line_with_trailing_space() {
+        let line = render_job(&job168(), T0 + 33, false, true);
+        assert_eq!(line.matches('\n').count(), 1);
+        assert!(line.starts_with("JobId=168 JobName=run16 UserId=alice(2001) GroupId="));
+        assert!(
+            line.ends_with(
+                "StdIn=/dev/null StdOut=/home/alice/golden-work/slurm-168.out Power= \n"
+            )
+        );
+        // The one-liner is the multi-line record with "\n   " turned into spaces.
+        let multi = render_job(&job168(), T0 + 33, false, false);
+        assert_eq!(
+            multi.trim_end_matches('\n').replace("\n   ", " "),
+            line.trim_end_matches('\n')
+        );
+    }
+
+    #[test]
+    fn show_job_pending_held_and_finished() {
+        let mut j = job(174, "held");
+        j.priority = 0;
+        j.reason = Reason::JobHeldUser;
+        j.eligible_time = None;
+        let s = render_job(&j, T0 + 10, false, false);
+        assert!(s.contains("   JobState=PENDING Reason=JobHeldUser Dependency=(null)\n"));
+        assert!(s.contains(&format!(
+            "   SubmitTime={} EligibleTime=Unknown\n   AccrueTime=Unknown\n",
+            fmt_ts(T0)
+        )));
+        assert!(s.contains("   StartTime=Unknown EndTime=Unknown Deadline=N/A\n"));
+        assert!(s.contains("   NodeList=\n   NumNodes=1 NumCPUs=1 NumTasks=1 CPUs/Task=1"));
+        assert!(!s.contains("BatchHost"));
+        assert!(s.contains("   TRES=cpu=1,mem=400M,node=1,billing=1\n"));
+
+        let f = ended(
+            running(job(195, "exit3"), 1, T0 + 3),
+            JobState::Failed,
+            ExitStatus { code: 3, signal: 0 },
+            T0 + 3,
+        );
+        let s = render_job(&f, T0 + 100, false, false);
+        assert!(s.contains("JobState=FAILED"));
+        assert!(s.contains("ExitCode=3:0\n   RunTime=00:00:00 TimeLimit=01:00:00"));
+        assert!(s.contains(&format!(
+            "StartTime={} EndTime={} Deadline",
+            fmt_ts(T0 + 3),
+            fmt_ts(T0 + 3)
+        )));
+    }
+
+    #[test]
+    fn show_job_begin_time_and_options() {
+        let mut j = job(176, "later");
+        j.reason = Reason::BeginTime;
+        j.spec.begin = Some(T0 + 3600);
+        j.spec.command = "/home/alice/golden-work/env.sh".into();
+        j.spec.cpus_per_task = Some(2);
+        j.spec.ntasks_per_node = Some(2);
+        j.spec.stdout = Some("out-%j-%x.txt".into());
+        j.spec.stderr = Some("/tmp/err-%u.txt".into());
+        j.req_mem = MemReq::PerNode(1024);
+        let s = render_job(&j, T0, false, false);
+        assert!(s.contains(&format!(
+            "StartTime={} EndTime={}",
+            fmt_ts(T0 + 3600),
+            fmt_ts(T0 + 7200)
+        )));
+        assert!(s.contains("   Command=/home/alice/golden-work/env.sh\n"));
+        assert!(s.contains("NtasksPerN:B:S:C=2:0:*:*"));
+        assert!(s.contains("   MinCPUsNode=4 MinMemoryNode=1G MinTmpDiskNode=0\n"));
+        assert!(s.contains("CPUs/Task=2"));
+        assert!(s.contains("   StdErr=/tmp/err-alice.txt\n"));
+        assert!(s.contains("   StdOut=/home/alice/golden-work/out-176-later.txt\n"));
+    }
+
+    fn node01() -> Node {
+        let mut n = Node::new("node01", 32, 16000);
+        n.state = NodeState::Up;
+        n.addr = "127.0.0.1".into();
+        n.arch = "x86_64".into();
+        n.sockets = 2;
+        n.cores_per_socket = 16;
+        n.alloc_cpus = 27;
+        n.alloc_mem = 10800;
+        n.free_mem = Some(23660);
+        n.cpu_load = Some(0.64);
+        n.version = "22.05.8".into();
+        n.os = "Linux 6.18.44-fc-v595 #1 SMP PREEMPT_DYNAMIC @0".into();
+        n.partitions = vec!["debug".into(), "batch".into()];
+        n.boot_time = Some(T0 - 1127);
+        n.agent_start_time = Some(T0 - 301);
+        n.last_busy_time = Some(T0 - 1);
+        n
+    }
+
+    #[test]
+    fn show_node_matches_golden() {
+        let t = fmt_ts;
+        let want = format!(
+            "NodeName=node01 Arch=x86_64 CoresPerSocket=16 
+   CPUAlloc=27 CPUEfctv=32 CPUTot=32 CPULoad=0.64
+   AvailableFeatures=(null)
+   ActiveFeatures=(null)
+   Gres=(null)
+   NodeAddr=127.0.0.1 NodeHostName=node01 Version=22.05.8
+   OS=Linux 6.18.44-fc-v595 #1 SMP PREEMPT_DYNAMIC @0 
+   RealMemory=16000 AllocMem=10800 FreeMem=23660 Sockets=2 Boards=1
+   State=MIXED ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A
+   Partitions=debug,batch 
+   BootTime={} SlurmdStartTime={}
+   LastBusyTime={}
+   CfgTRES=cpu=32,mem=16000M,billing=32
+   AllocTRES=cpu=27,mem=10800M
+   CapWatts=n/a
+   CurrentWatts=0 AveWatts=0
+   ExtSensorsJoules=n/s ExtSensorsWatts=0 ExtSensorsTemp=n/s
+
+",
+            t(T0 - 1127),
+            t(T0 - 301),
+            t(T0 - 1)
+        );
+        assert_eq!(render_node(&node01(), false), want);
+        let one = render_node(&node01(), true);
+        assert_eq!(one.matches('\n').count(), 1);
+        assert!(one.contains(" CPUTot=32 "));
+    }
+
+    fn partitions() -> Vec<Partition> {
+        let mut debug = Partition::new("debug", vec!["node01".into()]);
+        debug.default = true;
+        debug.max_time = TimeLimit::Minutes(60);
+        let batch = Partition::new("batch", vec!["node01".into()]);
+        vec![debug, batch]
+    }
+
+    #[test]
+    fn show_partition_matches_golden() {
+        let want = "PartitionName=debug
+   AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL
+   AllocNodes=ALL Default=YES QoS=N/A
+   DefaultTime=NONE DisableRootJobs=NO ExclusiveUser=NO GraceTime=0 Hidden=NO
+   MaxNodes=UNLIMITED MaxTime=01:00:00 MinNodes=0 LLN=NO MaxCPUsPerNode=UNLIMITED
+   Nodes=node01
+   PriorityJobFactor=1 PriorityTier=1 RootOnly=NO ReqResv=NO OverSubscribe=NO
+   OverTimeLimit=NONE PreemptMode=OFF
+   State=UP TotalCPUs=32 TotalNodes=1 SelectTypeParameters=NONE
+   JobDefaults=(null)
+   DefMemPerNode=UNLIMITED MaxMemPerNode=UNLIMITED
+   TRES=cpu=32,mem=16000M,node=1,billing=32
+
+";
+        let parts = partitions();
+        assert_eq!(render_partition(&parts[0], &[node01()], false), want);
+        let one = render_partition(&parts[1], &[node01()], true);
+        assert!(one.starts_with("PartitionName=batch AllowGroups=ALL "));
+        assert!(one.contains(" MaxTime=UNLIMITED "));
+        assert!(one.split_whitespace().all(|t| t.contains('=')), "{one}");
+    }
+
+    #[test]
+    fn config_lines_are_padded() {
+        let pairs = vec![
+            ("MinJobAge".to_string(), "300 sec".to_string()),
+            (
+                "AccountingStorageBackupHost".to_string(),
+                "(null)".to_string(),
+            ),
+        ];
+        let s = render_config(&pairs, T0, "vm");
+        let want = format!(
+            "Configuration data as of {}\nMinJobAge               = 300 sec\n\
+             AccountingStorageBackupHost = (null)\n\nSlurmctld(primary) at vm is UP\n",
+            fmt_ts(T0)
+        );
+        assert_eq!(s, want);
+    }
+
+    /// Runs argv against a fake controller answering with `answer`, recording requests.
+    fn exec_with(argv: &str, answer: Response) -> (Output, Vec<Request>) {
+        let mut seen = Vec::new();
+        let args = words(argv);
+        let out = match parse_args(&args).and_then(|(o, w)| Ok((o, parse_command(&w)?))) {
+            Err(m) => Output::err(format!("{m}\n")),
+            Ok((opts, cmd)) => {
+                let mut req = |r: &Request| {
+                    seen.push(r.clone());
+                    Ok(answer.clone())
+                };
+                execute(&cmd, &opts, Some("a[1-2],b7"), "vm", &mut req)
+            }
+        };
+        (out, seen)
+    }
+
+    #[test]
+    fn hostlist_commands_never_contact_the_controller() {
+        let (o, seen) = exec_with("show hostnames node-[001-003,007]", Response::Ok);
+        assert_eq!(o.stdout, "node-001\nnode-002\nnode-003\nnode-007\n");
+        assert!(seen.is_empty());
+        let (o, _) = exec_with("show hostname", Response::Ok);
+        assert_eq!(o.stdout, "a1\na2\nb7\n");
+        let (o, _) = exec_with("SHOW HOSTN n[1-2]", Response::Ok);
+        assert_eq!(o.stdout, "n1\nn2\n");
+        let (o, _) = exec_with(
+            "show hostlist node-001,node-002,node-003,node-007",
+            Response::Ok,
+        );
+        assert_eq!(o.stdout, "node-[001-003,007]\n");
+        let (o, _) = exec_with("show hostlist node1,node2,node10,node3", Response::Ok);
+        assert_eq!(o.stdout, "node[1-2,10,3]\n");
+        let (o, _) = exec_with(
+            "show hostlistsorted node-007,node-001,node-003,node-002,gpu1",
+            Response::Ok,
+        );
+        assert_eq!(o.stdout, "gpu1,node-[001-003,007]\n");
+        let (o, _) = exec_with("show hostlist tux2,tux1,tux2", Response::Ok);
+        assert_eq!(o.stdout, "tux[2,1-2]\n");
+        let (o, seen) = exec_with("show hostlistsorted tux2,tux1,tux2", Response::Ok);
+        assert_eq!(o.stdout, "tux[1-2,2]\n");
+        assert!(seen.is_empty());
+        let (o, _) = exec_with("show hostnames n[1-3]-[a,b],x", Response::Ok);
+        assert_eq!(o.code, 0);
+        assert!(o.stdout.is_empty());
+        assert!(o.stderr.ends_with("Invalid hostlist: n[1-3]-[a,b],x\n"));
+    }
+
+    #[test]
+    fn show_job_errors_and_queries() {
+        let empty = Response::Jobs {
+            jobs: vec![],
+            now: T0,
+        };
+        let (o, seen) = exec_with("show job 999999", empty.clone());
+        assert_eq!(o.code, 1);
+        assert_eq!(
+            o.stderr,
+            "slurm_load_jobs error: Invalid job id specified\n"
+        );
+        assert_eq!(
+            seen,
+            vec![Request::Jobs(JobFilter {
+                ids: vec![999999],
+                ..JobFilter::default()
+            })]
+        );
+        let (o, seen) = exec_with("show job abc", empty);
+        assert_eq!(o.code, 1);
+        assert!(seen.is_empty());
+        let jobs = Response::Jobs {
+            jobs: vec![job168()],
+            now: T0 + 33,
+        };
+        let (o, _) = exec_with("-o show job 168", jobs.clone());
+        assert_eq!(o.stdout.lines().count(), 1);
+        let (o, _) = exec_with("show -d jobs 168", jobs.clone());
+        assert_eq!(o.stdout, golden_168(true));
+        let (o, _) = exec_with("show job 168 --details", jobs);
+        assert!(o.stdout.contains("DerivedExitCode=0:0"));
+    }
+
+    #[test]
+    fn show_node_and_partition_not_found() {
+        let nodes = Response::Nodes {
+            nodes: vec![node01()],
+            partitions: partitions(),
+            now: T0,
+        };
+        let (o, _) = exec_with("show node nosuch", nodes.clone());
+        assert_eq!((o.code, o.stdout.as_str()), (1, "Node nosuch not found\n"));
+        let (o, _) = exec_with("show partition nosuch", nodes.clone());
+        assert_eq!(
+            (o.code, o.stdout.as_str()),
+            (1, "Partition nosuch not found\n")
+        );
+        let (o, _) = exec_with("show part", nodes.clone());
+        assert_eq!(o.stdout.matches("PartitionName=").count(), 2);
+        let (o, _) = exec_with("show part debug -o", nodes.clone());
+        assert_eq!(o.stdout.lines().count(), 1);
+        let (o, _) = exec_with("show n node01", nodes);
+        assert!(o.stdout.starts_with("NodeName=node01 "));
+    }
+
+    #[test]
+    fn hold_release_errors_follow_slurm() {
+        let denied = Response::Results(vec![JobResult {
+            id: 175,
+            error: Some(SlurmError::AccessDenied),
+        }]);
+        let (o, seen) = exec_with("release 175", denied);
+        assert_eq!(o.code, 1);
+        assert_eq!(
+            o.stderr,
+            "Access/permission denied for job 175\nslurm_suspend error: Access/permission denied\n"
+        );
+        assert_eq!(seen, vec![Request::Release { ids: vec![175] }]);
+        let (o, _) = exec_with("hold 999999", Response::Error(SlurmError::InvalidJobId));
+        assert_eq!(
+            o.stderr,
+            "Invalid job id specified for job 999999\nslurm_suspend error: Invalid job id specified\n"
+        );
+        let (o, seen) = exec_with("uhold 174,176 177", Response::Results(vec![]));
+        assert_eq!(o, Output::default());
+        assert_eq!(
+            seen,
+            vec![Request::Hold {
+                ids: vec![174, 176, 177],
+                user_hold: true
+            }]
+        );
+        let (_, seen) = exec_with("requeuehold 5", Response::Ok);
+        assert_eq!(
+            seen,
+            vec![Request::Requeue {
+                ids: vec![5],
+                hold: true
+            }]
+        );
+        let (_, seen) = exec_with("requeue 5", Response::Ok);
+        assert_eq!(
+            seen,
+            vec![Request::Requeue {
+                ids: vec![5],
+                hold: false
+            }]
+        );
+    }
+
+    #[test]
+    fn keywords_and_bad_input() {
+        let (o, _) = exec_with("bogus", Response::Ok);
+        assert_eq!((o.code, o.stderr.as_str()), (1, "invalid keyword: bogus\n"));
+        let (o, _) = exec_with("--bogus show job", Response::Ok);
+        assert_eq!(o.code, 1);
+        assert!(
+            o.stderr
+                .starts_with("scontrol: unrecognized option '--bogus'")
+        );
+        let (o, _) = exec_with("-M anchor show hostlist a1,a2", Response::Ok);
+        assert_eq!(o.stdout, "a[1-2]\n");
+        let (o, _) = exec_with("show", Response::Ok);
+        assert_eq!(o.code, 1);
+    }
+
+    #[test]
+    fn update_job_and_node() {
+        let (o, seen) = exec_with("update JobId=12 TimeLimit=10 Name=x Nice=5", Response::Ok);
+        assert_eq!(o, Output::default());
+        assert_eq!(
+            seen,
+            vec![Request::UpdateJob {
+                id: 12,
+                updates: vec![
+                    JobUpdate::TimeLimit(TimeLimit::Minutes(10)),
+                    JobUpdate::Name("x".into()),
+                    JobUpdate::Nice(5),
+                ]
+            }]
+        );
+        let (_, seen) = exec_with(
+            "update jobid=12 timelimit=0:05:00 partition=batch",
+            Response::Ok,
+        );
+        assert_eq!(
+            seen,
+            vec![Request::UpdateJob {
+                id: 12,
+                updates: vec![
+                    JobUpdate::TimeLimit(TimeLimit::Minutes(5)),
+                    JobUpdate::Partition("batch".into()),
+                ]
+            }]
+        );
+        let (o, seen) = exec_with("update JobId=12 TimeLimit=notatime", Response::Ok);
+        assert_eq!(o.code, 1);
+        assert!(o.stderr.starts_with("Invalid TimeLimit value: notatime"));
+        assert!(seen.is_empty());
+        let (o, _) = exec_with("update JobId=12 Colour=blue", Response::Ok);
+        assert_eq!(
+            o.stderr,
+            "Update of this parameter is not supported: Colour=blue\nRequest aborted\n"
+        );
+        let (o, _) = exec_with(
+            "update JobId=999999992 TimeLimit=5",
+            Response::Error(SlurmError::InvalidJobId),
+        );
+        assert_eq!(
+            (o.code, o.stderr.as_str()),
+            (1, "slurm_update error: Invalid job id specified\n")
+        );
+        let (_, seen) = exec_with(
+            "update NodeName=n[1-2] State=DRAIN Reason=disk",
+            Response::Ok,
+        );
+        assert_eq!(
+            seen,
+            vec![Request::UpdateNode {
+                names: vec!["n1".into(), "n2".into()],
+                update: NodeUpdate::Drain {
+                    reason: "disk".into()
+                }
+            }]
+        );
+        let (_, seen) = exec_with("update nodename=n1 state=resume", Response::Ok);
+        assert_eq!(
+            seen,
+            vec![Request::UpdateNode {
+                names: vec!["n1".into()],
+                update: NodeUpdate::Resume
+            }]
+        );
+        let (o, seen) = exec_with("update NodeName=n1 State=DOWN", Response::Ok);
+        assert_eq!(o.code, 1);
+        assert!(seen.is_empty());
+    }
 }

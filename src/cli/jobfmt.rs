@@ -1,0 +1,252 @@
+//! Job values rendered the way both `scontrol show job` and `sacct` print them: memory
+//! with Slurm's "exact" unit rule, TRES strings, and the job's standard-stream paths
+//! with their `%` patterns filled in (cf. src/common/slurm_protocol_defs.c
+//! `convert_num_unit2` with CONVERT_NUM_UNIT_EXACT, and slurmctld's `_fill_std_path`).
+
+use crate::model::{Job, MemReq};
+
+/// Formats MiB as Slurm prints memory in TRES strings and `MinMemory*`: the value moves
+/// up a unit only while it is a multiple of half that unit (`6400M` stays, `12800M` is
+/// `12.50G`, `1024M` is `1G`).
+pub fn fmt_mem_exact(mb: u64) -> String {
+    const UNITS: [char; 5] = ['M', 'G', 'T', 'P', 'E'];
+    let mut v = mb as f64;
+    let mut raw = mb;
+    let mut u = 0;
+    while raw >= 1024 && raw.is_multiple_of(512) && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        raw /= 1024;
+        u += 1;
+        if v.fract() != 0.0 {
+            break;
+        }
+    }
+    if v.fract() == 0.0 {
+        format!("{}{}", v as u64, UNITS[u])
+    } else {
+        format!("{:.2}{}", v, UNITS[u])
+    }
+}
+
+/// Number of nodes the job holds, or asks for while it holds none.
+pub fn node_count(job: &Job) -> u32 {
+    match &job.alloc {
+        Some(a) if !a.nodes.is_empty() => a.nodes.len() as u32,
+        _ => job.req_nodes.max(1),
+    }
+}
+
+/// CPUs the job holds, or asks for while it holds none.
+pub fn cpu_count(job: &Job) -> u32 {
+    match &job.alloc {
+        Some(a) if a.total_cpus() > 0 => a.total_cpus(),
+        _ => job.req_cpus.max(1),
+    }
+}
+
+/// Total memory of the job in MiB (per-CPU requests times CPUs, per-node times nodes).
+pub fn total_mem_mb(job: &Job) -> u64 {
+    match job.req_mem {
+        MemReq::PerCpu(m) => m * u64::from(cpu_count(job)),
+        MemReq::PerNode(m) => {
+            let per_node = match &job.alloc {
+                Some(a) if m == 0 => a.mem_per_node,
+                _ => m,
+            };
+            per_node * u64::from(node_count(job))
+        }
+    }
+}
+
+/// `cpu=N,mem=M,node=K,billing=N` as scontrol's `TRES=` prints it.
+pub fn tres_scontrol(job: &Job) -> String {
+    let cpus = cpu_count(job);
+    format!(
+        "cpu={cpus},mem={},node={},billing={cpus}",
+        fmt_mem_exact(total_mem_mb(job)),
+        node_count(job)
+    )
+}
+
+/// `billing=N,cpu=N,mem=M,node=K` as sacct's `AllocTRES`/`ReqTRES` print it (sorted keys).
+pub fn tres_sacct(job: &Job) -> String {
+    let cpus = cpu_count(job);
+    format!(
+        "billing={cpus},cpu={cpus},mem={},node={}",
+        fmt_mem_exact(total_mem_mb(job)),
+        node_count(job)
+    )
+}
+
+/// `ReqMem` / `MinMemory*` value: `400M` per CPU or per node, exact units.
+pub fn req_mem_text(job: &Job) -> String {
+    match job.req_mem {
+        MemReq::PerCpu(m) | MemReq::PerNode(m) => fmt_mem_exact(m),
+    }
+}
+
+/// Which standard stream of a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    In,
+    Out,
+    Err,
+}
+
+/// The job's path for `which` as scontrol shows it: the pattern (or Slurm's default)
+/// with `%%`, `%j`, `%J`, `%A`, `%a`, `%u`, `%x` and, once allocated, `%N` filled in,
+/// made absolute against the working directory. Other patterns stay as written.
+pub fn std_path(job: &Job, which: Stream) -> String {
+    let pattern = match which {
+        Stream::In => job.spec.stdin.clone().unwrap_or_else(|| "/dev/null".into()),
+        Stream::Out => job
+            .spec
+            .stdout
+            .clone()
+            .unwrap_or_else(|| "slurm-%j.out".into()),
+        Stream::Err => match (&job.spec.stderr, &job.spec.stdout) {
+            (Some(e), _) => e.clone(),
+            (None, Some(o)) => o.clone(),
+            (None, None) => "slurm-%j.out".into(),
+        },
+    };
+    let filled = fill_pattern(&pattern, job);
+    if filled.starts_with('/') || job.spec.work_dir.is_empty() {
+        filled
+    } else {
+        format!("{}/{}", job.spec.work_dir.trim_end_matches('/'), filled)
+    }
+}
+
+fn fill_pattern(p: &str, job: &Job) -> String {
+    let mut out = String::new();
+    let mut chars = p.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        let mut width = String::new();
+        while let Some(d) = chars.peek().filter(|d| d.is_ascii_digit()) {
+            width.push(*d);
+            chars.next();
+        }
+        let w: usize = width.parse().unwrap_or(0).min(10);
+        let Some(spec) = chars.next() else {
+            out.push('%');
+            out.push_str(&width);
+            break;
+        };
+        let num = |n: u64| format!("{n:0w$}");
+        let first_node = job.alloc.as_ref().and_then(|a| a.nodes.first().cloned());
+        match spec {
+            '%' => out.push('%'),
+            'j' | 'J' | 'A' => out.push_str(&num(u64::from(job.id))),
+            'a' => out.push_str(&num(4_294_967_294)),
+            'u' => out.push_str(&job.user),
+            'x' => out.push_str(&job.spec.name),
+            'N' if first_node.is_some() => out.push_str(&first_node.unwrap_or_default()),
+            other => {
+                out.push('%');
+                out.push_str(&width);
+                out.push(other);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_memory_units() {
+        assert_eq!(fmt_mem_exact(400), "400M");
+        assert_eq!(fmt_mem_exact(1600), "1600M");
+        assert_eq!(fmt_mem_exact(6400), "6400M");
+        assert_eq!(fmt_mem_exact(10800), "10800M");
+        assert_eq!(fmt_mem_exact(16000), "16000M");
+        assert_eq!(fmt_mem_exact(12800), "12.50G");
+        assert_eq!(fmt_mem_exact(1024), "1G");
+        assert_eq!(fmt_mem_exact(64), "64M");
+        assert_eq!(fmt_mem_exact(0), "0M");
+        assert_eq!(fmt_mem_exact(2 * 1024 * 1024), "2T");
+    }
+}
+
+/// Hand-made jobs for the front-ends' unit tests (the golden `alice` setup).
+#[cfg(test)]
+pub(crate) mod testjobs {
+    use crate::model::job::Allocation;
+    use crate::model::{ExitStatus, Job, JobSpec, JobState, MemReq, Reason, TimeLimit};
+
+    /// 2026-11-29T14:55:35Z.
+    pub const T0: i64 = 1_795_964_135;
+
+    /// A one-CPU job of alice's in `debug`, submitted at `T0`, still pending.
+    pub fn job(id: u32, name: &str) -> Job {
+        Job {
+            id,
+            spec: JobSpec {
+                name: name.into(),
+                work_dir: "/home/alice/golden-work".into(),
+                submit_dir: "/home/alice/golden-work".into(),
+                submit_host: "localhost".into(),
+                ..JobSpec::default()
+            },
+            uid: 2001,
+            gid: 2001,
+            user: "alice".into(),
+            group: "alice".into(),
+            partition: "debug".into(),
+            account: "research".into(),
+            qos: "normal".into(),
+            time_limit: TimeLimit::Minutes(60),
+            req_cpus: 1,
+            req_tasks: 1,
+            req_nodes: 1,
+            req_mem: MemReq::PerCpu(400),
+            state: JobState::Pending,
+            completing: false,
+            reason: Reason::None,
+            priority: 11515,
+            hold: None,
+            submit_time: T0,
+            eligible_time: Some(T0),
+            start_time: None,
+            end_time: None,
+            suspended_secs: 0,
+            alloc: None,
+            exit: ExitStatus::default(),
+            derived_exit: ExitStatus::default(),
+            restarts: 0,
+            cancelled_by: None,
+            steps: Vec::new(),
+            last_sched_eval: Some(T0),
+        }
+    }
+
+    /// Makes `job` run on node01 with `cpus` CPUs from `start`.
+    pub fn running(mut job: Job, cpus: u32, start: i64) -> Job {
+        job.state = JobState::Running;
+        job.req_cpus = cpus;
+        job.req_tasks = cpus;
+        job.start_time = Some(start);
+        job.last_sched_eval = Some(start);
+        job.alloc = Some(Allocation {
+            nodes: vec!["node01".into()],
+            cpus: vec![cpus],
+            mem_per_node: 400 * u64::from(cpus),
+        });
+        job
+    }
+
+    /// Makes `job` end at `end` in `state` with `exit`.
+    pub fn ended(mut job: Job, state: JobState, exit: ExitStatus, end: i64) -> Job {
+        job.state = state;
+        job.exit = exit;
+        job.end_time = Some(end);
+        job
+    }
+}
