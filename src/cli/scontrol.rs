@@ -265,6 +265,14 @@ fn parse_update(rest: &[String]) -> Result<Command, String> {
                 },
                 "jobname" | "name" => updates.push(JobUpdate::Name(v.clone())),
                 "partition" => updates.push(JobUpdate::Partition(v.clone())),
+                "starttime" | "begintime" => {
+                    match crate::cli::timeparse::parse_time_local(v, false) {
+                        Ok(t) => updates.push(JobUpdate::BeginTime(t)),
+                        Err(_) => {
+                            return Err(format!("Invalid StartTime value: {v}\nRequest aborted"));
+                        }
+                    }
+                }
                 "nice" => match v.parse::<i32>() {
                     Ok(n) if (-2_147_483_645..=2_147_483_645).contains(&n) => {
                         updates.push(JobUpdate::Nice(n))

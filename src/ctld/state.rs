@@ -24,6 +24,10 @@ use std::collections::{BTreeMap, HashMap};
 /// `--nice`, so that equal jobs run in submission order.
 const BASE_PRIORITY: i64 = 100_000;
 
+/// Seconds a requeued job waits before it is eligible again (reason BeginTime), so that
+/// its node finishes cleaning up and the requeue is visible as PENDING.
+const REQUEUE_DELAY: i64 = 5;
+
 /// Who is asking (from SO_PEERCRED).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Caller {
@@ -729,13 +733,12 @@ impl Cluster {
             j.start_time = None;
             j.end_time = None;
             j.exit = ExitStatus::default();
-            j.eligible_time = Some(now);
+            j.eligible_time = Some(now + REQUEUE_DELAY);
+            j.reason = Reason::BeginTime;
             if hold {
                 j.hold = Some(HoldKind::User);
                 j.priority = 0;
                 j.reason = Reason::JobHeldUser;
-            } else {
-                j.reason = Reason::None;
             }
         } else if !was_completing {
             j.end_time = Some(end_time);
@@ -943,7 +946,7 @@ impl Cluster {
             if j.hold.take().is_some() {
                 j.priority = priority_of(j);
                 j.reason = Reason::None;
-                j.eligible_time.get_or_insert(now);
+                j.eligible_time = Some(j.spec.begin.unwrap_or(now).max(now));
             }
             Ok(())
         })
@@ -1044,6 +1047,15 @@ impl Cluster {
                     new.time_limit = *t;
                 }
                 JobUpdate::Name(n) => new.spec.name = n.clone(),
+                JobUpdate::BeginTime(t) => {
+                    if new.state != JobState::Pending {
+                        return Err(SlurmError::NotPending);
+                    }
+                    new.spec.begin = Some(*t);
+                    if new.hold.is_none() {
+                        new.eligible_time = Some(*t);
+                    }
+                }
                 JobUpdate::Nice(n) => {
                     if *n < new.spec.nice && !op {
                         return Err(SlurmError::AccessDenied);

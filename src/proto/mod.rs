@@ -100,6 +100,8 @@ pub enum JobUpdate {
     Name(String),
     Partition(String),
     Nice(i32),
+    /// `StartTime=`/`BeginTime=`: the earliest start, epoch seconds (pending jobs).
+    BeginTime(i64),
 }
 
 /// A change to a node (`scontrol update NodeName=… State=…`).

@@ -109,14 +109,15 @@ pub fn schedule(
     out
 }
 
-/// Reasons that do not depend on resources.
+/// Reasons that do not depend on resources. A job becomes eligible at its
+/// `eligible_time` (`--begin`, release, or a requeue's delay).
 fn pre_check(job: &Job, now: i64) -> Option<Reason> {
     match job.hold {
         Some(HoldKind::User) => return Some(Reason::JobHeldUser),
         Some(HoldKind::Admin) => return Some(Reason::JobHeldAdmin),
         None => {}
     }
-    if job.spec.begin.is_some_and(|b| b > now) {
+    if job.eligible_time.is_none_or(|e| e > now) {
         return Some(Reason::BeginTime);
     }
     None

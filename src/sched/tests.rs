@@ -41,7 +41,7 @@ fn job(id: u32, tasks: u32, mem_per_cpu: u64) -> Job {
         priority: 100,
         hold: None,
         submit_time: i64::from(id),
-        eligible_time: None,
+        eligible_time: Some(0),
         start_time: None,
         end_time: None,
         suspended_secs: 0,
@@ -104,6 +104,7 @@ fn held_and_future_jobs_wait_with_their_reason() {
     b.hold = Some(HoldKind::Admin);
     let mut c = job(3, 1, 10);
     c.spec.begin = Some(100);
+    c.eligible_time = Some(100);
     let jobs = [a, b, c];
     let refs: Vec<&Job> = jobs.iter().collect();
     let d = schedule(&refs, &nodes, &parts, 50);

@@ -277,6 +277,9 @@ fn requeue_runs_the_job_again() {
     assert_eq!(c.jobs[&id].restarts, 1);
     let mut fx = Effects::default();
     c.schedule(3, &mut fx);
+    assert!(launches(&fx).is_empty());
+    assert_eq!(c.jobs[&id].reason, Reason::BeginTime);
+    c.schedule(2 + REQUEUE_DELAY, &mut fx);
     assert_eq!(launches(&fx), vec![id]);
     c.sanity_check().unwrap();
 }
