@@ -224,6 +224,7 @@ pub(crate) mod testjobs {
             cancelled_by: None,
             steps: Vec::new(),
             last_sched_eval: Some(T0),
+            sched: Default::default(),
         }
     }
 
@@ -238,6 +239,7 @@ pub(crate) mod testjobs {
             nodes: vec!["node01".into()],
             cpus: vec![cpus],
             mem_per_node: 400 * u64::from(cpus),
+            ..Default::default()
         });
         job
     }

@@ -883,6 +883,7 @@ mod tests {
             cancelled_by: None,
             steps: Vec::new(),
             last_sched_eval: None,
+            sched: Default::default(),
         }
     }
 

@@ -1053,6 +1053,7 @@ mod tests {
             cancelled_by: None,
             steps: Vec::new(),
             last_sched_eval: None,
+            sched: Default::default(),
         }
     }
 
@@ -1072,6 +1073,7 @@ mod tests {
             nodes: vec!["node01".into()],
             cpus: vec![cpus],
             mem_per_node: 400 * u64::from(cpus),
+            ..Default::default()
         });
         j
     }
@@ -1236,6 +1238,7 @@ mod tests {
             nodes: vec!["node01".into()],
             cpus: vec![1],
             mem_per_node: 400,
+            ..Default::default()
         });
         let jobs = vec![f];
         let header = "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)\n";

@@ -293,6 +293,7 @@ impl Cluster {
             cancelled_by: None,
             steps: Vec::new(),
             last_sched_eval: None,
+            sched: Default::default(),
             spec,
         };
         if job.spec.nice < 0 && !self.is_operator(caller) {
@@ -628,6 +629,7 @@ impl Cluster {
                     nodes: vec![node.clone()],
                     cpus: vec![cpus],
                     mem_per_node: mem,
+                    ..Default::default()
                 };
                 let part = self.jobs[&id].partition.clone();
                 self.charge(&alloc, false, 1);

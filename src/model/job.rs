@@ -6,6 +6,7 @@
 //! which wins over the base state when shown (`CG`). A job in a terminal base state has
 //! `end_time` set.
 
+use super::gres::{GresReq, LicenseReq};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -172,6 +173,66 @@ pub struct JobSpec {
     /// The submitting process's umask (SLURM_UMASK).
     #[serde(default)]
     pub umask: u32,
+    /// `--gres`: generic resources per node.
+    #[serde(default)]
+    pub gres: Vec<GresReq>,
+    /// `--gpus`: GPUs for the whole job.
+    #[serde(default)]
+    pub gpus: Option<GresReq>,
+    /// `--gpus-per-node`.
+    #[serde(default)]
+    pub gpus_per_node: Option<GresReq>,
+    /// `--gpus-per-task`.
+    #[serde(default)]
+    pub gpus_per_task: Option<GresReq>,
+    /// `--cpus-per-gpu`.
+    #[serde(default)]
+    pub cpus_per_gpu: Option<u32>,
+    /// `--mem-per-gpu`, MiB.
+    #[serde(default)]
+    pub mem_per_gpu: Option<u64>,
+    /// `--constraint` as given (validated by the client).
+    #[serde(default)]
+    pub constraint: Option<String>,
+    /// `--contiguous`: nodes with consecutive names/indices.
+    #[serde(default)]
+    pub contiguous: bool,
+    /// `--distribution` as given (`block`, `cyclic`, `plane=4`, `arbitrary`, with an
+    /// optional `:…` socket part).
+    #[serde(default)]
+    pub distribution: Option<String>,
+    /// `--overcommit`: allocate as if one task per node.
+    #[serde(default)]
+    pub overcommit: bool,
+    /// `--oversubscribe`: may share CPUs where the partition allows it.
+    #[serde(default)]
+    pub oversubscribe: bool,
+    /// `--licenses`.
+    #[serde(default)]
+    pub licenses: Vec<LicenseReq>,
+}
+
+impl JobSpec {
+    /// Whether the job asks for any GPU or other generic resource.
+    pub fn wants_gres(&self) -> bool {
+        !self.gres.is_empty()
+            || self.gpus.is_some()
+            || self.gpus_per_node.is_some()
+            || self.gpus_per_task.is_some()
+    }
+
+    /// `TresPerNode=`/squeue `%b` text: `gres:gpu:4`, `N/A` when none.
+    pub fn tres_per_node(&self) -> String {
+        let mut v = self.gres.clone();
+        if let Some(g) = &self.gpus_per_node {
+            v.push(g.clone());
+        }
+        if v.is_empty() {
+            "N/A".into()
+        } else {
+            super::gres::fmt_tres_per_node(&v)
+        }
+    }
 }
 
 impl fmt::Debug for JobSpec {
@@ -307,6 +368,11 @@ pub enum Reason {
     JobLaunchFailure,
     /// A reason given by an admin or not in this list, shown verbatim.
     Other(String),
+    /// Waiting for licenses (`Licenses`).
+    Licenses,
+    /// Could start now, but the resources are reserved for a higher-priority job's
+    /// planned start (Slurm prints this long text as the reason).
+    NodesReserved,
 }
 
 impl Reason {
@@ -331,6 +397,10 @@ impl Reason {
             Reason::TimeLimit => "TimeLimit",
             Reason::JobLaunchFailure => "JobLaunchFailure",
             Reason::Other(s) => s,
+            Reason::Licenses => "Licenses",
+            Reason::NodesReserved => {
+                "Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority partitions"
+            }
         }
     }
 }
@@ -399,6 +469,19 @@ pub struct StepRecord {
     pub cpu_secs: f64,
 }
 
+/// Units of one GRES device held by a job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GresAlloc {
+    /// Position of the device in the node's `gres` list.
+    pub slot: u32,
+    pub name: String,
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// The device's index (`IDX:`).
+    pub index: u32,
+    pub count: u32,
+}
+
 /// The allocation a running job holds on its nodes.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Allocation {
@@ -408,12 +491,56 @@ pub struct Allocation {
     pub cpus: Vec<u32>,
     /// Memory allocated on each node, MiB.
     pub mem_per_node: u64,
+    /// The CPU ids held on each node (same order as `nodes`); empty for records made
+    /// before ids were tracked.
+    #[serde(default)]
+    pub cpu_ids: Vec<Vec<u32>>,
+    /// GRES devices held on each node (same order as `nodes`; may be empty).
+    #[serde(default)]
+    pub gres: Vec<Vec<GresAlloc>>,
+    /// Tasks placed on each node (same order as `nodes`).
+    #[serde(default)]
+    pub tasks: Vec<u32>,
+    /// Licenses held.
+    #[serde(default)]
+    pub licenses: Vec<LicenseReq>,
+    /// The job shares its CPUs with other jobs (OverSubscribe).
+    #[serde(default)]
+    pub shared: bool,
+    /// The job holds its nodes whole (`--exclusive`, OverSubscribe=EXCLUSIVE).
+    #[serde(default)]
+    pub whole_nodes: bool,
+}
+
+/// What the scheduler last learned about a pending job (`squeue --start`,
+/// `scontrol show job`'s `Scheduler=`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SchedInfo {
+    /// Expected start from the backfill timeline (epoch seconds).
+    #[serde(default)]
+    pub est_start: Option<i64>,
+    /// Nodes the expected start was planned on (squeue SCHEDNODES).
+    #[serde(default)]
+    pub sched_nodes: Option<String>,
+    /// Started by the backfill scheduler rather than the main one.
+    #[serde(default)]
+    pub backfilled: bool,
 }
 
 impl Allocation {
     /// Total CPUs allocated.
     pub fn total_cpus(&self) -> u32 {
         self.cpus.iter().sum()
+    }
+
+    /// GRES units of `name` held on all nodes.
+    pub fn gres_count(&self, name: &str) -> u64 {
+        self.gres
+            .iter()
+            .flatten()
+            .filter(|g| g.name == name)
+            .map(|g| u64::from(g.count))
+            .sum()
     }
 }
 
@@ -464,6 +591,9 @@ pub struct Job {
     /// When the job was last evaluated by the scheduler.
     #[serde(default)]
     pub last_sched_eval: Option<i64>,
+    /// Expected start and planned nodes while pending; how it was started.
+    #[serde(default)]
+    pub sched: SchedInfo,
 }
 
 impl Job {

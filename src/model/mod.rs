@@ -4,6 +4,8 @@
 //! Pure: no I/O, no clock. Everything here is serde-serialisable because it travels on
 //! the wire (`proto`) and into the store (`ctld::store`).
 
+pub mod constraint;
+pub mod gres;
 pub mod hostlist;
 pub mod job;
 pub mod node;
@@ -14,4 +16,4 @@ pub use job::{
     ExitStatus, HoldKind, Job, JobSpec, JobState, MemReq, Reason, SignalSpec, StepRecord, TimeLimit,
 };
 pub use node::{Node, NodeState};
-pub use partition::{Partition, PartitionState};
+pub use partition::{OverSubscribe, Partition, PartitionState};

@@ -33,11 +33,26 @@ pub struct Node {
     pub real_memory: u64,
     pub features: Vec<String>,
     pub weight: u32,
+    /// Generic resources (GPUs, …), one entry per device.
+    #[serde(default)]
+    pub gres: Vec<super::gres::GresDevice>,
+    /// Units in use per entry of `gres` (same order), maintained with `alloc_cpus`.
+    #[serde(default)]
+    pub alloc_gres: Vec<u32>,
     pub state: NodeState,
     /// DRAIN flag (set by `scontrol update State=DRAIN`).
     pub drain: bool,
     /// The agent is not answering (`*` suffix).
     pub not_responding: bool,
+    /// FAIL flag: the node is expected to fail soon; no new work (`fail`/`failing`).
+    #[serde(default)]
+    pub fail: bool,
+    /// MAINT flag: in a maintenance reservation (`maint`).
+    #[serde(default)]
+    pub maint: bool,
+    /// In an advanced reservation (`resv`); jobs outside it do not start here.
+    #[serde(default)]
+    pub reserved: bool,
     pub reason: Option<String>,
     /// uid and time (epoch) of whoever set `reason`.
     pub reason_uid: Option<u32>,
@@ -76,9 +91,14 @@ impl Node {
             real_memory,
             features: Vec::new(),
             weight: 1,
+            gres: Vec::new(),
+            alloc_gres: Vec::new(),
             state: NodeState::Unknown,
             drain: false,
             not_responding: false,
+            fail: false,
+            maint: false,
+            reserved: false,
             reason: None,
             reason_uid: None,
             reason_time: None,
@@ -100,7 +120,17 @@ impl Node {
 
     /// Whether new work may start here.
     pub fn schedulable(&self) -> bool {
-        self.state == NodeState::Up && !self.drain && !self.not_responding
+        self.state == NodeState::Up
+            && !self.drain
+            && !self.not_responding
+            && !self.fail
+            && !self.maint
+            && !self.reserved
+    }
+
+    /// GRES units in use on device `i` (0 when untracked).
+    pub fn gres_used(&self, i: usize) -> u32 {
+        self.alloc_gres.get(i).copied().unwrap_or(0)
     }
 
     fn base_long(&self) -> &'static str {
@@ -124,7 +154,14 @@ impl Node {
     /// respond.
     pub fn state_long(&self) -> String {
         let base = self.base_long();
-        let s = if self.drain {
+        let busy = base == "allocated" || base == "mixed" || self.completing_jobs > 0;
+        let s = if self.fail && base != "down" {
+            if busy { "failing" } else { "fail" }
+        } else if self.maint && !self.drain && base != "down" {
+            "maint"
+        } else if self.reserved && !self.drain && base == "idle" {
+            "reserved"
+        } else if self.drain {
             if base == "idle" && self.completing_jobs == 0 || base == "down" {
                 if base == "down" { "down" } else { "drained" }
             } else {
@@ -157,6 +194,8 @@ impl Node {
             "draining" => "drng",
             "completing" => "comp",
             "unknown" => "unk",
+            "failing" => "failg",
+            "reserved" => "resv",
             other => other,
         };
         format!("{c}{star}")
@@ -174,6 +213,15 @@ impl Node {
         }
         if self.drain {
             s.push_str("+DRAIN");
+        }
+        if self.fail {
+            s.push_str("+FAIL");
+        }
+        if self.maint {
+            s.push_str("+MAINT");
+        }
+        if self.reserved {
+            s.push_str("+RESERVED");
         }
         s
     }
@@ -209,6 +257,26 @@ mod tests {
         n.alloc_cpus = 1;
         assert_eq!(n.state_long(), "draining");
         assert_eq!(n.state_compact(), "drng");
+    }
+
+    #[test]
+    fn fail_maint_reserved_states() {
+        let mut n = up(4, 0);
+        n.fail = true;
+        assert_eq!((n.state_long(), n.state_compact()), ("fail".into(), "fail".into()));
+        assert_eq!(n.state_scontrol(), "IDLE+FAIL");
+        n.alloc_cpus = 2;
+        assert_eq!((n.state_long(), n.state_compact()), ("failing".into(), "failg".into()));
+        assert!(!n.schedulable());
+        let mut n = up(4, 0);
+        n.maint = true;
+        assert_eq!((n.state_long(), n.state_compact()), ("maint".into(), "maint".into()));
+        assert_eq!(n.state_scontrol(), "IDLE+MAINT");
+        let mut n = up(4, 0);
+        n.reserved = true;
+        assert_eq!((n.state_long(), n.state_compact()), ("reserved".into(), "resv".into()));
+        assert_eq!(n.state_scontrol(), "IDLE+RESERVED");
+        assert!(!n.schedulable());
     }
 
     #[test]

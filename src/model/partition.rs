@@ -40,6 +40,48 @@ impl PartitionState {
     }
 }
 
+/// `OverSubscribe=` of a partition: whether jobs may share CPUs (cf. slurm.conf).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum OverSubscribe {
+    /// CPUs are never shared (the default); nodes are shared by CPU.
+    #[default]
+    No,
+    /// Jobs that ask `--oversubscribe` may share CPUs, up to `n` jobs per CPU.
+    Yes(u32),
+    /// Every job may share CPUs, up to `n` per CPU.
+    Force(u32),
+    /// Every job gets whole nodes.
+    Exclusive,
+}
+
+impl OverSubscribe {
+    /// Text as scontrol prints it (`NO`, `YES:4`, `FORCE:4`, `EXCLUSIVE`).
+    pub fn as_text(self) -> String {
+        match self {
+            OverSubscribe::No => "NO".into(),
+            OverSubscribe::Yes(n) => format!("YES:{n}"),
+            OverSubscribe::Force(n) => format!("FORCE:{n}"),
+            OverSubscribe::Exclusive => "EXCLUSIVE".into(),
+        }
+    }
+
+    /// Parses `NO`, `YES[:n]`, `FORCE[:n]`, `EXCLUSIVE` (default count 4, as Slurm).
+    pub fn parse(s: &str) -> Option<OverSubscribe> {
+        let up = s.to_ascii_uppercase();
+        let (word, n) = match up.split_once(':') {
+            Some((w, n)) => (w.to_string(), Some(n.parse::<u32>().ok().filter(|n| *n > 0)?)),
+            None => (up.clone(), None),
+        };
+        match word.as_str() {
+            "NO" => Some(OverSubscribe::No),
+            "YES" => Some(OverSubscribe::Yes(n.unwrap_or(4))),
+            "FORCE" => Some(OverSubscribe::Force(n.unwrap_or(4))),
+            "EXCLUSIVE" => Some(OverSubscribe::Exclusive),
+            _ => None,
+        }
+    }
+}
+
 /// A partition as configured.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Partition {
@@ -59,6 +101,39 @@ pub struct Partition {
     /// MiB per CPU given to jobs that ask for no memory (`DefMemPerCPU`); `None` = all
     /// of the node's memory per node, as Slurm does without a default.
     pub def_mem_per_cpu: Option<u64>,
+    /// Accounts allowed to run here (`AllowAccounts`); `None` = ALL.
+    #[serde(default)]
+    pub allow_accounts: Option<Vec<String>>,
+    /// Unix groups whose members may run here (`AllowGroups`); `None` = ALL.
+    #[serde(default)]
+    pub allow_groups: Option<Vec<String>>,
+    /// QOS allowed here (`AllowQos`); `None` = ALL.
+    #[serde(default)]
+    pub allow_qos: Option<Vec<String>>,
+    /// Nodes are given to one user at a time (`ExclusiveUser=YES`).
+    #[serde(default)]
+    pub exclusive_user: bool,
+    /// Not shown by sinfo/squeue unless `-a` (`Hidden=YES`).
+    #[serde(default)]
+    pub hidden: bool,
+    #[serde(default)]
+    pub oversubscribe: OverSubscribe,
+    /// Largest memory per node a job may get, MiB (`MaxMemPerNode`); `None` = UNLIMITED.
+    #[serde(default)]
+    pub max_mem_per_node: Option<u64>,
+    /// MiB per node for jobs that ask for no memory (`DefMemPerNode`), when no
+    /// `DefMemPerCPU` is set.
+    #[serde(default)]
+    pub def_mem_per_node: Option<u64>,
+    /// CPUs per allocated GPU for jobs that give no `--cpus-per-gpu` (`DefCpuPerGPU`).
+    #[serde(default)]
+    pub def_cpu_per_gpu: Option<u32>,
+    /// MiB per allocated GPU for jobs that ask for no memory (`DefMemPerGPU`).
+    #[serde(default)]
+    pub def_mem_per_gpu: Option<u64>,
+    /// Most CPUs a job may use per node here (`MaxCPUsPerNode`); `None` = UNLIMITED.
+    #[serde(default)]
+    pub max_cpus_per_node: Option<u32>,
 }
 
 impl Partition {
@@ -76,11 +151,37 @@ impl Partition {
             priority_tier: 1,
             priority_job_factor: 1,
             def_mem_per_cpu: None,
+            allow_accounts: None,
+            allow_groups: None,
+            allow_qos: None,
+            exclusive_user: false,
+            hidden: false,
+            oversubscribe: OverSubscribe::No,
+            max_mem_per_node: None,
+            def_mem_per_node: None,
+            def_cpu_per_gpu: None,
+            def_mem_per_gpu: None,
+            max_cpus_per_node: None,
         }
     }
 
     /// The time limit a job that asked for none gets here.
     pub fn default_limit(&self) -> TimeLimit {
         self.default_time.unwrap_or(self.max_time)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn oversubscribe_text() {
+        assert_eq!(OverSubscribe::parse("force:2"), Some(OverSubscribe::Force(2)));
+        assert_eq!(OverSubscribe::parse("YES"), Some(OverSubscribe::Yes(4)));
+        assert_eq!(OverSubscribe::parse("exclusive").unwrap().as_text(), "EXCLUSIVE");
+        assert_eq!(OverSubscribe::Yes(4).as_text(), "YES:4");
+        assert_eq!(OverSubscribe::parse("maybe"), None);
+        assert_eq!(OverSubscribe::parse("YES:0"), None);
     }
 }

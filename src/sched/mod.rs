@@ -1,21 +1,39 @@
-//! The scheduler core. PURE: no I/O, no clock, no randomness (DESIGN.md §3); the caller
-//! passes a snapshot and `now` and applies the returned decisions.
+//! The scheduler core. PURE and deterministic: no I/O, no clock, no randomness
+//! (DESIGN.md §3, §5); the caller passes a snapshot and `now` and applies the returned
+//! decisions. The controller and `sluice simulate` drive the same [`run`].
 //!
-//! This is the main scheduling pass of slurmctld (cf. src/slurmctld/job_scheduler.c
-//! `schedule()`): pending jobs in priority order, each either started on nodes chosen by
-//! [`select`] (cons_tres-style fit of CPUs and memory per node) or left pending with
-//! Slurm's reason. Within a partition, once a job is blocked on resources the jobs
-//! behind it wait with reason `Priority` (strict order; backfill comes with the
-//! scheduling-core work).
+//! One pass (cf. slurmctld/job_scheduler.c `schedule()` and
+//! plugins/sched/backfill/backfill.c `_attempt_backfill()`):
 //!
-//! Invariant: the decisions never allocate more CPUs or memory on a node than it has
-//! free in the snapshot.
+//! 1. **Main cycle**: pending jobs in order of partition PriorityTier, then priority;
+//!    each either starts on nodes chosen by [`select`] or stays pending with Slurm's
+//!    reason. Once a job of a partition is blocked on resources, the jobs behind it in
+//!    that partition wait with reason `Priority` (with [`Policy::Fifo`], every job behind
+//!    it, whatever its partition).
+//! 2. **Backfill** (when asked): a per-node [`timeline`] of free resources is built from
+//!    the time limits of running jobs; pending jobs are taken in the same order and each
+//!    gets the earliest start at which it fits. A job whose earliest start is now starts
+//!    (backfilled); otherwise its resources are reserved from that start
+//!    ([`Policy::Conservative`]: for every job tested; [`Policy::Easy`]: for the first
+//!    blocked job of each partition only), so a later job never delays it.
+//!
+//! Invariant: decisions never allocate more CPUs, memory, GRES or licenses than are
+//! free in the snapshot, and a backfilled job never overlaps a reservation made in the
+//! same pass.
 
+pub mod priority;
 pub mod select;
+pub mod timeline;
+pub mod usage;
 
+use crate::model::gres::LicenseReq;
 use crate::model::job::Allocation;
 use crate::model::{HoldKind, Job, JobState, Node, Partition, PartitionState, Reason};
+use select::{Cap, FitError, NodeInfo, Placement, Req, ReqError, Take};
+use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
+use timeline::{FOREVER, LicenseLine, NodeLine};
+use usage::Usage;
 
 /// What the scheduler decided for one pending job.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +48,128 @@ pub enum Decision {
     Pending { job_id: u32, reason: Reason },
 }
 
+/// Backfill flavour (`SchedulerType`/`sluice simulate --policy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Policy {
+    /// First come, first served: no job passes a blocked one (sched/builtin).
+    Fifo,
+    /// EASY backfill: only the first blocked job of each partition holds a reservation.
+    Easy,
+    /// Conservative backfill: every job tested holds a reservation (sched/backfill).
+    #[default]
+    Conservative,
+}
+
+impl Policy {
+    /// Parses `fifo`/`fcfs`, `easy`, `conservative`.
+    pub fn parse(s: &str) -> Option<Policy> {
+        match s.to_ascii_lowercase().as_str() {
+            "fifo" | "fcfs" | "builtin" => Some(Policy::Fifo),
+            "easy" => Some(Policy::Easy),
+            "conservative" | "backfill" => Some(Policy::Conservative),
+            _ => None,
+        }
+    }
+
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Fifo => "fifo",
+            Policy::Easy => "easy",
+            Policy::Conservative => "conservative",
+        }
+    }
+}
+
+/// Scheduler parameters (`SchedulerParameters=bf_*`, priority weights).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SchedConfig {
+    pub policy: Policy,
+    /// How far ahead backfill plans, seconds (`bf_window`, default one day).
+    pub bf_window: i64,
+    /// Granularity of planned start times, seconds (`bf_resolution`).
+    pub bf_resolution: i64,
+    /// Most pending jobs backfill tests per pass (`bf_max_job_test`).
+    pub bf_max_job_test: usize,
+    /// Most jobs per user backfill tests per pass; 0 = no limit (`bf_max_job_user`).
+    pub bf_max_job_user: usize,
+    /// Resume where the previous pass stopped (`bf_continue`); sluice's passes are
+    /// never interrupted, so this only affects reporting.
+    pub bf_continue: bool,
+    /// Seconds between backfill passes (`bf_interval`), used by the controller.
+    pub bf_interval: i64,
+    pub priority: priority::PriorityConfig,
+}
+
+impl Default for SchedConfig {
+    fn default() -> Self {
+        SchedConfig {
+            policy: Policy::Conservative,
+            bf_window: 86400,
+            bf_resolution: 60,
+            bf_max_job_test: 500,
+            bf_max_job_user: 0,
+            bf_continue: false,
+            bf_interval: 30,
+            priority: priority::PriorityConfig::default(),
+        }
+    }
+}
+
+/// One pass's input: all active jobs (pending, running, completing), the nodes,
+/// partitions and licenses, at `now`.
+pub struct Input<'a> {
+    pub jobs: &'a [&'a Job],
+    pub nodes: &'a [Node],
+    pub partitions: &'a [Partition],
+    /// Cluster licenses: (name, total).
+    pub licenses: &'a [(String, u32)],
+    pub config: &'a SchedConfig,
+    pub now: i64,
+    /// Run the backfill stage in this pass.
+    pub backfill: bool,
+}
+
+/// A pending job's expected start from the backfill timeline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Estimate {
+    pub job_id: u32,
+    /// Epoch seconds.
+    pub start: i64,
+    pub partition: String,
+    pub nodes: Vec<String>,
+}
+
+/// Counters of one pass (sdiag).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PassStats {
+    /// Pending jobs in the queue.
+    pub queue_len: u32,
+    /// Jobs the main cycle looked at.
+    pub main_depth: u32,
+    pub main_started: u32,
+    /// Jobs backfill looked at, and those it tried to place.
+    pub bf_depth: u32,
+    pub bf_depth_try: u32,
+    pub bf_started: u32,
+    /// Pending jobs considered by backfill.
+    pub bf_queue_len: u32,
+    /// Steps in the timeline at the end of backfill.
+    pub bf_table_size: u32,
+}
+
+/// Everything a pass decided.
+#[derive(Debug, Clone, Default)]
+pub struct Outcome {
+    /// One decision per pending job.
+    pub decisions: Vec<Decision>,
+    /// Expected starts of jobs still pending (backfill passes only).
+    pub estimates: Vec<Estimate>,
+    /// Jobs started by backfill (their decisions are in `decisions`).
+    pub backfilled: Vec<u32>,
+    pub stats: PassStats,
+}
+
 /// Orders pending jobs as the main scheduler considers them: higher priority first,
 /// then earlier submission, then lower id.
 pub fn queue_order(jobs: &mut [&Job]) {
@@ -41,19 +181,27 @@ pub fn queue_order(jobs: &mut [&Job]) {
     });
 }
 
+/// The partitions a job may run in: those it asked for (`-p a,b`) or its resolved one.
+pub fn job_partitions(job: &Job) -> Vec<&str> {
+    match &job.spec.partition {
+        Some(list) if list.contains(',') => list.split(',').filter(|s| !s.is_empty()).collect(),
+        _ => vec![job.partition.as_str()],
+    }
+}
+
 /// Why a job can never run in a partition, whatever else happens (the static checks of
 /// EnforcePartLimits): `None` when it could run once resources free up.
 pub fn static_reason(job: &Job, part: &Partition, nodes: &[Node]) -> Option<Reason> {
-    if let (Some(limit), Some(max)) = (job.time_limit.secs(), part.max_time.secs()) {
-        if limit > max {
-            return Some(Reason::PartitionTimeLimit);
-        }
-    } else if job.time_limit.secs().is_none() && part.max_time.secs().is_some() {
-        return Some(Reason::PartitionTimeLimit);
+    match (job.time_limit.secs(), part.max_time.secs()) {
+        (Some(limit), Some(max)) if limit > max => return Some(Reason::PartitionTimeLimit),
+        (None, Some(_)) => return Some(Reason::PartitionTimeLimit),
+        _ => {}
     }
-    let members: Vec<&Node> = nodes
+    let members: Vec<usize> = nodes
         .iter()
-        .filter(|n| part.nodes.contains(&n.name))
+        .enumerate()
+        .filter(|(_, n)| part.nodes.contains(&n.name))
+        .map(|(i, _)| i)
         .collect();
     if job.req_nodes as usize > members.len()
         || part.max_nodes.is_some_and(|m| job.req_nodes > m)
@@ -61,57 +209,40 @@ pub fn static_reason(job: &Job, part: &Partition, nodes: &[Node]) -> Option<Reas
     {
         return Some(Reason::PartitionNodeLimit);
     }
-    if !select::could_ever_fit(job, &members) {
+    let infos: Vec<NodeInfo> = nodes.iter().map(NodeInfo::of).collect();
+    let index = |name: &str| nodes.iter().position(|n| n.name == name);
+    let req = match Req::new(job, part, &index) {
+        Ok(r) => r,
+        Err(ReqError::BadConstraint | ReqError::BadDistribution) => {
+            return Some(Reason::BadConstraints);
+        }
+        Err(ReqError::BadNodes) => return Some(Reason::PartitionConfig),
+    };
+    if let Some(max) = part.max_mem_per_node
+        && let select::Mem::PerNode(m) = req.mem
+        && m > max
+    {
+        return Some(Reason::Other("MaxMemPerLimit".into()));
+    }
+    if req.required.iter().any(|r| !members.contains(r)) {
+        return Some(Reason::PartitionConfig);
+    }
+    let cands: Vec<(usize, Cap)> = members.iter().map(|&i| (i, Cap::full(&infos[i]))).collect();
+    if select::fit(&req, &infos, &cands).is_err() {
+        // A constraint no member can meet is BadConstraints; anything else PartitionConfig.
+        if let Some(c) = &req.constraint
+            && !members.iter().any(|&i| c.node_ok(&infos[i].features))
+        {
+            return Some(Reason::BadConstraints);
+        }
         return Some(Reason::PartitionConfig);
     }
     None
 }
 
-/// One main scheduling pass over `jobs` (all jobs; only pending ones are considered)
-/// at time `now`. Returns a decision for every pending job.
-pub fn schedule(
-    jobs: &[&Job],
-    nodes: &[Node],
-    partitions: &[Partition],
-    now: i64,
-) -> Vec<Decision> {
-    let mut pending: Vec<&Job> = jobs
-        .iter()
-        .copied()
-        .filter(|j| j.state == JobState::Pending)
-        .collect();
-    queue_order(&mut pending);
-    let mut free: HashMap<&str, select::Free> = nodes
-        .iter()
-        .filter(|n| n.schedulable())
-        .map(|n| (n.name.as_str(), select::Free::of(n)))
-        .collect();
-    let parts: HashMap<&str, &Partition> =
-        partitions.iter().map(|p| (p.name.as_str(), p)).collect();
-    let mut blocked: HashSet<&str> = HashSet::new();
-    let mut out = Vec::with_capacity(pending.len());
-    for job in pending {
-        let reason = match pre_check(job, now) {
-            Some(r) => r,
-            None => match try_partitions(job, &parts, nodes, &mut free, &mut blocked) {
-                Ok(d) => {
-                    out.push(d);
-                    continue;
-                }
-                Err(r) => r,
-            },
-        };
-        out.push(Decision::Pending {
-            job_id: job.id,
-            reason,
-        });
-    }
-    out
-}
-
 /// Reasons that do not depend on resources. A job becomes eligible at its
 /// `eligible_time` (`--begin`, release, or a requeue's delay).
-fn pre_check(job: &Job, now: i64) -> Option<Reason> {
+pub fn pre_check(job: &Job, now: i64) -> Option<Reason> {
     match job.hold {
         Some(HoldKind::User) => return Some(Reason::JobHeldUser),
         Some(HoldKind::Admin) => return Some(Reason::JobHeldAdmin),
@@ -123,79 +254,588 @@ fn pre_check(job: &Job, now: i64) -> Option<Reason> {
     None
 }
 
-/// Tries each of the job's partitions in order (the resolved one first); the first that
-/// can start it wins. The reason reported is the first partition's.
-fn try_partitions<'a>(
-    job: &'a Job,
-    parts: &HashMap<&str, &'a Partition>,
-    nodes: &'a [Node],
-    free: &mut HashMap<&'a str, select::Free>,
-    blocked: &mut HashSet<&'a str>,
-) -> Result<Decision, Reason> {
-    let mut first_reason = None;
-    for pname in job_partitions(job) {
-        let reason = match parts.get(pname) {
-            None => Reason::PartitionConfig,
-            Some(part) => match try_partition(job, part, nodes, free, blocked) {
-                Ok(alloc) => {
-                    return Ok(Decision::Start {
-                        job_id: job.id,
-                        partition: part.name.clone(),
-                        alloc,
-                    });
-                }
-                Err(r) => r,
-            },
-        };
-        first_reason.get_or_insert(reason);
-    }
-    Err(first_reason.unwrap_or(Reason::PartitionConfig))
+/// One main scheduling pass (with backfill, default parameters) over `jobs` at `now`.
+/// Returns a decision for every pending job. A convenience over [`run`].
+pub fn schedule(
+    jobs: &[&Job],
+    nodes: &[Node],
+    partitions: &[Partition],
+    now: i64,
+) -> Vec<Decision> {
+    let cfg = SchedConfig::default();
+    run(&Input {
+        jobs,
+        nodes,
+        partitions,
+        licenses: &[],
+        config: &cfg,
+        now,
+        backfill: true,
+    })
+    .decisions
 }
 
-/// The partitions a job may run in: those it asked for (`-p a,b`) or its resolved one.
-pub fn job_partitions(job: &Job) -> Vec<&str> {
-    match &job.spec.partition {
-        Some(list) if list.contains(',') => list.split(',').filter(|s| !s.is_empty()).collect(),
-        _ => vec![job.partition.as_str()],
-    }
-}
-
-fn try_partition<'a>(
-    job: &Job,
+/// A partition prepared for one pass.
+struct PartView<'a> {
     part: &'a Partition,
-    nodes: &'a [Node],
-    free: &mut HashMap<&'a str, select::Free>,
+    /// Member node indices, by weight then configuration order.
+    members: Vec<usize>,
+}
+
+/// What the pass knows and changes.
+struct Pass<'a> {
+    input: &'a Input<'a>,
+    infos: Vec<NodeInfo>,
+    index: HashMap<&'a str, usize>,
+    parts: HashMap<&'a str, PartView<'a>>,
+    usage: Vec<Usage>,
+    lic_names: Vec<&'a str>,
+    lic_free: Vec<u32>,
+    /// Jobs started by the main cycle: (job, allocation, partition).
+    started: Vec<(&'a Job, Allocation, String)>,
+}
+
+impl<'a> Pass<'a> {
+    fn new(input: &'a Input<'a>) -> Pass<'a> {
+        let infos: Vec<NodeInfo> = input.nodes.iter().map(NodeInfo::of).collect();
+        let index: HashMap<&str, usize> = input
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.as_str(), i))
+            .collect();
+        let parts = input
+            .partitions
+            .iter()
+            .map(|p| {
+                let mut members: Vec<usize> =
+                    p.nodes.iter().filter_map(|n| index.get(n.as_str()).copied()).collect();
+                members.sort_by_key(|&i| (infos[i].weight, i));
+                (p.name.as_str(), PartView { part: p, members })
+            })
+            .collect::<HashMap<_, _>>();
+        let mut usage: Vec<Usage> = infos.iter().map(Usage::new).collect();
+        let lic_names: Vec<&str> = input.licenses.iter().map(|l| l.0.as_str()).collect();
+        let mut lic_free: Vec<u32> = input.licenses.iter().map(|l| l.1).collect();
+        let locked = |j: &Job| {
+            input
+                .partitions
+                .iter()
+                .any(|p| p.name == j.partition && p.exclusive_user)
+        };
+        for j in input.jobs.iter().filter(|j| holds_resources(j)) {
+            if let Some(a) = &j.alloc {
+                let idx = |n: &str| index.get(n).copied();
+                usage::charge_alloc(&mut usage, &idx, a, j.uid, locked(j));
+                for l in &a.licenses {
+                    if let Some(i) = lic_names.iter().position(|n| *n == l.name) {
+                        lic_free[i] = lic_free[i].saturating_sub(l.count);
+                    }
+                }
+            }
+        }
+        Pass {
+            input,
+            infos,
+            index,
+            parts,
+            usage,
+            lic_names,
+            lic_free,
+            started: Vec::new(),
+        }
+    }
+
+    fn idx(&self) -> impl Fn(&str) -> Option<usize> + '_ {
+        |n: &str| self.index.get(n).copied()
+    }
+
+    /// Licenses a job asks for as (index, count); `None` if one is unknown.
+    fn lic_req(&self, l: &[LicenseReq]) -> Option<Vec<(usize, u32)>> {
+        l.iter()
+            .map(|r| {
+                self.lic_names
+                    .iter()
+                    .position(|n| *n == r.name)
+                    .map(|i| (i, r.count))
+            })
+            .collect()
+    }
+
+    /// Candidates of a partition with their caps now.
+    fn caps_now(&self, pv: &PartView, req: &Req) -> Vec<(usize, Cap)> {
+        pv.members
+            .iter()
+            .filter(|&&i| self.infos[i].usable)
+            .map(|&i| (i, self.usage[i].cap(&self.infos[i], req.share)))
+            .collect()
+    }
+
+    /// Turns a placement into an allocation, taking CPU ids and devices from `usage`.
+    fn commit(&mut self, job: &Job, req: &Req, p: &Placement, lic: &[LicenseReq]) -> Allocation {
+        let mut a = Allocation {
+            shared: req.share.is_some(),
+            whole_nodes: req.exclusive,
+            licenses: lic.to_vec(),
+            mem_per_node: p.takes.iter().map(|t| t.mem).max().unwrap_or(0),
+            ..Allocation::default()
+        };
+        for t in &p.takes {
+            let mut t = t.clone();
+            t.mem = a.mem_per_node;
+            let (ids, gres) = self.usage[t.node].apply(
+                &self.infos[t.node],
+                &t,
+                req.share,
+                req.exclusive,
+                job.uid,
+                req.user_lock,
+            );
+            a.nodes.push(self.infos[t.node].name.clone());
+            a.cpus.push(t.cpus);
+            a.cpu_ids.push(ids);
+            a.gres.push(gres);
+            a.tasks.push(t.tasks);
+        }
+        if let Some(lr) = self.lic_req(lic) {
+            for (i, c) in lr {
+                self.lic_free[i] = self.lic_free[i].saturating_sub(c);
+            }
+        }
+        a
+    }
+}
+
+/// Whether a job holds resources in the snapshot (running, suspended or completing).
+fn holds_resources(j: &Job) -> bool {
+    j.alloc.is_some()
+        && (matches!(j.state, JobState::Running | JobState::Suspended) || j.completing)
+}
+
+/// The tier a job is ordered by: the highest PriorityTier of its partitions.
+fn tier(job: &Job, parts: &HashMap<&str, PartView>) -> u32 {
+    job_partitions(job)
+        .iter()
+        .filter_map(|p| parts.get(p).map(|v| v.part.priority_tier))
+        .max()
+        .unwrap_or(0)
+}
+
+/// Runs one pass. See the module documentation.
+pub fn run(input: &Input) -> Outcome {
+    let now = input.now;
+    let policy = input.config.policy;
+    let mut pass = Pass::new(input);
+    let mut pending: Vec<&Job> = input
+        .jobs
+        .iter()
+        .copied()
+        .filter(|j| j.state == JobState::Pending && !j.completing)
+        .collect();
+    queue_order(&mut pending);
+    pending.sort_by_key(|j| std::cmp::Reverse(tier(j, &pass.parts)));
+    let mut out = Outcome::default();
+    out.stats.queue_len = pending.len() as u32;
+
+    // ---- main cycle
+    let mut blocked: HashSet<&str> = HashSet::new();
+    let mut fifo_blocked = false;
+    let mut reasons: Vec<Reason> = Vec::with_capacity(pending.len());
+    for job in &pending {
+        let r = match pre_check(job, now) {
+            Some(r) => r,
+            None => {
+                out.stats.main_depth += 1;
+                main_one(&mut pass, job, &mut blocked, &mut fifo_blocked, policy)
+            }
+        };
+        reasons.push(r);
+    }
+    out.stats.main_started = pass.started.len() as u32;
+
+    // ---- backfill
+    let mut bf_started: HashMap<u32, (String, Allocation)> = HashMap::new();
+    if input.backfill && policy != Policy::Fifo {
+        backfill(&mut pass, &pending, &mut reasons, &mut bf_started, &mut out);
+    }
+
+    // ---- decisions, in queue order
+    let started: HashMap<u32, usize> = pass
+        .started
+        .iter()
+        .enumerate()
+        .map(|(k, (j, _, _))| (j.id, k))
+        .collect();
+    for (job, reason) in pending.iter().zip(reasons) {
+        if let Some(&k) = started.get(&job.id) {
+            let (_, alloc, part) = &pass.started[k];
+            out.decisions.push(Decision::Start {
+                job_id: job.id,
+                partition: part.clone(),
+                alloc: alloc.clone(),
+            });
+        } else if let Some((part, alloc)) = bf_started.remove(&job.id) {
+            out.decisions.push(Decision::Start {
+                job_id: job.id,
+                partition: part,
+                alloc,
+            });
+        } else {
+            out.decisions.push(Decision::Pending {
+                job_id: job.id,
+                reason,
+            });
+        }
+    }
+    out
+}
+
+/// Tries one job in the main cycle; starts it or returns its reason.
+fn main_one<'a>(
+    pass: &mut Pass<'a>,
+    job: &'a Job,
     blocked: &mut HashSet<&'a str>,
-) -> Result<Allocation, Reason> {
-    match part.state {
+    fifo_blocked: &mut bool,
+    policy: Policy,
+) -> Reason {
+    let mut first: Option<Reason> = None;
+    for pname in job_partitions(job) {
+        let r = match try_partition(pass, job, pname, blocked, *fifo_blocked) {
+            Ok(()) => return Reason::None,
+            Err(r) => r,
+        };
+        if matches!(r, Reason::Resources | Reason::ReqNodeNotAvail)
+            && let Some(pv) = pass.parts.get(pname)
+        {
+            blocked.insert(pv.part.name.as_str());
+            if policy == Policy::Fifo {
+                *fifo_blocked = true;
+            }
+        }
+        first.get_or_insert(r);
+    }
+    first.unwrap_or(Reason::PartitionConfig)
+}
+
+/// Why a job cannot be considered in a partition at all (state, limits, request).
+fn partition_reason(pass: &Pass, job: &Job, pv: &PartView) -> Result<Req, Reason> {
+    match pv.part.state {
         PartitionState::Down => return Err(Reason::PartitionDown),
         PartitionState::Inactive => return Err(Reason::PartitionInactive),
         PartitionState::Up | PartitionState::Drain => {}
     }
-    if let Some(r) = static_reason(job, part, nodes) {
+    if let Some(r) = static_reason_cached(pass, job, pv) {
         return Err(r);
     }
-    if blocked.contains(part.name.as_str()) {
+    Req::new(job, pv.part, &pass.idx()).map_err(|e| match e {
+        ReqError::BadNodes => Reason::PartitionConfig,
+        _ => Reason::BadConstraints,
+    })
+}
+
+/// [`static_reason`] against the pass's prepared nodes (same checks, no rebuilding).
+fn static_reason_cached(pass: &Pass, job: &Job, pv: &PartView) -> Option<Reason> {
+    let part = pv.part;
+    match (job.time_limit.secs(), part.max_time.secs()) {
+        (Some(limit), Some(max)) if limit > max => return Some(Reason::PartitionTimeLimit),
+        (None, Some(_)) => return Some(Reason::PartitionTimeLimit),
+        _ => {}
+    }
+    let n = pv.members.len();
+    if job.req_nodes as usize > n
+        || part.max_nodes.is_some_and(|m| job.req_nodes > m)
+        || job.req_nodes < part.min_nodes.min(n as u32)
+    {
+        return Some(Reason::PartitionNodeLimit);
+    }
+    let req = match Req::new(job, part, &pass.idx()) {
+        Ok(r) => r,
+        Err(ReqError::BadNodes) => return Some(Reason::PartitionConfig),
+        Err(_) => return Some(Reason::BadConstraints),
+    };
+    if let Some(max) = part.max_mem_per_node
+        && let select::Mem::PerNode(m) = req.mem
+        && m > max
+    {
+        return Some(Reason::Other("MaxMemPerLimit".into()));
+    }
+    if req.required.iter().any(|r| !pv.members.contains(r)) {
+        return Some(Reason::PartitionConfig);
+    }
+    // Quick capacity bound before the full empty-cluster fit.
+    let total: u64 = pv.members.iter().map(|&i| u64::from(pass.infos[i].cpus)).sum();
+    if req.share.is_none() && req.min_cpus() > total {
+        return Some(Reason::PartitionConfig);
+    }
+    let cands: Vec<(usize, Cap)> = pv
+        .members
+        .iter()
+        .map(|&i| (i, Cap::full(&pass.infos[i])))
+        .collect();
+    if select::fit(&req, &pass.infos, &cands).is_err() {
+        if let Some(c) = &req.constraint
+            && !pv.members.iter().any(|&i| c.node_ok(&pass.infos[i].features))
+        {
+            return Some(Reason::BadConstraints);
+        }
+        return Some(Reason::PartitionConfig);
+    }
+    if pass.lic_req(&job.spec.licenses).is_none() {
+        return Some(Reason::Licenses);
+    }
+    None
+}
+
+fn try_partition<'a>(
+    pass: &mut Pass<'a>,
+    job: &'a Job,
+    pname: &str,
+    blocked: &HashSet<&'a str>,
+    fifo_blocked: bool,
+) -> Result<(), Reason> {
+    let Some(pv) = pass.parts.get(pname) else {
+        return Err(Reason::PartitionConfig);
+    };
+    let req = partition_reason(pass, job, pv)?;
+    if fifo_blocked || blocked.contains(pv.part.name.as_str()) {
         return Err(Reason::Priority);
     }
-    let candidates: Vec<&Node> = nodes
-        .iter()
-        .filter(|n| part.nodes.contains(&n.name) && free.contains_key(n.name.as_str()))
-        .collect();
-    match select::select(job, &candidates, free) {
-        Ok(alloc) => {
-            for (name, cpus) in alloc.nodes.iter().zip(&alloc.cpus) {
-                if let Some(f) = free.get_mut(name.as_str()) {
-                    f.take(*cpus, alloc.mem_per_node, job.spec.exclusive);
-                }
-            }
-            Ok(alloc)
+    let lic = pass.lic_req(&job.spec.licenses).ok_or(Reason::Licenses)?;
+    if lic.iter().any(|&(i, c)| pass.lic_free[i] < c) {
+        return Err(Reason::Licenses);
+    }
+    let cands = pass.caps_now(pv, &req);
+    match select::fit(&req, &pass.infos, &cands) {
+        Ok(p) => {
+            let alloc = pass.commit(job, &req, &p, &job.spec.licenses);
+            let name = pv.part.name.clone();
+            pass.started.push((job, alloc, name));
+            Ok(())
         }
-        Err(r) => {
-            blocked.insert(part.name.as_str());
-            Err(r)
+        Err(FitError::RequiredMissing) => Err(Reason::ReqNodeNotAvail),
+        Err(FitError::NoFit) => Err(Reason::Resources),
+    }
+}
+
+/// End of a job's hold on its resources as the timeline assumes it.
+fn planned_end(j: &Job, now: i64) -> i64 {
+    if j.completing || j.state.is_terminal() {
+        return now + 1;
+    }
+    match (j.start_time, j.time_limit.secs()) {
+        (Some(s), Some(l)) => (s + l as i64).max(now + 1),
+        (None, Some(l)) => now + l as i64,
+        _ => FOREVER,
+    }
+}
+
+/// The per-node takes of an existing allocation.
+fn takes_of(a: &Allocation, index: &dyn Fn(&str) -> Option<usize>) -> Vec<Take> {
+    a.nodes
+        .iter()
+        .enumerate()
+        .filter_map(|(k, n)| {
+            Some(Take {
+                node: index(n)?,
+                tasks: a.tasks.get(k).copied().unwrap_or(0),
+                cpus: a.cpus.get(k).copied().unwrap_or(0),
+                mem: a.mem_per_node,
+                gres: a
+                    .gres
+                    .get(k)
+                    .map(|v| v.iter().map(|g| (g.slot as usize, g.count)).collect())
+                    .unwrap_or_default(),
+            })
+        })
+        .collect()
+}
+
+/// The backfill stage: builds the timeline and plans or starts pending jobs.
+fn backfill<'a>(
+    pass: &mut Pass<'a>,
+    pending: &[&'a Job],
+    reasons: &mut [Reason],
+    bf_started: &mut HashMap<u32, (String, Allocation)>,
+    out: &mut Outcome,
+) {
+    let input = pass.input;
+    let now = input.now;
+    let cfg = input.config;
+    // Lines start from what is free now (main-cycle starts included) and gain back
+    // each holder's resources at its planned end.
+    let mut lines: Vec<NodeLine> = pass
+        .usage
+        .iter()
+        .zip(&pass.infos)
+        .map(|(u, n)| NodeLine::new(now, u.cap(n, Some(u32::MAX)), u.jobs))
+        .collect();
+    let mut lic_line = LicenseLine::new(now, pass.lic_free.clone());
+    {
+        let idx = pass.idx();
+        let holders = input
+            .jobs
+            .iter()
+            .filter(|j| holds_resources(j))
+            .filter_map(|j| Some((j.alloc.as_ref()?, planned_end(j, now))))
+            .chain(pass.started.iter().map(|(j, a, _)| (a, planned_end(j, now))));
+        for (a, end) in holders {
+            for t in takes_of(a, &idx) {
+                lines[t.node].release(end, &t, a.shared, a.whole_nodes);
+            }
+            let lic: Vec<(usize, u32)> = a
+                .licenses
+                .iter()
+                .filter_map(|l| Some((pass.lic_names.iter().position(|n| *n == l.name)?, l.count)))
+                .collect();
+            lic_line.change(end, FOREVER, &lic, 1);
         }
     }
+    let started_ids: HashSet<u32> = pass.started.iter().map(|(j, _, _)| j.id).collect();
+    let mut per_user: HashMap<u32, usize> = HashMap::new();
+    let mut reserved_parts: HashSet<&str> = HashSet::new();
+    let horizon = now.saturating_add(cfg.bf_window.max(cfg.bf_resolution));
+    for (k, job) in pending.iter().enumerate() {
+        if started_ids.contains(&job.id) {
+            continue;
+        }
+        if !matches!(
+            reasons[k],
+            Reason::Priority | Reason::Resources | Reason::Licenses | Reason::ReqNodeNotAvail
+        ) {
+            continue;
+        }
+        out.stats.bf_queue_len += 1;
+        out.stats.bf_depth += 1;
+        if out.stats.bf_depth_try as usize >= cfg.bf_max_job_test {
+            continue;
+        }
+        if cfg.bf_max_job_user > 0 {
+            let n = per_user.entry(job.uid).or_default();
+            if *n >= cfg.bf_max_job_user {
+                continue;
+            }
+            *n += 1;
+        }
+        out.stats.bf_depth_try += 1;
+        // EASY: once a partition holds its reservation, later jobs may only start now.
+        let mut best: Option<(i64, &str, Req, Placement)> = None;
+        for pname in job_partitions(job) {
+            let Some(pv) = pass.parts.get(pname) else { continue };
+            let Ok(req) = partition_reason(pass, job, pv) else { continue };
+            let Some(lic) = pass.lic_req(&job.spec.licenses) else { continue };
+            let only_now = input.config.policy == Policy::Easy
+                && reserved_parts.contains(pv.part.name.as_str());
+            let limit = best.as_ref().map_or(horizon, |b| b.0 - 1).min(horizon);
+            if let Some((t, p)) =
+                earliest(pass, pv, &req, &lines, &lic_line, &lic, now, limit, only_now)
+            {
+                best = Some((t, pv.part.name.as_str(), req, p));
+            }
+        }
+        let Some((t, pname, req, p)) = best else { continue };
+        let end = req.time_limit.map_or(FOREVER, |l| t.saturating_add(l as i64));
+        let lic = pass.lic_req(&job.spec.licenses).unwrap_or_default();
+        if t == now {
+            let alloc = pass.commit(job, &req, &p, &job.spec.licenses);
+            for tk in takes_of(&alloc, &pass.idx()) {
+                lines[tk.node].reserve(now, end, &tk, alloc.shared, alloc.whole_nodes, job.uid, req.user_lock);
+            }
+            lic_line.change(now, end, &lic, -1);
+            out.backfilled.push(job.id);
+            out.stats.bf_started += 1;
+            bf_started.insert(job.id, (pname.to_string(), alloc));
+            continue;
+        }
+        out.estimates.push(Estimate {
+            job_id: job.id,
+            start: t,
+            partition: pname.to_string(),
+            nodes: p.takes.iter().map(|tk| pass.infos[tk.node].name.clone()).collect(),
+        });
+        let reserve = match input.config.policy {
+            Policy::Conservative => true,
+            Policy::Easy => reserved_parts.insert(pname),
+            Policy::Fifo => false,
+        };
+        if reserve {
+            for tk in &p.takes {
+                lines[tk.node].reserve(t, end, tk, req.share.is_some(), req.exclusive, job.uid, req.user_lock);
+            }
+            lic_line.change(t, end, &lic, -1);
+        }
+    }
+    out.stats.bf_table_size = lines.iter().map(|l| l.len() as u32).sum();
+}
+
+/// The earliest time in `[now, limit]` at which `req` fits in `pv` for its whole time
+/// limit, and where. With `only_now`, only `now` is tried.
+#[allow(clippy::too_many_arguments)]
+fn earliest(
+    pass: &Pass,
+    pv: &PartView,
+    req: &Req,
+    lines: &[NodeLine],
+    lic_line: &LicenseLine,
+    lic: &[(usize, u32)],
+    now: i64,
+    limit: i64,
+    only_now: bool,
+) -> Option<(i64, Placement)> {
+    let dur = req.time_limit.map_or(FOREVER, |l| l as i64);
+    let end_of = |t: i64| if dur >= FOREVER { FOREVER } else { t.saturating_add(dur) };
+    let members: Vec<usize> = pv
+        .members
+        .iter()
+        .copied()
+        .filter(|&i| pass.infos[i].usable)
+        .collect();
+    let try_at = |t: i64| -> Option<Placement> {
+        let end = end_of(t);
+        if !lic_line.fits(t, end, lic) {
+            return None;
+        }
+        let cands: Vec<(usize, Cap)> = members
+            .iter()
+            .map(|&i| {
+                let mut c = lines[i].min_cap(t, end);
+                if req.share.is_none() {
+                    c.share_cpus = c.cpus;
+                }
+                if t == now {
+                    // Starting now: never more than is really free (CPU sharing is
+                    // only approximated on the timeline).
+                    c = c.min(&pass.usage[i].cap(&pass.infos[i], req.share));
+                }
+                (i, c)
+            })
+            .collect();
+        if req.share.is_none() && !req.overcommit {
+            let free: u64 = cands.iter().map(|(_, c)| u64::from(c.cpus)).sum();
+            if free < req.min_cpus() {
+                return None;
+            }
+        }
+        select::fit(req, &pass.infos, &cands).ok()
+    };
+    if let Some(p) = try_at(now) {
+        return Some((now, p));
+    }
+    if only_now {
+        return None;
+    }
+    // Candidate starts: whenever something is released, rounded up to the
+    // bf_resolution grid (a later start is always still free of what ended).
+    let res = pass.input.config.bf_resolution.max(1);
+    let mut times: Vec<i64> = members
+        .iter()
+        .flat_map(|&i| lines[i].changes(now))
+        .chain(lic_line.changes(now))
+        .map(|t| now + (t - now + res - 1) / res * res)
+        .filter(|t| *t <= limit)
+        .collect();
+    times.sort_unstable();
+    times.dedup();
+    times.into_iter().find_map(|t| try_at(t).map(|p| (t, p)))
 }
 
 #[cfg(test)]

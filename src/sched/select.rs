@@ -1,216 +1,711 @@
-//! Node selection: fit a job's tasks onto nodes by CPUs and memory per node, in the
-//! spirit of select/cons_tres (cf. src/plugins/select/cons_tres/job_test.c). Tasks are
-//! laid out block-wise: each chosen node is filled before the next is used, while
-//! leaving at least one task for every further node the job needs.
+//! Node selection in the spirit of select/cons_tres (cf.
+//! src/plugins/select/cons_tres/job_test.c, gres_select_filter.c, dist_tasks.c): fit a
+//! job's tasks onto nodes by CPUs, memory and GRES per node, honouring -n/-N (min-max),
+//! --ntasks-per-node, -c, --mem/--mem-per-cpu/--mem-per-gpu, --gres/--gpus*/
+//! --cpus-per-gpu, --exclusive, --nodelist/--exclude, --constraint, --contiguous,
+//! --distribution block|cyclic|plane, --overcommit and OverSubscribe.
+//!
+//! Selection works on *counts* ([`Cap`]: what a node can still give during some
+//! window), so the same code answers "can it start now" (caps = free resources now) and
+//! "can it start at t" (caps = the least free over [t, t+limit) on the backfill
+//! timeline). Naming exact CPU ids and GRES devices is [`super::usage`]'s job.
+//!
+//! Invariant: a [`Placement`] never takes more from a node than its [`Cap`].
 
-use crate::model::hostlist;
-use crate::model::job::Allocation;
-use crate::model::{Job, MemReq, Node, Reason};
-use std::collections::HashMap;
+use crate::model::constraint::Constraint;
+use crate::model::gres::GresReq;
+use crate::model::{Job, MemReq, Node, OverSubscribe, Partition};
 
-/// What is still free on a node during one scheduling pass.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Free {
+/// Static facts about a node for one pass (index = position in the node list).
+#[derive(Debug, Clone)]
+pub struct NodeInfo {
+    pub name: String,
     pub cpus: u32,
     /// MiB.
     pub mem: u64,
-    pub total_cpus: u32,
-    pub total_mem: u64,
-    /// Something already runs here (an exclusive job cannot join).
-    pub used: bool,
-    /// An exclusive job holds the node (nobody can join).
+    pub weight: u32,
+    pub features: Vec<String>,
+    /// GRES slots: (name, type, units).
+    pub gres: Vec<(String, Option<String>, u32)>,
+    /// Per GRES slot: the device's index and its close CPUs (`Cores=`).
+    pub gres_dev: Vec<(u32, Vec<u32>)>,
+    /// Whether new work may start (up, not drained, …).
+    pub usable: bool,
+}
+
+impl NodeInfo {
+    /// The scheduler's view of `n`.
+    pub fn of(n: &Node) -> NodeInfo {
+        NodeInfo {
+            name: n.name.clone(),
+            cpus: n.cpus,
+            mem: n.real_memory,
+            weight: n.weight,
+            features: n.features.clone(),
+            gres: n
+                .gres
+                .iter()
+                .map(|d| (d.name.clone(), d.kind.clone(), d.count))
+                .collect(),
+            gres_dev: n.gres.iter().map(|d| (d.index, d.cores.clone())).collect(),
+            usable: n.schedulable(),
+        }
+    }
+}
+
+/// What a node can give a job over some window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cap {
+    /// CPUs nobody holds.
+    pub cpus: u32,
+    /// CPUs a sharing job may still use (free ones plus those shared below the limit).
+    pub share_cpus: u32,
+    /// MiB.
+    pub mem: u64,
+    /// Free units per GRES slot.
+    pub gres: Vec<u32>,
+    /// No job holds anything here during the window.
+    pub idle: bool,
+    /// The node is held whole by an exclusive job, or locked to another user.
+    pub blocked: bool,
+    /// A user other than the asking one has a job here (for ExclusiveUser).
+    pub users: UserSet,
+}
+
+/// Which users hold a node, as far as ExclusiveUser cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UserSet {
+    #[default]
+    Nobody,
+    One(u32),
+    Several,
+    /// Locked to this user by an ExclusiveUser job.
+    Locked(u32),
+}
+
+impl UserSet {
+    /// The set after adding a job of `uid` (`lock`: the job is in an ExclusiveUser
+    /// partition).
+    pub fn with(self, uid: u32, lock: bool) -> UserSet {
+        match self {
+            UserSet::Locked(u) => UserSet::Locked(u),
+            _ if lock => UserSet::Locked(uid),
+            UserSet::Nobody => UserSet::One(uid),
+            UserSet::One(u) if u == uid => UserSet::One(u),
+            _ => UserSet::Several,
+        }
+    }
+
+    /// Whether a job of `uid` may join (`lock`: it wants the node for its user only).
+    pub fn admits(self, uid: u32, lock: bool) -> bool {
+        match self {
+            UserSet::Nobody => true,
+            UserSet::One(u) => !lock || u == uid,
+            UserSet::Several => !lock,
+            UserSet::Locked(u) => u == uid,
+        }
+    }
+}
+
+impl Cap {
+    /// An empty node.
+    pub fn full(n: &NodeInfo) -> Cap {
+        Cap {
+            cpus: n.cpus,
+            share_cpus: n.cpus,
+            mem: n.mem,
+            gres: n.gres.iter().map(|g| g.2).collect(),
+            idle: true,
+            blocked: false,
+            users: UserSet::Nobody,
+        }
+    }
+
+    /// The least of two caps (what is free during both windows).
+    pub fn min(&self, o: &Cap) -> Cap {
+        Cap {
+            cpus: self.cpus.min(o.cpus),
+            share_cpus: self.share_cpus.min(o.share_cpus),
+            mem: self.mem.min(o.mem),
+            gres: self
+                .gres
+                .iter()
+                .zip(&o.gres)
+                .map(|(a, b)| *a.min(b))
+                .collect(),
+            idle: self.idle && o.idle,
+            blocked: self.blocked || o.blocked,
+            users: match (self.users, o.users) {
+                (UserSet::Locked(u), _) | (_, UserSet::Locked(u)) => UserSet::Locked(u),
+                (UserSet::Nobody, x) | (x, UserSet::Nobody) => x,
+                (UserSet::One(a), UserSet::One(b)) if a == b => UserSet::One(a),
+                _ => UserSet::Several,
+            },
+        }
+    }
+}
+
+/// How memory is asked for, resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mem {
+    PerNode(u64),
+    /// `--mem=0`: all of each node's memory.
+    All,
+    PerCpu(u64),
+    PerGpu(u64),
+}
+
+/// Task distribution over nodes (`-m` first part).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dist {
+    Block,
+    Cyclic,
+    Plane(u32),
+}
+
+/// Parses the node part of `--distribution` (`block`, `cyclic`, `plane=N`,
+/// `arbitrary`, `*`), ignoring the socket/core parts after `:`.
+pub fn parse_dist(s: &str) -> Option<Dist> {
+    let first = s.split([':', ',']).next().unwrap_or("");
+    let lower = first.to_ascii_lowercase();
+    if let Some(n) = lower.strip_prefix("plane=") {
+        return n.parse::<u32>().ok().filter(|n| *n > 0).map(Dist::Plane);
+    }
+    match lower.as_str() {
+        "block" | "*" | "arbitrary" | "" => Some(Dist::Block),
+        "cyclic" => Some(Dist::Cyclic),
+        _ => None,
+    }
+}
+
+/// A job's request resolved against one partition: everything selection needs.
+#[derive(Debug, Clone)]
+pub struct Req {
+    pub uid: u32,
+    pub ntasks: u32,
+    pub cpt: u32,
+    pub nodes_min: u32,
+    pub nodes_max: u32,
+    pub per_node: Option<u32>,
+    pub mem: Mem,
+    /// Per-node GRES (`--gres`, `--gpus-per-node`).
+    pub gres: Vec<GresReq>,
+    /// `--gpus` over the whole job: (type, count).
+    pub gpus_total: Option<(Option<String>, u64)>,
+    /// `--gpus-per-task`: (type, count).
+    pub gpus_per_task: Option<(Option<String>, u32)>,
+    pub cpus_per_gpu: Option<u32>,
     pub exclusive: bool,
+    /// Share CPUs with up to this many jobs (OverSubscribe).
+    pub share: Option<u32>,
+    /// ExclusiveUser partition.
+    pub user_lock: bool,
+    pub overcommit: bool,
+    pub required: Vec<usize>,
+    pub excluded: Vec<usize>,
+    pub constraint: Option<Constraint>,
+    pub contiguous: bool,
+    pub dist: Dist,
+    pub max_cpus_per_node: Option<u32>,
+    /// Seconds (`None` = unlimited).
+    pub time_limit: Option<u64>,
 }
 
-impl Free {
-    /// What is free on `node` now.
-    pub fn of(node: &Node) -> Free {
-        Free {
-            cpus: node.cpus.saturating_sub(node.alloc_cpus),
-            mem: node.real_memory.saturating_sub(node.alloc_mem),
-            total_cpus: node.cpus,
-            total_mem: node.real_memory,
-            used: node.alloc_cpus > 0,
-            exclusive: false,
+/// Why a request cannot be resolved at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReqError {
+    /// `--constraint` does not parse.
+    BadConstraint,
+    /// `-w`/`-x` names an unknown node or is not a hostlist.
+    BadNodes,
+    /// `--distribution` is not understood.
+    BadDistribution,
+}
+
+impl Req {
+    /// Resolves `job` for `part`. `index` maps node names to positions.
+    ///
+    /// Errors: [`ReqError`] for a malformed constraint, node list or distribution.
+    pub fn new(
+        job: &Job,
+        part: &Partition,
+        index: &dyn Fn(&str) -> Option<usize>,
+    ) -> Result<Req, ReqError> {
+        let spec = &job.spec;
+        let names = |e: &Option<String>| -> Result<Vec<usize>, ReqError> {
+            match e {
+                None => Ok(Vec::new()),
+                Some(e) => crate::model::hostlist::expand(e)
+                    .map_err(|_| ReqError::BadNodes)?
+                    .iter()
+                    .map(|n| index(n).ok_or(ReqError::BadNodes))
+                    .collect(),
+            }
+        };
+        let gpu_kind = |g: &GresReq| g.kind.clone();
+        let has_gpus = spec.wants_gres();
+        let mem = match (spec.mem_per_gpu, job.req_mem) {
+            (Some(m), _) => Mem::PerGpu(m),
+            (None, MemReq::PerNode(0)) => Mem::All,
+            (None, MemReq::PerNode(m)) => Mem::PerNode(m),
+            (None, MemReq::PerCpu(m)) => Mem::PerCpu(m),
+        };
+        let mut gres = spec.gres.clone();
+        if let Some(g) = &spec.gpus_per_node {
+            gres.push(g.clone());
+        }
+        let share = match part.oversubscribe {
+            OverSubscribe::Force(n) => Some(n),
+            OverSubscribe::Yes(n) if spec.oversubscribe => Some(n),
+            _ => None,
+        };
+        let exclusive = spec.exclusive || part.oversubscribe == OverSubscribe::Exclusive;
+        let nodes_min = job.req_nodes.max(1);
+        Ok(Req {
+            uid: job.uid,
+            ntasks: job.req_tasks.max(1),
+            cpt: spec.cpus_per_task.unwrap_or(1).max(1),
+            nodes_min,
+            nodes_max: spec
+                .nodes_max
+                .unwrap_or(if spec.nodes_min.is_some() {
+                    nodes_min
+                } else {
+                    u32::MAX
+                })
+                .max(nodes_min),
+            per_node: spec.ntasks_per_node,
+            mem,
+            gres,
+            gpus_total: spec.gpus.as_ref().map(|g| (gpu_kind(g), g.count)),
+            gpus_per_task: spec
+                .gpus_per_task
+                .as_ref()
+                .map(|g| (gpu_kind(g), g.count.min(u64::from(u32::MAX)) as u32)),
+            cpus_per_gpu: spec
+                .cpus_per_gpu
+                .or(part.def_cpu_per_gpu.filter(|_| has_gpus)),
+            exclusive,
+            share: if exclusive { None } else { share },
+            user_lock: part.exclusive_user,
+            overcommit: spec.overcommit,
+            required: names(&spec.nodelist)?,
+            excluded: names(&spec.exclude)?,
+            constraint: match spec.constraint.as_deref().filter(|c| !c.is_empty()) {
+                None => None,
+                Some(c) => Some(Constraint::parse(c).map_err(|_| ReqError::BadConstraint)?),
+            },
+            contiguous: spec.contiguous,
+            dist: match spec.distribution.as_deref() {
+                None => Dist::Block,
+                Some(d) => parse_dist(d).ok_or(ReqError::BadDistribution)?,
+            },
+            max_cpus_per_node: part.max_cpus_per_node,
+            time_limit: job.time_limit.secs(),
+        })
+    }
+
+    /// CPUs the job needs in total (a lower bound used for quick rejections).
+    pub fn min_cpus(&self) -> u64 {
+        if self.overcommit {
+            u64::from(self.cpt) * u64::from(self.nodes_min)
+        } else {
+            u64::from(self.cpt) * u64::from(self.ntasks)
         }
     }
-
-    /// The whole node, as if empty.
-    pub fn full(node: &Node) -> Free {
-        Free {
-            cpus: node.cpus,
-            mem: node.real_memory,
-            total_cpus: node.cpus,
-            total_mem: node.real_memory,
-            used: false,
-            exclusive: false,
-        }
-    }
-
-    /// Takes `cpus` and `mem` MiB (the whole node when `exclusive`).
-    pub fn take(&mut self, cpus: u32, mem: u64, exclusive: bool) {
-        self.cpus = self.cpus.saturating_sub(cpus);
-        self.mem = self.mem.saturating_sub(mem);
-        self.used = true;
-        if exclusive {
-            self.cpus = 0;
-            self.exclusive = true;
-        }
-    }
 }
 
-/// Memory per node in MiB the job needs with `cpus` CPUs on a node of `total_mem` MiB
-/// (`--mem=0` means all of it).
-fn mem_needed(job: &Job, cpus: u32, total_mem: u64) -> u64 {
-    match job.req_mem {
-        MemReq::PerNode(0) => total_mem,
-        MemReq::PerNode(m) => m,
-        MemReq::PerCpu(m) => m.saturating_mul(u64::from(cpus)),
-    }
+/// What a job takes from one node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Take {
+    pub node: usize,
+    pub tasks: u32,
+    pub cpus: u32,
+    /// MiB.
+    pub mem: u64,
+    /// (GRES slot, units).
+    pub gres: Vec<(usize, u32)>,
 }
 
-/// How many of the job's tasks fit into `f`, up to `want` (0 if the node cannot host it).
-fn tasks_fitting(job: &Job, f: &Free, want: u32) -> u32 {
-    if f.exclusive || (job.spec.exclusive && f.used) {
-        return 0;
-    }
-    let cpt = job.spec.cpus_per_task.unwrap_or(1).max(1);
-    let mut k = (f.cpus / cpt).min(want);
-    while k > 0 && mem_needed(job, k * cpt, f.total_mem) > f.mem {
-        k -= 1;
-    }
-    k
+/// Where a job would run: one [`Take`] per node, in task order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    pub takes: Vec<Take>,
 }
 
-/// Chooses nodes and CPUs for `job` among `candidates` (already filtered to the
-/// partition and to schedulable nodes) given what is `free`. Errors carry the pending
-/// reason: `ReqNodeNotAvail` when a required node is unusable, else `Resources`.
-pub fn select(
-    job: &Job,
-    candidates: &[&Node],
-    free: &HashMap<&str, Free>,
-) -> Result<Allocation, Reason> {
-    let lookup = |n: &Node| free.get(n.name.as_str()).copied();
-    fit(job, candidates, lookup).map_err(|e| match e {
-        FitError::RequiredMissing => Reason::ReqNodeNotAvail,
-        FitError::NoFit => Reason::Resources,
-    })
-}
-
-/// Whether the job could run on `members` if they were all empty and up.
-pub fn could_ever_fit(job: &Job, members: &[&Node]) -> bool {
-    fit(job, members, |n| Some(Free::full(n))).is_ok()
-}
-
-enum FitError {
+/// Why selection failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FitError {
+    /// A node of `--nodelist` is not usable or not in the candidates.
     RequiredMissing,
+    /// Not enough resources.
     NoFit,
 }
 
-fn fit(
-    job: &Job,
-    candidates: &[&Node],
-    lookup: impl Fn(&Node) -> Option<Free>,
-) -> Result<Allocation, FitError> {
-    let required: Vec<String> = job
-        .spec
-        .nodelist
-        .as_deref()
-        .and_then(|e| hostlist::expand(e).ok())
-        .unwrap_or_default();
-    let excluded: Vec<String> = job
-        .spec
-        .exclude
-        .as_deref()
-        .and_then(|e| hostlist::expand(e).ok())
-        .unwrap_or_default();
-    let mut pool: Vec<(&Node, Free)> = Vec::new();
-    for name in &required {
-        match candidates.iter().find(|n| &n.name == name) {
-            Some(n) => match lookup(n) {
-                Some(f) => pool.push((n, f)),
-                None => return Err(FitError::RequiredMissing),
-            },
-            None => return Err(FitError::RequiredMissing),
+/// GRES units of `(name, kind)` free on a node, and which slots.
+fn gres_free(n: &NodeInfo, cap: &Cap, name: &str, kind: Option<&str>) -> u64 {
+    n.gres
+        .iter()
+        .enumerate()
+        .filter(|(_, g)| g.0 == name && kind.is_none_or(|k| g.1.as_deref() == Some(k)))
+        .map(|(i, _)| u64::from(cap.gres.get(i).copied().unwrap_or(0)))
+        .sum()
+}
+
+/// Takes `count` units of `(name, kind)` from the slots of `n`, lowest slot first.
+fn take_gres(
+    n: &NodeInfo,
+    cap: &Cap,
+    used: &mut [u32],
+    name: &str,
+    kind: Option<&str>,
+    mut count: u64,
+    out: &mut Vec<(usize, u32)>,
+) -> bool {
+    for (i, g) in n.gres.iter().enumerate() {
+        if count == 0 {
+            break;
+        }
+        if g.0 != name || kind.is_some_and(|k| g.1.as_deref() != Some(k)) {
+            continue;
+        }
+        let free = cap.gres[i].saturating_sub(used[i]);
+        let t = u64::from(free).min(count) as u32;
+        if t > 0 {
+            used[i] += t;
+            count -= u64::from(t);
+            match out.iter_mut().find(|(s, _)| *s == i) {
+                Some(e) => e.1 += t,
+                None => out.push((i, t)),
+            }
         }
     }
-    let mut rest: Vec<(&Node, Free)> = candidates
-        .iter()
-        .filter(|n| !required.contains(&n.name) && !excluded.contains(&n.name))
-        .filter_map(|n| lookup(n).map(|f| (*n, f)))
-        .collect();
-    rest.sort_by_key(|(n, _)| n.weight);
-    let n_required = pool.len();
-    pool.extend(rest);
+    count == 0
+}
 
-    let cpt = job.spec.cpus_per_task.unwrap_or(1).max(1);
-    let ntasks = job.req_tasks.max(1);
-    let nodes_min = job.req_nodes.max(1).max(n_required as u32);
-    let nodes_max = job
-        .spec
-        .nodes_max
-        .unwrap_or(if job.spec.nodes_min.is_some() {
-            nodes_min
-        } else {
-            u32::MAX
-        })
-        .max(nodes_min);
-
-    let mut chosen: Vec<(&Node, u32)> = Vec::new();
-    if let Some(per) = job.spec.ntasks_per_node {
-        let need = nodes_min.max(ntasks.div_ceil(per.max(1)));
-        for (i, (n, f)) in pool.iter().enumerate() {
-            if chosen.len() as u32 == need {
-                break;
-            }
-            if tasks_fitting(job, f, per) == per {
-                chosen.push((n, per));
-            } else if i < n_required {
-                return Err(FitError::NoFit);
+/// The most of the job's tasks that fit on one node (up to `want`), with what they
+/// take; `want_gpus` is what is still needed of `--gpus`. `None` if the node cannot
+/// host the job at all.
+pub fn node_take(
+    req: &Req,
+    idx: usize,
+    n: &NodeInfo,
+    cap: &Cap,
+    want: u32,
+    want_gpus: u64,
+) -> Option<Take> {
+    if cap.blocked || !cap.users.admits(req.uid, req.user_lock) {
+        return None;
+    }
+    if req.exclusive && (!cap.idle || cap.cpus < n.cpus) {
+        return None;
+    }
+    let avail_cpus = match req.share {
+        Some(_) => cap.share_cpus,
+        None => cap.cpus,
+    };
+    let avail_cpus = req
+        .max_cpus_per_node
+        .map_or(avail_cpus, |m| avail_cpus.min(m));
+    // Per-node GRES first: they do not depend on the task count.
+    let mut used = vec![0u32; n.gres.len()];
+    let mut gres = Vec::new();
+    for g in &req.gres {
+        if !take_gres(n, cap, &mut used, &g.name, g.kind.as_deref(), g.count, &mut gres) {
+            return None;
+        }
+    }
+    let gpt = req.gpus_per_task.as_ref();
+    let free_gpt = gpt.map(|(k, _)| {
+        gres_free(n, cap, "gpu", k.as_deref()).saturating_sub(
+            gres.iter()
+                .filter(|(s, _)| n.gres[*s].0 == "gpu")
+                .map(|(_, c)| u64::from(*c))
+                .sum(),
+        )
+    });
+    let mut k = want.max(1);
+    if let Some(p) = req.per_node {
+        k = k.min(p);
+    }
+    if !req.overcommit {
+        k = k.min(avail_cpus / req.cpt);
+    } else if avail_cpus < req.cpt {
+        return None;
+    }
+    if let (Some((_, per)), Some(free)) = (gpt, free_gpt) {
+        k = k.min((free / u64::from((*per).max(1))).min(u64::from(u32::MAX)) as u32);
+    }
+    // The --gpus share this node could give (all that is still wanted, up to free).
+    let total_kind = req.gpus_total.as_ref().map(|(k, _)| k.as_deref());
+    while k > 0 {
+        let mut used2 = used.clone();
+        let mut g2 = gres.clone();
+        let mut ok = true;
+        if let Some((kind, per)) = gpt
+            && !take_gres(
+                n,
+                cap,
+                &mut used2,
+                "gpu",
+                kind.as_deref(),
+                u64::from(*per) * u64::from(k),
+                &mut g2,
+            )
+        {
+            ok = false;
+        }
+        if ok && let Some(kind) = total_kind {
+            let free = gres_free(n, cap, "gpu", kind)
+                .saturating_sub(used2.iter().map(|u| u64::from(*u)).sum());
+            let t = free.min(want_gpus);
+            if t > 0 {
+                take_gres(n, cap, &mut used2, "gpu", kind, t, &mut g2);
             }
         }
-        if (chosen.len() as u32) < need {
+        let gpus_here: u64 = g2
+            .iter()
+            .filter(|(s, _)| n.gres[*s].0 == "gpu")
+            .map(|(_, c)| u64::from(*c))
+            .sum();
+        let mut cpus = if req.overcommit { req.cpt } else { k * req.cpt };
+        if let Some(cpg) = req.cpus_per_gpu {
+            cpus = cpus.max((gpus_here * u64::from(cpg)).min(u64::from(u32::MAX)) as u32);
+        }
+        if req.exclusive {
+            cpus = n.cpus;
+        }
+        let mem = match req.mem {
+            Mem::PerNode(m) => m,
+            Mem::All => n.mem,
+            Mem::PerCpu(m) => m.saturating_mul(u64::from(cpus)),
+            Mem::PerGpu(m) => m.saturating_mul(gpus_here.max(1)),
+        };
+        let cpu_room = if req.exclusive { n.cpus } else { avail_cpus };
+        if ok && cpus <= cpu_room && mem <= cap.mem {
+            return Some(Take {
+                node: idx,
+                tasks: k,
+                cpus,
+                mem,
+                gres: g2,
+            });
+        }
+        if !ok && gpt.is_none() {
+            return None;
+        }
+        k -= 1;
+    }
+    None
+}
+
+/// Fits `req` on `cands` (node index, cap), already filtered to the partition and to
+/// usable nodes, in the order given (callers sort by weight). Honours required and
+/// excluded nodes, constraints, contiguity and distribution.
+///
+/// Errors: [`FitError::RequiredMissing`] when a `--nodelist` node is not among the
+/// candidates, else [`FitError::NoFit`].
+pub fn fit(req: &Req, nodes: &[NodeInfo], cands: &[(usize, Cap)]) -> Result<Placement, FitError> {
+    for r in &req.required {
+        if !cands.iter().any(|(i, _)| i == r) {
+            return Err(FitError::RequiredMissing);
+        }
+    }
+    let base: Vec<&(usize, Cap)> = cands
+        .iter()
+        .filter(|(i, _)| !req.excluded.contains(i))
+        .filter(|(i, _)| {
+            req.constraint
+                .as_ref()
+                .is_none_or(|c| c.node_ok(&nodes[*i].features))
+        })
+        .collect();
+    // A matching OR (`[a|b]`) is tried one alternative at a time.
+    if let Some(alts) = req.constraint.as_ref().and_then(|c| c.match_alternatives()) {
+        for alt in alts {
+            let sub: Vec<&(usize, Cap)> = base
+                .iter()
+                .copied()
+                .filter(|(i, _)| alt.node_ok(&nodes[*i].features))
+                .collect();
+            if let Ok(p) = fit_pool(req, nodes, &sub) {
+                return Ok(p);
+            }
+        }
+        return Err(FitError::NoFit);
+    }
+    fit_pool(req, nodes, &base)
+}
+
+fn fit_pool(req: &Req, nodes: &[NodeInfo], pool: &[&(usize, Cap)]) -> Result<Placement, FitError> {
+    // Required nodes first, then nodes with counted features, then the given order.
+    let counted: Vec<&str> = req
+        .constraint
+        .as_ref()
+        .map(|c| c.counts().into_iter().map(|(n, _)| n).collect())
+        .unwrap_or_default();
+    let mut order: Vec<&(usize, Cap)> = pool.to_vec();
+    order.sort_by_key(|(i, _)| {
+        (
+            !req.required.contains(i),
+            !counted.iter().any(|f| nodes[*i].features.iter().any(|x| x == f)),
+        )
+    });
+    if req.contiguous {
+        // Runs of consecutive node indices, tried in order.
+        let mut idx: Vec<&(usize, Cap)> = pool.to_vec();
+        idx.sort_by_key(|(i, _)| *i);
+        let mut start = 0;
+        while start < idx.len() {
+            let mut end = start + 1;
+            while end < idx.len() && idx[end].0 == idx[end - 1].0 + 1 {
+                end += 1;
+            }
+            let run = &idx[start..end];
+            if req.required.iter().all(|r| run.iter().any(|(i, _)| i == r)) {
+                // Slide a window over the run so that the job's nodes are adjacent.
+                for s in 0..run.len() {
+                    if let Ok(p) = fit_block(req, nodes, &run[s..])
+                        && p.takes.windows(2).all(|w| w[1].node == w[0].node + 1)
+                    {
+                        return Ok(p);
+                    }
+                }
+            }
+            start = end;
+        }
+        return Err(FitError::NoFit);
+    }
+    fit_block(req, nodes, &order)
+}
+
+fn fit_block(req: &Req, nodes: &[NodeInfo], pool: &[&(usize, Cap)]) -> Result<Placement, FitError> {
+    let n_required = req.required.len();
+    let mut takes: Vec<Take> = Vec::new();
+    let mut gpus_left = req.gpus_total.as_ref().map_or(0, |g| g.1);
+    if let Some(per) = req.per_node {
+        let need = req.nodes_min.max(req.ntasks.div_ceil(per.max(1)));
+        let mut left = req.ntasks;
+        for (pos, (i, cap)) in pool.iter().enumerate() {
+            if takes.len() as u32 == need {
+                break;
+            }
+            let want = per.min(left.max(1));
+            match node_take(req, *i, &nodes[*i], cap, want, gpus_left) {
+                Some(t) if t.tasks == want => {
+                    left = left.saturating_sub(t.tasks);
+                    gpus_left = gpus_left.saturating_sub(gpu_units(nodes, &t));
+                    takes.push(t);
+                }
+                _ if pos < n_required => return Err(FitError::NoFit),
+                _ => {}
+            }
+        }
+        if (takes.len() as u32) < need {
             return Err(FitError::NoFit);
         }
     } else {
-        let mut left = ntasks;
-        for (i, (n, f)) in pool.iter().enumerate() {
-            let placed = chosen.len() as u32;
-            if left == 0 && placed >= nodes_min {
+        let mut left = req.ntasks;
+        for (pos, (i, cap)) in pool.iter().enumerate() {
+            let placed = takes.len() as u32;
+            if left == 0 && placed >= req.nodes_min && gpus_left == 0 {
                 break;
             }
-            if placed == nodes_max {
+            if placed == req.nodes_max {
                 break;
             }
             // Keep one task for each further node the job must still get.
-            let still_needed = nodes_min.saturating_sub(placed + 1);
-            let want = left.saturating_sub(still_needed).max(1).min(left.max(1));
-            let k = tasks_fitting(job, f, want);
-            if k == 0 {
-                if i < n_required {
-                    return Err(FitError::NoFit);
+            let still = req.nodes_min.saturating_sub(placed + 1);
+            let want = left.saturating_sub(still).max(1);
+            match node_take(req, *i, &nodes[*i], cap, want, gpus_left) {
+                Some(t) if t.tasks > 0 => {
+                    left = left.saturating_sub(t.tasks);
+                    gpus_left = gpus_left.saturating_sub(gpu_units(nodes, &t));
+                    takes.push(t);
                 }
-                continue;
+                _ if pos < n_required => return Err(FitError::NoFit),
+                _ => {}
             }
-            let k = k.min(left.max(1));
-            chosen.push((n, k));
-            left = left.saturating_sub(k);
         }
-        if left > 0 || (chosen.len() as u32) < nodes_min {
+        if left > 0 || (takes.len() as u32) < req.nodes_min {
             return Err(FitError::NoFit);
         }
     }
-    let mem = chosen
-        .iter()
-        .map(|(n, k)| mem_needed(job, k * cpt, n.real_memory))
-        .max()
-        .unwrap_or(0);
-    Ok(Allocation {
-        nodes: chosen.iter().map(|(n, _)| n.name.clone()).collect(),
-        cpus: chosen
+    if gpus_left > 0 {
+        return Err(FitError::NoFit);
+    }
+    if let Some(c) = &req.constraint {
+        let feats: Vec<&[String]> = takes
             .iter()
-            .map(|(n, k)| if job.spec.exclusive { n.cpus } else { k * cpt })
-            .collect(),
-        mem_per_node: mem,
-    })
+            .map(|t| nodes[t.node].features.as_slice())
+            .collect();
+        if !c.alloc_ok(&feats) {
+            return Err(FitError::NoFit);
+        }
+    }
+    let mut p = Placement { takes };
+    distribute(req, nodes, pool, &mut p);
+    Ok(p)
+}
+
+fn gpu_units(nodes: &[NodeInfo], t: &Take) -> u64 {
+    t.gres
+        .iter()
+        .filter(|(s, _)| nodes[t.node].gres[*s].0 == "gpu")
+        .map(|(_, c)| u64::from(*c))
+        .sum()
+}
+
+/// Re-lays tasks over the chosen nodes for `cyclic` and `plane=N` (block is what the
+/// fit produced), keeping each node within what it can host.
+fn distribute(req: &Req, nodes: &[NodeInfo], pool: &[&(usize, Cap)], p: &mut Placement) {
+    let chunk = match req.dist {
+        Dist::Block => return,
+        Dist::Cyclic => 1,
+        Dist::Plane(n) => n,
+    };
+    if p.takes.len() < 2 || req.per_node.is_some() || req.exclusive || req.overcommit {
+        return;
+    }
+    let caps: Vec<u32> = p
+        .takes
+        .iter()
+        .map(|t| {
+            let cap = &pool.iter().find(|(i, _)| *i == t.node).expect("chosen from pool").1;
+            node_take(req, t.node, &nodes[t.node], cap, req.ntasks, 0).map_or(t.tasks, |x| x.tasks)
+        })
+        .collect();
+    let mut tasks = vec![0u32; p.takes.len()];
+    let mut left = req.ntasks;
+    while left > 0 {
+        let mut moved = false;
+        for (i, t) in tasks.iter_mut().enumerate() {
+            if left == 0 {
+                break;
+            }
+            let add = chunk.min(left).min(caps[i].saturating_sub(*t));
+            if add > 0 {
+                *t += add;
+                left -= add;
+                moved = true;
+            }
+        }
+        if !moved {
+            return; // cannot honour the distribution; keep block
+        }
+    }
+    for (t, k) in p.takes.iter_mut().zip(tasks) {
+        if k == 0 {
+            continue;
+        }
+        let cap = &pool.iter().find(|(i, _)| *i == t.node).expect("chosen").1;
+        if let Some(x) = node_take(req, t.node, &nodes[t.node], cap, k, 0)
+            && x.tasks == k
+        {
+            // Keep the GRES picked before (per-node requests do not depend on tasks).
+            let gres = if req.gpus_per_task.is_some() { x.gres } else { t.gres.clone() };
+            *t = Take { gres, ..x };
+        }
+    }
+    p.takes.retain(|t| t.tasks > 0);
 }

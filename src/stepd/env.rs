@@ -409,6 +409,7 @@ mod tests {
                 nodes,
                 cpus,
                 mem_per_node: 400,
+                ..Default::default()
             }),
             exit: ExitStatus::default(),
             derived_exit: ExitStatus::default(),
@@ -416,6 +417,7 @@ mod tests {
             cancelled_by: None,
             steps: Vec::new(),
             last_sched_eval: None,
+            sched: Default::default(),
         }
     }
 

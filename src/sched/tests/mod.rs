@@ -1,22 +1,29 @@
-//! Scheduler scenarios built from small node and job builders.
+//! Scheduler scenarios built from small node and job builders (the test kit), with
+//! scenario files per area: selection, backfill, priority, reasons, properties.
+
+mod backfill;
+mod priority;
+mod props;
+mod reasons;
+mod select;
 
 use super::*;
 use crate::model::job::ExitStatus;
 use crate::model::{JobSpec, MemReq, NodeState, TimeLimit};
 
-fn node(name: &str, cpus: u32, mem: u64) -> Node {
+pub fn node(name: &str, cpus: u32, mem: u64) -> Node {
     let mut n = Node::new(name, cpus, mem);
     n.state = NodeState::Up;
     n
 }
 
-fn part(name: &str, nodes: &[&str]) -> Partition {
+pub fn part(name: &str, nodes: &[&str]) -> Partition {
     let mut p = Partition::new(name, nodes.iter().map(|s| s.to_string()).collect());
     p.default = true;
     p
 }
 
-fn job(id: u32, tasks: u32, mem_per_cpu: u64) -> Job {
+pub fn job(id: u32, tasks: u32, mem_per_cpu: u64) -> Job {
     Job {
         id,
         spec: JobSpec {
@@ -52,10 +59,55 @@ fn job(id: u32, tasks: u32, mem_per_cpu: u64) -> Job {
         cancelled_by: None,
         steps: vec![],
         last_sched_eval: None,
+        sched: Default::default(),
     }
 }
 
-fn starts(d: &[Decision]) -> Vec<u32> {
+/// A job running on `node` with `cpus` CPUs since `start` (10-minute limit).
+pub fn running(id: u32, node: &str, cpus: u32, start: i64) -> Job {
+    let mut j = job(id, cpus, 10);
+    j.state = JobState::Running;
+    j.start_time = Some(start);
+    j.alloc = Some(Allocation {
+        nodes: vec![node.into()],
+        cpus: vec![cpus],
+        mem_per_node: 10 * u64::from(cpus),
+        ..Default::default()
+    });
+    j
+}
+
+/// Runs a full pass with `cfg` at `now`.
+pub fn pass(
+    jobs: &[&Job],
+    nodes: &[Node],
+    parts: &[Partition],
+    licenses: &[(String, u32)],
+    cfg: &SchedConfig,
+    now: i64,
+) -> Outcome {
+    run(&Input {
+        jobs,
+        nodes,
+        partitions: parts,
+        licenses,
+        config: cfg,
+        now,
+        backfill: true,
+    })
+}
+
+/// The allocation a job got, or a panic naming what happened instead.
+pub fn alloc_of(d: &[Decision], id: u32) -> Allocation {
+    d.iter()
+        .find_map(|d| match d {
+            Decision::Start { job_id, alloc, .. } if *job_id == id => Some(alloc.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("job {id} did not start: {d:?}"))
+}
+
+pub fn starts(d: &[Decision]) -> Vec<u32> {
     d.iter()
         .filter_map(|d| match d {
             Decision::Start { job_id, .. } => Some(*job_id),
@@ -64,7 +116,7 @@ fn starts(d: &[Decision]) -> Vec<u32> {
         .collect()
 }
 
-fn reason_of(d: &[Decision], id: u32) -> Option<Reason> {
+pub fn reason_of(d: &[Decision], id: u32) -> Option<Reason> {
     d.iter().find_map(|d| match d {
         Decision::Pending { job_id, reason } if *job_id == id => Some(reason.clone()),
         _ => None,
@@ -191,13 +243,12 @@ fn multi_node_block_layout_and_ntasks_per_node() {
 
 #[test]
 fn nodelist_exclude_and_exclusive() {
-    let mut busy = node("n1", 4, 4000);
-    busy.alloc_cpus = 1;
-    let nodes = vec![busy, node("n2", 4, 4000)];
+    let nodes = vec![node("n1", 4, 4000), node("n2", 4, 4000)];
     let parts = vec![part("p", &["n1", "n2"])];
+    let busy = running(9, "n1", 1, 0);
     let mut a = job(1, 1, 10);
     a.spec.exclusive = true;
-    let refs = [&a];
+    let refs = [&a, &busy];
     match &schedule(&refs, &nodes, &parts, 0)[0] {
         Decision::Start { alloc, .. } => {
             assert_eq!(alloc.nodes, vec!["n2"]);
@@ -207,7 +258,7 @@ fn nodelist_exclude_and_exclusive() {
     }
     let mut b = job(2, 1, 10);
     b.spec.exclude = Some("n1".into());
-    let refs = [&b];
+    let refs = [&b, &busy];
     assert!(
         matches!(&schedule(&refs, &nodes, &parts, 0)[0], Decision::Start { alloc, .. } if alloc.nodes == ["n2"])
     );

@@ -1,0 +1,324 @@
+//! Generic resources (GRES) and licenses: typed devices on nodes (`gpu:h100:8` with
+//! per-device core affinity, gres.conf's `Cores=`), what a job asks for (`--gres`,
+//! `--gpus*`, `--licenses`), and the text Slurm prints for them (cf.
+//! src/common/gres.c, src/interfaces/gres.c `gres_job_state_validate`, and
+//! src/slurmctld/licenses.c).
+//!
+//! Pure data and parsing. A device is one unit of a countable resource: GPUs and most
+//! GRES are one device per unit; a node declaring `mps:100` has one device of count 100
+//! (see [`GresDevice::count`]).
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// One generic-resource device on a node (one GPU, one MPS share pool, …).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GresDevice {
+    /// GRES name (`gpu`, `mps`, `nic`).
+    pub name: String,
+    /// Type (`h100`, `a100`); `None` when untyped.
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// Index of the device among the node's devices of the same name (0-based; what
+    /// `IDX:` and CUDA_VISIBLE_DEVICES number).
+    pub index: u32,
+    /// Units this device provides (1 for a GPU).
+    #[serde(default = "one")]
+    pub count: u32,
+    /// CPU ids close to the device (`Cores=`); empty = any.
+    #[serde(default)]
+    pub cores: Vec<u32>,
+    /// Device file (`/dev/nvidia0`), when known.
+    #[serde(default)]
+    pub file: Option<String>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+impl GresDevice {
+    /// Whether this device can serve a request for `name[:kind]`.
+    pub fn matches(&self, name: &str, kind: Option<&str>) -> bool {
+        self.name == name && kind.is_none_or(|k| self.kind.as_deref() == Some(k))
+    }
+}
+
+/// A request for a countable generic resource: `gpu:h100:2` → name `gpu`, kind
+/// `h100`, count 2.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct GresReq {
+    pub name: String,
+    #[serde(default)]
+    pub kind: Option<String>,
+    pub count: u64,
+}
+
+impl fmt::Display for GresReq {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            Some(k) => write!(f, "{}:{}:{}", self.name, k, self.count),
+            None => write!(f, "{}:{}", self.name, self.count),
+        }
+    }
+}
+
+/// Why a GRES or license specification could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GresError {
+    #[error("invalid generic resource specification '{0}'")]
+    Bad(String),
+}
+
+fn valid_word(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+/// Parses a count with an optional `k`/`m`/`g` multiplier (Slurm accepts `mps:1k`).
+fn parse_count(s: &str) -> Option<u64> {
+    let (num, mult) = match s.chars().last()? {
+        'k' | 'K' => (&s[..s.len() - 1], 1024),
+        'm' | 'M' => (&s[..s.len() - 1], 1024 * 1024),
+        'g' | 'G' => (&s[..s.len() - 1], 1024 * 1024 * 1024),
+        _ => (s, 1),
+    };
+    num.parse::<u64>().ok()?.checked_mul(mult)
+}
+
+/// Parses one `name[:type][:count]` item (count defaults to 1; a last field that is a
+/// number is the count).
+///
+/// Errors: [`GresError::Bad`] for an empty name, more than three fields, or a zero or
+/// non-numeric count.
+pub fn parse_gres_item(s: &str) -> Result<GresReq, GresError> {
+    let bad = || GresError::Bad(s.to_string());
+    // `gres:gpu:2` (squeue's TRES_PER_NODE form) is accepted too.
+    let s2 = s.strip_prefix("gres:").or(s.strip_prefix("gres/")).unwrap_or(s);
+    let parts: Vec<&str> = s2.split(':').collect();
+    let (name, kind, count) = match parts.as_slice() {
+        [n] => (*n, None, 1),
+        [n, x] => match parse_count(x) {
+            Some(c) => (*n, None, c),
+            None => (*n, Some(*x), 1),
+        },
+        [n, k, c] => (*n, Some(*k), parse_count(c).ok_or_else(bad)?),
+        _ => return Err(bad()),
+    };
+    if !valid_word(name) || kind.is_some_and(|k| !valid_word(k)) || count == 0 {
+        return Err(bad());
+    }
+    Ok(GresReq {
+        name: name.to_string(),
+        kind: kind.map(str::to_string),
+        count,
+    })
+}
+
+/// Parses a comma-separated `--gres` list (`gpu:2,mps:50`). `none` or empty gives an
+/// empty list.
+///
+/// Errors: the first bad item.
+pub fn parse_gres_list(s: &str) -> Result<Vec<GresReq>, GresError> {
+    if s.is_empty() || s.eq_ignore_ascii_case("none") {
+        return Ok(Vec::new());
+    }
+    s.split(',').map(parse_gres_item).collect()
+}
+
+/// Parses a `--gpus*` value: `N` or `type:N`, into a `gpu` request.
+///
+/// Errors: [`GresError::Bad`].
+pub fn parse_gpus(s: &str) -> Result<GresReq, GresError> {
+    let r = parse_gres_item(&format!("gpu:{s}"))?;
+    if s.contains(':') && r.kind.is_none() {
+        return Err(GresError::Bad(s.to_string()));
+    }
+    Ok(r)
+}
+
+/// Formats requests the way `TresPerNode=`/squeue `%b` print them: `gres:gpu:4`.
+pub fn fmt_tres_per_node(reqs: &[GresReq]) -> String {
+    reqs.iter()
+        .map(|r| format!("gres:{r}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Parses a node's configured GRES as written in the config (`gpu:h100:8`,
+/// `gpu:2(S:0-1)` is not supported: per-device cores come from `cores`): `name[:type]:count`
+/// items, each expanded to `count` devices of count 1 (GPU-like) — except `mps`/`shard`,
+/// which become one device carrying the whole count.
+///
+/// Errors: [`GresError::Bad`].
+pub fn parse_node_gres(s: &str) -> Result<Vec<GresDevice>, GresError> {
+    let mut out: Vec<GresDevice> = Vec::new();
+    for r in parse_gres_list(s)? {
+        let start = out.iter().filter(|d| d.name == r.name).count() as u32;
+        if matches!(r.name.as_str(), "mps" | "shard") {
+            out.push(GresDevice {
+                name: r.name,
+                kind: r.kind,
+                index: start,
+                count: u32::try_from(r.count).map_err(|_| GresError::Bad(s.into()))?,
+                cores: Vec::new(),
+                file: None,
+            });
+            continue;
+        }
+        if r.count > 4096 {
+            return Err(GresError::Bad(s.to_string()));
+        }
+        for i in 0..r.count as u32 {
+            out.push(GresDevice {
+                name: r.name.clone(),
+                kind: r.kind.clone(),
+                index: start + i,
+                count: 1,
+                cores: Vec::new(),
+                file: None,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// A node's GRES as `scontrol show node`/sinfo `%G` print them: `gpu:h100:8` per
+/// (name, type), `(null)` when none.
+pub fn fmt_node_gres(devs: &[GresDevice]) -> String {
+    let mut groups: Vec<(String, Option<String>, u64)> = Vec::new();
+    for d in devs {
+        match groups
+            .iter_mut()
+            .find(|(n, k, _)| *n == d.name && *k == d.kind)
+        {
+            Some(g) => g.2 += u64::from(d.count),
+            None => groups.push((d.name.clone(), d.kind.clone(), u64::from(d.count))),
+        }
+    }
+    if groups.is_empty() {
+        return "(null)".into();
+    }
+    groups
+        .iter()
+        .map(|(n, k, c)| match k {
+            Some(k) => format!("{n}:{k}:{c}"),
+            None => format!("{n}:{c}"),
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// A license request: `--licenses=matlab:2,fluent` (count defaults to 1; `*` may stand
+/// for `:` as in Slurm).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct LicenseReq {
+    pub name: String,
+    pub count: u32,
+}
+
+/// Parses a `--licenses` list.
+///
+/// Errors: [`GresError::Bad`] for an empty name or a zero/non-numeric count.
+pub fn parse_licenses(s: &str) -> Result<Vec<LicenseReq>, GresError> {
+    let mut out: Vec<LicenseReq> = Vec::new();
+    for item in s.split(',').filter(|x| !x.is_empty()) {
+        let bad = || GresError::Bad(item.to_string());
+        let (name, count) = match item.split_once([':', '*']) {
+            Some((n, c)) => (n, c.parse::<u32>().ok().filter(|c| *c > 0).ok_or_else(bad)?),
+            None => (item, 1),
+        };
+        if !valid_word(name) {
+            return Err(bad());
+        }
+        match out.iter_mut().find(|l| l.name == name) {
+            Some(l) => l.count += count,
+            None => out.push(LicenseReq {
+                name: name.to_string(),
+                count,
+            }),
+        }
+    }
+    Ok(out)
+}
+
+/// Licenses as scontrol's `Licenses=` prints them (`matlab:2,fluent:1`), `(null)` when none.
+pub fn fmt_licenses(l: &[LicenseReq]) -> String {
+    if l.is_empty() {
+        return "(null)".into();
+    }
+    l.iter()
+        .map(|l| format!("{}:{}", l.name, l.count))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gres_items() {
+        let r = parse_gres_item("gpu").unwrap();
+        assert_eq!((r.name.as_str(), r.kind.as_deref(), r.count), ("gpu", None, 1));
+        let r = parse_gres_item("gpu:2").unwrap();
+        assert_eq!((r.kind.as_deref(), r.count), (None, 2));
+        let r = parse_gres_item("gpu:h100:8").unwrap();
+        assert_eq!((r.kind.as_deref(), r.count), (Some("h100"), 8));
+        let r = parse_gres_item("gpu:a100").unwrap();
+        assert_eq!((r.kind.as_deref(), r.count), (Some("a100"), 1));
+        assert_eq!(parse_gres_item("mps:1k").unwrap().count, 1024);
+        assert_eq!(parse_gres_item("gres:gpu:4").unwrap().count, 4);
+        for bad in ["", "gpu:0", "gpu:a:b", "gpu:h100:2:3", "g pu:1", ":2"] {
+            assert!(parse_gres_item(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_gres_list("gpu:2,mps:50").unwrap().len(), 2);
+        assert!(parse_gres_list("none").unwrap().is_empty());
+        assert_eq!(parse_gres_list("gpu:1").unwrap()[0].to_string(), "gpu:1");
+    }
+
+    #[test]
+    fn gpus_values() {
+        assert_eq!(parse_gpus("2").unwrap().count, 2);
+        let r = parse_gpus("h100:3").unwrap();
+        assert_eq!((r.kind.as_deref(), r.count), (Some("h100"), 3));
+        assert!(parse_gpus("0").is_err());
+        assert!(parse_gpus("h100:x").is_err());
+    }
+
+    #[test]
+    fn node_gres_expands_to_devices() {
+        let d = parse_node_gres("gpu:h100:2,gpu:a100:1,mps:200").unwrap();
+        assert_eq!(d.len(), 4);
+        assert_eq!((d[0].index, d[1].index, d[2].index), (0, 1, 2));
+        assert_eq!(d[2].kind.as_deref(), Some("a100"));
+        assert_eq!(d[3].count, 200);
+        assert_eq!(fmt_node_gres(&d), "gpu:h100:2,gpu:a100:1,mps:200");
+        assert_eq!(fmt_node_gres(&[]), "(null)");
+        assert!(d[0].matches("gpu", None) && d[0].matches("gpu", Some("h100")));
+        assert!(!d[0].matches("gpu", Some("a100")));
+    }
+
+    #[test]
+    fn licenses() {
+        let l = parse_licenses("matlab:2,fluent,matlab*1").unwrap();
+        assert_eq!(
+            l,
+            vec![
+                LicenseReq {
+                    name: "matlab".into(),
+                    count: 3
+                },
+                LicenseReq {
+                    name: "fluent".into(),
+                    count: 1
+                }
+            ]
+        );
+        assert_eq!(fmt_licenses(&l), "matlab:3,fluent:1");
+        assert!(parse_licenses("x:0").is_err());
+        assert!(parse_licenses(":2").is_err());
+        assert_eq!(fmt_licenses(&[]), "(null)");
+    }
+}

@@ -1,0 +1,87 @@
+//! priority/multifactor against the golden cluster's figures (one node of 32 CPUs,
+//! weights age 1000, fair-share 10000, job size 1000, partition 1000).
+
+use super::*;
+use crate::sched::priority::{PriorityConfig, PriorityContext, decay, factors};
+
+fn ctx() -> PriorityContext {
+    PriorityContext {
+        total_cpus: 32,
+        total_nodes: 1,
+        total_mem: 16000,
+        total_gpus: 4,
+        max_part_factor: 1,
+        usage: Default::default(),
+        users: 1,
+    }
+}
+
+#[test]
+fn golden_sprio_values() {
+    let cfg = PriorityConfig::default();
+    let mut j = job(1, 32, 400);
+    j.eligible_time = Some(0);
+    let f = factors(&j, 1, &ctx(), &cfg, 0);
+    assert_eq!((f.fairshare, f.jobsize, f.partition), (10000.0, 1000.0, 1000.0));
+    assert_eq!(f.priority(), 12000);
+    j.req_cpus = 16;
+    assert_eq!(factors(&j, 1, &ctx(), &cfg, 0).priority(), 11750);
+    j.req_cpus = 1;
+    let f = factors(&j, 1, &ctx(), &cfg, 0);
+    assert_eq!(f.jobsize.round(), 516.0);
+    assert_eq!(f.priority(), 11515);
+}
+
+#[test]
+fn age_grows_to_its_maximum_and_nice_lowers() {
+    let cfg = PriorityConfig::default();
+    let mut j = job(1, 1, 400);
+    j.eligible_time = Some(0);
+    let week = 7 * 86400;
+    assert_eq!(factors(&j, 1, &ctx(), &cfg, week / 2).age, 500.0);
+    assert_eq!(factors(&j, 1, &ctx(), &cfg, 10 * week).age, 1000.0);
+    let base = factors(&j, 1, &ctx(), &cfg, 0).priority();
+    j.spec.nice = 100;
+    assert_eq!(factors(&j, 1, &ctx(), &cfg, 0).priority(), base - 100);
+    j.spec.nice = -100;
+    assert_eq!(factors(&j, 1, &ctx(), &cfg, 0).priority(), base + 100);
+}
+
+#[test]
+fn fairshare_falls_with_usage() {
+    let cfg = PriorityConfig::default();
+    let mut c = ctx();
+    c.users = 2;
+    c.usage.insert(1, 3000.0);
+    c.usage.insert(2, 1000.0);
+    let mut heavy = job(1, 1, 400);
+    heavy.uid = 1;
+    let mut light = job(2, 1, 400);
+    light.uid = 2;
+    let fh = factors(&heavy, 1, &c, &cfg, 0).fairshare;
+    let fl = factors(&light, 1, &c, &cfg, 0).fairshare;
+    assert!(fh < fl, "{fh} < {fl}");
+    // Usage 3/4 with shares 1/2: 2^(-1.5).
+    assert!((fh - 10000.0 * (-1.5f64).exp2()).abs() < 1e-6);
+    assert!((decay(100.0, 0, 7 * 86400, 7 * 86400) - 50.0).abs() < 1e-9);
+}
+
+#[test]
+fn small_relative_to_time_and_partition_and_tres() {
+    let mut cfg = PriorityConfig {
+        small_relative_to_time: true,
+        ..PriorityConfig::default()
+    };
+    let mut j = job(1, 32, 400);
+    j.time_limit = TimeLimit::Minutes(1);
+    assert_eq!(factors(&j, 1, &ctx(), &cfg, 0).jobsize, 1000.0);
+    j.time_limit = TimeLimit::Minutes(4);
+    assert_eq!(factors(&j, 1, &ctx(), &cfg, 0).jobsize, 250.0);
+    cfg.small_relative_to_time = false;
+    let mut c = ctx();
+    c.max_part_factor = 4;
+    assert_eq!(factors(&j, 1, &c, &cfg, 0).partition, 250.0);
+    cfg.weight_tres = vec![("cpu".into(), 100.0)];
+    j.req_cpus = 8;
+    assert_eq!(factors(&j, 1, &c, &cfg, 0).tres, vec![("cpu".to_string(), 25.0)]);
+}
