@@ -605,10 +605,10 @@ fn try_partition<'a>(
         return Err(Reason::Licenses);
     }
     let cands = pass.caps_now(pv, &req);
+    let name = pv.part.name.clone();
     match select::fit(&req, &pass.infos, &cands) {
         Ok(p) => {
             let alloc = pass.commit(job, &req, &p, &job.spec.licenses);
-            let name = pv.part.name.clone();
             pass.started.push((job, alloc, name));
             Ok(())
         }
