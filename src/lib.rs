@@ -12,5 +12,6 @@ pub mod jobspec;
 pub mod model;
 pub mod proto;
 pub mod sched;
+pub mod sim;
 pub mod stepd;
 pub mod transport;

@@ -59,6 +59,7 @@ fn dispatch(cmd: &str, args: Vec<OsString>) -> ExitCode {
         "sacct" => sacct::run(args),
         "controller" => crate::ctld::cli_main(args),
         "stepd" => crate::stepd::cli_main(args),
+        "simulate" => crate::sim::cli_main(args),
         "srun" | "salloc" => {
             eprintln!(
                 "{cmd}: error: {cmd} is not supported yet by sluice (batch jobs only: use sbatch)"
@@ -83,7 +84,7 @@ fn dispatch(cmd: &str, args: Vec<OsString>) -> ExitCode {
 
 fn print_usage() {
     eprintln!(
-        "usage: sluice <command> [args...]\n\ncommands: {} controller stepd\n\
+        "usage: sluice <command> [args...]\n\ncommands: {} controller stepd simulate\n\
          Each Slurm command also works under its own name through a symlink (see install.sh).",
         LINKED_COMMANDS.join(" ")
     );

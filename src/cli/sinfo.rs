@@ -376,6 +376,7 @@ pub fn fmt_limit(l: TimeLimit) -> String {
     match l {
         TimeLimit::Unlimited => "infinite".into(),
         TimeLimit::Minutes(m) => fmt_squeue_duration(u64::from(m) * 60),
+        TimeLimit::Seconds(s) => fmt_squeue_duration(s),
     }
 }
 

@@ -20,7 +20,7 @@ use crate::cli::client::Client;
 use crate::cli::format::{self, Field, Format};
 use crate::cli::timefmt::{fmt_banner, fmt_ts};
 use crate::model::time::fmt_squeue_duration;
-use crate::model::{Job, JobState, MemReq, TimeLimit, hostlist};
+use crate::model::{Job, JobState, MemReq, hostlist};
 use crate::proto::{JobFilter, Request, Response, SlurmError};
 use clap::{ArgAction, CommandFactory, FromArgMatches, Parser};
 use std::cmp::Ordering;
@@ -527,10 +527,10 @@ fn end_text(job: &Job) -> String {
 }
 
 fn time_left(r: &JobRow) -> String {
-    match r.job.time_limit {
-        TimeLimit::Unlimited => "UNLIMITED".into(),
-        TimeLimit::Minutes(m) => {
-            let left = i64::from(m) * 60 - r.job.run_secs(r.now) as i64;
+    match r.job.time_limit.secs() {
+        None => "UNLIMITED".into(),
+        Some(limit) => {
+            let left = limit as i64 - r.job.run_secs(r.now) as i64;
             if left < 0 {
                 "INVALID".into()
             } else {
@@ -1009,6 +1009,7 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::TimeLimit;
     use crate::model::job::Allocation;
     use crate::model::{ExitStatus, JobSpec, Reason};
 

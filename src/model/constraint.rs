@@ -14,7 +14,10 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Constraint {
     /// A feature, with a node count (`a*2`) when given.
-    Feature { name: String, count: Option<u32> },
+    Feature {
+        name: String,
+        count: Option<u32>,
+    },
     And(Vec<Constraint>),
     Or(Vec<Constraint>),
     /// `[a|b]`: one alternative, the same on every node.
@@ -207,10 +210,9 @@ impl Parser<'_> {
             }
             _ => {
                 let start = self.i;
-                while self
-                    .peek()
-                    .is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':'))
-                {
+                while self.peek().is_some_and(|c| {
+                    c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':')
+                }) {
                     self.i += 1;
                 }
                 if self.i == start {
@@ -224,7 +226,12 @@ impl Parser<'_> {
                         self.i += 1;
                     }
                     let n: String = self.t[s..self.i].iter().collect();
-                    Some(n.parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(|| self.err())?)
+                    Some(
+                        n.parse::<u32>()
+                            .ok()
+                            .filter(|n| *n > 0)
+                            .ok_or_else(|| self.err())?,
+                    )
                 } else {
                     None
                 };
@@ -244,7 +251,15 @@ mod tests {
 
     #[test]
     fn parses_and_prints() {
-        for s in ["a", "a&b", "a|b", "a*2&b", "[a|b|c]", "(a|b)&c", "[rack1|rack2]&gpu"] {
+        for s in [
+            "a",
+            "a&b",
+            "a|b",
+            "a*2&b",
+            "[a|b|c]",
+            "(a|b)&c",
+            "[rack1|rack2]&gpu",
+        ] {
             assert_eq!(Constraint::parse(s).unwrap().to_string(), s, "{s}");
         }
         assert_eq!(Constraint::parse("a,b").unwrap().to_string(), "a&b");

@@ -95,7 +95,10 @@ fn parse_count(s: &str) -> Option<u64> {
 pub fn parse_gres_item(s: &str) -> Result<GresReq, GresError> {
     let bad = || GresError::Bad(s.to_string());
     // `gres:gpu:2` (squeue's TRES_PER_NODE form) is accepted too.
-    let s2 = s.strip_prefix("gres:").or(s.strip_prefix("gres/")).unwrap_or(s);
+    let s2 = s
+        .strip_prefix("gres:")
+        .or(s.strip_prefix("gres/"))
+        .unwrap_or(s);
     let parts: Vec<&str> = s2.split(':').collect();
     let (name, kind, count) = match parts.as_slice() {
         [n] => (*n, None, 1),
@@ -261,7 +264,10 @@ mod tests {
     #[test]
     fn gres_items() {
         let r = parse_gres_item("gpu").unwrap();
-        assert_eq!((r.name.as_str(), r.kind.as_deref(), r.count), ("gpu", None, 1));
+        assert_eq!(
+            (r.name.as_str(), r.kind.as_deref(), r.count),
+            ("gpu", None, 1)
+        );
         let r = parse_gres_item("gpu:2").unwrap();
         assert_eq!((r.kind.as_deref(), r.count), (None, 2));
         let r = parse_gres_item("gpu:h100:8").unwrap();

@@ -18,6 +18,9 @@ pub enum TimeLimit {
     Minutes(u32),
     /// No limit (`UNLIMITED`, `infinite`, `--time=0`).
     Unlimited,
+    /// A limit in seconds: only the simulator makes these (trace estimates are in
+    /// seconds); front-ends and the controller always use minutes.
+    Seconds(u64),
 }
 
 impl TimeLimit {
@@ -25,6 +28,7 @@ impl TimeLimit {
     pub fn secs(self) -> Option<u64> {
         match self {
             TimeLimit::Minutes(m) => Some(u64::from(m) * 60),
+            TimeLimit::Seconds(s) => Some(s),
             TimeLimit::Unlimited => None,
         }
     }
@@ -34,6 +38,7 @@ impl TimeLimit {
     pub fn to_hms(self) -> String {
         match self {
             TimeLimit::Minutes(m) => super::time::fmt_hms(u64::from(m) * 60),
+            TimeLimit::Seconds(s) => super::time::fmt_hms(s),
             TimeLimit::Unlimited => "UNLIMITED".into(),
         }
     }
@@ -42,6 +47,7 @@ impl TimeLimit {
     pub fn to_squeue(self) -> String {
         match self {
             TimeLimit::Minutes(m) => super::time::fmt_squeue_duration(u64::from(m) * 60),
+            TimeLimit::Seconds(s) => super::time::fmt_squeue_duration(s),
             TimeLimit::Unlimited => "UNLIMITED".into(),
         }
     }

@@ -263,18 +263,30 @@ mod tests {
     fn fail_maint_reserved_states() {
         let mut n = up(4, 0);
         n.fail = true;
-        assert_eq!((n.state_long(), n.state_compact()), ("fail".into(), "fail".into()));
+        assert_eq!(
+            (n.state_long(), n.state_compact()),
+            ("fail".into(), "fail".into())
+        );
         assert_eq!(n.state_scontrol(), "IDLE+FAIL");
         n.alloc_cpus = 2;
-        assert_eq!((n.state_long(), n.state_compact()), ("failing".into(), "failg".into()));
+        assert_eq!(
+            (n.state_long(), n.state_compact()),
+            ("failing".into(), "failg".into())
+        );
         assert!(!n.schedulable());
         let mut n = up(4, 0);
         n.maint = true;
-        assert_eq!((n.state_long(), n.state_compact()), ("maint".into(), "maint".into()));
+        assert_eq!(
+            (n.state_long(), n.state_compact()),
+            ("maint".into(), "maint".into())
+        );
         assert_eq!(n.state_scontrol(), "IDLE+MAINT");
         let mut n = up(4, 0);
         n.reserved = true;
-        assert_eq!((n.state_long(), n.state_compact()), ("reserved".into(), "resv".into()));
+        assert_eq!(
+            (n.state_long(), n.state_compact()),
+            ("reserved".into(), "resv".into())
+        );
         assert_eq!(n.state_scontrol(), "IDLE+RESERVED");
         assert!(!n.schedulable());
     }

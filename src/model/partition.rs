@@ -69,7 +69,10 @@ impl OverSubscribe {
     pub fn parse(s: &str) -> Option<OverSubscribe> {
         let up = s.to_ascii_uppercase();
         let (word, n) = match up.split_once(':') {
-            Some((w, n)) => (w.to_string(), Some(n.parse::<u32>().ok().filter(|n| *n > 0)?)),
+            Some((w, n)) => (
+                w.to_string(),
+                Some(n.parse::<u32>().ok().filter(|n| *n > 0)?),
+            ),
             None => (up.clone(), None),
         };
         match word.as_str() {
@@ -177,9 +180,15 @@ mod tests {
 
     #[test]
     fn oversubscribe_text() {
-        assert_eq!(OverSubscribe::parse("force:2"), Some(OverSubscribe::Force(2)));
+        assert_eq!(
+            OverSubscribe::parse("force:2"),
+            Some(OverSubscribe::Force(2))
+        );
         assert_eq!(OverSubscribe::parse("YES"), Some(OverSubscribe::Yes(4)));
-        assert_eq!(OverSubscribe::parse("exclusive").unwrap().as_text(), "EXCLUSIVE");
+        assert_eq!(
+            OverSubscribe::parse("exclusive").unwrap().as_text(),
+            "EXCLUSIVE"
+        );
         assert_eq!(OverSubscribe::Yes(4).as_text(), "YES:4");
         assert_eq!(OverSubscribe::parse("maybe"), None);
         assert_eq!(OverSubscribe::parse("YES:0"), None);

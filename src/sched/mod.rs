@@ -293,6 +293,8 @@ struct Pass<'a> {
     lic_free: Vec<u32>,
     /// Jobs started by the main cycle: (job, allocation, partition).
     started: Vec<(&'a Job, Allocation, String)>,
+    /// [`fits_empty`] results by request shape.
+    memo: std::cell::RefCell<HashMap<(String, [u64; 7]), bool>>,
 }
 
 impl<'a> Pass<'a> {
@@ -308,8 +310,11 @@ impl<'a> Pass<'a> {
             .partitions
             .iter()
             .map(|p| {
-                let mut members: Vec<usize> =
-                    p.nodes.iter().filter_map(|n| index.get(n.as_str()).copied()).collect();
+                let mut members: Vec<usize> = p
+                    .nodes
+                    .iter()
+                    .filter_map(|n| index.get(n.as_str()).copied())
+                    .collect();
                 members.sort_by_key(|&i| (infos[i].weight, i));
                 (p.name.as_str(), PartView { part: p, members })
             })
@@ -343,6 +348,7 @@ impl<'a> Pass<'a> {
             lic_names,
             lic_free,
             started: Vec::new(),
+            memo: Default::default(),
         }
     }
 
@@ -432,8 +438,14 @@ pub fn run(input: &Input) -> Outcome {
         .copied()
         .filter(|j| j.state == JobState::Pending && !j.completing)
         .collect();
-    queue_order(&mut pending);
-    pending.sort_by_key(|j| std::cmp::Reverse(tier(j, &pass.parts)));
+    pending.sort_by_cached_key(|j| {
+        (
+            std::cmp::Reverse(tier(j, &pass.parts)),
+            std::cmp::Reverse(j.priority),
+            j.submit_time,
+            j.id,
+        )
+    });
     let mut out = Outcome::default();
     out.stats.queue_len = pending.len() as u32;
 
@@ -524,21 +536,16 @@ fn partition_reason(pass: &Pass, job: &Job, pv: &PartView) -> Result<Req, Reason
         PartitionState::Inactive => return Err(Reason::PartitionInactive),
         PartitionState::Up | PartitionState::Drain => {}
     }
-    if let Some(r) = static_reason_cached(pass, job, pv) {
-        return Err(r);
-    }
-    Req::new(job, pv.part, &pass.idx()).map_err(|e| match e {
-        ReqError::BadNodes => Reason::PartitionConfig,
-        _ => Reason::BadConstraints,
-    })
+    static_checked(pass, job, pv)
 }
 
-/// [`static_reason`] against the pass's prepared nodes (same checks, no rebuilding).
-fn static_reason_cached(pass: &Pass, job: &Job, pv: &PartView) -> Option<Reason> {
+/// [`static_reason`] against the pass's prepared nodes (same checks, no rebuilding);
+/// returns the resolved request when the job could run here.
+fn static_checked(pass: &Pass, job: &Job, pv: &PartView) -> Result<Req, Reason> {
     let part = pv.part;
     match (job.time_limit.secs(), part.max_time.secs()) {
-        (Some(limit), Some(max)) if limit > max => return Some(Reason::PartitionTimeLimit),
-        (None, Some(_)) => return Some(Reason::PartitionTimeLimit),
+        (Some(limit), Some(max)) if limit > max => return Err(Reason::PartitionTimeLimit),
+        (None, Some(_)) => return Err(Reason::PartitionTimeLimit),
         _ => {}
     }
     let n = pv.members.len();
@@ -546,44 +553,102 @@ fn static_reason_cached(pass: &Pass, job: &Job, pv: &PartView) -> Option<Reason>
         || part.max_nodes.is_some_and(|m| job.req_nodes > m)
         || job.req_nodes < part.min_nodes.min(n as u32)
     {
-        return Some(Reason::PartitionNodeLimit);
+        return Err(Reason::PartitionNodeLimit);
     }
     let req = match Req::new(job, part, &pass.idx()) {
         Ok(r) => r,
-        Err(ReqError::BadNodes) => return Some(Reason::PartitionConfig),
-        Err(_) => return Some(Reason::BadConstraints),
+        Err(ReqError::BadNodes) => return Err(Reason::PartitionConfig),
+        Err(_) => return Err(Reason::BadConstraints),
     };
+    static_fit(pass, job, pv, &req)?;
+    Ok(req)
+}
+
+/// The resource part of the static checks: could `req` run here on empty nodes?
+fn static_fit(pass: &Pass, job: &Job, pv: &PartView, req: &Req) -> Result<(), Reason> {
+    let part = pv.part;
     if let Some(max) = part.max_mem_per_node
         && let select::Mem::PerNode(m) = req.mem
         && m > max
     {
-        return Some(Reason::Other("MaxMemPerLimit".into()));
+        return Err(Reason::Other("MaxMemPerLimit".into()));
     }
     if req.required.iter().any(|r| !pv.members.contains(r)) {
-        return Some(Reason::PartitionConfig);
+        return Err(Reason::PartitionConfig);
     }
     // Quick capacity bound before the full empty-cluster fit.
-    let total: u64 = pv.members.iter().map(|&i| u64::from(pass.infos[i].cpus)).sum();
+    let total: u64 = pv
+        .members
+        .iter()
+        .map(|&i| u64::from(pass.infos[i].cpus))
+        .sum();
     if req.share.is_none() && req.min_cpus() > total {
-        return Some(Reason::PartitionConfig);
+        return Err(Reason::PartitionConfig);
+    }
+    if !fits_empty(pass, pv, req) {
+        if let Some(c) = &req.constraint
+            && !pv
+                .members
+                .iter()
+                .any(|&i| c.node_ok(&pass.infos[i].features))
+        {
+            return Err(Reason::BadConstraints);
+        }
+        return Err(Reason::PartitionConfig);
+    }
+    if pass.lic_req(&job.spec.licenses).is_none() {
+        return Err(Reason::Licenses);
+    }
+    Ok(())
+}
+
+/// Whether `req` fits the partition's nodes when all are empty. Simple requests (no
+/// GRES, constraints, node lists or layout options) are remembered by shape for the
+/// rest of the pass: a long queue of similar jobs costs one fit per shape.
+fn fits_empty(pass: &Pass, pv: &PartView, req: &Req) -> bool {
+    let simple = req.gres.is_empty()
+        && req.gpus_total.is_none()
+        && req.gpus_per_task.is_none()
+        && req.constraint.is_none()
+        && req.required.is_empty()
+        && req.excluded.is_empty()
+        && !req.contiguous;
+    let key = simple.then(|| {
+        (
+            pv.part.name.clone(),
+            [
+                u64::from(req.ntasks),
+                u64::from(req.cpt),
+                u64::from(req.nodes_min),
+                u64::from(req.nodes_max),
+                u64::from(req.per_node.unwrap_or(0)),
+                match req.mem {
+                    select::Mem::PerNode(m) => m << 2,
+                    select::Mem::All => 1,
+                    select::Mem::PerCpu(m) => (m << 2) | 2,
+                    select::Mem::PerGpu(m) => (m << 2) | 3,
+                },
+                u64::from(req.exclusive)
+                    | u64::from(req.overcommit) << 1
+                    | u64::from(req.share.is_some()) << 2,
+            ],
+        )
+    });
+    if let Some(k) = &key
+        && let Some(v) = pass.memo.borrow().get(k)
+    {
+        return *v;
     }
     let cands: Vec<(usize, Cap)> = pv
         .members
         .iter()
         .map(|&i| (i, Cap::full(&pass.infos[i])))
         .collect();
-    if select::fit(&req, &pass.infos, &cands).is_err() {
-        if let Some(c) = &req.constraint
-            && !pv.members.iter().any(|&i| c.node_ok(&pass.infos[i].features))
-        {
-            return Some(Reason::BadConstraints);
-        }
-        return Some(Reason::PartitionConfig);
+    let ok = select::fit(req, &pass.infos, &cands).is_ok();
+    if let Some(k) = key {
+        pass.memo.borrow_mut().insert(k, ok);
     }
-    if pass.lic_req(&job.spec.licenses).is_none() {
-        return Some(Reason::Licenses);
-    }
-    None
+    ok
 }
 
 fn try_partition<'a>(
@@ -677,7 +742,11 @@ fn backfill<'a>(
             .iter()
             .filter(|j| holds_resources(j))
             .filter_map(|j| Some((j.alloc.as_ref()?, planned_end(j, now))))
-            .chain(pass.started.iter().map(|(j, a, _)| (a, planned_end(j, now))));
+            .chain(
+                pass.started
+                    .iter()
+                    .map(|(j, a, _)| (a, planned_end(j, now))),
+            );
         for (a, end) in holders {
             for t in takes_of(a, &idx) {
                 lines[t.node].release(end, &t, a.shared, a.whole_nodes);
@@ -720,25 +789,43 @@ fn backfill<'a>(
         // EASY: once a partition holds its reservation, later jobs may only start now.
         let mut best: Option<(i64, &str, Req, Placement)> = None;
         for pname in job_partitions(job) {
-            let Some(pv) = pass.parts.get(pname) else { continue };
-            let Ok(req) = partition_reason(pass, job, pv) else { continue };
-            let Some(lic) = pass.lic_req(&job.spec.licenses) else { continue };
+            let Some(pv) = pass.parts.get(pname) else {
+                continue;
+            };
+            let Ok(req) = partition_reason(pass, job, pv) else {
+                continue;
+            };
+            let Some(lic) = pass.lic_req(&job.spec.licenses) else {
+                continue;
+            };
             let only_now = input.config.policy == Policy::Easy
                 && reserved_parts.contains(pv.part.name.as_str());
             let limit = best.as_ref().map_or(horizon, |b| b.0 - 1).min(horizon);
-            if let Some((t, p)) =
-                earliest(pass, pv, &req, &lines, &lic_line, &lic, now, limit, only_now)
-            {
+            if let Some((t, p)) = earliest(
+                pass, pv, &req, &lines, &lic_line, &lic, now, limit, only_now,
+            ) {
                 best = Some((t, pv.part.name.as_str(), req, p));
             }
         }
-        let Some((t, pname, req, p)) = best else { continue };
-        let end = req.time_limit.map_or(FOREVER, |l| t.saturating_add(l as i64));
+        let Some((t, pname, req, p)) = best else {
+            continue;
+        };
+        let end = req
+            .time_limit
+            .map_or(FOREVER, |l| t.saturating_add(l as i64));
         let lic = pass.lic_req(&job.spec.licenses).unwrap_or_default();
         if t == now {
             let alloc = pass.commit(job, &req, &p, &job.spec.licenses);
             for tk in takes_of(&alloc, &pass.idx()) {
-                lines[tk.node].reserve(now, end, &tk, alloc.shared, alloc.whole_nodes, job.uid, req.user_lock);
+                lines[tk.node].reserve(
+                    now,
+                    end,
+                    &tk,
+                    alloc.shared,
+                    alloc.whole_nodes,
+                    job.uid,
+                    req.user_lock,
+                );
             }
             lic_line.change(now, end, &lic, -1);
             out.backfilled.push(job.id);
@@ -750,7 +837,11 @@ fn backfill<'a>(
             job_id: job.id,
             start: t,
             partition: pname.to_string(),
-            nodes: p.takes.iter().map(|tk| pass.infos[tk.node].name.clone()).collect(),
+            nodes: p
+                .takes
+                .iter()
+                .map(|tk| pass.infos[tk.node].name.clone())
+                .collect(),
         });
         let reserve = match input.config.policy {
             Policy::Conservative => true,
@@ -759,7 +850,15 @@ fn backfill<'a>(
         };
         if reserve {
             for tk in &p.takes {
-                lines[tk.node].reserve(t, end, tk, req.share.is_some(), req.exclusive, job.uid, req.user_lock);
+                lines[tk.node].reserve(
+                    t,
+                    end,
+                    tk,
+                    req.share.is_some(),
+                    req.exclusive,
+                    job.uid,
+                    req.user_lock,
+                );
             }
             lic_line.change(t, end, &lic, -1);
         }
@@ -782,7 +881,13 @@ fn earliest(
     only_now: bool,
 ) -> Option<(i64, Placement)> {
     let dur = req.time_limit.map_or(FOREVER, |l| l as i64);
-    let end_of = |t: i64| if dur >= FOREVER { FOREVER } else { t.saturating_add(dur) };
+    let end_of = |t: i64| {
+        if dur >= FOREVER {
+            FOREVER
+        } else {
+            t.saturating_add(dur)
+        }
+    };
     let members: Vec<usize> = pv
         .members
         .iter()

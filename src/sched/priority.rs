@@ -121,7 +121,9 @@ pub fn factors(
     now: i64,
 ) -> Factors {
     let age = match job.eligible_time {
-        Some(e) if now > e && cfg.max_age > 0 => ((now - e).min(cfg.max_age)) as f64 / cfg.max_age as f64,
+        Some(e) if now > e && cfg.max_age > 0 => {
+            ((now - e).min(cfg.max_age)) as f64 / cfg.max_age as f64
+        }
         _ => 0.0,
     };
     let cpus = f64::from(job.req_cpus.max(1));
@@ -129,7 +131,10 @@ pub fn factors(
     let total_cpus = ctx.total_cpus.max(1) as f64;
     let total_nodes = ctx.total_nodes.max(1) as f64;
     let mut size = if cfg.small_relative_to_time {
-        let mins = job.time_limit.secs().map_or(525_600.0, |s| (s as f64 / 60.0).max(1.0));
+        let mins = job
+            .time_limit
+            .secs()
+            .map_or(525_600.0, |s| (s as f64 / 60.0).max(1.0));
         ((cpus / mins) / total_cpus).min(1.0)
     } else {
         ((nodes / total_nodes).min(1.0) + (cpus / total_cpus).min(1.0)) / 2.0

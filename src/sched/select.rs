@@ -411,7 +411,15 @@ pub fn node_take(
     let mut used = vec![0u32; n.gres.len()];
     let mut gres = Vec::new();
     for g in &req.gres {
-        if !take_gres(n, cap, &mut used, &g.name, g.kind.as_deref(), g.count, &mut gres) {
+        if !take_gres(
+            n,
+            cap,
+            &mut used,
+            &g.name,
+            g.kind.as_deref(),
+            g.count,
+            &mut gres,
+        ) {
             return None;
         }
     }
@@ -548,7 +556,9 @@ fn fit_pool(req: &Req, nodes: &[NodeInfo], pool: &[&(usize, Cap)]) -> Result<Pla
     order.sort_by_key(|(i, _)| {
         (
             !req.required.contains(i),
-            !counted.iter().any(|f| nodes[*i].features.iter().any(|x| x == f)),
+            !counted
+                .iter()
+                .any(|f| nodes[*i].features.iter().any(|x| x == f)),
         )
     });
     if req.contiguous {
@@ -671,7 +681,11 @@ fn distribute(req: &Req, nodes: &[NodeInfo], pool: &[&(usize, Cap)], p: &mut Pla
         .takes
         .iter()
         .map(|t| {
-            let cap = &pool.iter().find(|(i, _)| *i == t.node).expect("chosen from pool").1;
+            let cap = &pool
+                .iter()
+                .find(|(i, _)| *i == t.node)
+                .expect("chosen from pool")
+                .1;
             node_take(req, t.node, &nodes[t.node], cap, req.ntasks, 0).map_or(t.tasks, |x| x.tasks)
         })
         .collect();
@@ -703,7 +717,11 @@ fn distribute(req: &Req, nodes: &[NodeInfo], pool: &[&(usize, Cap)], p: &mut Pla
             && x.tasks == k
         {
             // Keep the GRES picked before (per-node requests do not depend on tasks).
-            let gres = if req.gpus_per_task.is_some() { x.gres } else { t.gres.clone() };
+            let gres = if req.gpus_per_task.is_some() {
+                x.gres
+            } else {
+                t.gres.clone()
+            };
             *t = Take { gres, ..x };
         }
     }

@@ -229,7 +229,10 @@ impl LicenseLine {
         self.steps[a..]
             .iter()
             .take_while(|(t, _)| *t < end || *t == self.steps[a].0)
-            .all(|(_, v)| lic.iter().all(|&(i, c)| v.get(i).copied().unwrap_or(0) >= c))
+            .all(|(_, v)| {
+                lic.iter()
+                    .all(|&(i, c)| v.get(i).copied().unwrap_or(0) >= c)
+            })
     }
 
     /// Times at which the free counts change, after `from`.

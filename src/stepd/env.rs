@@ -202,6 +202,7 @@ pub fn batch_env_with_array(
     let start = job.start_time.unwrap_or(now);
     let end = match job.time_limit {
         TimeLimit::Minutes(m) => start.saturating_add(i64::from(m) * 60),
+        TimeLimit::Seconds(s) => start.saturating_add(s as i64),
         TimeLimit::Unlimited => start.saturating_add(UNLIMITED_END_SECS),
     };
     set("SLURM_JOB_START_TIME", start.to_string());

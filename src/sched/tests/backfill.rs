@@ -37,7 +37,14 @@ fn short_job_backfills_without_delaying_the_reserved_one() {
     let big = limited(1, 4, 10, 300);
     let short = limited(2, 1, 5, 200);
     let long = limited(3, 1, 20, 100);
-    let o = pass(&[&big, &short, &long, &r], &n, &p, &[], &cfg(Policy::Conservative), 0);
+    let o = pass(
+        &[&big, &short, &long, &r],
+        &n,
+        &p,
+        &[],
+        &cfg(Policy::Conservative),
+        0,
+    );
     assert_eq!(starts(&o.decisions), vec![2]);
     assert_eq!(o.backfilled, vec![2]);
     assert_eq!(reason_of(&o.decisions, 1), Some(Reason::Resources));
@@ -112,7 +119,14 @@ fn estimates_follow_time_limits_of_running_jobs() {
     two.req_nodes = 2;
     two.spec.nodes_min = Some(2);
     let one = limited(2, 2, 10, 200);
-    let o = pass(&[&two, &one, &r1, &r2], &n, &p, &[], &cfg(Policy::Conservative), 100);
+    let o = pass(
+        &[&two, &one, &r1, &r2],
+        &n,
+        &p,
+        &[],
+        &cfg(Policy::Conservative),
+        100,
+    );
     assert_eq!(est(&o, 1), Some(1800));
     // n1 is free from 600 to 1800: the one-node job fits there without delaying job 1.
     assert_eq!(est(&o, 2), Some(600));

@@ -22,7 +22,10 @@ fn golden_sprio_values() {
     let mut j = job(1, 32, 400);
     j.eligible_time = Some(0);
     let f = factors(&j, 1, &ctx(), &cfg, 0);
-    assert_eq!((f.fairshare, f.jobsize, f.partition), (10000.0, 1000.0, 1000.0));
+    assert_eq!(
+        (f.fairshare, f.jobsize, f.partition),
+        (10000.0, 1000.0, 1000.0)
+    );
     assert_eq!(f.priority(), 12000);
     j.req_cpus = 16;
     assert_eq!(factors(&j, 1, &ctx(), &cfg, 0).priority(), 11750);
@@ -83,5 +86,8 @@ fn small_relative_to_time_and_partition_and_tres() {
     assert_eq!(factors(&j, 1, &c, &cfg, 0).partition, 250.0);
     cfg.weight_tres = vec![("cpu".into(), 100.0)];
     j.req_cpus = 8;
-    assert_eq!(factors(&j, 1, &c, &cfg, 0).tres, vec![("cpu".to_string(), 25.0)]);
+    assert_eq!(
+        factors(&j, 1, &c, &cfg, 0).tres,
+        vec![("cpu".to_string(), 25.0)]
+    );
 }

@@ -19,8 +19,17 @@ struct J {
 }
 
 fn arb_job() -> impl Strategy<Value = J> {
-    (1u32..6, 1u32..3, 1u32..30, 0u64..600, 0u64..3, 1u32..3, any::<bool>(), 0u32..5).prop_map(
-        |(tasks, cpt, mins, mem, gpus, nodes, ex, prio)| J {
+    (
+        1u32..6,
+        1u32..3,
+        1u32..30,
+        0u64..600,
+        0u64..3,
+        1u32..3,
+        any::<bool>(),
+        0u32..5,
+    )
+        .prop_map(|(tasks, cpt, mins, mem, gpus, nodes, ex, prio)| J {
             tasks: tasks.max(nodes),
             cpt,
             mins,
@@ -29,8 +38,7 @@ fn arb_job() -> impl Strategy<Value = J> {
             nodes,
             exclusive: ex && prio == 0,
             prio,
-        },
-    )
+        })
 }
 
 fn arb_cluster() -> impl Strategy<Value = Vec<(u32, u64)>> {
@@ -55,7 +63,11 @@ fn build(cluster: &[(u32, u64)], js: &[J]) -> (Vec<Node>, Vec<Partition>, Vec<Jo
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            let mut j = job(i as u32 + 1, s.tasks, s.mem / u64::from(s.tasks * s.cpt).max(1));
+            let mut j = job(
+                i as u32 + 1,
+                s.tasks,
+                s.mem / u64::from(s.tasks * s.cpt).max(1),
+            );
             j.spec.cpus_per_task = Some(s.cpt);
             j.req_cpus = s.tasks * s.cpt;
             j.req_nodes = s.nodes;

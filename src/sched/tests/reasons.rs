@@ -123,7 +123,9 @@ fn multi_partition_job_runs_where_it_fits() {
     j.spec.partition = Some("a,b".into());
     let d = schedule(&[&j, &r], &n, &[a_part, b_part], 0);
     match &d[0] {
-        Decision::Start { partition, alloc, .. } => {
+        Decision::Start {
+            partition, alloc, ..
+        } => {
             assert_eq!(partition, "b");
             assert_eq!(alloc.nodes, ["n2"]);
         }

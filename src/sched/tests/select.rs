@@ -43,7 +43,10 @@ fn gres_per_node_takes_devices_and_reports_indices() {
     // A type the node does not have can never run.
     let mut x = job(4, 1, 10);
     x.spec.gres = vec![gres("gpu", Some("a100"), 1)];
-    assert_eq!(static_reason(&x, &parts[0], &nodes), Some(Reason::PartitionConfig));
+    assert_eq!(
+        static_reason(&x, &parts[0], &nodes),
+        Some(Reason::PartitionConfig)
+    );
 }
 
 #[test]
@@ -62,7 +65,10 @@ fn gpus_total_spread_and_per_task() {
     assert_eq!(al.tasks, vec![2, 2]);
     let mut c = job(3, 5, 10);
     c.spec.gpus_per_task = Some(gres("gpu", None, 1));
-    assert_eq!(static_reason(&c, &parts[0], &nodes), Some(Reason::PartitionConfig));
+    assert_eq!(
+        static_reason(&c, &parts[0], &nodes),
+        Some(Reason::PartitionConfig)
+    );
 }
 
 #[test]
@@ -130,10 +136,16 @@ fn memory_forms() {
     assert_eq!(reason_of(&d, 1), Some(Reason::Resources));
     let mut per_node = job(2, 2, 10);
     per_node.req_mem = MemReq::PerNode(3000);
-    assert_eq!(alloc_of(&one(&[&per_node], &nodes, &parts), 2).mem_per_node, 3000);
+    assert_eq!(
+        alloc_of(&one(&[&per_node], &nodes, &parts), 2).mem_per_node,
+        3000
+    );
     let mut big = job(3, 1, 10);
     big.req_mem = MemReq::PerNode(5000);
-    assert_eq!(static_reason(&big, &parts[0], &nodes), Some(Reason::PartitionConfig));
+    assert_eq!(
+        static_reason(&big, &parts[0], &nodes),
+        Some(Reason::PartitionConfig)
+    );
 }
 
 #[test]
@@ -179,24 +191,41 @@ fn constraints_and_or_counts_and_matching() {
     let al = names(&with(4, "a*2", 3));
     assert!(al.contains(&"n1".to_string()) && al.contains(&"n3".to_string()));
     let bad = with(5, "gpu", 1);
-    assert_eq!(static_reason(&bad, &parts[0], &nodes), Some(Reason::BadConstraints));
+    assert_eq!(
+        static_reason(&bad, &parts[0], &nodes),
+        Some(Reason::BadConstraints)
+    );
     let syntax = with(6, "a&&", 1);
-    assert_eq!(static_reason(&syntax, &parts[0], &nodes), Some(Reason::BadConstraints));
+    assert_eq!(
+        static_reason(&syntax, &parts[0], &nodes),
+        Some(Reason::BadConstraints)
+    );
 }
 
 #[test]
 fn contiguous_nodes() {
-    let nodes = vec![node("n1", 2, 4000), node("n2", 2, 4000), node("n3", 2, 4000), node("n4", 2, 4000)];
+    let nodes = vec![
+        node("n1", 2, 4000),
+        node("n2", 2, 4000),
+        node("n3", 2, 4000),
+        node("n4", 2, 4000),
+    ];
     let parts = vec![part("p", &["n1", "n2", "n3", "n4"])];
     let r = running(9, "n2", 2, 0);
     let mut a = job(1, 2, 10);
     a.req_nodes = 2;
     a.spec.nodes_min = Some(2);
     a.spec.contiguous = true;
-    assert_eq!(alloc_of(&one(&[&a, &r], &nodes, &parts), 1).nodes, ["n3", "n4"]);
+    assert_eq!(
+        alloc_of(&one(&[&a, &r], &nodes, &parts), 1).nodes,
+        ["n3", "n4"]
+    );
     let mut b = a.clone();
     b.spec.contiguous = false;
-    assert_eq!(alloc_of(&one(&[&b, &r], &nodes, &parts), 1).nodes, ["n1", "n3"]);
+    assert_eq!(
+        alloc_of(&one(&[&b, &r], &nodes, &parts), 1).nodes,
+        ["n1", "n3"]
+    );
 }
 
 #[test]
@@ -215,7 +244,10 @@ fn distribution_cyclic_and_plane() {
     b.spec.distribution = Some("plane=4".into());
     assert_eq!(alloc_of(&one(&[&b], &nodes, &parts), 2).tasks, [4, 2]);
     b.spec.distribution = Some("diagonal".into());
-    assert_eq!(static_reason(&b, &parts[0], &nodes), Some(Reason::BadConstraints));
+    assert_eq!(
+        static_reason(&b, &parts[0], &nodes),
+        Some(Reason::BadConstraints)
+    );
 }
 
 #[test]

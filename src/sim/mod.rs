@@ -1,0 +1,428 @@
+//! `sluice simulate`: replays a workload trace on virtual time through the same
+//! [`crate::sched`] code the controller runs (cf. the Slurm simulator, and the PWA
+//! conventions of shared/traces/README.md).
+//!
+//! The driver is an event loop: at every submit or end, jobs that ended give back their
+//! resources, new jobs join the queue, and one scheduling pass (main cycle + backfill
+//! with the chosen policy) runs at that instant. Jobs run for their trace run time; the
+//! scheduler only knows their requested time. Nothing reads the clock except the
+//! wall-time report.
+
+pub mod swf;
+
+use crate::config::Config;
+use crate::model::job::ExitStatus;
+use crate::model::{Job, JobSpec, JobState, MemReq, Node, NodeState, Partition, Reason, TimeLimit};
+use crate::sched::{self, Decision, Input, Policy, SchedConfig};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use swf::Trace;
+
+/// Results of one simulation, with the conventions of shared/traces/README.md.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Metrics {
+    pub policy: Policy,
+    pub jobs: usize,
+    pub dropped: usize,
+    /// Σ(size × run) / (capacity × (last end − first submit)).
+    pub utilization: f64,
+    /// Seconds.
+    pub mean_wait: f64,
+    /// Seconds (the mean of the two middle values for an even count).
+    pub median_wait: f64,
+    /// Mean of max(1, (wait + run) / max(run, 10 s)).
+    pub mean_bounded_slowdown: f64,
+    /// Last end − first submit, seconds.
+    pub makespan: i64,
+    /// Jobs started by the backfill stage.
+    pub backfilled: usize,
+    /// Scheduling passes run.
+    pub passes: u64,
+}
+
+/// The cluster a trace runs on: one node with the trace's `MaxProcs` CPUs.
+pub fn default_cluster(procs: u32) -> (Vec<Node>, Vec<Partition>) {
+    let mut n = Node::new("sim1", procs, 0);
+    n.state = NodeState::Up;
+    let mut p = Partition::new("sim", vec!["sim1".into()]);
+    p.default = true;
+    (vec![n], vec![p])
+}
+
+/// The cluster of a config file: its declared nodes (CPUs must be declared) and
+/// partitions; jobs go to the default partition.
+///
+/// Errors: the file does not load, or a node has no declared CPUs.
+pub fn cluster_from(cfg: &Config) -> Result<(Vec<Node>, Vec<Partition>), String> {
+    let mut nodes = Vec::new();
+    for nc in &cfg.nodes {
+        let cpus = nc
+            .cpus
+            .ok_or_else(|| format!("node '{}' declares no cpus", nc.name))?;
+        let mut n = Node::new(&nc.name, cpus, nc.memory.unwrap_or(0));
+        n.state = NodeState::Up;
+        n.features = nc.features.clone();
+        n.weight = nc.weight.unwrap_or(1);
+        nodes.push(n);
+    }
+    Ok((nodes, cfg.partitions.clone()))
+}
+
+fn sim_job(i: usize, j: &swf::SwfJob, partition: &str) -> Job {
+    Job {
+        id: i as u32 + 1,
+        spec: JobSpec::default(),
+        uid: j.user.max(0) as u32,
+        gid: 0,
+        user: String::new(),
+        group: String::new(),
+        partition: partition.to_string(),
+        account: String::new(),
+        qos: String::new(),
+        time_limit: TimeLimit::Seconds(j.limit.max(1) as u64),
+        req_cpus: j.size,
+        req_tasks: j.size,
+        req_nodes: 1,
+        req_mem: MemReq::PerCpu(0),
+        state: JobState::Pending,
+        completing: false,
+        reason: Reason::None,
+        priority: 1,
+        hold: None,
+        submit_time: j.submit,
+        eligible_time: Some(j.submit),
+        start_time: None,
+        end_time: None,
+        suspended_secs: 0,
+        alloc: None,
+        exit: ExitStatus::default(),
+        derived_exit: ExitStatus::default(),
+        restarts: 0,
+        cancelled_by: None,
+        steps: Vec::new(),
+        last_sched_eval: None,
+        sched: Default::default(),
+    }
+}
+
+/// Replays `trace` on `nodes`/`parts` with `cfg` and returns the metrics.
+///
+/// Errors: a job that can never run on the cluster (it would wait forever).
+pub fn simulate(
+    trace: &Trace,
+    nodes: &[Node],
+    parts: &[Partition],
+    cfg: &SchedConfig,
+) -> Result<Metrics, String> {
+    let part = parts
+        .iter()
+        .find(|p| p.default)
+        .or(parts.first())
+        .ok_or("the cluster has no partition")?
+        .name
+        .clone();
+    let mut jobs: Vec<Job> = trace
+        .jobs
+        .iter()
+        .enumerate()
+        .map(|(i, j)| sim_job(i, j, &part))
+        .collect();
+    let pview = parts.iter().find(|p| p.name == part).expect("found above");
+    if let Some(j) = jobs
+        .iter()
+        .find(|j| sched::static_reason(j, pview, nodes).is_some())
+    {
+        return Err(format!(
+            "trace job {} (size {}) can never run on this cluster",
+            trace.jobs[j.id as usize - 1].id,
+            j.req_cpus
+        ));
+    }
+    let mut next_arrival = 0usize;
+    let mut pending: Vec<usize> = Vec::new();
+    let mut running: Vec<usize> = Vec::new();
+    let mut ends: BinaryHeap<Reverse<(i64, usize)>> = BinaryHeap::new();
+    let mut backfilled = 0usize;
+    let mut passes = 0u64;
+    let mut done = 0usize;
+    let n = jobs.len();
+    while done < n {
+        let t_arr = trace.jobs.get(next_arrival).map(|j| j.submit);
+        let t_end = ends.peek().map(|Reverse((t, _))| *t);
+        let now = match (t_arr, t_end) {
+            (Some(a), Some(e)) => a.min(e),
+            (Some(a), None) => a,
+            (None, Some(e)) => e,
+            (None, None) => return Err("jobs left that can never start".into()),
+        };
+        while let Some(Reverse((t, i))) = ends.peek().copied() {
+            if t > now {
+                break;
+            }
+            ends.pop();
+            jobs[i].state = JobState::Completed;
+            jobs[i].end_time = Some(t);
+            running.retain(|&r| r != i);
+            done += 1;
+        }
+        while next_arrival < n && trace.jobs[next_arrival].submit <= now {
+            pending.push(next_arrival);
+            next_arrival += 1;
+        }
+        if pending.is_empty() {
+            continue;
+        }
+        let decisions = {
+            let refs: Vec<&Job> = pending
+                .iter()
+                .chain(running.iter())
+                .map(|&i| &jobs[i])
+                .collect();
+            let out = sched::run(&Input {
+                jobs: &refs,
+                nodes,
+                partitions: parts,
+                licenses: &[],
+                config: cfg,
+                now,
+                backfill: true,
+            });
+            passes += 1;
+            backfilled += out.backfilled.len();
+            out.decisions
+        };
+        let mut started = false;
+        for d in decisions {
+            if let Decision::Start { job_id, alloc, .. } = d {
+                let i = job_id as usize - 1;
+                jobs[i].state = JobState::Running;
+                jobs[i].start_time = Some(now);
+                jobs[i].alloc = Some(alloc);
+                running.push(i);
+                ends.push(Reverse((now + trace.jobs[i].run, i)));
+                started = true;
+            }
+        }
+        if started {
+            pending.retain(|&i| jobs[i].state == JobState::Pending);
+        }
+    }
+    Ok(metrics(trace, &jobs, nodes, cfg.policy, backfilled, passes))
+}
+
+fn metrics(
+    trace: &Trace,
+    jobs: &[Job],
+    nodes: &[Node],
+    policy: Policy,
+    backfilled: usize,
+    passes: u64,
+) -> Metrics {
+    let n = jobs.len().max(1) as f64;
+    let mut waits: Vec<i64> = Vec::with_capacity(jobs.len());
+    let mut bsld = 0.0;
+    let mut work = 0.0;
+    let first = trace.jobs.iter().map(|j| j.submit).min().unwrap_or(0);
+    let mut last = first;
+    for (j, t) in jobs.iter().zip(&trace.jobs) {
+        let start = j.start_time.unwrap_or(t.submit);
+        let wait = start - t.submit;
+        waits.push(wait);
+        let run = t.run as f64;
+        bsld += ((wait as f64 + run) / run.max(10.0)).max(1.0);
+        work += f64::from(t.size) * run;
+        last = last.max(start + t.run);
+    }
+    waits.sort_unstable();
+    let median = match waits.len() {
+        0 => 0.0,
+        k if k % 2 == 1 => waits[k / 2] as f64,
+        k => (waits[k / 2 - 1] + waits[k / 2]) as f64 / 2.0,
+    };
+    let capacity: u64 = nodes.iter().map(|n| u64::from(n.cpus)).sum();
+    let capacity = if capacity == 0 {
+        u64::from(trace.max_procs)
+    } else {
+        capacity.min(u64::from(trace.max_procs).max(1))
+    };
+    let span = (last - first).max(1);
+    Metrics {
+        policy,
+        jobs: jobs.len(),
+        dropped: trace.dropped,
+        utilization: work / (capacity as f64 * span as f64),
+        mean_wait: waits.iter().sum::<i64>() as f64 / n,
+        median_wait: median,
+        mean_bounded_slowdown: bsld / n,
+        makespan: last - first,
+        backfilled,
+        passes,
+    }
+}
+
+/// The scheduler settings a simulation uses: exact times (bf_resolution 1 s), an
+/// unbounded plan and no per-pass job cap, so the policies are the textbook ones.
+pub fn sim_config(policy: Policy) -> SchedConfig {
+    SchedConfig {
+        policy,
+        bf_resolution: 1,
+        bf_window: 1 << 40,
+        bf_max_job_test: usize::MAX,
+        ..SchedConfig::default()
+    }
+}
+
+const USAGE: &str = "usage: sluice simulate --trace FILE [--config CLUSTER.toml] [--policy fifo|easy|conservative] [--json]
+
+Replays a Standard Workload Format trace (.swf or .swf.gz) on virtual time through the
+scheduler and reports utilization, mean and median wait, mean bounded slowdown
+(tau = 10 s), makespan and jobs backfilled. Without --config the machine is one node
+with the trace's MaxProcs CPUs.";
+
+/// `sluice simulate …`.
+pub fn cli_main(args: Vec<OsString>) -> ExitCode {
+    let args: Vec<String> = args
+        .iter()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let mut trace: Option<PathBuf> = None;
+    let mut config: Option<PathBuf> = None;
+    let mut policy = Policy::Easy;
+    let mut json = false;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let (key, inline) = match a.split_once('=') {
+            Some((k, v)) if k.starts_with("--") => (k, Some(v.to_string())),
+            _ => (a.as_str(), None),
+        };
+        let mut value = |name: &str| -> Result<String, ExitCode> {
+            inline
+                .clone()
+                .or_else(|| it.next().cloned())
+                .ok_or_else(|| {
+                    eprintln!("sluice simulate: {name} needs a value\n{USAGE}");
+                    ExitCode::from(2)
+                })
+        };
+        match key {
+            "--trace" | "-t" => match value("--trace") {
+                Ok(v) => trace = Some(v.into()),
+                Err(c) => return c,
+            },
+            "--config" | "-c" => match value("--config") {
+                Ok(v) => config = Some(v.into()),
+                Err(c) => return c,
+            },
+            "--policy" | "-p" => match value("--policy") {
+                Ok(v) => match Policy::parse(&v) {
+                    Some(p) => policy = p,
+                    None => {
+                        eprintln!(
+                            "sluice simulate: unknown policy '{v}' (fifo, easy, conservative)"
+                        );
+                        return ExitCode::from(2);
+                    }
+                },
+                Err(c) => return c,
+            },
+            "--json" => json = true,
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return ExitCode::SUCCESS;
+            }
+            other => {
+                eprintln!("sluice simulate: unknown option '{other}'\n{USAGE}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let Some(trace_path) = trace else {
+        eprintln!("sluice simulate: --trace is required\n{USAGE}");
+        return ExitCode::from(2);
+    };
+    let t = match swf::read(&trace_path) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("sluice simulate: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let (nodes, parts) = match &config {
+        None => default_cluster(t.max_procs),
+        Some(p) => match Config::from_file(p)
+            .map_err(|e| e.to_string())
+            .and_then(|c| cluster_from(&c))
+        {
+            Ok(x) => x,
+            Err(e) => {
+                eprintln!("sluice simulate: {e}");
+                return ExitCode::from(1);
+            }
+        },
+    };
+    let wall = std::time::Instant::now();
+    let m = match simulate(&t, &nodes, &parts, &sim_config(policy)) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("sluice simulate: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let secs = wall.elapsed().as_secs_f64();
+    let rate = m.jobs as f64 / (secs / 60.0).max(1e-9);
+    let cpus: u64 = nodes.iter().map(|n| u64::from(n.cpus)).sum();
+    let name = trace_path
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if json {
+        let v = serde_json::json!({
+            "trace": name,
+            "policy": m.policy.name(),
+            "nodes": nodes.len(),
+            "cpus": cpus,
+            "jobs": m.jobs,
+            "dropped": m.dropped,
+            "utilization": m.utilization,
+            "mean_wait": m.mean_wait,
+            "median_wait": m.median_wait,
+            "mean_bounded_slowdown": m.mean_bounded_slowdown,
+            "bsld_tau": 10,
+            "makespan": m.makespan,
+            "backfilled": m.backfilled,
+            "passes": m.passes,
+            "wall_seconds": secs,
+            "jobs_per_minute": rate,
+        });
+        println!("{v}");
+    } else {
+        println!(
+            "trace:                  {name} ({} jobs, {} dropped)",
+            m.jobs, m.dropped
+        );
+        println!(
+            "cluster:                {} node(s), {cpus} CPUs",
+            nodes.len()
+        );
+        println!("policy:                 {}", m.policy.name());
+        println!("utilization:            {:.4}", m.utilization);
+        println!("mean wait:              {:.1} s", m.mean_wait);
+        println!("median wait:            {:.1} s", m.median_wait);
+        println!(
+            "mean bounded slowdown:  {:.3} (tau = 10 s)",
+            m.mean_bounded_slowdown
+        );
+        println!("makespan:               {} s", m.makespan);
+        println!("jobs backfilled:        {}", m.backfilled);
+        println!("scheduling passes:      {}", m.passes);
+        println!("wall time:              {secs:.2} s ({rate:.0} jobs/minute)");
+    }
+    ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests;

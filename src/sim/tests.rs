@@ -1,0 +1,117 @@
+//! The simulator on small hand-made traces, and the pinned KTH-SP2 EASY figures.
+
+use super::*;
+use std::path::Path;
+
+fn trace(text: &str) -> Trace {
+    swf::parse(text).unwrap()
+}
+
+/// Four CPUs: job 1 (3 CPUs, 100 s) runs; job 2 (4 CPUs) must wait for it; job 3
+/// (1 CPU, 50 s, asked 60 s) fits beside job 1 before job 2's start.
+const SMALL: &str = "; MaxProcs: 4
+1 0 -1 100 3 -1 -1 3 100 -1 1 1 -1 -1 -1 -1 -1 -1
+2 1 -1 100 4 -1 -1 4 100 -1 1 1 -1 -1 -1 -1 -1 -1
+3 2 -1 50 1 -1 -1 1 60 -1 1 1 -1 -1 -1 -1 -1 -1
+";
+
+fn run(policy: Policy, t: &Trace) -> Metrics {
+    let (n, p) = default_cluster(t.max_procs);
+    simulate(t, &n, &p, &sim_config(policy)).unwrap()
+}
+
+#[test]
+fn fifo_waits_and_backfill_fills_the_hole() {
+    let t = trace(SMALL);
+    let f = run(Policy::Fifo, &t);
+    // FIFO: 1 at 0, 2 at 100, 3 at 200.
+    assert_eq!(f.backfilled, 0);
+    assert_eq!(f.mean_wait, (0.0 + 99.0 + 198.0) / 3.0);
+    assert_eq!(f.makespan, 250);
+    for p in [Policy::Easy, Policy::Conservative] {
+        let m = run(p, &t);
+        // 3 starts at 2 beside job 1 and ends before job 2's reserved start.
+        assert_eq!(m.backfilled, 1, "{p:?}");
+        assert_eq!(m.mean_wait, 99.0 / 3.0, "{p:?}");
+        assert_eq!(m.median_wait, 0.0);
+        assert_eq!(m.makespan, 200);
+        let work = 3.0 * 100.0 + 4.0 * 100.0 + 50.0;
+        assert!((m.utilization - work / (4.0 * 200.0)).abs() < 1e-12);
+        // bsld: 1, (99+100)/100, 1.
+        assert!((m.mean_bounded_slowdown - (1.0 + 1.99 + 1.0) / 3.0).abs() < 1e-12);
+    }
+}
+
+#[test]
+fn jobs_past_their_estimate_keep_running() {
+    // Job 1 asks 10 s but runs 100 s: job 2 (needs all CPUs) waits until it really ends.
+    let t = trace(
+        "; MaxProcs: 2\n\
+         1 0 -1 100 2 -1 -1 2 10 -1 1 1 -1 -1 -1 -1 -1 -1\n\
+         2 0 -1 10 2 -1 -1 2 10 -1 1 1 -1 -1 -1 -1 -1 -1\n",
+    );
+    let m = run(Policy::Conservative, &t);
+    assert_eq!(m.makespan, 110);
+    assert_eq!(m.mean_wait, 50.0);
+}
+
+#[test]
+fn reads_a_config_cluster() {
+    let cfg = crate::config::Config::from_toml(
+        "[[nodes]]\nname='a'\ncpus=2\n[[nodes]]\nname='b'\ncpus=2\n[[partitions]]\nname='p'\nnodes='a,b'\ndefault=true\n",
+        Path::new("/x.toml"),
+    )
+    .unwrap();
+    let (n, p) = cluster_from(&cfg).unwrap();
+    let t = trace(SMALL);
+    let m = simulate(&t, &n, &p, &sim_config(Policy::Easy)).unwrap();
+    assert_eq!(m.jobs, 3);
+    // A 5-CPU job can never run on 4 CPUs.
+    let big = trace("1 0 -1 1 5 -1 -1 5 1 -1 1 1 -1 -1 -1 -1 -1 -1\n");
+    assert!(simulate(&big, &n, &p, &sim_config(Policy::Easy)).is_err());
+}
+
+/// Where the shared traces are: `$SLUICE_TRACES`, else `shared/traces` next to the
+/// repository (CI) or next to its worktree folder.
+fn traces_dir() -> std::path::PathBuf {
+    if let Some(d) = std::env::var_os("SLUICE_TRACES") {
+        return d.into();
+    }
+    let top = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for up in [
+        top.join("../shared/traces"),
+        top.join("../../shared/traces"),
+    ] {
+        if up.join("README.md").exists() {
+            return up;
+        }
+    }
+    panic!(
+        "shared/traces not found next to {}; set SLUICE_TRACES",
+        top.display()
+    );
+}
+
+/// Pins the KTH-SP2 EASY figures (one node of 100 CPUs, the README conventions): a
+/// change to the scheduler that moves any of them must be deliberate.
+#[test]
+fn kth_sp2_easy_is_pinned() {
+    let t = swf::read(&traces_dir().join("KTH-SP2-1996-2.1-cln.swf.gz")).unwrap();
+    let m = run(Policy::Easy, &t);
+    assert_eq!((m.jobs, m.dropped), (28475, 1));
+    assert_eq!(m.makespan, 28_763_776);
+    assert_eq!(m.backfilled, 17159);
+    assert_eq!(m.median_wait, 0.0);
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1.0);
+    assert!(
+        close(m.utilization, 0.699_237_595_578_549_9),
+        "{}",
+        m.utilization
+    );
+    assert!(close(m.mean_wait, 6_847.503_107_989_464), "{}", m.mean_wait);
+    assert!(
+        close(m.mean_bounded_slowdown, 91.515_090_729_404_14),
+        "{}",
+        m.mean_bounded_slowdown
+    );
+}
