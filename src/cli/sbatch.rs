@@ -482,6 +482,8 @@ fn response_kind(r: &Response) -> &'static str {
         Response::Config(_) => "Config",
         Response::Ok => "Ok",
         Response::Error(_) => "Error",
+        Response::Priority { .. } => "Priority",
+        Response::Stats(_) => "Stats",
     }
 }
 

@@ -5,6 +5,8 @@
 //! A loaded [`Config`] is fully resolved: every path is absolute, every partition's node
 //! list is expanded and refers to declared nodes.
 
+pub mod sched;
+
 use crate::model::hostlist;
 use crate::model::{Partition, PartitionState, TimeLimit};
 use serde::Deserialize;
@@ -60,6 +62,118 @@ pub struct NodeConf {
     pub features: Vec<String>,
     #[serde(default)]
     pub weight: Option<u32>,
+    /// Generic resources (`gpu:h100:8,mps:100`), as gres.conf would declare them.
+    #[serde(default)]
+    pub gres: Option<String>,
+    /// CPUs close to each GRES device, in device order (`["0-15", "16-31"]`, gres.conf
+    /// `Cores=`); devices beyond the list have no affinity.
+    #[serde(default)]
+    pub gres_cores: Vec<String>,
+}
+
+impl NodeConf {
+    /// A node known only by name (everything detected).
+    pub fn named(name: &str) -> NodeConf {
+        NodeConf {
+            name: name.to_string(),
+            cpus: None,
+            memory: None,
+            sockets: None,
+            cores_per_socket: None,
+            threads_per_core: None,
+            features: Vec::new(),
+            weight: None,
+            gres: None,
+            gres_cores: Vec::new(),
+        }
+    }
+
+    /// The declared GRES devices, with their core affinity.
+    ///
+    /// Errors: a malformed `gres` or `gres_cores` entry.
+    pub fn gres_devices(&self) -> Result<Vec<crate::model::gres::GresDevice>, String> {
+        let mut devs = match &self.gres {
+            None => Vec::new(),
+            Some(g) => crate::model::gres::parse_node_gres(g).map_err(|e| e.to_string())?,
+        };
+        for (d, cores) in devs.iter_mut().zip(&self.gres_cores) {
+            d.cores =
+                parse_cpu_list(cores).ok_or_else(|| format!("bad gres_cores entry '{cores}'"))?;
+        }
+        Ok(devs)
+    }
+}
+
+/// Parses a CPU list such as `0-3,8,10-11`.
+pub fn parse_cpu_list(s: &str) -> Option<Vec<u32>> {
+    let mut out = Vec::new();
+    for part in s.split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (a.trim().parse::<u32>().ok()?, b.trim().parse::<u32>().ok()?);
+                if b < a || b - a > 65536 {
+                    return None;
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(part.trim().parse().ok()?),
+        }
+    }
+    Some(out)
+}
+
+/// `[scheduler]`: backfill parameters (Slurm's `SchedulerParameters=bf_*`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SchedulerConf {
+    #[serde(default)]
+    policy: Option<String>,
+    /// Minutes, as Slurm's bf_window.
+    #[serde(default)]
+    bf_window: Option<u32>,
+    /// Seconds.
+    #[serde(default)]
+    bf_resolution: Option<u32>,
+    #[serde(default)]
+    bf_max_job_test: Option<u32>,
+    #[serde(default)]
+    bf_max_job_user: Option<u32>,
+    #[serde(default)]
+    bf_continue: Option<bool>,
+    /// Seconds.
+    #[serde(default)]
+    bf_interval: Option<u32>,
+}
+
+/// `[priority]`: priority/multifactor weights and options.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PriorityConf {
+    #[serde(default)]
+    weight_age: Option<u32>,
+    #[serde(default)]
+    weight_assoc: Option<u32>,
+    #[serde(default)]
+    weight_fairshare: Option<u32>,
+    #[serde(default)]
+    weight_jobsize: Option<u32>,
+    #[serde(default)]
+    weight_partition: Option<u32>,
+    #[serde(default)]
+    weight_qos: Option<u32>,
+    /// `cpu=100,mem=1,gres/gpu=1000` (PriorityWeightTRES).
+    #[serde(default)]
+    weight_tres: Option<String>,
+    /// A duration (`7-0`, `14-0`), PriorityMaxAge.
+    #[serde(default)]
+    max_age: Option<String>,
+    #[serde(default)]
+    decay_half_life: Option<String>,
+    #[serde(default)]
+    favor_small: Option<bool>,
+    /// `SMALL_RELATIVE_TO_TIME` (comma-separated flags).
+    #[serde(default)]
+    flags: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -85,6 +199,28 @@ struct PartitionConf {
     priority_job_factor: Option<u32>,
     #[serde(default)]
     def_mem_per_cpu: Option<u64>,
+    #[serde(default)]
+    allow_accounts: Option<String>,
+    #[serde(default)]
+    allow_groups: Option<String>,
+    #[serde(default)]
+    allow_qos: Option<String>,
+    #[serde(default)]
+    exclusive_user: Option<bool>,
+    #[serde(default)]
+    hidden: Option<bool>,
+    #[serde(default)]
+    oversubscribe: Option<String>,
+    #[serde(default)]
+    max_mem_per_node: Option<u64>,
+    #[serde(default)]
+    def_mem_per_node: Option<u64>,
+    #[serde(default)]
+    def_cpu_per_gpu: Option<u32>,
+    #[serde(default)]
+    def_mem_per_gpu: Option<u64>,
+    #[serde(default)]
+    max_cpus_per_node: Option<u32>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -110,6 +246,16 @@ struct FileConf {
     nodes: Vec<NodeConf>,
     #[serde(default)]
     partitions: Vec<PartitionConf>,
+    /// Cluster licenses: name = count.
+    #[serde(default)]
+    licenses: std::collections::BTreeMap<String, u32>,
+    /// `ALL` (default: refuse at submit what can never run) or `NO` (accept and pend).
+    #[serde(default)]
+    enforce_part_limits: Option<String>,
+    #[serde(default)]
+    scheduler: SchedulerConf,
+    #[serde(default)]
+    priority: PriorityConf,
 }
 
 /// The resolved configuration every role reads.
@@ -134,6 +280,13 @@ pub struct Config {
     pub sched_interval: u32,
     pub nodes: Vec<NodeConf>,
     pub partitions: Vec<Partition>,
+    /// Cluster licenses (name, count).
+    pub licenses: Vec<(String, u32)>,
+    /// EnforcePartLimits: refuse at submit what can never run (`ALL`, the default) or
+    /// accept it and let it pend with a reason (`NO`).
+    pub enforce_part_limits: bool,
+    /// Backfill and priority parameters.
+    pub sched: sched::SchedConfig,
 }
 
 impl Config {
@@ -234,6 +387,31 @@ impl Config {
             p.priority_tier = pc.priority_tier.unwrap_or(1);
             p.priority_job_factor = pc.priority_job_factor.unwrap_or(1);
             p.def_mem_per_cpu = pc.def_mem_per_cpu;
+            let list = |s: &Option<String>| {
+                s.as_ref()
+                    .filter(|v| !v.eq_ignore_ascii_case("ALL"))
+                    .map(|v| {
+                        v.split(',')
+                            .map(|x| x.trim().to_string())
+                            .filter(|x| !x.is_empty())
+                            .collect()
+                    })
+            };
+            p.allow_accounts = list(&pc.allow_accounts);
+            p.allow_groups = list(&pc.allow_groups);
+            p.allow_qos = list(&pc.allow_qos);
+            p.exclusive_user = pc.exclusive_user.unwrap_or(false);
+            p.hidden = pc.hidden.unwrap_or(false);
+            if let Some(o) = &pc.oversubscribe {
+                p.oversubscribe = crate::model::OverSubscribe::parse(o).ok_or_else(|| {
+                    invalid(format!("partition '{}': bad oversubscribe '{o}'", pc.name))
+                })?;
+            }
+            p.max_mem_per_node = pc.max_mem_per_node;
+            p.def_mem_per_node = pc.def_mem_per_node;
+            p.def_cpu_per_gpu = pc.def_cpu_per_gpu;
+            p.def_mem_per_gpu = pc.def_mem_per_gpu;
+            p.max_cpus_per_node = pc.max_cpus_per_node;
             if partitions.iter().any(|q: &Partition| q.name == p.name) {
                 return Err(invalid(format!("partition '{}' is declared twice", p.name)));
             }
@@ -247,6 +425,25 @@ impl Config {
         if partitions.iter().filter(|p| p.default).count() > 1 {
             return Err(invalid("more than one partition has default = true".into()));
         }
+        for n in &nodes {
+            n.gres_devices()
+                .map_err(|e| invalid(format!("node '{}': {e}", n.name)))?;
+        }
+        let enforce_part_limits = match fc
+            .enforce_part_limits
+            .as_deref()
+            .map(str::to_ascii_uppercase)
+        {
+            None => true,
+            Some(v) if v == "ALL" || v == "ANY" || v == "YES" => true,
+            Some(v) if v == "NO" => false,
+            Some(v) => {
+                return Err(invalid(format!(
+                    "bad enforce_part_limits '{v}' (ALL or NO)"
+                )));
+            }
+        };
+        let sched = sched_config(&fc.scheduler, &fc.priority).map_err(invalid)?;
         Ok(Config {
             mode: Mode::System,
             source: Some(path.to_path_buf()),
@@ -262,6 +459,9 @@ impl Config {
             sched_interval: fc.sched_interval.unwrap_or(60),
             nodes,
             partitions,
+            licenses: fc.licenses.into_iter().collect(),
+            enforce_part_limits,
+            sched,
         })
     }
 
@@ -298,6 +498,9 @@ impl Config {
             sched_interval: 60,
             nodes: vec![node],
             partitions: vec![p],
+            licenses: Vec::new(),
+            enforce_part_limits: true,
+            sched: sched::SchedConfig::default(),
         }
     }
 
@@ -321,16 +524,86 @@ impl Config {
 }
 
 fn local_node_conf() -> NodeConf {
-    NodeConf {
-        name: short_hostname(),
-        cpus: None,
-        memory: None,
-        sockets: None,
-        cores_per_socket: None,
-        threads_per_core: None,
-        features: Vec::new(),
-        weight: None,
+    NodeConf::named(&short_hostname())
+}
+
+/// Resolves `[scheduler]` and `[priority]`.
+fn sched_config(s: &SchedulerConf, p: &PriorityConf) -> Result<sched::SchedConfig, String> {
+    let mut c = sched::SchedConfig::default();
+    if let Some(v) = &s.policy {
+        c.policy = sched::Policy::parse(v)
+            .ok_or_else(|| format!("bad scheduler policy '{v}' (fifo, easy, conservative)"))?;
     }
+    if let Some(m) = s.bf_window {
+        c.bf_window = i64::from(m.max(1)) * 60;
+    }
+    if let Some(v) = s.bf_resolution {
+        c.bf_resolution = i64::from(v.max(1));
+    }
+    if let Some(v) = s.bf_max_job_test {
+        c.bf_max_job_test = v as usize;
+    }
+    if let Some(v) = s.bf_max_job_user {
+        c.bf_max_job_user = v as usize;
+    }
+    if let Some(v) = s.bf_continue {
+        c.bf_continue = v;
+    }
+    if let Some(v) = s.bf_interval {
+        c.bf_interval = i64::from(v.max(1));
+    }
+    let w = &mut c.priority;
+    let set = |dst: &mut u32, v: Option<u32>| {
+        if let Some(v) = v {
+            *dst = v;
+        }
+    };
+    set(&mut w.weight_age, p.weight_age);
+    set(&mut w.weight_assoc, p.weight_assoc);
+    set(&mut w.weight_fairshare, p.weight_fairshare);
+    set(&mut w.weight_jobsize, p.weight_jobsize);
+    set(&mut w.weight_partition, p.weight_partition);
+    set(&mut w.weight_qos, p.weight_qos);
+    if let Some(t) = &p.weight_tres {
+        w.weight_tres = t
+            .split(',')
+            .filter(|x| !x.is_empty())
+            .map(|kv| {
+                let (k, v) = kv
+                    .split_once('=')
+                    .ok_or_else(|| format!("bad weight_tres '{kv}'"))?;
+                let v: f64 = v.parse().map_err(|_| format!("bad weight_tres '{kv}'"))?;
+                Ok((k.trim().to_string(), v))
+            })
+            .collect::<Result<_, String>>()?;
+    }
+    let dur = |s: &Option<String>, what: &str| -> Result<Option<i64>, String> {
+        match s {
+            None => Ok(None),
+            Some(v) => crate::jobspec::units::parse_time_limit(v)
+                .ok()
+                .and_then(|l| l.secs())
+                .map(|s| Some(s as i64))
+                .ok_or_else(|| format!("bad {what} '{v}'")),
+        }
+    };
+    if let Some(a) = dur(&p.max_age, "max_age")? {
+        w.max_age = a;
+    }
+    if let Some(h) = dur(&p.decay_half_life, "decay_half_life")? {
+        w.decay_half_life = h;
+    }
+    w.favor_small = p.favor_small.unwrap_or(false);
+    if let Some(f) = &p.flags {
+        for flag in f.split(',').map(|x| x.trim().to_ascii_uppercase()) {
+            match flag.as_str() {
+                "" => {}
+                "SMALL_RELATIVE_TO_TIME" => w.small_relative_to_time = true,
+                other => return Err(format!("unknown priority flag '{other}'")),
+            }
+        }
+    }
+    Ok(c)
 }
 
 /// This host's name up to the first dot.

@@ -348,20 +348,11 @@ impl Actor {
             Msg::AgentUp { node, reg, tx } => {
                 tracing::info!(node, "agent registered");
                 self.agents.insert(node.clone(), tx);
-                let declared =
-                    self.declared
-                        .get(&node)
-                        .cloned()
-                        .unwrap_or(crate::config::NodeConf {
-                            name: node.clone(),
-                            cpus: None,
-                            memory: None,
-                            sockets: None,
-                            cores_per_socket: None,
-                            threads_per_core: None,
-                            features: vec![],
-                            weight: None,
-                        });
+                let declared = self
+                    .declared
+                    .get(&node)
+                    .cloned()
+                    .unwrap_or_else(|| crate::config::NodeConf::named(&node));
                 self.cluster.agent_registered(reg, &declared, now, fx);
             }
             Msg::Agent { node, msg } => self.cluster.from_agent(&node, msg, now, fx),
@@ -448,6 +439,11 @@ impl Actor {
                 return;
             }
             Request::Config => Response::Config(self.config_pairs()),
+            Request::Priority { ids, users } => {
+                let (rows, weights) = self.cluster.priority_rows(&ids, &users, now);
+                Response::Priority { rows, weights }
+            }
+            Request::Stats => Response::Stats(Box::new(self.cluster.stats_at(now))),
             Request::Shutdown => {
                 if self.cluster.is_operator(c) {
                     let _ = self.stop.try_send(());

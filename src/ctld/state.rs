@@ -17,12 +17,15 @@ use crate::proto::{
     EndKind, FromAgent, JobFilter, JobResult, JobUpdate, LaunchBatch, NodeUpdate, SlurmError,
     TestOnly, ToAgent,
 };
-use crate::sched::{self, Decision};
+use crate::proto::{PriorityRow, PriorityWeights, SchedStats};
+use crate::sched::priority::{self, PriorityContext};
+use crate::sched::{self, Decision, SchedConfig};
 use std::collections::{BTreeMap, HashMap};
 
-/// The priority a job gets before multifactor priority exists: a constant lowered by
-/// `--nice`, so that equal jobs run in submission order.
-const BASE_PRIORITY: i64 = 100_000;
+/// Pending jobs up to which every pass also runs backfill; above it, backfill runs
+/// every `bf_interval` seconds (Slurm runs it only on its interval; sluice plans small
+/// queues at once so that `squeue --start` and short jobs need not wait).
+const BACKFILL_EVERY_PASS: usize = 1000;
 
 /// Seconds a requeued job waits before it is eligible again (reason BeginTime), so that
 /// its node finishes cleaning up and the requeue is visible as PENDING.
@@ -69,6 +72,18 @@ pub struct Cluster {
     warned: std::collections::HashSet<u32>,
     /// Extra `scontrol show config` entries.
     pub config_entries: Vec<(String, String)>,
+    /// Scheduler and priority parameters.
+    pub sched_cfg: SchedConfig,
+    /// Cluster licenses (name, total).
+    pub licenses: Vec<(String, u32)>,
+    /// EnforcePartLimits=ALL (refuse at submit what can never run).
+    pub enforce_part_limits: bool,
+    /// Decayed CPU-seconds per uid and when they were last decayed (fair-share).
+    pub usage: HashMap<u32, (f64, i64)>,
+    /// sdiag counters.
+    pub stats: SchedStats,
+    /// When backfill last ran.
+    last_backfill: i64,
 }
 
 impl Cluster {
@@ -82,6 +97,8 @@ impl Cluster {
                 let mut n = Node::new(&nc.name, nc.cpus.unwrap_or(0), nc.memory.unwrap_or(0));
                 n.features = nc.features.clone();
                 n.weight = nc.weight.unwrap_or(1);
+                n.gres = nc.gres_devices().unwrap_or_default();
+                n.alloc_gres = vec![0; n.gres.len()];
                 n.sockets = nc.sockets.unwrap_or(1);
                 n.threads_per_core = nc.threads_per_core.unwrap_or(1);
                 n.cores_per_socket = nc.cores_per_socket.unwrap_or(n.cpus / n.sockets.max(1));
@@ -110,11 +127,58 @@ impl Cluster {
                 cfg.state_dir.display().to_string(),
             ),
             ("SlurmdSpoolDir".into(), cfg.spool_dir.display().to_string()),
-            ("SchedulerType".into(), "sched/builtin".into()),
+            (
+                "SchedulerType".into(),
+                match cfg.sched.policy {
+                    sched::Policy::Fifo => "sched/builtin",
+                    _ => "sched/backfill",
+                }
+                .into(),
+            ),
+            (
+                "SchedulerParameters".into(),
+                format!(
+                    "bf_window={},bf_resolution={},bf_max_job_test={},bf_max_job_user={},bf_interval={}{}{}",
+                    cfg.sched.bf_window / 60,
+                    cfg.sched.bf_resolution,
+                    cfg.sched.bf_max_job_test,
+                    cfg.sched.bf_max_job_user,
+                    cfg.sched.bf_interval,
+                    if cfg.sched.bf_continue {
+                        ",bf_continue"
+                    } else {
+                        ""
+                    },
+                    if cfg.sched.policy == sched::Policy::Easy {
+                        ",easy"
+                    } else {
+                        ""
+                    },
+                ),
+            ),
             ("SelectType".into(), "select/cons_tres".into()),
             ("SelectTypeParameters".into(), "CR_CPU_MEMORY".into()),
-            ("EnforcePartLimits".into(), "ALL".into()),
-            ("PriorityType".into(), "priority/basic".into()),
+            (
+                "EnforcePartLimits".into(),
+                if cfg.enforce_part_limits { "ALL" } else { "NO" }.into(),
+            ),
+            ("PriorityType".into(), "priority/multifactor".into()),
+            (
+                "PriorityMaxAge".into(),
+                crate::model::time::fmt_hms(cfg.sched.priority.max_age.max(0) as u64),
+            ),
+            (
+                "Licenses".into(),
+                if cfg.licenses.is_empty() {
+                    "(null)".into()
+                } else {
+                    cfg.licenses
+                        .iter()
+                        .map(|(n, c)| format!("{n}:{c}"))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                },
+            ),
             ("ProctrackType".into(), "proctrack/pgid".into()),
             (
                 "AccountingStorageType".into(),
@@ -136,6 +200,12 @@ impl Cluster {
             endings: HashMap::new(),
             warned: Default::default(),
             config_entries,
+            sched_cfg: cfg.sched.clone(),
+            licenses: cfg.licenses.clone(),
+            enforce_part_limits: cfg.enforce_part_limits,
+            usage: HashMap::new(),
+            stats: SchedStats::default(),
+            last_backfill: i64::MIN / 2,
         }
     }
 
@@ -164,9 +234,21 @@ impl Cluster {
 
     /// Adds (`sign` = 1) or removes (`sign` = -1) an allocation from its nodes.
     fn charge(&mut self, a: &Allocation, completing: bool, sign: i32) {
-        for (name, cpus) in a.nodes.iter().zip(&a.cpus) {
+        for (k, (name, cpus)) in a.nodes.iter().zip(&a.cpus).enumerate() {
             let mem = a.mem_per_node;
             if let Some(n) = self.node_mut(name) {
+                if let Some(gres) = a.gres.get(k) {
+                    n.alloc_gres.resize(n.gres.len(), 0);
+                    for g in gres {
+                        if let Some(u) = n.alloc_gres.get_mut(g.slot as usize) {
+                            *u = if sign > 0 {
+                                u.saturating_add(g.count)
+                            } else {
+                                u.saturating_sub(g.count)
+                            };
+                        }
+                    }
+                }
                 if sign > 0 {
                     n.alloc_cpus += cpus;
                     n.alloc_mem += mem;
@@ -224,6 +306,7 @@ impl Cluster {
         if matches!(part.state, PartitionState::Inactive | PartitionState::Drain) {
             return Err(SlurmError::PartitionConfigUnavailable);
         }
+        self.check_request(&spec, part, caller)?;
         for expr in [&spec.nodelist, &spec.exclude].into_iter().flatten() {
             let names = hostlist::expand(expr).map_err(|_| SlurmError::InvalidNodeName)?;
             if names
@@ -250,7 +333,29 @@ impl Cluster {
             .iter()
             .filter(|n| part.nodes.contains(&n.name))
             .collect();
+        let gpu_default = spec.wants_gres() && spec.mem_per_gpu.is_none();
+        let mut spec = spec;
+        if spec.mem.is_none()
+            && gpu_default
+            && let Some(m) = part.def_mem_per_gpu
+        {
+            spec.mem_per_gpu = Some(m);
+        }
         let req_mem = spec.mem.unwrap_or_else(|| {
+            if let (None, Some(m)) = (part.def_mem_per_cpu, part.def_mem_per_node) {
+                return MemReq::PerNode(m);
+            }
+            if let Some(m) = spec.mem_per_gpu {
+                // Shown per node: the GPUs asked per node times the per-GPU memory.
+                let per_node: u64 = spec
+                    .gres
+                    .iter()
+                    .filter(|g| g.name == "gpu")
+                    .map(|g| g.count)
+                    .sum::<u64>()
+                    + spec.gpus_per_node.as_ref().map_or(0, |g| g.count);
+                return MemReq::PerNode(m * per_node.max(1));
+            }
             let per_cpu = part.def_mem_per_cpu.unwrap_or_else(|| {
                 members
                     .iter()
@@ -299,13 +404,26 @@ impl Cluster {
         if job.spec.nice < 0 && !self.is_operator(caller) {
             return Err(SlurmError::AccessDenied);
         }
-        job.priority = priority_of(&job);
+        job.priority = self.priority_of(&job, now);
         if job.spec.hold {
             job.hold = Some(HoldKind::User);
             job.priority = 0;
             job.reason = Reason::JobHeldUser;
         } else {
             job.eligible_time = Some(job.spec.begin.unwrap_or(now).max(now));
+        }
+        if !self.enforce_part_limits {
+            // EnforcePartLimits=NO: accept; the job pends with the reason that applies.
+            // Memory and GRES beyond every node are still refused, as Slurm does.
+            return match sched::static_reason(&job, part, &self.nodes) {
+                Some(Reason::PartitionConfig)
+                    if job.spec.wants_gres()
+                        || matches!(job.req_mem, MemReq::PerNode(m) if m > 0) =>
+                {
+                    Err(SlurmError::NodeConfigUnavailable)
+                }
+                _ => Ok(job),
+            };
         }
         // EnforcePartLimits=ALL: refuse what can never run, with Slurm's errors.
         let any_fits = sched::job_partitions(&job).iter().any(|p| {
@@ -318,10 +436,183 @@ impl Cluster {
             return Err(match sched::static_reason(&job, part, &self.nodes) {
                 Some(Reason::PartitionTimeLimit) => SlurmError::InvalidTimeLimit,
                 Some(Reason::PartitionNodeLimit) => SlurmError::InvalidNodeCount,
+                Some(Reason::BadConstraints) => {
+                    SlurmError::Other("Invalid feature specification".into())
+                }
+                Some(Reason::Licenses) => SlurmError::Other("Invalid license specification".into()),
                 _ => SlurmError::NodeConfigUnavailable,
             });
         }
         Ok(job)
+    }
+
+    /// Checks what is refused whatever EnforcePartLimits says: unknown licenses,
+    /// malformed constraints and distributions, and partition access (AllowAccounts,
+    /// AllowGroups, AllowQos), with Slurm's messages.
+    fn check_request(&self, spec: &JobSpec, part: &Partition, c: Caller) -> Result<(), SlurmError> {
+        for l in &spec.licenses {
+            if !self.licenses.iter().any(|(n, _)| *n == l.name) {
+                return Err(SlurmError::Other("Invalid license specification".into()));
+            }
+        }
+        if let Some(cst) = spec.constraint.as_deref().filter(|s| !s.is_empty())
+            && crate::model::constraint::Constraint::parse(cst).is_err()
+        {
+            return Err(SlurmError::Other("Invalid feature specification".into()));
+        }
+        if let Some(d) = &spec.distribution
+            && sched::select::parse_dist(d).is_none()
+        {
+            return Err(SlurmError::Other(
+                "Invalid --distribution specification".into(),
+            ));
+        }
+        let op = self.is_operator(c);
+        if let Some(allowed) = &part.allow_accounts {
+            let acct = spec.account.clone().unwrap_or_default();
+            if !op && !allowed.contains(&acct) {
+                return Err(SlurmError::Other(format!(
+                    "Job's account not permitted to use this partition ({} allows {} not {})",
+                    part.name,
+                    allowed.join(","),
+                    if acct.is_empty() { "(null)" } else { &acct }
+                )));
+            }
+        }
+        if let Some(groups) = &part.allow_groups
+            && !op
+            && !user_in_groups(c, groups)
+        {
+            return Err(SlurmError::Other(
+                "User's group not permitted to use this partition".into(),
+            ));
+        }
+        if let Some(qos) = &part.allow_qos {
+            let q = spec.qos.clone().unwrap_or_else(|| "normal".into());
+            if !op && !qos.contains(&q) {
+                return Err(SlurmError::Other(format!(
+                    "Job's QOS not permitted to use this partition ({} allows {} not {q})",
+                    part.name,
+                    qos.join(",")
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The multifactor priority of an unheld job at `now`.
+    pub fn priority_of(&self, job: &Job, now: i64) -> u32 {
+        let ctx = self.priority_context(now);
+        let pf = self
+            .partitions
+            .iter()
+            .find(|p| p.name == job.partition)
+            .map_or(1, |p| p.priority_job_factor);
+        priority::factors(job, pf, &ctx, &self.sched_cfg.priority, now).priority()
+    }
+
+    /// Cluster totals and decayed usage for priority factors.
+    pub fn priority_context(&self, now: i64) -> PriorityContext {
+        let half = self.sched_cfg.priority.decay_half_life;
+        let mut users: std::collections::HashSet<u32> = self
+            .jobs
+            .values()
+            .filter(|j| j.is_active())
+            .map(|j| j.uid)
+            .collect();
+        users.extend(self.usage.keys().copied());
+        PriorityContext {
+            total_cpus: self.nodes.iter().map(|n| u64::from(n.cpus)).sum(),
+            total_nodes: self.nodes.len() as u64,
+            total_mem: self.nodes.iter().map(|n| n.real_memory).sum(),
+            total_gpus: self
+                .nodes
+                .iter()
+                .flat_map(|n| &n.gres)
+                .filter(|g| g.name == "gpu")
+                .map(|g| u64::from(g.count))
+                .sum(),
+            max_part_factor: self
+                .partitions
+                .iter()
+                .map(|p| p.priority_job_factor)
+                .max()
+                .unwrap_or(1),
+            usage: self
+                .usage
+                .iter()
+                .map(|(u, (v, t))| (*u, priority::decay(*v, *t, now, half)))
+                .collect(),
+            users: users.len(),
+        }
+    }
+
+    /// sprio's rows: the factors of pending jobs matching `ids`/`users` (all if empty).
+    pub fn priority_rows(
+        &self,
+        ids: &[u32],
+        users: &[u32],
+        now: i64,
+    ) -> (Vec<PriorityRow>, PriorityWeights) {
+        let ctx = self.priority_context(now);
+        let w = &self.sched_cfg.priority;
+        let rows = self
+            .jobs
+            .values()
+            .filter(|j| j.state == JobState::Pending && j.hold.is_none())
+            .filter(|j| ids.is_empty() || ids.contains(&j.id))
+            .filter(|j| users.is_empty() || users.contains(&j.uid))
+            .map(|j| {
+                let pf = self
+                    .partitions
+                    .iter()
+                    .find(|p| p.name == j.partition)
+                    .map_or(1, |p| p.priority_job_factor);
+                let f = priority::factors(j, pf, &ctx, w, now);
+                PriorityRow {
+                    job_id: j.id,
+                    partition: j.partition.clone(),
+                    user: j.user.clone(),
+                    priority: j.priority,
+                    factors: f,
+                }
+            })
+            .collect();
+        let weights = PriorityWeights {
+            age: w.weight_age,
+            assoc: w.weight_assoc,
+            fairshare: w.weight_fairshare,
+            jobsize: w.weight_jobsize,
+            partition: w.weight_partition,
+            qos: w.weight_qos,
+            tres: w.weight_tres.clone(),
+        };
+        (rows, weights)
+    }
+
+    /// sdiag's counters at `now`.
+    pub fn stats_at(&self, now: i64) -> SchedStats {
+        let mut s = self.stats.clone();
+        s.now = now;
+        s.jobs_pending = self
+            .jobs
+            .values()
+            .filter(|j| j.state == JobState::Pending)
+            .count() as u64;
+        s.jobs_running = self
+            .jobs
+            .values()
+            .filter(|j| j.state == JobState::Running && !j.completing)
+            .count() as u64;
+        s
+    }
+
+    /// Adds a finished job's CPU-seconds to its user's decayed usage.
+    fn record_usage(&mut self, uid: u32, cpu_secs: f64, now: i64) {
+        let half = self.sched_cfg.priority.decay_half_life;
+        let e = self.usage.entry(uid).or_insert((0.0, now));
+        e.0 = priority::decay(e.0, e.1, now, half) + cpu_secs;
+        e.1 = now;
     }
 
     fn pick_partition(&self, spec: &JobSpec) -> Result<&Partition, SlurmError> {
@@ -355,23 +646,50 @@ impl Cluster {
         fx.persist.push(job.clone());
         fx.schedule = true;
         self.jobs.insert(id, job);
+        self.stats.jobs_submitted += 1;
         id
     }
 
     /// What `sbatch --test-only` reports for a resolved job.
     pub fn test_only(&self, mut job: Job, now: i64) -> TestOnly {
         job.id = u32::MAX;
-        let jobs = [&job];
-        let decision = sched::schedule(&jobs, &self.nodes, &self.partitions, now);
-        let (nodes, partition) = match decision.first() {
+        let begin = job.spec.begin.unwrap_or(now).max(now);
+        // The job is planned among the queue as it is, from its earliest begin.
+        job.eligible_time = Some(now);
+        let mut jobs: Vec<&Job> = self.jobs.values().filter(|j| j.is_active()).collect();
+        jobs.push(&job);
+        let out = sched::run(&sched::Input {
+            jobs: &jobs,
+            nodes: &self.nodes,
+            partitions: &self.partitions,
+            licenses: &self.licenses,
+            config: &self.sched_cfg,
+            now: begin,
+            backfill: true,
+        });
+        let mine = out.decisions.iter().find(|d| {
+            matches!(d, Decision::Start { job_id, .. } | Decision::Pending { job_id, .. } if *job_id == u32::MAX)
+        });
+        let (start, nodes, partition) = match mine {
             Some(Decision::Start {
                 alloc, partition, ..
-            }) => (hostlist::compress_sorted(&alloc.nodes), partition.clone()),
-            _ => (String::new(), job.partition.clone()),
+            }) => (
+                begin,
+                hostlist::compress_sorted(&alloc.nodes),
+                partition.clone(),
+            ),
+            _ => match out.estimates.iter().find(|e| e.job_id == u32::MAX) {
+                Some(e) => (
+                    e.start,
+                    hostlist::compress_sorted(&e.nodes),
+                    e.partition.clone(),
+                ),
+                None => (begin, String::new(), job.partition.clone()),
+            },
         };
         TestOnly {
             job_id: self.next_id,
-            start: job.spec.begin.unwrap_or(now).max(now),
+            start,
             nodes,
             cpus: job.req_cpus,
             partition,
@@ -380,29 +698,129 @@ impl Cluster {
 
     // ------------------------------------------------------------------ scheduling
 
-    /// Runs one scheduling pass and applies its decisions.
+    /// Runs one scheduling pass and applies its decisions: priorities are refreshed,
+    /// the main cycle runs, and backfill too when it is due (every pass for queues up
+    /// to [`BACKFILL_EVERY_PASS`] jobs, else every `bf_interval` seconds). Pending jobs
+    /// get their reason and, from backfill, their expected start.
     pub fn schedule(&mut self, now: i64, fx: &mut Effects) {
-        let decisions = {
-            let jobs: Vec<&Job> = self
-                .jobs
-                .values()
-                .filter(|j| j.state == JobState::Pending)
-                .collect();
-            if jobs.is_empty() {
-                return;
+        let pending = self
+            .jobs
+            .values()
+            .filter(|j| j.state == JobState::Pending)
+            .count();
+        if pending == 0 {
+            return;
+        }
+        self.refresh_priorities(now);
+        if self.stats.since == 0 {
+            self.stats.since = now;
+        }
+        let backfill = self.sched_cfg.policy != sched::Policy::Fifo
+            && (pending <= BACKFILL_EVERY_PASS
+                || now - self.last_backfill >= self.sched_cfg.bf_interval);
+        let t0 = std::time::Instant::now();
+        let main = self.run_pass(now, false);
+        let main_us = t0.elapsed().as_micros() as u64;
+        let s = &mut self.stats;
+        s.main_cycles += 1;
+        s.main_last_us = main_us;
+        s.main_max_us = s.main_max_us.max(main_us);
+        s.main_sum_us += main_us;
+        s.main_depth_sum += u64::from(main.stats.main_depth);
+        s.main_last_queue = u64::from(main.stats.queue_len);
+        if s.main_first == 0 {
+            s.main_first = now;
+        }
+        self.apply_outcome(main, false, now, fx);
+        if backfill {
+            let t0 = std::time::Instant::now();
+            let bf = self.run_pass(now, true);
+            let bf_us = t0.elapsed().as_micros() as u64;
+            self.last_backfill = now;
+            let s = &mut self.stats;
+            s.bf_cycles += 1;
+            s.bf_last_when = Some(now);
+            s.bf_last_us = bf_us;
+            s.bf_max_us = s.bf_max_us.max(bf_us);
+            s.bf_sum_us += bf_us;
+            s.bf_jobs += u64::from(bf.stats.bf_started);
+            s.bf_last_depth = u64::from(bf.stats.bf_depth);
+            s.bf_last_depth_try = u64::from(bf.stats.bf_depth_try);
+            s.bf_depth_sum += u64::from(bf.stats.bf_depth);
+            s.bf_depth_try_sum += u64::from(bf.stats.bf_depth_try);
+            s.bf_last_queue = u64::from(bf.stats.bf_queue_len);
+            s.bf_queue_sum += u64::from(bf.stats.bf_queue_len);
+            s.bf_last_table = u64::from(bf.stats.bf_table_size);
+            s.bf_table_sum += u64::from(bf.stats.bf_table_size);
+            self.apply_outcome(bf, true, now, fx);
+        }
+    }
+
+    /// Recomputes the multifactor priority of every pending, unheld job.
+    fn refresh_priorities(&mut self, now: i64) {
+        let ctx = self.priority_context(now);
+        let w = self.sched_cfg.priority.clone();
+        let factor: HashMap<String, u32> = self
+            .partitions
+            .iter()
+            .map(|p| (p.name.clone(), p.priority_job_factor))
+            .collect();
+        for j in self.jobs.values_mut() {
+            if j.state == JobState::Pending && j.hold.is_none() {
+                let pf = factor.get(&j.partition).copied().unwrap_or(1);
+                j.priority = priority::factors(j, pf, &ctx, &w, now).priority();
             }
-            sched::schedule(&jobs, &self.nodes, &self.partitions, now)
-        };
-        for d in decisions {
+        }
+    }
+
+    fn run_pass(&self, now: i64, backfill: bool) -> sched::Outcome {
+        let jobs: Vec<&Job> = self.jobs.values().filter(|j| j.is_active()).collect();
+        sched::run(&sched::Input {
+            jobs: &jobs,
+            nodes: &self.nodes,
+            partitions: &self.partitions,
+            licenses: &self.licenses,
+            config: &self.sched_cfg,
+            now,
+            backfill,
+        })
+    }
+
+    fn apply_outcome(&mut self, out: sched::Outcome, backfill: bool, now: i64, fx: &mut Effects) {
+        let est: HashMap<u32, &sched::Estimate> =
+            out.estimates.iter().map(|e| (e.job_id, e)).collect();
+        for d in out.decisions {
             match d {
                 Decision::Start {
                     job_id,
                     partition,
                     alloc,
-                } => self.start_job(job_id, partition, alloc, now, fx),
+                } => {
+                    self.start_job(job_id, partition, alloc, now, fx);
+                    if let Some(j) = self.jobs.get_mut(&job_id) {
+                        j.sched.backfilled = backfill;
+                        j.sched.est_start = None;
+                        j.sched.sched_nodes = None;
+                    }
+                }
                 Decision::Pending { job_id, reason } => {
                     if let Some(j) = self.jobs.get_mut(&job_id) {
                         j.last_sched_eval = Some(now);
+                        if reason == Reason::BeginTime {
+                            j.sched.est_start = j.eligible_time.filter(|e| *e > now);
+                            j.sched.sched_nodes = None;
+                        } else if backfill {
+                            match est.get(&job_id) {
+                                Some(e) => {
+                                    j.sched.est_start = Some(e.start);
+                                    j.sched.sched_nodes = Some(hostlist::compress_sorted(&e.nodes));
+                                }
+                                None => {
+                                    j.sched.est_start = None;
+                                    j.sched.sched_nodes = None;
+                                }
+                            }
+                        }
                         if j.reason != reason {
                             j.reason = reason;
                         }
@@ -421,6 +839,7 @@ impl Cluster {
         fx: &mut Effects,
     ) {
         self.charge(&alloc, false, 1);
+        self.stats.jobs_started += 1;
         let Some(j) = self.jobs.get_mut(&id) else {
             return;
         };
@@ -783,8 +1202,17 @@ impl Cluster {
         }
         fx.persist.push(j.clone());
         fx.schedule = true;
+        let (uid, state, ran) = (j.uid, j.state, j.run_secs(end_time));
         if let Some(a) = alloc {
             self.charge(&a, was_completing, -1);
+            // Fair-share usage: CPU-seconds held.
+            self.record_usage(uid, f64::from(a.total_cpus()) * ran as f64, now);
+        }
+        match state {
+            JobState::Pending => {}
+            JobState::Completed => self.stats.jobs_completed += 1,
+            JobState::Cancelled => self.stats.jobs_canceled += 1,
+            _ => self.stats.jobs_failed += 1,
         }
     }
 
@@ -857,6 +1285,7 @@ impl Cluster {
                 j.state = JobState::Cancelled;
                 j.end_time = Some(now);
                 j.cancelled_by = Some(c.uid);
+                self.stats.jobs_canceled += 1;
                 j.reason = Reason::None;
                 fx.persist.push(j.clone());
                 fx.schedule = true;
@@ -946,7 +1375,7 @@ impl Cluster {
                 return Err(SlurmError::AccessDenied);
             }
             if j.hold.take().is_some() {
-                j.priority = priority_of(j);
+                j.priority = 1; // recomputed by the next pass
                 j.reason = Reason::None;
                 j.eligible_time = Some(j.spec.begin.unwrap_or(now).max(now));
             }
@@ -1064,7 +1493,7 @@ impl Cluster {
                     }
                     new.spec.nice = *n;
                     if new.hold.is_none() {
-                        new.priority = priority_of(&new);
+                        new.priority = new.priority.max(1);
                     }
                 }
                 JobUpdate::Partition(p) => {
@@ -1199,10 +1628,24 @@ struct End {
     oom: bool,
 }
 
-/// The priority of an unheld job.
-fn priority_of(job: &Job) -> u32 {
-    (BASE_PRIORITY - i64::from(job.spec.nice)).clamp(1, i64::from(u32::MAX - 1)) as u32
-}
-
 #[cfg(test)]
 mod tests;
+
+/// Whether the caller's primary or supplementary groups include one of `groups`.
+fn user_in_groups(c: Caller, groups: &[String]) -> bool {
+    use nix::unistd::{Gid, Group, Uid, User};
+    let mut gids = vec![c.gid];
+    if let Ok(Some(u)) = User::from_uid(Uid::from_raw(c.uid))
+        && let Ok(name) = std::ffi::CString::new(u.name.clone())
+        && let Ok(list) = nix::unistd::getgrouplist(&name, Gid::from_raw(c.gid))
+    {
+        gids.extend(list.into_iter().map(|g| g.as_raw()));
+    }
+    groups.iter().any(|g| {
+        Group::from_name(g)
+            .ok()
+            .flatten()
+            .is_some_and(|gr| gids.contains(&gr.gid.as_raw()))
+            || g.parse::<u32>().is_ok_and(|n| gids.contains(&n))
+    })
+}

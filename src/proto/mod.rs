@@ -174,6 +174,13 @@ pub enum Request {
     Shutdown,
     /// Liveness check.
     Ping,
+    /// Priority factors of pending jobs (sprio); empty lists mean all.
+    Priority {
+        ids: Vec<u32>,
+        users: Vec<u32>,
+    },
+    /// Scheduler statistics (sdiag).
+    Stats,
 }
 
 /// A user-facing error from the controller; `Display` is Slurm's text.
@@ -255,6 +262,70 @@ pub enum Response {
     Config(Vec<(String, String)>),
     Ok,
     Error(SlurmError),
+    Priority {
+        rows: Vec<PriorityRow>,
+        weights: PriorityWeights,
+    },
+    Stats(Box<SchedStats>),
+}
+
+/// One pending job's priority factors, weighted (sprio).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PriorityRow {
+    pub job_id: u32,
+    pub partition: String,
+    pub user: String,
+    pub priority: u32,
+    pub factors: crate::sched::priority::Factors,
+}
+
+/// The configured weights (sprio -w).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PriorityWeights {
+    pub age: u32,
+    pub assoc: u32,
+    pub fairshare: u32,
+    pub jobsize: u32,
+    pub partition: u32,
+    pub qos: u32,
+    pub tres: Vec<(String, f64)>,
+}
+
+/// Controller and scheduler counters (sdiag). Times are microseconds, epochs seconds.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SchedStats {
+    /// When the counters started (controller start).
+    pub since: i64,
+    /// When this answer was made.
+    pub now: i64,
+    pub jobs_submitted: u64,
+    pub jobs_started: u64,
+    pub jobs_completed: u64,
+    pub jobs_canceled: u64,
+    pub jobs_failed: u64,
+    pub jobs_pending: u64,
+    pub jobs_running: u64,
+    pub main_cycles: u64,
+    pub main_last_us: u64,
+    pub main_max_us: u64,
+    pub main_sum_us: u64,
+    pub main_depth_sum: u64,
+    pub main_last_queue: u64,
+    pub main_first: i64,
+    pub bf_cycles: u64,
+    pub bf_jobs: u64,
+    pub bf_last_when: Option<i64>,
+    pub bf_last_us: u64,
+    pub bf_max_us: u64,
+    pub bf_sum_us: u64,
+    pub bf_last_depth: u64,
+    pub bf_last_depth_try: u64,
+    pub bf_depth_sum: u64,
+    pub bf_depth_try_sum: u64,
+    pub bf_last_queue: u64,
+    pub bf_queue_sum: u64,
+    pub bf_last_table: u64,
+    pub bf_table_sum: u64,
 }
 
 /// Everything a node needs to run a batch job's script.

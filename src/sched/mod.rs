@@ -30,7 +30,6 @@ use crate::model::gres::LicenseReq;
 use crate::model::job::Allocation;
 use crate::model::{HoldKind, Job, JobState, Node, Partition, PartitionState, Reason};
 use select::{Cap, FitError, NodeInfo, Placement, Req, ReqError, Take};
-use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use timeline::{FOREVER, LicenseLine, NodeLine};
 use usage::Usage;
@@ -48,73 +47,7 @@ pub enum Decision {
     Pending { job_id: u32, reason: Reason },
 }
 
-/// Backfill flavour (`SchedulerType`/`sluice simulate --policy`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub enum Policy {
-    /// First come, first served: no job passes a blocked one (sched/builtin).
-    Fifo,
-    /// EASY backfill: only the first blocked job of each partition holds a reservation.
-    Easy,
-    /// Conservative backfill: every job tested holds a reservation (sched/backfill).
-    #[default]
-    Conservative,
-}
-
-impl Policy {
-    /// Parses `fifo`/`fcfs`, `easy`, `conservative`.
-    pub fn parse(s: &str) -> Option<Policy> {
-        match s.to_ascii_lowercase().as_str() {
-            "fifo" | "fcfs" | "builtin" => Some(Policy::Fifo),
-            "easy" => Some(Policy::Easy),
-            "conservative" | "backfill" => Some(Policy::Conservative),
-            _ => None,
-        }
-    }
-
-    /// Lower-case name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Policy::Fifo => "fifo",
-            Policy::Easy => "easy",
-            Policy::Conservative => "conservative",
-        }
-    }
-}
-
-/// Scheduler parameters (`SchedulerParameters=bf_*`, priority weights).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SchedConfig {
-    pub policy: Policy,
-    /// How far ahead backfill plans, seconds (`bf_window`, default one day).
-    pub bf_window: i64,
-    /// Granularity of planned start times, seconds (`bf_resolution`).
-    pub bf_resolution: i64,
-    /// Most pending jobs backfill tests per pass (`bf_max_job_test`).
-    pub bf_max_job_test: usize,
-    /// Most jobs per user backfill tests per pass; 0 = no limit (`bf_max_job_user`).
-    pub bf_max_job_user: usize,
-    /// Resume where the previous pass stopped (`bf_continue`); sluice's passes are
-    /// never interrupted, so this only affects reporting.
-    pub bf_continue: bool,
-    /// Seconds between backfill passes (`bf_interval`), used by the controller.
-    pub bf_interval: i64,
-    pub priority: priority::PriorityConfig,
-}
-
-impl Default for SchedConfig {
-    fn default() -> Self {
-        SchedConfig {
-            policy: Policy::Conservative,
-            bf_window: 86400,
-            bf_resolution: 60,
-            bf_max_job_test: 500,
-            bf_max_job_user: 0,
-            bf_continue: false,
-            bf_interval: 30,
-            priority: priority::PriorityConfig::default(),
-        }
-    }
-}
+pub use crate::config::sched::{Policy, SchedConfig};
 
 /// One pass's input: all active jobs (pending, running, completing), the nodes,
 /// partitions and licenses, at `now`.

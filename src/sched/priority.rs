@@ -14,43 +14,7 @@ use crate::model::Job;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
-/// Weights and options (`PriorityWeight*`, `PriorityMaxAge`, `PriorityFavorSmall`,
-/// `PriorityFlags=SMALL_RELATIVE_TO_TIME`). Defaults are those of the golden cluster.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PriorityConfig {
-    pub weight_age: u32,
-    pub weight_assoc: u32,
-    pub weight_fairshare: u32,
-    pub weight_jobsize: u32,
-    pub weight_partition: u32,
-    pub weight_qos: u32,
-    /// `PriorityWeightTRES`: (TRES name such as `cpu`, `mem`, `gres/gpu`, weight).
-    pub weight_tres: Vec<(String, f64)>,
-    /// Seconds of eligibility at which the age factor reaches 1 (`PriorityMaxAge`).
-    pub max_age: i64,
-    pub favor_small: bool,
-    pub small_relative_to_time: bool,
-    /// Half-life of recorded usage in seconds (`PriorityDecayHalfLife`).
-    pub decay_half_life: i64,
-}
-
-impl Default for PriorityConfig {
-    fn default() -> Self {
-        PriorityConfig {
-            weight_age: 1000,
-            weight_assoc: 0,
-            weight_fairshare: 10000,
-            weight_jobsize: 1000,
-            weight_partition: 1000,
-            weight_qos: 0,
-            weight_tres: Vec::new(),
-            max_age: 7 * 86400,
-            favor_small: false,
-            small_relative_to_time: false,
-            decay_half_life: 7 * 86400,
-        }
-    }
-}
+pub use crate::config::sched::PriorityConfig;
 
 /// Cluster-wide facts the factors are normalised by.
 #[derive(Debug, Clone, Default)]

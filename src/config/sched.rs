@@ -1,0 +1,111 @@
+//! Scheduler parameters as configured (slurm.conf `SchedulerType`,
+//! `SchedulerParameters=bf_*`, `PriorityWeight*`): plain data read by the pure
+//! scheduler (`crate::sched`) and filled from the TOML file.
+
+use serde::{Deserialize, Serialize};
+
+/// Backfill flavour (`SchedulerType`/`sluice simulate --policy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Policy {
+    /// First come, first served: no job passes a blocked one (sched/builtin).
+    Fifo,
+    /// EASY backfill: only the first blocked job of each partition holds a reservation.
+    Easy,
+    /// Conservative backfill: every job tested holds a reservation (sched/backfill).
+    #[default]
+    Conservative,
+}
+
+impl Policy {
+    /// Parses `fifo`/`fcfs`, `easy`, `conservative`.
+    pub fn parse(s: &str) -> Option<Policy> {
+        match s.to_ascii_lowercase().as_str() {
+            "fifo" | "fcfs" | "builtin" => Some(Policy::Fifo),
+            "easy" => Some(Policy::Easy),
+            "conservative" | "backfill" => Some(Policy::Conservative),
+            _ => None,
+        }
+    }
+
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Fifo => "fifo",
+            Policy::Easy => "easy",
+            Policy::Conservative => "conservative",
+        }
+    }
+}
+
+/// Scheduler parameters (`SchedulerParameters=bf_*`, priority weights).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SchedConfig {
+    pub policy: Policy,
+    /// How far ahead backfill plans, seconds (`bf_window`, default one day).
+    pub bf_window: i64,
+    /// Granularity of planned start times, seconds (`bf_resolution`).
+    pub bf_resolution: i64,
+    /// Most pending jobs backfill tests per pass (`bf_max_job_test`).
+    pub bf_max_job_test: usize,
+    /// Most jobs per user backfill tests per pass; 0 = no limit (`bf_max_job_user`).
+    pub bf_max_job_user: usize,
+    /// Resume where the previous pass stopped (`bf_continue`); sluice's passes are
+    /// never interrupted, so this only affects reporting.
+    pub bf_continue: bool,
+    /// Seconds between backfill passes (`bf_interval`), used by the controller.
+    pub bf_interval: i64,
+    pub priority: PriorityConfig,
+}
+
+impl Default for SchedConfig {
+    fn default() -> Self {
+        SchedConfig {
+            policy: Policy::Conservative,
+            bf_window: 86400,
+            bf_resolution: 60,
+            bf_max_job_test: 500,
+            bf_max_job_user: 0,
+            bf_continue: false,
+            bf_interval: 30,
+            priority: PriorityConfig::default(),
+        }
+    }
+}
+
+/// Weights and options (`PriorityWeight*`, `PriorityMaxAge`, `PriorityFavorSmall`,
+/// `PriorityFlags=SMALL_RELATIVE_TO_TIME`). Defaults are those of the golden cluster.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PriorityConfig {
+    pub weight_age: u32,
+    pub weight_assoc: u32,
+    pub weight_fairshare: u32,
+    pub weight_jobsize: u32,
+    pub weight_partition: u32,
+    pub weight_qos: u32,
+    /// `PriorityWeightTRES`: (TRES name such as `cpu`, `mem`, `gres/gpu`, weight).
+    pub weight_tres: Vec<(String, f64)>,
+    /// Seconds of eligibility at which the age factor reaches 1 (`PriorityMaxAge`).
+    pub max_age: i64,
+    pub favor_small: bool,
+    pub small_relative_to_time: bool,
+    /// Half-life of recorded usage in seconds (`PriorityDecayHalfLife`).
+    pub decay_half_life: i64,
+}
+
+impl Default for PriorityConfig {
+    fn default() -> Self {
+        PriorityConfig {
+            weight_age: 1000,
+            weight_assoc: 0,
+            weight_fairshare: 10000,
+            weight_jobsize: 1000,
+            weight_partition: 1000,
+            weight_qos: 0,
+            weight_tres: Vec::new(),
+            max_age: 7 * 86400,
+            favor_small: false,
+            small_relative_to_time: false,
+            decay_half_life: 7 * 86400,
+        }
+    }
+}
