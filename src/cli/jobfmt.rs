@@ -58,21 +58,42 @@ pub fn total_mem_mb(job: &Job) -> u64 {
     }
 }
 
-/// `cpu=N,mem=M,node=K,billing=N` as scontrol's `TRES=` prints it.
+/// GPUs the job holds, or asks for while it holds none.
+pub fn gpu_count(job: &Job) -> u64 {
+    match &job.alloc {
+        Some(a) if !a.gres.is_empty() => a.gres_count("gpu"),
+        _ => crate::sched::priority::job_gpus(job),
+    }
+}
+
+/// `cpu=N,mem=M,node=K,billing=N[,gres/gpu=G]` as scontrol's `TRES=` prints it.
 pub fn tres_scontrol(job: &Job) -> String {
     let cpus = cpu_count(job);
+    let gpus = gpu_count(job);
     format!(
-        "cpu={cpus},mem={},node={},billing={cpus}",
+        "cpu={cpus},mem={},node={},billing={cpus}{}",
         fmt_mem_exact(total_mem_mb(job)),
-        node_count(job)
+        node_count(job),
+        if gpus > 0 {
+            format!(",gres/gpu={gpus}")
+        } else {
+            String::new()
+        }
     )
 }
 
-/// `billing=N,cpu=N,mem=M,node=K` as sacct's `AllocTRES`/`ReqTRES` print it (sorted keys).
+/// `billing=N,cpu=N,[gres/gpu=G,]mem=M,node=K` as sacct's `AllocTRES`/`ReqTRES` print
+/// it (sorted keys).
 pub fn tres_sacct(job: &Job) -> String {
     let cpus = cpu_count(job);
+    let gpus = gpu_count(job);
     format!(
-        "billing={cpus},cpu={cpus},mem={},node={}",
+        "billing={cpus},cpu={cpus},{}mem={},node={}",
+        if gpus > 0 {
+            format!("gres/gpu={gpus},")
+        } else {
+            String::new()
+        },
         fmt_mem_exact(total_mem_mb(job)),
         node_count(job)
     )

@@ -714,7 +714,12 @@ mod tests {
             (f.stderr.as_str(), f.code),
             ("sbatch: error: --array is not supported yet by sluice\n", 1)
         );
-        let f = prep(&["job.sh"], Some("#!/bin/sh\n#SBATCH --gres=gpu:1\n"), &[]).unwrap_err();
+        let f = prep(
+            &["job.sh"],
+            Some("#!/bin/sh\n#SBATCH --reservation=r\n"),
+            &[],
+        )
+        .unwrap_err();
         assert_eq!(f.code, 1);
         let f = prep(&["--help"], None, &[]).unwrap_err();
         assert_eq!(f.code, 0);

@@ -662,6 +662,7 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
     // A pending job with a future --begin shows that as its expected start.
     let start = job
         .start_time
+        .or(job.sched.est_start.filter(|_| pending))
         .or(spec.begin.filter(|b| pending && *b > now));
     let end = job.end_time.or_else(|| {
         let s = start?;
@@ -708,8 +709,13 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
         ts_or_unknown(end)
     ));
     l.push(format!(
-        "SuspendTime=None SecsPreSuspend=0 LastSchedEval={} Scheduler=Main",
-        ts_or_unknown(job.last_sched_eval)
+        "SuspendTime=None SecsPreSuspend=0 LastSchedEval={} Scheduler={}",
+        ts_or_unknown(job.last_sched_eval),
+        if job.sched.backfilled {
+            "Backfill"
+        } else {
+            "Main"
+        }
     ));
     l.push(format!(
         "Partition={} AllocNode:Sid={}:0",
@@ -737,6 +743,15 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
     l.push(format!(
         "Socks/Node=* NtasksPerN:B:S:C={ntpn}:0:*:* CoreSpec=*"
     ));
+    // Allocations recorded before CPU ids were tracked have no detail to show.
+    if details
+        && let Some(a) = job
+            .alloc
+            .as_ref()
+            .filter(|a| job.is_active() && !a.cpu_ids.is_empty())
+    {
+        l.extend(alloc_detail_lines(job, a));
+    }
     let mem_key = match job.req_mem {
         MemReq::PerCpu(_) => "MinMemoryCPU",
         MemReq::PerNode(_) => "MinMemoryNode",
@@ -746,10 +761,21 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
         cpt * ntpn.max(1),
         jobfmt::req_mem_text(job)
     ));
-    l.push("Features=(null) DelayBoot=00:00:00".into());
     l.push(format!(
-        "OverSubscribe={} Contiguous=0 Licenses=(null) Network=(null)",
-        if spec.exclusive { "NO" } else { "OK" }
+        "Features={} DelayBoot=00:00:00",
+        or_null(spec.constraint.as_deref().unwrap_or(""))
+    ));
+    l.push(format!(
+        "OverSubscribe={} Contiguous={} Licenses={} Network=(null)",
+        if spec.exclusive {
+            "NO"
+        } else if spec.oversubscribe {
+            "YES"
+        } else {
+            "OK"
+        },
+        u8::from(spec.contiguous),
+        crate::model::gres::fmt_licenses(&spec.licenses)
     ));
     l.push(format!("Command={}", or_null(&spec.command)));
     l.push(format!("WorkDir={}", spec.work_dir));
@@ -760,7 +786,95 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
     l.push(format!("StdIn={}", jobfmt::std_path(job, Stream::In)));
     l.push(format!("StdOut={}", jobfmt::std_path(job, Stream::Out)));
     l.push("Power=".into());
+    if let Some(g) = &spec.gpus {
+        l.push(format!("TresPerJob=gres:{g}"));
+    }
+    if spec.tres_per_node() != "N/A" {
+        l.push(format!("TresPerNode={}", spec.tres_per_node()));
+    }
+    if let Some(g) = &spec.gpus_per_task {
+        l.push(format!("TresPerTask=gres:{g}"));
+    }
     l
+}
+
+/// `scontrol show job -d`'s allocation lines: `JOB_GRES=` and one
+/// `  Nodes=… CPU_IDs=… Mem=… GRES=…` line per node (two more spaces of indent).
+fn alloc_detail_lines(job: &Job, a: &crate::model::job::Allocation) -> Vec<String> {
+    use crate::model::job::GresAlloc;
+    let gres_text = |gs: &[GresAlloc], with_idx: bool| -> String {
+        // Group by (name, type): `gpu:4(IDX:0-3)`.
+        let mut groups: Vec<(String, Option<String>, u32, Vec<u32>)> = Vec::new();
+        for g in gs {
+            match groups.iter_mut().find(|x| x.0 == g.name && x.1 == g.kind) {
+                Some(x) => {
+                    x.2 += g.count;
+                    x.3.push(g.index);
+                }
+                None => groups.push((g.name.clone(), g.kind.clone(), g.count, vec![g.index])),
+            }
+        }
+        groups
+            .iter()
+            .map(|(n, k, c, idx)| {
+                let head = match k {
+                    Some(k) => format!("{n}:{k}:{c}"),
+                    None => format!("{n}:{c}"),
+                };
+                if with_idx {
+                    format!("{head}(IDX:{})", cpu_ranges(idx))
+                } else {
+                    head
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let all: Vec<GresAlloc> = a.gres.iter().flatten().cloned().collect();
+    let mut l = vec![format!(
+        "JOB_GRES={}",
+        if all.is_empty() {
+            "(null)".to_string()
+        } else {
+            gres_text(&all, false)
+        }
+    )];
+    for (k, node) in a.nodes.iter().enumerate() {
+        let ids = a.cpu_ids.get(k).map(|v| cpu_ranges(v)).unwrap_or_default();
+        let gres = a
+            .gres
+            .get(k)
+            .map(|g| gres_text(g, true))
+            .unwrap_or_default();
+        l.push(format!(
+            "  Nodes={node} CPU_IDs={ids} Mem={} GRES={gres}",
+            a.mem_per_node
+        ));
+    }
+    let _ = job;
+    l
+}
+
+/// `0-3,8,10-11` from a list of ids.
+fn cpu_ranges(ids: &[u32]) -> String {
+    let mut v = ids.to_vec();
+    v.sort_unstable();
+    v.dedup();
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < v.len() {
+        let mut j = i;
+        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
+            j += 1;
+        }
+        out.push(if i == j {
+            v[i].to_string()
+        } else {
+            format!("{}-{}", v[i], v[j])
+        });
+        i = j + 1;
+    }
+    out.join(",")
 }
 
 /// One job record as `scontrol show job` prints it.
@@ -789,7 +903,10 @@ pub fn node_lines(n: &Node) -> Vec<String> {
     let feats = n.features.join(",");
     l.push(format!("AvailableFeatures={}", or_null(&feats)));
     l.push(format!("ActiveFeatures={}", or_null(&feats)));
-    l.push("Gres=(null)".into());
+    l.push(format!(
+        "Gres={}",
+        crate::model::gres::fmt_node_gres(&n.gres)
+    ));
     l.push(format!(
         "NodeAddr={} NodeHostName={} Version={}",
         n.addr,
@@ -820,17 +937,40 @@ pub fn node_lines(n: &Node) -> Vec<String> {
         none(n.agent_start_time)
     ));
     l.push(format!("LastBusyTime={}", ts_or_unknown(n.last_busy_time)));
+    let gpus: u32 = n
+        .gres
+        .iter()
+        .filter(|g| g.name == "gpu")
+        .map(|g| g.count)
+        .sum();
+    let gpus_used: u32 = n
+        .gres
+        .iter()
+        .enumerate()
+        .filter(|(_, g)| g.name == "gpu")
+        .map(|(i, _)| n.gres_used(i))
+        .sum();
     l.push(format!(
-        "CfgTRES=cpu={},mem={},billing={}",
+        "CfgTRES=cpu={},mem={},billing={}{}",
         n.cpus,
         jobfmt::fmt_mem_exact(n.real_memory),
-        n.cpus
+        n.cpus,
+        if gpus > 0 {
+            format!(",gres/gpu={gpus}")
+        } else {
+            String::new()
+        }
     ));
     let alloc = if n.alloc_cpus > 0 {
         format!(
-            "cpu={},mem={}",
+            "cpu={},mem={}{}",
             n.alloc_cpus,
-            jobfmt::fmt_mem_exact(n.alloc_mem)
+            jobfmt::fmt_mem_exact(n.alloc_mem),
+            if gpus_used > 0 {
+                format!(",gres/gpu={gpus_used}")
+            } else {
+                String::new()
+            }
         )
     } else {
         String::new()

@@ -12,7 +12,7 @@
 //! the group. `-N` prints one line per node per partition; `-R` groups down, drained
 //! and failing nodes by reason, user and time, across partitions.
 //!
-//! Not yet: GRES (`%G` is `(null)`: the node model has none), ranges for differing
+//! Not yet: ranges for differing
 //! numeric values (nodes that differ land on separate lines instead), `--json`,
 //! `-i` iteration, reservations (`-T`).
 
@@ -398,6 +398,60 @@ fn reason_time(n: &Node) -> String {
 
 type G<'b, 'c> = &'b Group<'c>;
 
+/// `%G`: the first node's GRES (`gpu:h100:8`), `(null)` when none.
+fn node_gres(g: G) -> String {
+    g.first()
+        .map(|n| crate::model::gres::fmt_node_gres(&n.gres))
+        .unwrap_or_else(|| "(null)".into())
+}
+
+/// `GresUsed`: GRES in use on the first node with device indices
+/// (`gpu:2(IDX:0-1)`, `gpu:0(IDX:N/A)`), `(null)` when it has none.
+fn node_gres_used(g: G) -> String {
+    let Some(n) = g.first() else {
+        return "(null)".into();
+    };
+    let mut groups: Vec<(String, Option<String>, u32, Vec<u32>)> = Vec::new();
+    for (i, d) in n.gres.iter().enumerate() {
+        let used = n.gres_used(i);
+        let e = match groups.iter_mut().find(|x| x.0 == d.name && x.1 == d.kind) {
+            Some(e) => e,
+            None => {
+                groups.push((d.name.clone(), d.kind.clone(), 0, Vec::new()));
+                groups.last_mut().expect("just pushed")
+            }
+        };
+        e.2 += used;
+        if used > 0 {
+            e.3.push(d.index);
+        }
+    }
+    if groups.is_empty() {
+        return "(null)".into();
+    }
+    groups
+        .iter()
+        .map(|(name, kind, used, idx)| {
+            let head = match kind {
+                Some(k) => format!("{name}:{k}:{used}"),
+                None => format!("{name}:{used}"),
+            };
+            let idx = if idx.is_empty() {
+                "N/A".to_string()
+            } else {
+                crate::model::hostlist::compress(
+                    &idx.iter().map(|i| i.to_string()).collect::<Vec<_>>(),
+                )
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_string()
+            };
+            format!("{head}(IDX:{idx})")
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// sinfo's fields with, for each, whether it aggregates over a group of nodes.
 pub fn node_fields<'a>() -> (Vec<Field<Group<'a>>>, Vec<bool>) {
     let list: Vec<(Field<Group<'a>>, bool)> = vec![
@@ -482,7 +536,7 @@ pub fn node_fields<'a>() -> (Vec<Field<Group<'a>>>, Vec<bool>) {
             false,
         ),
         (
-            Field::new(Some('G'), &["gres"], "GRES", |_: G| "(null)".into()),
+            Field::new(Some('G'), &["gres"], "GRES", |g: G| node_gres(g)),
             false,
         ),
         (
@@ -678,7 +732,7 @@ pub fn node_fields<'a>() -> (Vec<Field<Group<'a>>>, Vec<bool>) {
             true,
         ),
         (
-            Field::new(None, &["gresused"], "GRES_USED", |_: G| "(null)".into()),
+            Field::new(None, &["gresused"], "GRES_USED", |g: G| node_gres_used(g)),
             false,
         ),
         (
@@ -963,6 +1017,8 @@ mod tests {
         n.alloc_cpus = alloc;
         n.free_mem = Some(23660);
         n.cpu_load = Some(0.64);
+        n.gres = crate::model::gres::parse_node_gres("gpu:4").unwrap();
+        n.alloc_gres = vec![1, 1, 1, 1];
         n
     }
 
@@ -1039,10 +1095,14 @@ mod tests {
     #[test]
     fn custom_formats_match_golden() {
         let (n, p) = golden();
-        // GRES is not modelled yet, so %G is (null) where golden has gpu:4.
         assert_eq!(
             sinfo(&["-o", "%P %D %t %G"], &n, &p).stdout,
-            "PARTITION NODES STATE GRES\ndebug* 1 mix (null)\nbatch 1 mix (null)\n"
+            "PARTITION NODES STATE GRES\ndebug* 1 mix gpu:4\nbatch 1 mix gpu:4\n"
+        );
+        assert!(
+            sinfo(&["-N", "-O", "NodeList,GresUsed:30"], &n, &p)
+                .stdout
+                .contains("gpu:4(IDX:0-3)")
         );
         assert_eq!(
             sinfo(&["-N", "-o", "%N %c %C %m %e %t %T %O"], &n, &p).stdout,
@@ -1179,7 +1239,7 @@ mod tests {
         );
         assert_eq!(
             lines[1],
-            "node01              mixed               27/5/0/32              160000                   (null)  |"
+            "node01              mixed               27/5/0/32              160000                   gpu:4   |"
         );
     }
 

@@ -12,9 +12,9 @@
 //! An unknown `-u` user prints Slurm's error (with its extra blank line), then the header.
 //!
 //! Not yet: job arrays (`%i` is the plain id, `%K` is `N/A`: the job model has no array
-//! fields), GRES (`%b` is `N/A`), dependencies (`%E`), `--json`/`--yaml`, `-s` steps,
-//! `-i` iteration. `--start` shows the controller's estimate in `start_time` when a
-//! pending job has one, else `N/A`; SCHEDNODES is `(null)`.
+//! fields), dependencies (`%E`), `--json`/`--yaml`, `-s` steps, `-i` iteration.
+//! `--start` shows the backfill timeline's expected start of a pending job (else
+//! `N/A`) and the nodes it was planned on (SCHEDNODES).
 
 use crate::cli::client::Client;
 use crate::cli::format::{self, Field, Format};
@@ -512,15 +512,20 @@ fn shows_reason(job: &Job) -> bool {
         )
 }
 
+/// The job's start, or for a pending job the scheduler's expected start.
+fn start_of(job: &Job) -> Option<i64> {
+    job.start_time.or(job.sched.est_start)
+}
+
 fn start_text(job: &Job) -> String {
-    job.start_time.map(fmt_ts).unwrap_or_else(|| "N/A".into())
+    start_of(job).map(fmt_ts).unwrap_or_else(|| "N/A".into())
 }
 
 fn end_text(job: &Job) -> String {
     if let Some(e) = job.end_time {
         return fmt_ts(e);
     }
-    match (job.start_time, job.time_limit.secs()) {
+    match (start_of(job), job.time_limit.secs()) {
         (Some(s), Some(l)) => fmt_ts(s + l as i64),
         _ => "N/A".into(),
     }
@@ -546,10 +551,16 @@ fn priority_float(job: &Job) -> String {
 
 fn tres_alloc(r: &JobRow) -> String {
     let cpus = cpus_of(r.job);
+    let gpus = crate::cli::jobfmt::gpu_count(r.job);
     format!(
-        "cpu={cpus},mem={},node={},billing={cpus}",
+        "cpu={cpus},mem={},node={},billing={cpus}{}",
         mem_text(total_mem(r.job), r.noconvert),
-        nodes_of(r.job)
+        nodes_of(r.job),
+        if gpus > 0 {
+            format!(",gres/gpu={gpus}")
+        } else {
+            String::new()
+        }
     )
 }
 
@@ -560,8 +571,8 @@ pub fn job_fields<'a>() -> Vec<Field<JobRow<'a>>> {
         Field::new(Some('a'), &["account"], "ACCOUNT", |r: R| {
             r.job.account.clone()
         }),
-        Field::new(Some('b'), &["tres-per-node"], "TRES_PER_NODE", |_: R| {
-            "N/A".into()
+        Field::new(Some('b'), &["tres-per-node"], "TRES_PER_NODE", |r: R| {
+            r.job.spec.tres_per_node()
         }),
         Field::new(Some('c'), &["mincpus"], "MIN_CPUS", |r: R| {
             r.job.spec.cpus_per_task.unwrap_or(1).to_string()
@@ -685,10 +696,16 @@ pub fn job_fields<'a>() -> Vec<Field<JobRow<'a>>> {
         Field::new(Some('V'), &["submittime"], "SUBMIT_TIME", |r: R| {
             fmt_ts(r.job.submit_time)
         }),
-        Field::new(Some('W'), &["licenses"], "LICENSES", |_: R| "(null)".into()),
+        Field::new(Some('W'), &["licenses"], "LICENSES", |r: R| {
+            crate::model::gres::fmt_licenses(&r.job.spec.licenses)
+        }),
         Field::new(Some('X'), &["corespec"], "CORE_SPEC", |_: R| "N/A".into()),
-        Field::new(Some('Y'), &["schednodes"], "SCHEDNODES", |_: R| {
-            "(null)".into()
+        Field::new(Some('Y'), &["schednodes"], "SCHEDNODES", |r: R| {
+            r.job
+                .sched
+                .sched_nodes
+                .clone()
+                .unwrap_or_else(|| "(null)".into())
         }),
         Field::new(Some('Z'), &["workdir"], "WORK_DIR", |r: R| {
             r.job.spec.work_dir.clone()
@@ -772,10 +789,10 @@ fn compare(a: &Job, b: &Job, letter: char, now: i64) -> Ordering {
             MemReq::PerNode(m) | MemReq::PerCpu(m) => m as i64,
         }),
         'N' | 'B' => text(&|j| j.nodelist()),
-        'S' => opt_time(&|j| j.start_time),
+        'S' => opt_time(&|j| start_of(j)),
         'e' => opt_time(&|j| {
             j.end_time
-                .or_else(|| Some(j.start_time? + j.time_limit.secs()? as i64))
+                .or_else(|| Some(start_of(j)? + j.time_limit.secs()? as i64))
         }),
         'V' => num(&|j| j.submit_time),
         'y' => num(&|j| i64::from(j.spec.nice)),

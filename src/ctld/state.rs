@@ -461,7 +461,7 @@ impl Cluster {
             return Err(SlurmError::Other("Invalid feature specification".into()));
         }
         if let Some(d) = &spec.distribution
-            && sched::select::parse_dist(d).is_none()
+            && crate::model::job::parse_dist(d).is_none()
         {
             return Err(SlurmError::Other(
                 "Invalid --distribution specification".into(),

@@ -23,6 +23,8 @@
 
 use crate::jobspec::export;
 use crate::jobspec::units::{parse_mem_mb, parse_time_limit};
+use crate::model::constraint::Constraint;
+use crate::model::gres::{GresReq, parse_gpus, parse_gres_list, parse_licenses};
 use crate::model::{JobSpec, MemReq, SignalSpec};
 use chrono::{DateTime, Datelike, Duration, FixedOffset, NaiveDate, NaiveTime, TimeZone};
 use clap::{ArgAction, Args, Parser};
@@ -125,6 +127,9 @@ pub struct JobOpts {
     #[arg(long = "exclusive", value_name = "user|mcs", num_args = 0..=1,
           require_equals = true, default_missing_value = "")]
     pub exclusive: Option<String>,
+    /// Nodes with consecutive names
+    #[arg(long = "contiguous")]
+    pub contiguous: bool,
     /// Cluster(s) to submit to (only this cluster exists)
     #[arg(short = 'M', long = "clusters", value_name = "NAMES")]
     pub clusters: Option<String>,
@@ -145,25 +150,25 @@ pub struct LaterOpts {
     /// (not supported yet) Dependencies on other jobs
     #[arg(short = 'd', long = "dependency", value_name = "LIST")]
     pub dependency: Option<String>,
-    /// (not supported yet) Generic resources
+    /// Generic resources per node: NAME[:TYPE][:COUNT],...
     #[arg(long = "gres", value_name = "LIST")]
     pub gres: Option<String>,
-    /// (not supported yet) GPUs for the job
+    /// GPUs for the whole job: [TYPE:]N
     #[arg(short = 'G', long = "gpus", value_name = "[TYPE:]N")]
     pub gpus: Option<String>,
-    /// (not supported yet) GPUs per node
+    /// GPUs per node: [TYPE:]N
     #[arg(long = "gpus-per-node", value_name = "[TYPE:]N")]
     pub gpus_per_node: Option<String>,
-    /// (not supported yet) GPUs per task
+    /// GPUs per task: [TYPE:]N
     #[arg(long = "gpus-per-task", value_name = "[TYPE:]N")]
     pub gpus_per_task: Option<String>,
     /// (not supported yet) GPUs per socket
     #[arg(long = "gpus-per-socket", value_name = "[TYPE:]N")]
     pub gpus_per_socket: Option<String>,
-    /// (not supported yet) CPUs per GPU
+    /// CPUs per allocated GPU
     #[arg(long = "cpus-per-gpu", value_name = "N")]
     pub cpus_per_gpu: Option<String>,
-    /// (not supported yet) Memory per GPU
+    /// Memory per allocated GPU (units K, M, G, T; default M)
     #[arg(long = "mem-per-gpu", value_name = "SIZE")]
     pub mem_per_gpu: Option<String>,
     /// (not supported yet) Tasks per GPU
@@ -172,7 +177,7 @@ pub struct LaterOpts {
     /// (not supported yet) GPU binding
     #[arg(long = "gpu-bind", value_name = "TYPE")]
     pub gpu_bind: Option<String>,
-    /// (not supported yet) Node features required
+    /// Node features required: a&b, a|b, a*N, [a|b]
     #[arg(short = 'C', long = "constraint", value_name = "LIST")]
     pub constraint: Option<String>,
     /// (not supported yet) Reservation to run in
@@ -181,7 +186,7 @@ pub struct LaterOpts {
     /// (not supported yet) Maximum switch count
     #[arg(long = "switches", value_name = "N[@WAIT]")]
     pub switches: Option<String>,
-    /// (not supported yet) Licenses
+    /// Licenses: NAME[:COUNT],...
     #[arg(short = 'L', long = "licenses", value_name = "LIST")]
     pub licenses: Option<String>,
     /// (not supported yet) Explicit priority
@@ -196,13 +201,13 @@ pub struct LaterOpts {
     /// (not supported yet) Cancel the job if a dependency can never be satisfied
     #[arg(long = "kill-on-invalid-dep", value_name = "yes|no")]
     pub kill_on_invalid_dep: Option<String>,
-    /// (not supported yet) Task distribution
+    /// Task distribution: block, cyclic, plane=N
     #[arg(short = 'm', long = "distribution", value_name = "TYPE")]
     pub distribution: Option<String>,
-    /// (not supported yet) Share nodes with other jobs
+    /// Share CPUs with other jobs where the partition allows it
     #[arg(short = 's', long = "oversubscribe")]
     pub oversubscribe: bool,
-    /// (not supported yet) Overcommit CPUs
+    /// Overcommit CPUs: allocate as if one task per node
     #[arg(short = 'O', long = "overcommit")]
     pub overcommit: bool,
     /// (not supported yet) Minimum CPUs per node
@@ -443,26 +448,15 @@ impl JobOpts {
         let opt = [
             ("--array", l.array.is_some()),
             ("--dependency", l.dependency.is_some()),
-            ("--gres", l.gres.is_some()),
-            ("--gpus", l.gpus.is_some()),
-            ("--gpus-per-node", l.gpus_per_node.is_some()),
-            ("--gpus-per-task", l.gpus_per_task.is_some()),
             ("--gpus-per-socket", l.gpus_per_socket.is_some()),
-            ("--cpus-per-gpu", l.cpus_per_gpu.is_some()),
-            ("--mem-per-gpu", l.mem_per_gpu.is_some()),
             ("--ntasks-per-gpu", l.ntasks_per_gpu.is_some()),
             ("--gpu-bind", l.gpu_bind.is_some()),
-            ("--constraint", l.constraint.is_some()),
             ("--reservation", l.reservation.is_some()),
             ("--switches", l.switches.is_some()),
-            ("--licenses", l.licenses.is_some()),
             ("--priority", l.priority.is_some()),
             ("--deadline", l.deadline.is_some()),
             ("--time-min", l.time_min.is_some()),
             ("--kill-on-invalid-dep", l.kill_on_invalid_dep.is_some()),
-            ("--distribution", l.distribution.is_some()),
-            ("--oversubscribe", l.oversubscribe),
-            ("--overcommit", l.overcommit),
             ("--mincpus", l.mincpus.is_some()),
             ("--tmp", l.tmp.is_some()),
             ("--threads-per-core", l.threads_per_core.is_some()),
@@ -563,6 +557,37 @@ impl JobOpts {
             _ => None,
         };
         let non_empty = |o: &Option<String>| o.clone().filter(|s| !s.is_empty());
+        let l = &self.later;
+        let gres = match &l.gres {
+            Some(g) => parse_gres_list(g).map_err(|_| {
+                OptError::Fatal(format!(
+                    "Invalid generic resource (gres) specification: {g}"
+                ))
+            })?,
+            None => Vec::new(),
+        };
+        let gpus = |opt: &'static str, v: &Option<String>| -> Result<Option<GresReq>, OptError> {
+            match v {
+                Some(g) => parse_gpus(g)
+                    .map(Some)
+                    .map_err(|_| OptError::InvalidSpec(opt)),
+                None => Ok(None),
+            }
+        };
+        let licenses = match &l.licenses {
+            Some(x) => parse_licenses(x)
+                .map_err(|_| OptError::Fatal("Invalid license specification".into()))?,
+            None => Vec::new(),
+        };
+        if let Some(c) = l.constraint.as_deref().filter(|c| !c.is_empty()) {
+            Constraint::parse(c)
+                .map_err(|_| OptError::Fatal("Invalid feature specification".into()))?;
+        }
+        if let Some(d) = &l.distribution
+            && crate::model::job::parse_dist(d).is_none()
+        {
+            return Err(OptError::InvalidSpec("--distribution"));
+        }
 
         let spec = JobSpec {
             name: self.job_name.clone().unwrap_or_default(),
@@ -607,6 +632,27 @@ impl JobOpts {
             requeue,
             signal,
             umask: ctx.umask,
+            gres,
+            gpus: gpus("--gpus", &l.gpus)?,
+            gpus_per_node: gpus("--gpus-per-node", &l.gpus_per_node)?,
+            gpus_per_task: gpus("--gpus-per-task", &l.gpus_per_task)?,
+            cpus_per_gpu: l
+                .cpus_per_gpu
+                .as_deref()
+                .map(|v| parse_count("--cpus-per-gpu", v))
+                .transpose()?,
+            mem_per_gpu: match &l.mem_per_gpu {
+                Some(m) => {
+                    Some(parse_mem_mb(m).map_err(|_| OptError::InvalidSpec("--mem-per-gpu"))?)
+                }
+                None => None,
+            },
+            constraint: non_empty(&l.constraint),
+            contiguous: self.contiguous,
+            distribution: non_empty(&l.distribution),
+            overcommit: l.overcommit,
+            oversubscribe: l.oversubscribe,
+            licenses,
             ..JobSpec::default()
         };
         Ok(Normalised { spec, warnings })
@@ -1172,10 +1218,8 @@ mod tests {
             (&["--array=0-3"][..], "--array"),
             (&["-a", "1"], "--array"),
             (&["-d", "afterok:1"], "--dependency"),
-            (&["--gres=gpu:2"], "--gres"),
-            (&["-G", "2"], "--gpus"),
-            (&["--gpus-per-node=a100:4"], "--gpus-per-node"),
-            (&["-C", "fast"], "--constraint"),
+            (&["--gpus-per-socket=1"], "--gpus-per-socket"),
+            (&["--switches=2"], "--switches"),
             (&["--reservation=r"], "--reservation"),
             (&["--exclusive=user"], "--exclusive=<mode>"),
         ] {
@@ -1186,6 +1230,68 @@ mod tests {
                 e.render("sbatch"),
                 format!("sbatch: error: {name} is not supported yet by sluice\n")
             );
+        }
+    }
+
+    #[test]
+    fn resource_options_reach_the_spec() {
+        let s = spec(&[
+            "--gres=gpu:h100:2,mps:10",
+            "-G",
+            "a100:3",
+            "--gpus-per-node=2",
+            "--gpus-per-task=1",
+            "--cpus-per-gpu=4",
+            "--mem-per-gpu=2G",
+            "-C",
+            "[rack1|rack2]&nvlink",
+            "--contiguous",
+            "-m",
+            "cyclic:block",
+            "-O",
+            "-s",
+            "-L",
+            "matlab:2,fluent",
+        ])
+        .unwrap();
+        assert_eq!(s.gres.len(), 2);
+        assert_eq!(s.gres[0].to_string(), "gpu:h100:2");
+        assert_eq!(s.gpus.as_ref().unwrap().to_string(), "gpu:a100:3");
+        assert_eq!(s.gpus_per_node.as_ref().unwrap().count, 2);
+        assert_eq!(s.gpus_per_task.as_ref().unwrap().count, 1);
+        assert_eq!((s.cpus_per_gpu, s.mem_per_gpu), (Some(4), Some(2048)));
+        assert_eq!(s.constraint.as_deref(), Some("[rack1|rack2]&nvlink"));
+        assert!(s.contiguous && s.overcommit && s.oversubscribe);
+        assert_eq!(s.distribution.as_deref(), Some("cyclic:block"));
+        assert_eq!(s.licenses.len(), 2);
+        assert_eq!(s.tres_per_node(), "gres:gpu:h100:2,gres:mps:10,gres:gpu:2");
+        for (args, want) in [
+            (
+                &["--gres=gpu:0"][..],
+                "sbatch: error: Invalid generic resource (gres) specification: gpu:0\n",
+            ),
+            (
+                &["-G", "x:y:z"],
+                "sbatch: error: Invalid --gpus specification\n",
+            ),
+            (
+                &["-C", "a&"],
+                "sbatch: error: Invalid feature specification\n",
+            ),
+            (
+                &["-L", "m:0"],
+                "sbatch: error: Invalid license specification\n",
+            ),
+            (
+                &["-m", "sideways"],
+                "sbatch: error: Invalid --distribution specification\n",
+            ),
+            (
+                &["--mem-per-gpu=lots"],
+                "sbatch: error: Invalid --mem-per-gpu specification\n",
+            ),
+        ] {
+            assert_eq!(spec(args).unwrap_err().render("sbatch"), want, "{args:?}");
         }
     }
 

@@ -550,6 +550,29 @@ impl Allocation {
     }
 }
 
+/// Task distribution over nodes (`-m` first part).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dist {
+    Block,
+    Cyclic,
+    Plane(u32),
+}
+
+/// Parses the node part of `--distribution` (`block`, `cyclic`, `plane=N`,
+/// `arbitrary`, `*`), ignoring the socket/core parts after `:`.
+pub fn parse_dist(s: &str) -> Option<Dist> {
+    let first = s.split([':', ',']).next().unwrap_or("");
+    let lower = first.to_ascii_lowercase();
+    if let Some(n) = lower.strip_prefix("plane=") {
+        return n.parse::<u32>().ok().filter(|n| *n > 0).map(Dist::Plane);
+    }
+    match lower.as_str() {
+        "block" | "*" | "arbitrary" | "" => Some(Dist::Block),
+        "cyclic" => Some(Dist::Cyclic),
+        _ => None,
+    }
+}
+
 /// The controller's record of a job: what was asked, who asked, what it got, how it ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Job {

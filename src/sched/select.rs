@@ -155,28 +155,7 @@ pub enum Mem {
     PerGpu(u64),
 }
 
-/// Task distribution over nodes (`-m` first part).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dist {
-    Block,
-    Cyclic,
-    Plane(u32),
-}
-
-/// Parses the node part of `--distribution` (`block`, `cyclic`, `plane=N`,
-/// `arbitrary`, `*`), ignoring the socket/core parts after `:`.
-pub fn parse_dist(s: &str) -> Option<Dist> {
-    let first = s.split([':', ',']).next().unwrap_or("");
-    let lower = first.to_ascii_lowercase();
-    if let Some(n) = lower.strip_prefix("plane=") {
-        return n.parse::<u32>().ok().filter(|n| *n > 0).map(Dist::Plane);
-    }
-    match lower.as_str() {
-        "block" | "*" | "arbitrary" | "" => Some(Dist::Block),
-        "cyclic" => Some(Dist::Cyclic),
-        _ => None,
-    }
-}
+pub use crate::model::job::{Dist, parse_dist};
 
 /// A job's request resolved against one partition: everything selection needs.
 #[derive(Debug, Clone)]
