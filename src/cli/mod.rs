@@ -11,7 +11,9 @@ pub mod sacct;
 pub mod sbatch;
 pub mod scancel;
 pub mod scontrol;
+pub mod sdiag;
 pub mod sinfo;
+pub mod sprio;
 pub mod squeue;
 pub mod timefmt;
 pub mod timeparse;
@@ -21,7 +23,7 @@ use std::process::ExitCode;
 
 /// The commands `install.sh` links to the binary, with the module that serves each.
 pub const LINKED_COMMANDS: &[&str] = &[
-    "sbatch", "srun", "salloc", "squeue", "scancel", "sinfo", "scontrol", "sacct",
+    "sbatch", "srun", "salloc", "squeue", "scancel", "sinfo", "scontrol", "sacct", "sprio", "sdiag",
 ];
 
 /// Entry point for every role: picks the command from argv[0], or from argv[1] when
@@ -57,6 +59,8 @@ fn dispatch(cmd: &str, args: Vec<OsString>) -> ExitCode {
         "scancel" => scancel::run(args),
         "scontrol" => scontrol::run(args),
         "sacct" => sacct::run(args),
+        "sprio" => sprio::run(args),
+        "sdiag" => sdiag::run(args),
         "controller" => crate::ctld::cli_main(args),
         "stepd" => crate::stepd::cli_main(args),
         "simulate" => crate::sim::cli_main(args),

@@ -1,0 +1,281 @@
+//! `sdiag`: controller and scheduler statistics in Slurm's layout (cf. src/sdiag/).
+//!
+//! The main-cycle and backfill sections are sluice's real counters; the thread, agent
+//! and RPC sections describe sluice's shape (one actor, no agent threads) with the
+//! labels exporters parse. `--json` prints the same figures as JSON.
+
+use crate::cli::client::{Client, error_text};
+use crate::proto::{Request, Response, SchedStats};
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+/// `Sun Nov 29 14:56:08 2026`: sdiag's date format, local time.
+fn ctime(t: i64) -> String {
+    use chrono::TimeZone;
+    match chrono::Local.timestamp_opt(t, 0).single() {
+        Some(d) => d
+            .format("%a %b %e %H:%M:%S %Y")
+            .to_string()
+            .replace("  ", " "),
+        None => t.to_string(),
+    }
+}
+
+fn mean(sum: u64, n: u64) -> u64 {
+    sum.checked_div(n).unwrap_or(0)
+}
+
+/// The text report.
+pub fn render(s: &SchedStats) -> String {
+    let mut o = String::new();
+    let mut line = |l: String| {
+        o.push_str(&l);
+        o.push('\n');
+    };
+    line("*******************************************************".into());
+    line(format!("sdiag output at {} ({})", ctime(s.now), s.now));
+    line(format!("Data since      {} ({})", ctime(s.since), s.since));
+    line("*******************************************************".into());
+    line("Server thread count:  1".into());
+    line("Agent queue size:     0".into());
+    line("Agent count:          0".into());
+    line("Agent thread count:   0".into());
+    line("DBD Agent queue size: 0".into());
+    line(String::new());
+    line(format!("Jobs submitted: {}", s.jobs_submitted));
+    line(format!("Jobs started:   {}", s.jobs_started));
+    line(format!("Jobs completed: {}", s.jobs_completed));
+    line(format!("Jobs canceled:  {}", s.jobs_canceled));
+    line(format!("Jobs failed:    {}", s.jobs_failed));
+    line(String::new());
+    line(format!("Job states ts:  {} ({})", ctime(s.now), s.now));
+    line(format!("Jobs pending:   {}", s.jobs_pending));
+    line(format!("Jobs running:   {}", s.jobs_running));
+    line(String::new());
+    line("Main schedule statistics (microseconds):".into());
+    line(format!("\tLast cycle:   {}", s.main_last_us));
+    line(format!("\tMax cycle:    {}", s.main_max_us));
+    line(format!("\tTotal cycles: {}", s.main_cycles));
+    line(format!(
+        "\tMean cycle:   {}",
+        mean(s.main_sum_us, s.main_cycles)
+    ));
+    line(format!(
+        "\tMean depth cycle:  {}",
+        mean(s.main_depth_sum, s.main_cycles)
+    ));
+    let minutes = ((s.now - s.main_first).max(60) / 60) as u64;
+    line(format!(
+        "\tCycles per minute: {}",
+        if s.main_cycles == 0 {
+            0
+        } else {
+            s.main_cycles / minutes.max(1)
+        }
+    ));
+    line(format!("\tLast queue length: {}", s.main_last_queue));
+    line(String::new());
+    line("Backfilling stats".into());
+    line(format!(
+        "\tTotal backfilled jobs (since last slurm start): {}",
+        s.bf_jobs
+    ));
+    line(format!(
+        "\tTotal backfilled jobs (since last stats cycle start): {}",
+        s.bf_jobs
+    ));
+    line("\tTotal backfilled heterogeneous job components: 0".into());
+    line(format!("\tTotal cycles: {}", s.bf_cycles));
+    match s.bf_last_when {
+        Some(t) => line(format!("\tLast cycle when: {} ({t})", ctime(t))),
+        None => line("\tLast cycle when: N/A".into()),
+    }
+    line(format!("\tLast cycle: {}", s.bf_last_us));
+    line(format!("\tMax cycle:  {}", s.bf_max_us));
+    line(format!("\tMean cycle: {}", mean(s.bf_sum_us, s.bf_cycles)));
+    line(format!("\tLast depth cycle: {}", s.bf_last_depth));
+    line(format!(
+        "\tLast depth cycle (try sched): {}",
+        s.bf_last_depth_try
+    ));
+    line(format!(
+        "\tDepth Mean: {}",
+        mean(s.bf_depth_sum, s.bf_cycles)
+    ));
+    line(format!(
+        "\tDepth Mean (try depth): {}",
+        mean(s.bf_depth_try_sum, s.bf_cycles)
+    ));
+    line(format!("\tLast queue length: {}", s.bf_last_queue));
+    line(format!(
+        "\tQueue length mean: {}",
+        mean(s.bf_queue_sum, s.bf_cycles)
+    ));
+    line(format!("\tLast table size: {}", s.bf_last_table));
+    line(format!(
+        "\tMean table size: {}",
+        mean(s.bf_table_sum, s.bf_cycles)
+    ));
+    line(String::new());
+    line("Latency for 1000 calls to gettimeofday(): 0 microseconds".into());
+    line(String::new());
+    line("Remote Procedure Call statistics by message type".into());
+    line(String::new());
+    line("Remote Procedure Call statistics by user".into());
+    line(String::new());
+    line("Pending RPC statistics".into());
+    line("\tNo pending RPCs".into());
+    o
+}
+
+/// The JSON report (`sdiag --json`): the counters under `statistics`.
+pub fn render_json(s: &SchedStats) -> String {
+    let v = serde_json::json!({
+        "meta": {"plugin": {"type": "", "name": ""}, "Slurm": {"version": crate::config::DEFAULT_SLURM_VERSION}},
+        "errors": [],
+        "statistics": {
+            "parts_packed": 1,
+            "req_time": s.now,
+            "req_time_start": s.since,
+            "server_thread_count": 1,
+            "agent_queue_size": 0,
+            "agent_count": 0,
+            "dbd_agent_queue_size": 0,
+            "jobs_submitted": s.jobs_submitted,
+            "jobs_started": s.jobs_started,
+            "jobs_completed": s.jobs_completed,
+            "jobs_canceled": s.jobs_canceled,
+            "jobs_failed": s.jobs_failed,
+            "jobs_pending": s.jobs_pending,
+            "jobs_running": s.jobs_running,
+            "job_states_ts": s.now,
+            "schedule_cycle_last": s.main_last_us,
+            "schedule_cycle_max": s.main_max_us,
+            "schedule_cycle_total": s.main_cycles,
+            "schedule_cycle_mean": mean(s.main_sum_us, s.main_cycles),
+            "schedule_cycle_mean_depth": mean(s.main_depth_sum, s.main_cycles),
+            "schedule_queue_length": s.main_last_queue,
+            "bf_backfilled_jobs": s.bf_jobs,
+            "bf_cycle_counter": s.bf_cycles,
+            "bf_cycle_last": s.bf_last_us,
+            "bf_cycle_max": s.bf_max_us,
+            "bf_cycle_mean": mean(s.bf_sum_us, s.bf_cycles),
+            "bf_last_depth": s.bf_last_depth,
+            "bf_last_depth_try": s.bf_last_depth_try,
+            "bf_depth_mean": mean(s.bf_depth_sum, s.bf_cycles),
+            "bf_depth_mean_try": mean(s.bf_depth_try_sum, s.bf_cycles),
+            "bf_queue_len": s.bf_last_queue,
+            "bf_queue_len_mean": mean(s.bf_queue_sum, s.bf_cycles),
+            "bf_table_size": s.bf_last_table,
+            "bf_table_size_mean": mean(s.bf_table_sum, s.bf_cycles),
+            "bf_when_last_cycle": s.bf_last_when.unwrap_or(0),
+            "bf_active": false,
+        }
+    });
+    format!("{v:#}\n")
+}
+
+/// `sdiag [--json] [-a|--all] [-r|--reset]`.
+pub fn run(args: Vec<OsString>) -> ExitCode {
+    let mut json = false;
+    for a in args
+        .iter()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+    {
+        match a.as_str() {
+            "--json" => json = true,
+            "-a" | "--all" | "-i" | "--sort-by-id" | "-t" | "--sort-by-time" | "-T"
+            | "--sort-by-time2" => {}
+            "-r" | "--reset" => {
+                eprintln!("sdiag: error: --reset is not supported by sluice");
+                return ExitCode::from(1);
+            }
+            "-V" | "--version" => {
+                println!("slurm {}", crate::config::DEFAULT_SLURM_VERSION);
+                return ExitCode::SUCCESS;
+            }
+            "-h" | "--help" | "--usage" => {
+                println!("Usage: sdiag [-M cluster] [-aritT] [--json]");
+                return ExitCode::SUCCESS;
+            }
+            other => {
+                eprintln!(
+                    "sdiag: unrecognized option '{other}'\nTry \"sdiag --help\" for more information"
+                );
+                return ExitCode::from(1);
+            }
+        }
+    }
+    let mut client = match Client::connect() {
+        Ok((c, _)) => c,
+        Err(e) => {
+            eprintln!("sdiag: error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match client.request(&Request::Stats) {
+        Ok(Response::Stats(s)) => {
+            print!("{}", if json { render_json(&s) } else { render(&s) });
+            ExitCode::SUCCESS
+        }
+        Ok(Response::Error(e)) => {
+            eprintln!("sdiag: error: {}", error_text(&e));
+            ExitCode::from(1)
+        }
+        Ok(_) => {
+            eprintln!("sdiag: error: unexpected answer from the controller");
+            ExitCode::from(1)
+        }
+        Err(e) => {
+            eprintln!("sdiag: error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_and_figures() {
+        let s = SchedStats {
+            since: 1_795_963_835,
+            now: 1_795_964_168,
+            jobs_submitted: 198,
+            jobs_started: 121,
+            main_cycles: 78,
+            main_last_us: 209,
+            main_max_us: 9152,
+            main_sum_us: 78 * 547,
+            main_first: 1_795_963_835,
+            bf_cycles: 5,
+            bf_jobs: 10,
+            bf_last_when: Some(1_795_964_164),
+            bf_last_us: 1144,
+            bf_sum_us: 5 * 714,
+            bf_last_depth: 7,
+            ..Default::default()
+        };
+        let out = render(&s);
+        for want in [
+            "Jobs submitted: 198\n",
+            "Jobs started:   121\n",
+            "Main schedule statistics (microseconds):\n\tLast cycle:   209\n\tMax cycle:    9152\n\tTotal cycles: 78\n\tMean cycle:   547\n",
+            "\tCycles per minute: 15\n",
+            "\tTotal backfilled jobs (since last slurm start): 10\n",
+            "\tTotal cycles: 5\n",
+            "\tLast cycle: 1144\n",
+            "\tMean cycle: 714\n",
+            "\tLast depth cycle: 7\n",
+            "Pending RPC statistics\n\tNo pending RPCs\n",
+        ] {
+            assert!(out.contains(want), "missing {want:?} in\n{out}");
+        }
+        assert!(out.contains(&format!("({})\n", s.since)));
+        let j: serde_json::Value = serde_json::from_str(&render_json(&s)).unwrap();
+        assert_eq!(j["statistics"]["bf_backfilled_jobs"], 10);
+        assert_eq!(j["statistics"]["schedule_cycle_mean"], 547);
+    }
+}
