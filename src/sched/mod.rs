@@ -668,6 +668,35 @@ fn backfill<'a>(
         .map(|(u, n)| NodeLine::new(now, u.cap(n, Some(u32::MAX)), u.jobs))
         .collect();
     let mut lic_line = LicenseLine::new(now, pass.lic_free.clone());
+    // Free CPUs summed over all usable nodes: a cheap upper bound that lets multi-node
+    // searches skip candidate times quickly.
+    let total_free: u32 = pass
+        .usage
+        .iter()
+        .zip(&pass.infos)
+        .filter(|(_, n)| n.usable)
+        .map(|(u, _)| u.free_cpus())
+        .sum();
+    let mut agg = NodeLine::new(
+        now,
+        Cap {
+            cpus: total_free,
+            share_cpus: total_free,
+            mem: u64::MAX / 4,
+            gres: Vec::new(),
+            idle: false,
+            blocked: false,
+            users: select::UserSet::Nobody,
+        },
+        0,
+    );
+    let cpu_only = |t: &Take| Take {
+        node: t.node,
+        tasks: t.tasks,
+        cpus: if pass.infos[t.node].usable { t.cpus } else { 0 },
+        mem: 0,
+        gres: Vec::new(),
+    };
     {
         let idx = pass.idx();
         let holders = input
@@ -683,6 +712,9 @@ fn backfill<'a>(
         for (a, end) in holders {
             for t in takes_of(a, &idx) {
                 lines[t.node].release(end, &t, a.shared, a.whole_nodes);
+                if !a.shared {
+                    agg.release(end, &cpu_only(&t), false, false);
+                }
             }
             let lic: Vec<(usize, u32)> = a
                 .licenses
@@ -735,7 +767,7 @@ fn backfill<'a>(
                 && reserved_parts.contains(pv.part.name.as_str());
             let limit = best.as_ref().map_or(horizon, |b| b.0 - 1).min(horizon);
             if let Some((t, p)) = earliest(
-                pass, pv, &req, &lines, &lic_line, &lic, now, limit, only_now,
+                pass, pv, &req, &lines, &agg, &lic_line, &lic, now, limit, only_now,
             ) {
                 best = Some((t, pv.part.name.as_str(), req, p));
             }
@@ -807,6 +839,7 @@ fn earliest(
     pv: &PartView,
     req: &Req,
     lines: &[NodeLine],
+    agg: &NodeLine,
     lic_line: &LicenseLine,
     lic: &[(usize, u32)],
     now: i64,
@@ -861,6 +894,9 @@ fn earliest(
     if only_now {
         return None;
     }
+    if lic.is_empty() && single_node(req) {
+        return earliest_one_node(pass, req, &members, lines, now, dur, limit);
+    }
     // Candidate starts: whenever something is released, rounded up to the
     // bf_resolution grid (a later start is always still free of what ended).
     let res = pass.input.config.bf_resolution.max(1);
@@ -873,7 +909,191 @@ fn earliest(
         .collect();
     times.sort_unstable();
     times.dedup();
-    times.into_iter().find_map(|t| try_at(t).map(|p| (t, p)))
+    let need = if req.share.is_none() && !req.overcommit {
+        u32::try_from(req.min_cpus()).unwrap_or(u32::MAX)
+    } else {
+        0
+    };
+    let mut bound = TaskBound::new(pass, req, &members, lines, dur);
+    times
+        .into_iter()
+        .filter(|&t| agg.min_cap(t, t + 1).cpus >= need)
+        .filter(|&t| bound.may_fit(t))
+        .find_map(|t| try_at(t).map(|p| (t, p)))
+}
+
+/// A quick upper bound for multi-node searches: per node, the tasks each step could
+/// host, and a sliding minimum over the job's window as candidate times increase
+/// (amortised O(steps) per node). A time passes when the nodes' bounds could hold
+/// the job; only those get the exact fit.
+struct TaskBound {
+    req_tasks: u32,
+    nodes_min: u32,
+    per_node: Option<u32>,
+    dur: i64,
+    /// Per node: (step times, tasks per step).
+    steps: Vec<(Vec<i64>, Vec<u32>)>,
+    /// Per node: first step of the window, next step to enter, deque of step indices
+    /// with increasing task counts.
+    lo: Vec<usize>,
+    hi: Vec<usize>,
+    deque: Vec<std::collections::VecDeque<usize>>,
+}
+
+impl TaskBound {
+    fn new(pass: &Pass, req: &Req, members: &[usize], lines: &[NodeLine], dur: i64) -> TaskBound {
+        let gpus = req.gpus_total.as_ref().map_or(0, |g| g.1);
+        let steps: Vec<(Vec<i64>, Vec<u32>)> = members
+            .iter()
+            .map(|&i| {
+                if req.excluded.contains(&i) {
+                    return (vec![i64::MIN], vec![0]);
+                }
+                lines[i]
+                    .steps()
+                    .map(|(t, cap)| {
+                        let mut c = cap.clone();
+                        if req.share.is_none() {
+                            c.share_cpus = c.cpus;
+                        }
+                        let k = select::node_take(req, i, &pass.infos[i], &c, u32::MAX / 2, gpus)
+                            .map_or(0, |x| x.tasks);
+                        (t, k)
+                    })
+                    .unzip()
+            })
+            .collect();
+        let n = steps.len();
+        TaskBound {
+            req_tasks: req.ntasks,
+            nodes_min: req.nodes_min,
+            per_node: req.per_node,
+            dur,
+            steps,
+            lo: vec![0; n],
+            hi: vec![0; n],
+            deque: vec![Default::default(); n],
+        }
+    }
+
+    /// Whether the job might fit during `[t, t + dur)`; `t` must not decrease between
+    /// calls.
+    fn may_fit(&mut self, t: i64) -> bool {
+        let end = if self.dur >= FOREVER {
+            FOREVER
+        } else {
+            t.saturating_add(self.dur)
+        };
+        let mut sum: u64 = 0;
+        let mut hosts = 0u32;
+        for k in 0..self.steps.len() {
+            let (times, tasks) = &self.steps[k];
+            // Window: the step in force at t through the last step starting before end.
+            let mut lo = self.lo[k];
+            while lo + 1 < times.len() && times[lo + 1] <= t {
+                lo += 1;
+            }
+            self.lo[k] = lo;
+            let dq = &mut self.deque[k];
+            let mut hi = self.hi[k].max(lo);
+            while hi < times.len() && (hi == lo || times[hi] < end) {
+                while dq.back().is_some_and(|&b| tasks[b] >= tasks[hi]) {
+                    dq.pop_back();
+                }
+                dq.push_back(hi);
+                hi += 1;
+            }
+            self.hi[k] = hi;
+            while dq.front().is_some_and(|&f| f < lo) {
+                dq.pop_front();
+            }
+            let m = dq.front().map_or(0, |&f| tasks[f]);
+            let m = self.per_node.map_or(m, |p| if m >= p { p } else { 0 });
+            if m > 0 {
+                hosts += 1;
+                sum += u64::from(m);
+            }
+        }
+        hosts >= self.nodes_min && sum >= u64::from(self.req_tasks)
+    }
+}
+
+/// Whether a job is planned on one node: it asks for one node at most, or its tasks
+/// fit one node. Such jobs may still *start* spread over nodes when that is possible
+/// now; only their future plan is one node (a per-node scan instead of a search over
+/// every release time of the partition).
+fn single_node(req: &Req) -> bool {
+    req.nodes_min <= 1
+        && req.required.len() <= 1
+        && req
+            .constraint
+            .as_ref()
+            .is_none_or(|c| c.counts().iter().all(|(_, n)| *n <= 1))
+}
+
+/// The earliest start of a one-node plan: each candidate node's own timeline is
+/// scanned once for a window where the whole job fits, the earliest wins (ties: the
+/// partition's node order).
+fn earliest_one_node(
+    pass: &Pass,
+    req: &Req,
+    members: &[usize],
+    lines: &[NodeLine],
+    now: i64,
+    dur: i64,
+    limit: i64,
+) -> Option<(i64, Placement)> {
+    let gpus = req.gpus_total.as_ref().map_or(0, |g| g.1);
+    let whole = |i: usize, cap: &Cap| -> Option<Take> {
+        let mut c = cap.clone();
+        if req.share.is_none() {
+            c.share_cpus = c.cpus;
+        }
+        let t = select::node_take(req, i, &pass.infos[i], &c, req.ntasks, gpus)?;
+        let got: u64 = t
+            .gres
+            .iter()
+            .filter(|(s, _)| pass.infos[i].gres[*s].0 == "gpu")
+            .map(|(_, c)| u64::from(*c))
+            .sum();
+        (t.tasks == req.ntasks && (gpus == 0 || got >= gpus)).then_some(t)
+    };
+    let mut best: Option<(i64, Placement)> = None;
+    for &i in members {
+        if req.excluded.contains(&i)
+            || req.required.first().is_some_and(|r| *r != i)
+            || req
+                .constraint
+                .as_ref()
+                .is_some_and(|c| !c.alloc_ok(&[pass.infos[i].features.as_slice()]))
+        {
+            continue;
+        }
+        let lim = best.as_ref().map_or(limit, |b| b.0 - 1);
+        let mut from = now;
+        // Per-step checks can accept a window whose minimum does not fit (different GRES
+        // slots free in different steps); such a window is checked and skipped.
+        while let Some(t) = lines[i].earliest(from, dur, lim, |c| whole(i, c).is_some()) {
+            let end = if dur >= FOREVER {
+                FOREVER
+            } else {
+                t.saturating_add(dur)
+            };
+            let mut cap = lines[i].min_cap(t, end);
+            if t == now {
+                cap = cap.min(&pass.usage[i].cap(&pass.infos[i], req.share));
+            }
+            if let Some(take) = whole(i, &cap) {
+                best = Some((t, Placement { takes: vec![take] }));
+                break;
+            }
+            match lines[i].changes(t).next() {
+                Some(n) => from = n,
+                None => break,
+            }
+        }
+    }
+    best
 }
 
 #[cfg(test)]

@@ -569,6 +569,25 @@ fn fit_pool(req: &Req, nodes: &[NodeInfo], pool: &[&(usize, Cap)]) -> Result<Pla
 }
 
 fn fit_block(req: &Req, nodes: &[NodeInfo], pool: &[&(usize, Cap)]) -> Result<Placement, FitError> {
+    let first = fit_greedy(req, nodes, pool);
+    if first.is_ok() || req.per_node.is_some() || (req.nodes_max as usize) >= pool.len() {
+        return first;
+    }
+    // With a node cap, filling nodes in order can waste the allowed nodes on small
+    // holes: retry with the roomiest nodes first (required nodes stay in front).
+    let room = |(i, cap): &(usize, Cap)| {
+        node_take(req, *i, &nodes[*i], cap, req.ntasks, 0).map_or(0, |t| t.tasks)
+    };
+    let mut by_room: Vec<&(usize, Cap)> = pool.to_vec();
+    by_room.sort_by_key(|x| (!req.required.contains(&x.0), std::cmp::Reverse(room(x))));
+    fit_greedy(req, nodes, &by_room).or(first)
+}
+
+fn fit_greedy(
+    req: &Req,
+    nodes: &[NodeInfo],
+    pool: &[&(usize, Cap)],
+) -> Result<Placement, FitError> {
     let n_required = req.required.len();
     let mut takes: Vec<Take> = Vec::new();
     let mut gpus_left = req.gpus_total.as_ref().map_or(0, |g| g.1);

@@ -148,6 +148,53 @@ impl NodeLine {
         cap
     }
 
+    /// The earliest start in `[from, limit]` from which `ok` holds on every step for
+    /// `dur` seconds (`dur` ≥ [`FOREVER`]: for ever). One pass over the steps: a
+    /// failing step moves the candidate start past it.
+    pub fn earliest(
+        &self,
+        from: i64,
+        dur: i64,
+        limit: i64,
+        ok: impl Fn(&Cap) -> bool,
+    ) -> Option<i64> {
+        let mut i = self.at(from);
+        let mut start = from;
+        while start <= limit {
+            let end = if dur >= FOREVER {
+                FOREVER
+            } else {
+                start.saturating_add(dur)
+            };
+            // Check the steps covering [start, end).
+            let mut k = i;
+            let mut bad = None;
+            while k < self.steps.len() && (k == i || self.steps[k].t < end) {
+                if !ok(&self.steps[k].cap) {
+                    bad = Some(k);
+                    break;
+                }
+                k += 1;
+            }
+            match bad {
+                None => return Some(start),
+                Some(b) => {
+                    if b + 1 >= self.steps.len() {
+                        return None;
+                    }
+                    i = b + 1;
+                    start = self.steps[i].t;
+                }
+            }
+        }
+        None
+    }
+
+    /// The steps as (start time, what is free).
+    pub fn steps(&self) -> impl Iterator<Item = (i64, &Cap)> + '_ {
+        self.steps.iter().map(|s| (s.t, &s.cap))
+    }
+
     /// Times at which something changes, from `from` on.
     pub fn changes(&self, from: i64) -> impl Iterator<Item = i64> + '_ {
         self.steps.iter().map(|s| s.t).filter(move |t| *t > from)
@@ -280,6 +327,11 @@ mod tests {
         assert_eq!(l.min_cap(100, 300).cpus, 3);
         assert_eq!(l.min_cap(300, 400).cpus, 8);
         assert_eq!(l.changes(0).collect::<Vec<_>>(), vec![100, 300]);
+        // Earliest window of 150 s with 4 CPUs: not before 300 (3 free 100..300).
+        assert_eq!(l.earliest(0, 150, 10_000, |c| c.cpus >= 4), Some(300));
+        assert_eq!(l.earliest(0, 50, 10_000, |c| c.cpus >= 2), Some(0));
+        assert_eq!(l.earliest(0, 50, 200, |c| c.cpus >= 4), None);
+        assert_eq!(l.earliest(0, 50, 10_000, |c| c.cpus >= 9), None);
         l.reserve(400, FOREVER, &take(1), false, false, 1, false);
         assert_eq!(l.min_cap(500, FOREVER).cpus, 7);
     }
