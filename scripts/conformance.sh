@@ -36,6 +36,9 @@ max_time = "1:00:00"
 [[partitions]]
 name = "batch"
 nodes = "$node"
+[cgroup]
+# Its own root, so that another controller's job cgroups (same job ids) are never shared.
+root = "sluice-conformance-$(basename "$tmp" | tr -dc 'A-Za-z0-9')"
 TOML
 mkdir -p "$tmp/bin"
 for c in sbatch srun salloc squeue scancel sinfo scontrol sacct sluice; do ln -s "$bin" "$tmp/bin/$c"; done

@@ -2,5 +2,6 @@
 //! front-ends (see `harness`).
 
 mod harness;
+mod isolation;
 mod personal;
 mod protocol;
