@@ -523,6 +523,7 @@ state = "down"
         };
         let shared = find("shared-box.toml");
         assert_eq!(shared.partitions.len(), 2);
+        assert!(shared.cgroup.constrain_cores && shared.cgroup.constrain_swap_space);
         assert_eq!(shared.default_partition().unwrap().name, "short");
         let ws = find("workstation.toml");
         assert_eq!(ws.nodes.len(), 1);

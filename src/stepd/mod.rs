@@ -163,7 +163,7 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
             Some((uid, gid)) => Some((cs(&job.user)?, uid, gid)),
             None => None,
         },
-        join: iso.task_join(),
+        join: iso.task_join(0).context("no cgroup for task 0")?,
     };
     let child = match spawn_job(&prep) {
         Ok(c) => c,

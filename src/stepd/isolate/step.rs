@@ -46,7 +46,11 @@ pub struct StepIsolation {
     mgr: Box<dyn CgroupManager>,
     scope: Scope,
     cpus: Option<CpuList>,
-    join: Arc<TaskJoin>,
+    /// One per task, opened while setting up (so that a failure is a launch failure).
+    joins: Vec<Arc<TaskJoin>>,
+    /// What [`StepIsolation::signal`] and [`StepIsolation::finish`] act on: the whole
+    /// job for the batch step (its end is the job's end on this node), else the step.
+    level: Level,
     lock: PathBuf,
 }
 
@@ -113,8 +117,12 @@ impl StepIsolation {
             },
             tasks: req.tasks.max(1),
         };
-        let made = mgr.create(&c).and_then(|()| mgr.task_join(0));
-        let join = match made {
+        let made = mgr.create(&c).and_then(|()| {
+            (0..c.tasks)
+                .map(|t| mgr.task_join(t).map(Arc::new))
+                .collect::<Result<Vec<_>, _>>()
+        });
+        let joins = match made {
             Ok(j) => j,
             Err(e) => {
                 let _ = mgr.destroy();
@@ -122,11 +130,17 @@ impl StepIsolation {
             }
         };
         drop(guard);
+        let level = if scope.step == "batch" {
+            Level::Job
+        } else {
+            Level::Step
+        };
         Ok(StepIsolation {
             mgr,
             scope,
             cpus,
-            join: Arc::new(join),
+            joins,
+            level,
             lock: lock.to_path_buf(),
         })
     }
@@ -146,21 +160,23 @@ impl StepIsolation {
         self.cpus.as_ref()
     }
 
-    /// What task 0's process runs between fork and exec.
-    pub fn task_join(&self) -> Arc<TaskJoin> {
-        self.join.clone()
+    /// What task `task`'s process runs between fork and exec; `None` past the step's
+    /// task count.
+    pub fn task_join(&self, task: u32) -> Option<Arc<TaskJoin>> {
+        self.joins.get(task as usize).cloned()
     }
 
-    /// Sends `sig` to every process of the job on this node; returns how many.
+    /// Sends `sig` to every process of the step (of the job, for the batch step);
+    /// returns how many.
     pub fn signal(&self, sig: Signal) -> usize {
-        self.mgr.signal(Level::Job, sig)
+        self.mgr.signal(self.level, sig)
     }
 
-    /// Ends the step: kills whatever is left in the job's cgroup, reads the OOM count
-    /// and usage of the step, removes the cgroups.
+    /// Ends the step: kills whatever is left in its cgroup (the job's, for the batch
+    /// step), reads the OOM count and usage of the step, removes the cgroups.
     pub fn finish(mut self) -> Finished {
         let mut errors = Vec::new();
-        if let Err(e) = self.mgr.kill_all(Level::Job, KILL_TIMEOUT) {
+        if let Err(e) = self.mgr.kill_all(self.level, KILL_TIMEOUT) {
             errors.push(e.to_string());
         }
         let oom_kills = self.mgr.oom_kills(Level::Step);
@@ -220,11 +236,24 @@ mod tests {
         conf: &CgroupConf,
         req: &StepRequest,
     ) -> Result<StepIsolation, IsolateError> {
+        setup_step(fake, conf, req, "batch")
+    }
+
+    fn setup_step(
+        fake: &Fake,
+        conf: &CgroupConf,
+        req: &StepRequest,
+        step: &str,
+    ) -> Result<StepIsolation, IsolateError> {
         let t = tempfile::tempdir().unwrap();
+        let scope = Scope {
+            step: step.into(),
+            ..Scope::batch("sluice", 1000, 5)
+        };
         StepIsolation::setup(
             Box::new(fake.clone()),
             conf,
-            Scope::batch("sluice", 1000, 5),
+            scope,
             req,
             &t.path().join("lock"),
         )
@@ -293,6 +322,25 @@ mod tests {
             fake.calls()[2..],
             ["kill_all Job", "oom_kills Step", "usage Step", "destroy"]
         );
+    }
+
+    #[test]
+    fn a_numbered_step_joins_each_task_and_ends_only_itself() {
+        let fake = Fake::default();
+        let req = StepRequest {
+            tasks: 3,
+            ..StepRequest::default()
+        };
+        let iso = setup_step(&fake, &CgroupConf::default(), &req, "0").unwrap();
+        assert!(iso.task_join(2).is_some());
+        assert!(iso.task_join(3).is_none());
+        iso.signal(Signal::SIGTERM);
+        let fin = iso.finish();
+        assert_eq!(fin.oom_message, None);
+        let calls = fake.calls();
+        assert_eq!(calls[1..4], ["task_join 0", "task_join 1", "task_join 2"]);
+        assert_eq!(calls[4], "pids Step");
+        assert_eq!(calls[5], "kill_all Step");
     }
 
     #[test]
