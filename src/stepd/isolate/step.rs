@@ -172,6 +172,17 @@ impl StepIsolation {
         self.mgr.signal(self.level, sig)
     }
 
+    /// Stops every process of the step (of the job, for the batch step), for
+    /// `scontrol suspend`. Errors: no freezer, or it did not freeze in time.
+    pub fn suspend(&self) -> Result<(), IsolateError> {
+        self.mgr.freeze(self.level)
+    }
+
+    /// Resumes what [`StepIsolation::suspend`] stopped.
+    pub fn resume(&self) -> Result<(), IsolateError> {
+        self.mgr.thaw(self.level)
+    }
+
     /// Ends the step: kills whatever is left in its cgroup (the job's, for the batch
     /// step), reads the OOM count and usage of the step, removes the cgroups.
     pub fn finish(mut self) -> Finished {
@@ -335,12 +346,16 @@ mod tests {
         assert!(iso.task_join(2).is_some());
         assert!(iso.task_join(3).is_none());
         iso.signal(Signal::SIGTERM);
+        iso.suspend().unwrap();
+        iso.resume().unwrap();
         let fin = iso.finish();
         assert_eq!(fin.oom_message, None);
         let calls = fake.calls();
         assert_eq!(calls[1..4], ["task_join 0", "task_join 1", "task_join 2"]);
-        assert_eq!(calls[4], "pids Step");
-        assert_eq!(calls[5], "kill_all Step");
+        assert_eq!(
+            calls[4..8],
+            ["pids Step", "freeze Step", "thaw Step", "kill_all Step"]
+        );
     }
 
     #[test]
