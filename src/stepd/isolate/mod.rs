@@ -421,6 +421,16 @@ pub fn purge(conf: &CgroupConf) -> Result<(), IsolateError> {
     first.map_or(Ok(()), Err)
 }
 
+/// Whether another job's cgroup counts when choosing CPUs: it has processes, or was
+/// created in the last minute (its stepd may be about to start the job's first
+/// process; a leftover of a killed stepd stops counting after that).
+fn job_cgroup_in_use(dir: &Path) -> bool {
+    !files::procs_below(dir).is_empty()
+        || std::fs::metadata(dir)
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t.elapsed().is_ok_and(|e| e < Duration::from_secs(60)))
+}
+
 /// Polls `cond` every 10 ms until it holds or `timeout` passes; returns whether it held.
 fn wait_for(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let end = Instant::now() + timeout;

@@ -319,7 +319,7 @@ impl CgroupManager for V1 {
         let mut out = Vec::new();
         for user in files::subdirs(&b.join(&self.scope.root)) {
             for job in files::subdirs(&user) {
-                if job == own || files::procs_below(&job).is_empty() {
+                if job == own || !super::job_cgroup_in_use(&job) {
                     continue;
                 }
                 if let Some(c) = files::read(&job.join("cpuset.cpus"))
@@ -678,9 +678,18 @@ mod tests {
             std::fs::write(d.join("cpuset.cpus"), cpus).unwrap();
             std::fs::write(d.join("step_batch/task_0/cgroup.procs"), procs).unwrap();
         }
+        // job_3 is an old leftover; job_2 was just created and is about to start.
+        let old = std::time::SystemTime::now() - Duration::from_secs(600);
+        std::fs::File::open(cs.join("uid_5/job_3"))
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
         m.create(&Constraints::default()).unwrap();
-        // job_1 runs; job_2 and job_3 are empty leftovers; our own job is not counted.
-        assert_eq!(m.cpus_in_use(), vec![CpuList::parse("0-1").unwrap()]);
+        // job_1 runs, job_2 is starting; job_3 and our own job are not counted.
+        assert_eq!(
+            m.cpus_in_use(),
+            vec![CpuList::parse("0-1").unwrap(), CpuList::parse("4").unwrap()]
+        );
         assert_eq!(m.online_cpus(), CpuList::parse("0-7"));
     }
 

@@ -136,7 +136,7 @@ impl CgroupManager for V2 {
         let mut out = Vec::new();
         for user in files::subdirs(&self.dir(Path::new(&self.scope.root))) {
             for job in files::subdirs(&user) {
-                if job == own || files::procs_below(&job).is_empty() {
+                if job == own || !super::job_cgroup_in_use(&job) {
                     continue;
                 }
                 if let Some(c) = files::read(&job.join("cpuset.cpus"))
