@@ -187,6 +187,14 @@ fn ssh_controller_pushes_its_binary_when_the_node_has_none() {
     setup[0].push = Some(true);
     setup[1].sluice_path = Some("/nonexistent/sluice".into());
     setup[1].push = Some(false);
+    // A node whose sluice speaks a protocol from the future gets ours too.
+    let mut future = NodeSetup::new("sn3");
+    future.fake_sluice = Some(
+        "#!/bin/sh\necho 'sluice-agent proto=999 min_proto=998 build=9.9.9 os=linux arch=x86_64'\n"
+            .into(),
+    );
+    future.push = Some(true);
+    setup.push(future);
     let Some(c) = SshCluster::start(&setup, 60) else {
         return;
     };
@@ -201,6 +209,13 @@ fn ssh_controller_pushes_its_binary_when_the_node_has_none() {
         log.contains("pushed the controller's binary")
             && log.contains("/nonexistent/sluice not found"),
         "{log}"
+    );
+    c.wait_node("sn3", "idle", Duration::from_secs(60), |s, _| s == "IDLE");
+    assert!(c.nodes[2].dir.join("bin/sluice").exists());
+    let log = c.controller_log();
+    assert!(
+        log.contains("speaks protocol 998..999 (build 9.9.9)"),
+        "the log says why sn3 got the binary: {log}"
     );
     // The pushed binary runs jobs.
     let id = c.submit(&["-w", "sn1", "--wrap", "true"]);
@@ -280,4 +295,68 @@ fn keygen_creates_the_controller_key_once() {
     }
     let o = run(&["--bogus"]);
     assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn ssh_controller_kill9_reconnects_and_keeps_the_running_job() {
+    let setup = vec![NodeSetup::new("sn1"), NodeSetup::new("sn2")];
+    let Some(mut c) = SshCluster::start(&setup, 60) else {
+        return;
+    };
+    c.wait_all_idle();
+    let id = c.submit(&["-w", "sn2", "-o", "k.out", "--wrap", "sleep 4; echo done"]);
+    c.wait_state(id, &["RUNNING"], Duration::from_secs(20));
+    c.kill9_controller();
+    c.spawn_controller();
+    c.wait_node(
+        "sn2",
+        "registered again",
+        Duration::from_secs(30),
+        |s, _| s == "MIXED" || s == "ALLOCATED",
+    );
+    assert_eq!(c.state(id).as_deref(), Some("RUNNING"));
+    assert_eq!(c.wait_done(id), "COMPLETED");
+    assert_eq!(c.wait_file("k.out", |s| s.contains('\n')).trim(), "done");
+    // Exactly one job, run once.
+    let all = c.ok("squeue", &["-h", "-t", "all", "-o", "%i %T"]);
+    assert_eq!(all.trim(), format!("{id} COMPLETED"));
+}
+
+/// Not a pass/fail test: prints the submit-to-start latency of batch jobs on a remote
+/// node (`cargo test --test it bench_ssh -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn bench_ssh_submit_to_start_latency() {
+    let Some(c) = SshCluster::start(&[NodeSetup::new("sn1")], 60) else {
+        return;
+    };
+    c.wait_all_idle();
+    let mut ms = Vec::new();
+    for i in 0..20 {
+        let out = format!("t{i}");
+        let t0 = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
+        let id = c.submit(&[
+            "-w",
+            "sn1",
+            "-o",
+            "/dev/null",
+            "--wrap",
+            &format!("date +%s.%N > {out}"),
+        ]);
+        let t1: f64 = c
+            .wait_file(&out, |s| s.ends_with('\n'))
+            .trim()
+            .parse()
+            .unwrap();
+        c.wait_done(id);
+        ms.push((t1 - t0) * 1000.0);
+    }
+    ms.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    eprintln!(
+        "submit-to-start on a remote node over SSH: median {:.1} ms, min {:.1} ms, max {:.1} ms (20 jobs)",
+        ms[10], ms[0], ms[19]
+    );
 }

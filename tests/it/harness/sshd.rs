@@ -30,6 +30,9 @@ pub struct NodeSetup {
     pub sluice_path: Option<String>,
     /// Set `push_binary` and a `push_path` under the node's directory.
     pub push: Option<bool>,
+    /// A shell script to install at `<node dir>/fake-sluice` and use as `sluice_path`
+    /// (e.g. one that claims another protocol version).
+    pub fake_sluice: Option<String>,
 }
 
 impl NodeSetup {
@@ -42,6 +45,7 @@ impl NodeSetup {
             wrong_host_key: false,
             sluice_path: None,
             push: None,
+            fake_sluice: None,
         }
     }
 }
@@ -318,6 +322,14 @@ reconnect_max = 2
             } else {
                 host_pub.clone()
             };
+            let mut sluice_path = n.sluice_path.clone();
+            if let Some(script) = &n.fake_sluice {
+                use std::os::unix::fs::PermissionsExt;
+                let p = ndir.join("fake-sluice");
+                std::fs::write(&p, script).unwrap();
+                std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+                sluice_path = Some(p.display().to_string());
+            }
             let port = free_port();
             kh.push_str(&format!("[127.0.0.1]:{port} {}\n", key_part(&listed)));
             std::fs::write(ndir.join("authorized_keys"), format!("{controller_pub}\n")).unwrap();
@@ -343,10 +355,7 @@ reconnect_max = 2
                 mem = n.memory,
                 kh = known_hosts.display(),
                 spool = spool.display(),
-                sp = n
-                    .sluice_path
-                    .clone()
-                    .unwrap_or_else(|| sluice_bin().display().to_string()),
+                sp = sluice_path.unwrap_or_else(|| sluice_bin().display().to_string()),
             ));
             if let Some(push) = n.push {
                 conf.push_str(&format!(
