@@ -101,10 +101,10 @@ impl Health {
             return;
         };
         n.not_responding = false;
-        if let Some(reason) = self.auto_down.remove(node)
-            && n.state == NodeState::Down
-            && n.reason.as_deref() == Some(reason.as_str())
-        {
+        let ours = self.auto_down.remove(node);
+        // Down for our reason, or resumed by an admin while it did not respond (Resume
+        // clears the reason but keeps a non-responding node DOWN).
+        if n.state == NodeState::Down && (n.reason.is_none() || n.reason == ours) {
             n.state = NodeState::Up;
             n.reason = None;
             n.reason_uid = None;
@@ -253,6 +253,11 @@ mod tests {
         assert_eq!(ns[0].state, NodeState::Down);
         assert_eq!(ns[0].reason.as_deref(), Some("disk swap"));
         assert!(!ns[0].not_responding);
+        // `scontrol update state=resume` while it was away: it comes back.
+        h.link_failed(&mut ns, "a", "ssh: cannot connect", 1003);
+        ns[0].reason = None;
+        h.registered(&mut ns, "a", 1004);
+        assert_eq!(ns[0].state, NodeState::Up);
         // The admin replaced our reason while the node was away: theirs stays.
         h.link_failed(&mut ns, "b", "ssh: cannot connect", 1003);
         ns[1].reason = Some("maintenance".into());
