@@ -5,3 +5,4 @@ mod harness;
 mod isolation;
 mod personal;
 mod protocol;
+mod ssh;
