@@ -5,4 +5,5 @@ mod harness;
 mod isolation;
 mod personal;
 mod protocol;
+mod robustness;
 mod ssh;
