@@ -7,6 +7,7 @@ pub mod format;
 pub mod getopt;
 pub mod jobfmt;
 pub mod jobid;
+pub mod keygen;
 pub mod sacct;
 pub mod sbatch;
 pub mod scancel;
@@ -51,7 +52,23 @@ pub fn main() -> ExitCode {
     dispatch(&cmd, args)
 }
 
+/// Front-ends die quietly on a closed pipe (`squeue | head -1`), as C programs do;
+/// daemons keep Rust's default (SIGPIPE ignored, EPIPE returned) since a client that
+/// hangs up must not kill them.
+#[allow(unsafe_code)]
+fn default_sigpipe() {
+    use nix::sys::signal::{SigHandler, Signal, signal};
+    // SAFETY: called once at start-up on the main thread before any other thread exists;
+    // SIG_DFL installs no Rust handler.
+    unsafe {
+        let _ = signal(Signal::SIGPIPE, SigHandler::SigDfl);
+    }
+}
+
 fn dispatch(cmd: &str, args: Vec<OsString>) -> ExitCode {
+    if !matches!(cmd, "controller" | "stepd" | "agent") {
+        default_sigpipe();
+    }
     match cmd {
         "sbatch" => sbatch::run(args),
         "squeue" => squeue::run(args),
@@ -64,6 +81,8 @@ fn dispatch(cmd: &str, args: Vec<OsString>) -> ExitCode {
         "controller" => crate::ctld::cli_main(args),
         "stepd" => crate::stepd::cli_main(args),
         "simulate" => crate::sim::cli_main(args),
+        "agent" => crate::agent::stdio::cli_main(args),
+        "keygen" => keygen::run(args),
         "srun" | "salloc" => {
             eprintln!(
                 "{cmd}: error: {cmd} is not supported yet by sluice (batch jobs only: use sbatch)"
@@ -88,7 +107,7 @@ fn dispatch(cmd: &str, args: Vec<OsString>) -> ExitCode {
 
 fn print_usage() {
     eprintln!(
-        "usage: sluice <command> [args...]\n\ncommands: {} controller stepd simulate\n\
+        "usage: sluice <command> [args...]\n\ncommands: {} controller agent keygen stepd simulate\n\
          Each Slurm command also works under its own name through a symlink (see install.sh).",
         LINKED_COMMANDS.join(" ")
     );

@@ -70,6 +70,9 @@ pub struct Cluster {
     endings: HashMap<u32, Ending>,
     /// Running jobs whose `--signal` warning has been sent.
     warned: std::collections::HashSet<u32>,
+    /// How stepd isolates jobs (the `[cgroup]` section), sent with every launch so that
+    /// remote nodes need no configuration of their own.
+    pub cgroup: crate::config::CgroupConf,
     /// Extra `scontrol show config` entries.
     pub config_entries: Vec<(String, String)>,
     /// Scheduler and priority parameters.
@@ -199,6 +202,7 @@ impl Cluster {
             next_id: 1,
             endings: HashMap::new(),
             warned: Default::default(),
+            cgroup: cfg.cgroup.clone(),
             config_entries,
             sched_cfg: cfg.sched.clone(),
             licenses: cfg.licenses.clone(),
@@ -876,6 +880,7 @@ impl Cluster {
                 job: Box::new(j),
                 kill_wait: self.kill_wait,
                 cluster: self.cluster_name.clone(),
+                cgroup: self.cgroup.clone(),
             }),
         ));
     }
@@ -1161,7 +1166,12 @@ impl Cluster {
                 j.priority = 0;
                 j.reason = Reason::JobHeldUser;
             }
-        } else if !was_completing {
+        } else if was_completing {
+            // scontrol shows how the batch shell of a cancelled job died (0:15).
+            if j.state == JobState::Cancelled {
+                j.exit = status;
+            }
+        } else {
             j.end_time = Some(end_time);
             match &end {
                 None => {

@@ -2,5 +2,8 @@
 //! front-ends (see `harness`).
 
 mod harness;
+mod isolation;
 mod personal;
 mod protocol;
+mod robustness;
+mod ssh;
