@@ -313,7 +313,7 @@ fn parse_update(rest: &[String]) -> Result<Command, String> {
         }
         let update = match state.as_deref() {
             Some("RESUME") | Some("IDLE") | Some("UNDRAIN") => NodeUpdate::Resume,
-            Some(s @ ("DRAIN" | "DOWN")) => {
+            Some(s @ ("DRAIN" | "DOWN" | "FAIL")) => {
                 let Some(reason) = reason.filter(|r| !r.is_empty()) else {
                     return Err(
                         "You must specify a reason when DOWNING or DRAINING a node. Request denied"
@@ -322,6 +322,8 @@ fn parse_update(rest: &[String]) -> Result<Command, String> {
                 };
                 if s == "DRAIN" {
                     NodeUpdate::Drain { reason }
+                } else if s == "FAIL" {
+                    NodeUpdate::Fail { reason }
                 } else {
                     NodeUpdate::Down { reason }
                 }

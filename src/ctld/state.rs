@@ -1545,6 +1545,12 @@ impl Cluster {
         for name in names {
             let n = self.node_mut(name).expect("checked above");
             match update {
+                NodeUpdate::Fail { reason } => {
+                    n.fail = true;
+                    n.reason = Some(reason.clone());
+                    n.reason_uid = Some(c.uid);
+                    n.reason_time = Some(now);
+                }
                 NodeUpdate::Drain { reason } => {
                     n.drain = true;
                     n.reason = Some(reason.clone());
@@ -1560,6 +1566,7 @@ impl Cluster {
                 }
                 NodeUpdate::Resume => {
                     n.drain = false;
+                    n.fail = false;
                     if n.state == NodeState::Down {
                         n.state = if n.not_responding {
                             NodeState::Down

@@ -107,9 +107,17 @@ pub enum JobUpdate {
 /// A change to a node (`scontrol update NodeName=… State=…`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum NodeUpdate {
-    Drain { reason: String },
-    Down { reason: String },
+    Drain {
+        reason: String,
+    },
+    Down {
+        reason: String,
+    },
     Resume,
+    /// FAIL: no new work; running jobs go on (`fail`/`failing`).
+    Fail {
+        reason: String,
+    },
 }
 
 /// An sacct query over the accounting records.

@@ -595,12 +595,13 @@ fn try_partition<'a>(
         return Err(Reason::PartitionConfig);
     };
     let req = partition_reason(pass, job, pv)?;
-    if fifo_blocked || blocked.contains(pv.part.name.as_str()) {
-        return Err(Reason::Priority);
-    }
+    // Missing licenses are reported before queue position: they say what to wait for.
     let lic = pass.lic_req(&job.spec.licenses).ok_or(Reason::Licenses)?;
     if lic.iter().any(|&(i, c)| pass.lic_free[i] < c) {
         return Err(Reason::Licenses);
+    }
+    if fifo_blocked || blocked.contains(pv.part.name.as_str()) {
+        return Err(Reason::Priority);
     }
     let cands = pass.caps_now(pv, &req);
     let name = pv.part.name.clone();

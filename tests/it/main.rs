@@ -6,4 +6,5 @@ mod isolation;
 mod personal;
 mod protocol;
 mod robustness;
+mod sched;
 mod ssh;

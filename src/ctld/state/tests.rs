@@ -354,3 +354,99 @@ fn batch_signal_is_sent_before_the_limit_once() {
     c.tick(91, &mut fx);
     assert_eq!(sent(&fx), 1);
 }
+
+#[test]
+fn pending_jobs_get_expected_starts_and_multifactor_priorities() {
+    let mut c = cluster();
+    let mut s = spec("big");
+    s.ntasks = Some(4);
+    s.time_limit = Some(TimeLimit::Minutes(10));
+    let first = submit(&mut c, s.clone(), ALICE, 10);
+    let second = submit(&mut c, s, ALICE, 10);
+    let mut fx = Effects::default();
+    c.schedule(10, &mut fx);
+    assert_eq!(launches(&fx), vec![first]);
+    let j = &c.jobs[&second];
+    assert_eq!(j.reason, Reason::Resources);
+    assert_eq!(j.sched.est_start, Some(10 + 600));
+    assert_eq!(j.sched.sched_nodes.as_deref(), Some("n1"));
+    // 4 of 4 CPUs on the only node: job size 1000, fair-share 10000, partition 1000.
+    assert_eq!(j.priority, 12000);
+    assert_eq!(c.stats.jobs_started, 1);
+    assert!(c.stats.main_cycles >= 1 && c.stats.bf_cycles >= 1);
+    let (rows, w) = c.priority_rows(&[], &[], 10);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].factors.jobsize, 1000.0);
+    assert_eq!(w.fairshare, 10000);
+    // Once the first job ran, alice's usage lowers her fair-share.
+    let mut fx = Effects::default();
+    c.from_agent("n1", ended(first, 0, 0), 20, &mut fx);
+    assert!(c.usage[&2001].0 > 0.0);
+    let (rows, _) = c.priority_rows(&[], &[], 20);
+    assert!(rows.is_empty() || rows[0].factors.fairshare < 10000.0);
+}
+
+#[test]
+fn fail_state_stops_new_work_until_resumed() {
+    let mut c = cluster();
+    let mut fx = Effects::default();
+    c.update_node(
+        &["n1".into()],
+        &NodeUpdate::Fail {
+            reason: "flaky".into(),
+        },
+        ROOT,
+        5,
+        &mut fx,
+    )
+    .unwrap();
+    assert_eq!(c.nodes[0].state_long(), "fail");
+    let id = submit(&mut c, spec("a"), ALICE, 10);
+    let mut fx = Effects::default();
+    c.schedule(10, &mut fx);
+    assert!(launches(&fx).is_empty());
+    assert_eq!(c.jobs[&id].reason, Reason::Resources);
+    c.update_node(&["n1".into()], &NodeUpdate::Resume, ROOT, 11, &mut fx)
+        .unwrap();
+    let mut fx = Effects::default();
+    c.schedule(12, &mut fx);
+    assert_eq!(launches(&fx), vec![id]);
+}
+
+#[test]
+fn enforce_part_limits_no_accepts_and_pends() {
+    let cfg = Config::from_toml(
+        r#"
+enforce_part_limits = "NO"
+[[nodes]]
+name = "n1"
+cpus = 4
+memory = 4000
+[[partitions]]
+name = "debug"
+nodes = "n1"
+default = true
+max_time = "1:00:00"
+"#,
+        Path::new("/x/sluice.toml"),
+    )
+    .unwrap();
+    let mut c = Cluster::new(&cfg, 999);
+    c.nodes[0].state = NodeState::Up;
+    let mut s = spec("long");
+    s.time_limit = Some(TimeLimit::Minutes(120));
+    let id = submit(&mut c, s, ALICE, 10);
+    let mut wide = spec("wide");
+    wide.ntasks = Some(64);
+    let w = submit(&mut c, wide, ALICE, 10);
+    let mut fx = Effects::default();
+    c.schedule(10, &mut fx);
+    assert_eq!(c.jobs[&id].reason, Reason::PartitionTimeLimit);
+    assert_eq!(c.jobs[&w].reason, Reason::PartitionConfig);
+    let mut mem = spec("mem");
+    mem.mem = Some(MemReq::PerNode(100_000));
+    assert_eq!(
+        c.resolve(mem, ALICE, 10, &names).unwrap_err(),
+        SlurmError::NodeConfigUnavailable
+    );
+}

@@ -50,6 +50,10 @@ pub struct Setup {
     pub kill_wait: u32,
     /// More lines of the `[cgroup]` section (Slurm's defaults: nothing constrained).
     pub cgroup: &'static str,
+    /// Top-level settings placed before any table (`enforce_part_limits = "NO"`).
+    pub top: &'static str,
+    /// More keys of the node's `[[nodes]]` entry (`gres = "gpu:2"`).
+    pub node_extra: &'static str,
 }
 
 impl Default for Setup {
@@ -60,6 +64,8 @@ impl Default for Setup {
             extra_partitions: "",
             kill_wait: 2,
             cgroup: "",
+            top: "",
+            node_extra: "",
         }
     }
 }
@@ -87,6 +93,7 @@ impl TestCluster {
             &conf,
             format!(
                 r#"cluster_name = "testc"
+{top}
 state_dir = "{root}/state"
 spool_dir = "{root}/spool"
 socket = "{root}/run/ctld.sock"
@@ -95,6 +102,7 @@ kill_wait = {kw}
 name = "{node}"
 cpus = {cpus}
 memory = {mem}
+{node_extra}
 [[partitions]]
 name = "debug"
 nodes = "{node}"
@@ -112,6 +120,8 @@ root = "{cg_root}"
                 extra = s.extra_partitions.replace("NODE", &node),
                 cg_root = cg_root,
                 cg = s.cgroup,
+                top = s.top,
+                node_extra = s.node_extra,
             ),
         )
         .unwrap();

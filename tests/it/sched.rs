@@ -1,0 +1,210 @@
+//! The scheduling core through the real front-ends: partitions and pending reasons,
+//! backfill and `squeue --start`, EnforcePartLimits=NO, GRES and licenses, sprio and
+//! sdiag.
+
+use crate::harness::*;
+use std::time::Duration;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// squeue's `%r` (reason) of one job.
+fn reason(c: &TestCluster, id: u32) -> String {
+    c.ok("squeue", &["-h", "-o", "%r", "-j", &id.to_string()])
+        .trim()
+        .to_string()
+}
+
+fn wait_reason(c: &TestCluster, id: u32, want: &str) -> String {
+    wait_until(&format!("job {id} reason {want}"), WAIT, || {
+        let r = reason(c, id);
+        (r == want).then_some(r)
+    })
+}
+
+#[test]
+fn reasons_backfill_and_start_estimates() {
+    let c = TestCluster::start_with(Setup {
+        extra_partitions: r#"
+[[partitions]]
+name = "downp"
+nodes = "NODE"
+state = "down"
+"#,
+        ..Setup::default()
+    });
+    let long = c.submit(&["-n3", "-t", "10", "-o", "/dev/null", "--wrap", "sleep 120"]);
+    c.wait_state(long, &["RUNNING"], WAIT);
+    let big = c.submit(&["-n4", "-t", "5", "-o", "/dev/null", "--wrap", "true"]);
+    let behind = c.submit(&["-n4", "-t", "5", "-o", "/dev/null", "--wrap", "true"]);
+    let down = c.submit(&["-p", "downp", "-o", "/dev/null", "--wrap", "true"]);
+    let held = c.submit(&["-H", "-o", "/dev/null", "--wrap", "true"]);
+    let later = c.submit(&["--begin=now+1hour", "-o", "/dev/null", "--wrap", "true"]);
+    // Fits beside the long job and ends before big's planned start: backfilled.
+    let short = c.submit(&["-n1", "-t", "2", "-o", "/dev/null", "--wrap", "sleep 60"]);
+    wait_reason(&c, big, "Resources");
+    wait_reason(&c, behind, "Priority");
+    wait_reason(&c, down, "PartitionDown");
+    wait_reason(&c, held, "JobHeldUser");
+    wait_reason(&c, later, "BeginTime");
+    c.wait_state(short, &["RUNNING"], WAIT);
+    let show = c.ok("scontrol", &["show", "job", &short.to_string()]);
+    assert!(show.contains("Scheduler=Backfill"), "{show}");
+    // -d names the CPU ids the job holds.
+    let d = c.ok("scontrol", &["show", "job", "-d", &long.to_string()]);
+    assert!(d.contains(" CPU_IDs=0-2 "), "{d}");
+
+    let start = c.ok(
+        "squeue",
+        &[
+            "--start",
+            "-h",
+            "-o",
+            "%i %S %Y",
+            "-j",
+            &format!("{big},{behind},{later},{held}"),
+        ],
+    );
+    let field = |id: u32, k: usize| -> String {
+        start
+            .lines()
+            .find(|l| l.starts_with(&format!("{id} ")))
+            .and_then(|l| l.split_whitespace().nth(k))
+            .unwrap_or_else(|| panic!("job {id} missing in {start}"))
+            .to_string()
+    };
+    // big starts when the long job's limit ends; behind after big; later at its begin.
+    assert_ne!(field(big, 1), "N/A", "{start}");
+    assert!(field(behind, 1) > field(big, 1), "{start}");
+    assert_eq!(field(big, 2), c.node(), "{start}");
+    assert_ne!(field(later, 1), "N/A", "{start}");
+    assert_eq!(field(held, 1), "N/A", "{start}");
+    let sdiag = c.ok("sdiag", &[]);
+    assert!(
+        sdiag.contains("Main schedule statistics (microseconds):"),
+        "{sdiag}"
+    );
+    let bf_jobs = sdiag
+        .lines()
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("Total backfilled jobs (since last slurm start): ")
+        })
+        .expect("backfill line");
+    assert!(bf_jobs.parse::<u32>().unwrap() >= 1, "{sdiag}");
+    c.ok("scancel", &[&long.to_string(), &short.to_string()]);
+    c.wait_state(big, &["RUNNING", "COMPLETED"], WAIT);
+}
+
+#[test]
+fn submit_time_refusals_and_enforce_part_limits_no() {
+    let c = TestCluster::start();
+    let refused = c.run("sbatch", &["-t", "2:00:00", "--wrap", "true"]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr)
+            .contains("Requested time limit is invalid (missing or exceeds some limit)")
+    );
+    let bad = c.run("sbatch", &["-C", "nvlink", "--wrap", "true"]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("Invalid feature specification"));
+    let lic = c.run("sbatch", &["-L", "matlab", "--wrap", "true"]);
+    assert!(String::from_utf8_lossy(&lic.stderr).contains("Invalid license specification"));
+    drop(c);
+
+    let c = TestCluster::start_with(Setup {
+        top: "enforce_part_limits = \"NO\"",
+        ..Setup::default()
+    });
+    let long = c.submit(&["-t", "2:00:00", "--wrap", "true"]);
+    let nodes = c.submit(&["-N", "2", "--wrap", "true"]);
+    let wide = c.submit(&["-n", "64", "--wrap", "true"]);
+    wait_reason(&c, long, "PartitionTimeLimit");
+    wait_reason(&c, nodes, "PartitionNodeLimit");
+    wait_reason(&c, wide, "PartitionConfig");
+    // Memory beyond every node is still refused, as Slurm does.
+    let mem = c.run("sbatch", &["--mem=100G", "--wrap", "true"]);
+    assert!(
+        String::from_utf8_lossy(&mem.stderr)
+            .contains("Requested node configuration is not available")
+    );
+}
+
+#[test]
+fn gres_devices_and_licenses() {
+    let c = TestCluster::start_with(Setup {
+        node_extra: "gres = \"gpu:2\"",
+        extra_partitions: "[licenses]\nmatlab = 1\n",
+        ..Setup::default()
+    });
+    assert!(c.ok("sinfo", &["-h", "-o", "%G"]).contains("gpu:2"));
+    let a = c.submit(&["--gres=gpu:1", "-o", "/dev/null", "--wrap", "sleep 60"]);
+    let b = c.submit(&[
+        "--gpus=1",
+        "-L",
+        "matlab",
+        "-o",
+        "/dev/null",
+        "--wrap",
+        "sleep 60",
+    ]);
+    let x = c.submit(&["--gres=gpu:1", "-o", "/dev/null", "--wrap", "true"]);
+    let l = c.submit(&["-L", "matlab", "-o", "/dev/null", "--wrap", "true"]);
+    c.wait_state(a, &["RUNNING"], WAIT);
+    c.wait_state(b, &["RUNNING"], WAIT);
+    wait_reason(&c, x, "Resources");
+    wait_reason(&c, l, "Licenses");
+    let da = c.ok("scontrol", &["show", "job", "-d", &a.to_string()]);
+    let db = c.ok("scontrol", &["show", "job", "-d", &b.to_string()]);
+    assert!(da.contains("GRES=gpu:1(IDX:0)"), "{da}");
+    assert!(db.contains("GRES=gpu:1(IDX:1)"), "{db}");
+    assert!(da.contains("TresPerNode=gres:gpu:1"), "{da}");
+    assert!(
+        db.contains("TresPerJob=gres:gpu:1") && db.contains("Licenses=matlab:1"),
+        "{db}"
+    );
+    assert!(
+        c.ok("squeue", &["-h", "-o", "%b", "-j", &a.to_string()])
+            .contains("gres:gpu:1")
+    );
+    let node = c.ok("scontrol", &["show", "node"]);
+    assert!(
+        node.contains("Gres=gpu:2") && node.contains("gres/gpu=2"),
+        "{node}"
+    );
+    c.ok("scancel", &[&a.to_string(), &b.to_string()]);
+    c.wait_state(x, &["RUNNING", "COMPLETED"], WAIT);
+    c.wait_state(l, &["RUNNING", "COMPLETED"], WAIT);
+}
+
+#[test]
+fn sprio_shows_factors_and_weights() {
+    let c = TestCluster::start();
+    let run = c.submit(&["-n4", "-o", "/dev/null", "--wrap", "sleep 60"]);
+    c.wait_state(run, &["RUNNING"], WAIT);
+    let p1 = c.submit(&["-n4", "--wrap", "true"]);
+    let p2 = c.submit(&["-n1", "--nice=100", "--wrap", "true"]);
+    wait_reason(&c, p1, "Resources");
+    let out = c.ok("sprio", &[]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[0],
+        "          JOBID PARTITION     USER   PRIORITY       SITE        AGE  FAIRSHARE    JOBSIZE  PARTITION"
+    );
+    assert_eq!(lines.len(), 3, "{out}");
+    // The 4-CPU job ranks first (job size), the niced one last.
+    assert!(lines[1].trim_start().starts_with(&p1.to_string()), "{out}");
+    assert!(lines[2].trim_start().starts_with(&p2.to_string()), "{out}");
+    let long = c.ok("sprio", &["-l", "-j", &p2.to_string()]);
+    assert!(
+        long.lines().nth(1).unwrap().contains(" 100 "),
+        "NICE column: {long}"
+    );
+    let w = c.ok("sprio", &["-w"]);
+    assert!(w.contains("Weights") && w.contains("10000"), "{w}");
+    let o = c.ok("sprio", &["-h", "-o", "%i %J", "-j", &p1.to_string()]);
+    assert_eq!(o.trim(), format!("{p1} 1000"));
+    c.ok(
+        "scancel",
+        &[&run.to_string(), &p1.to_string(), &p2.to_string()],
+    );
+}
