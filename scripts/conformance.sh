@@ -29,6 +29,9 @@ kill_wait = 5
 name = "$node"
 cpus = 8
 memory = 8000
+# Declared GPUs (no device files): allocation, squeue/sinfo/scontrol text and
+# CUDA_VISIBLE_DEVICES are checked; device isolation is not.
+gres = "gpu:4"
 [[partitions]]
 name = "debug"
 nodes = "$node"

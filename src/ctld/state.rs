@@ -87,6 +87,10 @@ pub struct Cluster {
     pub stats: SchedStats,
     /// When backfill last ran.
     last_backfill: i64,
+    /// When any scheduling pass last ran.
+    last_pass: i64,
+    /// Seconds between periodic passes (`sched_interval`).
+    pub sched_interval: u32,
 }
 
 impl Cluster {
@@ -210,6 +214,8 @@ impl Cluster {
             usage: HashMap::new(),
             stats: SchedStats::default(),
             last_backfill: i64::MIN / 2,
+            last_pass: i64::MIN / 2,
+            sched_interval: cfg.sched_interval,
         }
     }
 
@@ -712,6 +718,7 @@ impl Cluster {
             .values()
             .filter(|j| j.state == JobState::Pending)
             .count();
+        self.last_pass = now;
         if pending == 0 {
             return;
         }
@@ -949,7 +956,21 @@ impl Cluster {
         let age = i64::from(self.min_job_age);
         self.jobs
             .retain(|_, j| j.is_active() || j.end_time.is_none_or(|e| now - e < age));
-        fx.schedule = true;
+        // Events schedule on their own; the tick adds a pass when a pending job's begin
+        // time has come, and a periodic one (backfill interval, sched_interval).
+        let due = self.jobs.values().any(|j| {
+            j.state == JobState::Pending
+                && j.hold.is_none()
+                && j.eligible_time
+                    .is_some_and(|e| e <= now && e > self.last_pass)
+        });
+        let period = self
+            .sched_cfg
+            .bf_interval
+            .min(i64::from(self.sched_interval.max(1)));
+        if due || now - self.last_pass >= period {
+            fx.schedule = true;
+        }
     }
 
     /// Marks a running job as ending in `state` (COMPLETING until its node reports the

@@ -220,6 +220,36 @@ pub fn batch_env_with_array(
     set("SLURM_TOPOLOGY_ADDR", node.into());
     set("SLURM_TOPOLOGY_ADDR_PATTERN", "node".into());
 
+    // GPUs allocated on this node: the devices the job may see (binding per task
+    // comes with steps).
+    let gpus: Vec<String> = job
+        .alloc
+        .as_ref()
+        .and_then(|a| a.gres.get(node_idx))
+        .map(|g| {
+            g.iter()
+                .filter(|d| d.name == "gpu")
+                .map(|d| d.index.to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    if !gpus.is_empty() {
+        let list = gpus.join(",");
+        for k in [
+            "CUDA_VISIBLE_DEVICES",
+            "GPU_DEVICE_ORDINAL",
+            "ROCR_VISIBLE_DEVICES",
+            "ZE_AFFINITY_MASK",
+            "SLURM_JOB_GPUS",
+        ] {
+            set(k, list.clone());
+        }
+        set("SLURM_GPUS_ON_NODE", gpus.len().to_string());
+        if let Some(g) = &spec.gpus {
+            set("SLURM_GPUS", g.count.to_string());
+        }
+    }
+
     // The batch shell is task 0 of its own step on the first node.
     set("SLURM_PROCID", "0".into());
     set("SLURM_LOCALID", "0".into());
@@ -424,18 +454,7 @@ mod tests {
 
     /// Variables a golden file shows that batch_env does not make: the shell's own
     /// (`SHLVL`, `_`), the launcher's (`SLURM_TASK_PID`), and GPU binding variables.
-    const NOT_OURS: &[&str] = &[
-        "SHLVL",
-        "_",
-        "SLURM_TASK_PID",
-        "CUDA_VISIBLE_DEVICES",
-        "GPU_DEVICE_ORDINAL",
-        "ROCR_VISIBLE_DEVICES",
-        "ZE_AFFINITY_MASK",
-        "SLURM_GPUS",
-        "SLURM_GPUS_ON_NODE",
-        "SLURM_JOB_GPUS",
-    ];
+    const NOT_OURS: &[&str] = &["SHLVL", "_", "SLURM_TASK_PID"];
     /// Variables sluice adds on purpose (module docs).
     const EXTRAS: &[&str] = &["SLURM_JOB_START_TIME", "SLURM_JOB_END_TIME"];
     /// What the client's `--export=ALL` would have carried in: the golden's plain
@@ -514,13 +533,29 @@ mod tests {
     }
 
     #[test]
-    fn golden_gpu_jobs_apart_from_gpu_variables() {
-        check_against_golden("env_sbatch_gpus2.txt", job(134, "env.sh", vec![1]), None);
-        check_against_golden(
-            "env_sbatch_gres_gpu2.txt",
-            job(132, "env.sh", vec![1]),
-            None,
-        );
+    fn golden_gpu_jobs() {
+        let two_gpus = |mut j: Job| {
+            let a = j.alloc.as_mut().unwrap();
+            a.gres = vec![
+                (0..2)
+                    .map(|i| crate::model::job::GresAlloc {
+                        slot: i,
+                        name: "gpu".into(),
+                        kind: None,
+                        index: i,
+                        count: 1,
+                    })
+                    .collect(),
+            ];
+            j
+        };
+        let gpu2 = crate::model::gres::parse_gpus("2").unwrap();
+        let mut j = two_gpus(job(134, "env.sh", vec![1]));
+        j.spec.gpus = Some(gpu2.clone());
+        check_against_golden("env_sbatch_gpus2.txt", j, None);
+        let mut j = two_gpus(job(132, "env.sh", vec![1]));
+        j.spec.gres = vec![gpu2];
+        check_against_golden("env_sbatch_gres_gpu2.txt", j, None);
     }
 
     #[test]
