@@ -1012,42 +1012,88 @@ pub fn partition_lines(p: &Partition, nodes: &[Node]) -> Vec<String> {
     let nnodes = p.nodes.len();
     vec![
         format!("PartitionName={}", p.name),
-        "AllowGroups=ALL AllowAccounts=ALL AllowQos=ALL".into(),
+        format!(
+            "AllowGroups={} AllowAccounts={} AllowQos={}",
+            list(&p.allow_groups),
+            list(&p.allow_accounts),
+            list(&p.allow_qos)
+        ),
         format!(
             "AllocNodes=ALL Default={} QoS=N/A",
             if p.default { "YES" } else { "NO" }
         ),
         format!(
-            "DefaultTime={} DisableRootJobs=NO ExclusiveUser=NO GraceTime=0 Hidden=NO",
+            "DefaultTime={} DisableRootJobs=NO ExclusiveUser={} GraceTime=0 Hidden={}",
             p.default_time
                 .map(|t| t.to_hms())
-                .unwrap_or_else(|| "NONE".into())
+                .unwrap_or_else(|| "NONE".into()),
+            yes_no(p.exclusive_user),
+            yes_no(p.hidden)
         ),
         format!(
-            "MaxNodes={} MaxTime={} MinNodes={} LLN=NO MaxCPUsPerNode=UNLIMITED",
+            "MaxNodes={} MaxTime={} MinNodes={} LLN=NO MaxCPUsPerNode={}",
             p.max_nodes
                 .map(|n| n.to_string())
                 .unwrap_or_else(|| "UNLIMITED".into()),
             p.max_time.to_hms(),
-            p.min_nodes
+            p.min_nodes,
+            p.max_cpus_per_node
+                .map(|n| n.to_string())
+                .unwrap_or_else(|| "UNLIMITED".into())
         ),
         format!("Nodes={}", or_null(&hostlist::compress(&p.nodes))),
         format!(
-            "PriorityJobFactor={} PriorityTier={} RootOnly=NO ReqResv=NO OverSubscribe=NO",
-            p.priority_job_factor, p.priority_tier
+            "PriorityJobFactor={} PriorityTier={} RootOnly=NO ReqResv=NO OverSubscribe={}",
+            p.priority_job_factor,
+            p.priority_tier,
+            p.oversubscribe.as_text()
         ),
         "OverTimeLimit=NONE PreemptMode=OFF".into(),
         format!(
             "State={} TotalCPUs={cpus} TotalNodes={nnodes} SelectTypeParameters=NONE",
             p.state.as_str()
         ),
-        "JobDefaults=(null)".into(),
-        "DefMemPerNode=UNLIMITED MaxMemPerNode=UNLIMITED".into(),
+        {
+            let mut d = Vec::new();
+            if let Some(c) = p.def_cpu_per_gpu {
+                d.push(format!("DefCpuPerGPU={c}"));
+            }
+            if let Some(m) = p.def_mem_per_gpu {
+                d.push(format!("DefMemPerGPU={m}"));
+            }
+            format!(
+                "JobDefaults={}",
+                if d.is_empty() {
+                    "(null)".into()
+                } else {
+                    d.join(",")
+                }
+            )
+        },
+        format!(
+            "{} MaxMemPerNode={}",
+            match (p.def_mem_per_cpu, p.def_mem_per_node) {
+                (Some(c), _) => format!("DefMemPerCPU={c}"),
+                (None, Some(n)) => format!("DefMemPerNode={n}"),
+                (None, None) => "DefMemPerNode=UNLIMITED".into(),
+            },
+            p.max_mem_per_node
+                .map(|n| n.to_string())
+                .unwrap_or_else(|| "UNLIMITED".into())
+        ),
         format!(
             "TRES=cpu={cpus},mem={},node={nnodes},billing={cpus}",
             jobfmt::fmt_mem_exact(mem)
         ),
     ]
+}
+
+fn list(v: &Option<Vec<String>>) -> String {
+    v.as_ref().map_or("ALL".into(), |v| v.join(","))
+}
+
+fn yes_no(b: bool) -> &'static str {
+    if b { "YES" } else { "NO" }
 }
 
 /// One partition record as `scontrol show partition` prints it.

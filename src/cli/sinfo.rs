@@ -217,6 +217,8 @@ pub struct Query {
     pub responding: bool,
     pub dead: bool,
     pub noconvert: bool,
+    /// `-a`: hidden partitions too.
+    pub all: bool,
 }
 
 /// What a run prints, and its exit status.
@@ -297,6 +299,7 @@ pub fn build_query(args: &Args, env: &dyn Fn(&str) -> Option<String>) -> Result<
         responding: args.responding,
         dead: args.dead,
         noconvert: args.noconvert,
+        all: args.all,
     })
 }
 
@@ -772,7 +775,8 @@ impl Query {
     }
 
     fn part_ok(&self, p: &Partition) -> bool {
-        self.partitions.is_empty() || self.partitions.contains(&p.name)
+        // Hidden partitions show only with -a or when named.
+        (self.partitions.is_empty() && (self.all || !p.hidden)) || self.partitions.contains(&p.name)
     }
 
     fn node_filtered(&self) -> bool {
@@ -1089,6 +1093,21 @@ mod tests {
         assert_eq!(
             lines[3],
             "node01         1     batch       mixed 32     2:16:1  16000        0      1   (null) none                "
+        );
+    }
+
+    #[test]
+    fn hidden_partitions_need_all() {
+        let (n, mut p) = golden();
+        p[1].hidden = true;
+        assert_eq!(sinfo(&["-h", "-o", "%P"], &n, &p).stdout, "debug*\n");
+        assert_eq!(
+            sinfo(&["-h", "-a", "-o", "%P"], &n, &p).stdout,
+            "debug*\nbatch\n"
+        );
+        assert_eq!(
+            sinfo(&["-h", "-p", "batch", "-o", "%P"], &n, &p).stdout,
+            "batch\n"
         );
     }
 
