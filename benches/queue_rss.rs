@@ -27,7 +27,7 @@ fn main() {
             submit_dir: cwd.clone(),
             submit_host: "bench".into(),
             stdout: Some("/dev/null".into()),
-            environment: env.clone(),
+            environment: env.clone().into(),
             ..JobSpec::default()
         };
         match client.request(&Request::Submit {

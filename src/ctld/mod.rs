@@ -12,6 +12,7 @@ pub mod state;
 pub mod store;
 
 use crate::config::{Config, Mode};
+use crate::model::Job;
 use crate::proto::{Framed, FromAgent, Request, Response, Role, SlurmError, ToAgent};
 use crate::transport::{self, PeerCred};
 use anyhow::Context;
@@ -380,10 +381,19 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tokio::pin!(shutdown);
+    // Event-triggered passes are spaced by ten times the last pass's cost (at most a
+    // second): a long queue under a stream of submissions is scheduled every so often
+    // instead of once per submission (Slurm's batch_sched_delay serves the same end);
+    // a short queue is scheduled at once.
+    let far = tokio::time::Instant::now() + Duration::from_secs(86400 * 365);
+    let mut sched_due: Option<tokio::time::Instant> = None;
+    let mut last_cost = Duration::ZERO;
+    let mut last_end = tokio::time::Instant::now();
     loop {
         let mut fx = Effects::default();
         tokio::select! {
             _ = &mut shutdown => break,
+            _ = tokio::time::sleep_until(sched_due.unwrap_or(far)), if sched_due.is_some() => {}
             _ = stop_rx.recv() => break,
             _ = tick.tick() => {
                 if !cfg.socket.exists() {
@@ -413,7 +423,15 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
         }
         if fx.schedule {
             fx.schedule = false;
+            let at = last_end + (last_cost * 10).min(Duration::from_secs(1));
+            sched_due = Some(sched_due.map_or(at, |d| d.min(at)));
+        }
+        if sched_due.is_some_and(|d| tokio::time::Instant::now() >= d) {
+            sched_due = None;
+            let t0 = tokio::time::Instant::now();
             actor.cluster.schedule(crate::cli::timefmt::now(), &mut fx);
+            last_end = tokio::time::Instant::now();
+            last_cost = last_end - t0;
         }
         actor.apply(fx);
     }
@@ -513,7 +531,7 @@ impl Actor {
                     .jobs
                     .values()
                     .filter(|j| filter.matches(j))
-                    .cloned()
+                    .map(Job::for_query)
                     .collect(),
                 now,
             },

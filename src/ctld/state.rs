@@ -89,6 +89,8 @@ pub struct Cluster {
     last_backfill: i64,
     /// When any scheduling pass last ran.
     last_pass: i64,
+    /// Environments of recent submissions by hash, to share identical ones.
+    envs: HashMap<u64, crate::model::Env>,
     /// Seconds between periodic passes (`sched_interval`).
     pub sched_interval: u32,
 }
@@ -215,6 +217,7 @@ impl Cluster {
             stats: SchedStats::default(),
             last_backfill: i64::MIN / 2,
             last_pass: i64::MIN / 2,
+            envs: HashMap::new(),
             sched_interval: cfg.sched_interval,
         }
     }
@@ -226,7 +229,10 @@ impl Cluster {
 
     /// Takes jobs loaded from the store, re-applying allocations of active jobs.
     pub fn restore(&mut self, jobs: Vec<Job>, next_id: u32) {
-        for j in jobs {
+        for mut j in jobs {
+            let mut env = std::mem::take(&mut j.spec.environment);
+            self.intern_env(&mut env);
+            j.spec.environment = env;
             if j.is_active()
                 && let Some(a) = &j.alloc
             {
@@ -648,8 +654,30 @@ impl Cluster {
         }
     }
 
+    /// Shares `env` with an identical environment already held, if any: jobs submitted
+    /// from one shell carry the same environment, and 100,000 copies of it would be
+    /// most of the controller's memory.
+    fn intern_env(&mut self, env: &mut crate::model::Env) {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        env.hash(&mut h);
+        let key = h.finish();
+        match self.envs.get(&key) {
+            Some(known) if *known == *env => *env = known.clone(),
+            _ => {
+                if self.envs.len() >= 4096 {
+                    self.envs.clear();
+                }
+                self.envs.insert(key, env.clone());
+            }
+        }
+    }
+
     /// Inserts a resolved job under a new id; returns the id.
     pub fn submit(&mut self, mut job: Job, fx: &mut Effects) -> u32 {
+        let mut env = std::mem::take(&mut job.spec.environment);
+        self.intern_env(&mut env);
+        job.spec.environment = env;
         let id = self.next_id;
         self.next_id += 1;
         job.id = id;

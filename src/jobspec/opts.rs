@@ -624,7 +624,7 @@ impl JobOpts {
             nodelist: non_empty(&self.nodelist),
             exclude: non_empty(&self.exclude),
             exclusive: self.exclusive.is_some(),
-            environment,
+            environment: environment.into(),
             export: self.export.clone(),
             hold: self.hold,
             begin,

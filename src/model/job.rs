@@ -53,6 +53,65 @@ impl TimeLimit {
     }
 }
 
+/// A job's environment. Shared copy-on-write, so that the controller can keep one copy
+/// for the many jobs one shell submits with the same environment (see
+/// `Cluster::submit`); reads go through `Deref`, writes copy first if shared. On the
+/// wire it is the plain map.
+#[derive(Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Env(std::sync::Arc<BTreeMap<String, String>>);
+
+impl Env {
+    /// Whether two environments are the same allocation (interned).
+    pub fn shares(&self, other: &Env) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl std::ops::Deref for Env {
+    type Target = BTreeMap<String, String>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Env {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        std::sync::Arc::make_mut(&mut self.0)
+    }
+}
+
+impl From<BTreeMap<String, String>> for Env {
+    fn from(m: BTreeMap<String, String>) -> Env {
+        Env(std::sync::Arc::new(m))
+    }
+}
+
+impl<const N: usize> From<[(String, String); N]> for Env {
+    fn from(a: [(String, String); N]) -> Env {
+        Env::from(BTreeMap::from(a))
+    }
+}
+
+impl FromIterator<(String, String)> for Env {
+    fn from_iter<I: IntoIterator<Item = (String, String)>>(it: I) -> Env {
+        Env::from(it.into_iter().collect::<BTreeMap<_, _>>())
+    }
+}
+
+impl PartialEq<BTreeMap<String, String>> for Env {
+    fn eq(&self, other: &BTreeMap<String, String>) -> bool {
+        *self.0 == *other
+    }
+}
+
+impl fmt::Debug for Env {
+    // Names only: values may be secrets.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.0.keys()).finish()
+    }
+}
+
 /// A memory request, in MiB (Slurm's "MB").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum MemReq {
@@ -157,7 +216,7 @@ pub struct JobSpec {
     pub exclusive: bool,
     /// The environment the job starts with, after `--export` was applied by the client.
     #[serde(default)]
-    pub environment: BTreeMap<String, String>,
+    pub environment: Env,
     /// The `--export` value as given (for SLURM_EXPORT_ENV); `None` when not given.
     #[serde(default)]
     pub export: Option<String>,
@@ -626,6 +685,15 @@ pub struct Job {
 }
 
 impl Job {
+    /// The record as queries send it: without the batch script and the environment,
+    /// which no query prints and which make up most of a job's size.
+    pub fn for_query(&self) -> Job {
+        let mut j = self.clone();
+        j.spec.script = String::new();
+        j.spec.environment = Env::default();
+        j
+    }
+
     /// The state shown in squeue/scontrol: COMPLETING wins over the base state.
     pub fn state_long(&self) -> &'static str {
         if self.completing {

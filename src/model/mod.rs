@@ -13,7 +13,8 @@ pub mod partition;
 pub mod time;
 
 pub use job::{
-    ExitStatus, HoldKind, Job, JobSpec, JobState, MemReq, Reason, SignalSpec, StepRecord, TimeLimit,
+    Env, ExitStatus, HoldKind, Job, JobSpec, JobState, MemReq, Reason, SignalSpec, StepRecord,
+    TimeLimit,
 };
 pub use node::{Node, NodeState};
 pub use partition::{OverSubscribe, Partition, PartitionState};

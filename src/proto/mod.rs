@@ -23,7 +23,7 @@ pub const PROTO: u32 = 1;
 /// The oldest protocol version this build still talks to.
 pub const MIN_PROTO: u32 = 1;
 /// The largest frame accepted, in bytes (a job script plus environment fits easily).
-pub const MAX_FRAME: usize = 64 * 1024 * 1024;
+pub const MAX_FRAME: usize = 256 * 1024 * 1024;
 
 /// Who is on the other end of a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -144,7 +144,8 @@ pub enum Request {
         spec: Box<JobSpec>,
         test_only: bool,
     },
-    /// Jobs still in the queue or finished within MinJobAge.
+    /// Jobs still in the queue or finished within MinJobAge (without their script and
+    /// environment: see `Job::for_query`).
     Jobs(JobFilter),
     /// Nodes and partitions.
     Nodes,

@@ -122,7 +122,7 @@ pub fn batch_env_with_array(
     now: i64,
 ) -> Vec<(String, String)> {
     let spec = &job.spec;
-    let mut env: BTreeMap<String, String> = spec.environment.clone();
+    let mut env: BTreeMap<String, String> = (*spec.environment).clone();
     for k in STALE_JOB_VARS {
         env.remove(*k);
     }

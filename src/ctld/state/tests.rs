@@ -450,3 +450,21 @@ max_time = "1:00:00"
         SlurmError::NodeConfigUnavailable
     );
 }
+
+#[test]
+fn identical_environments_are_stored_once() {
+    let mut c = cluster();
+    let mut s = spec("a");
+    s.environment = [("PATH".to_string(), "/bin".to_string())].into();
+    let a = submit(&mut c, s.clone(), ALICE, 10);
+    let b = submit(&mut c, s.clone(), ALICE, 10);
+    s.environment = [("PATH".to_string(), "/usr/bin".to_string())].into();
+    let d = submit(&mut c, s, ALICE, 10);
+    let env = |id: u32| c.jobs[&id].spec.environment.clone();
+    assert!(env(a).shares(&env(b)));
+    assert!(!env(a).shares(&env(d)));
+    assert_eq!(env(d)["PATH"], "/usr/bin");
+    // Queries leave the environment and script out.
+    let q = c.jobs[&a].for_query();
+    assert!(q.spec.environment.is_empty() && q.spec.script.is_empty());
+}
