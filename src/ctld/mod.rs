@@ -12,7 +12,6 @@ pub mod state;
 pub mod store;
 
 use crate::config::{Config, Mode};
-use crate::model::Job;
 use crate::proto::{Framed, FromAgent, Request, Response, Role, SlurmError, ToAgent};
 use crate::transport::{self, PeerCred};
 use anyhow::Context;
@@ -531,7 +530,7 @@ impl Actor {
                     .jobs
                     .values()
                     .filter(|j| filter.matches(j))
-                    .map(Job::for_query)
+                    .map(|j| j.for_query())
                     .collect(),
                 now,
             },

@@ -63,7 +63,8 @@ pub struct Cluster {
     pub kill_wait: u32,
     /// The uid the controller runs as; it is an operator like root.
     pub owner_uid: u32,
-    pub jobs: BTreeMap<u32, Job>,
+    /// Boxed: map nodes are often half full, and a job record is over a kilobyte.
+    pub jobs: BTreeMap<u32, Box<Job>>,
     pub nodes: Vec<Node>,
     pub partitions: Vec<Partition>,
     pub next_id: u32,
@@ -239,7 +240,7 @@ impl Cluster {
                 let a = a.clone();
                 self.charge(&a, j.completing, 1);
             }
-            self.jobs.insert(j.id, j);
+            self.jobs.insert(j.id, Box::new(j));
         }
         self.next_id = next_id.max(self.next_id);
     }
@@ -683,7 +684,7 @@ impl Cluster {
         job.id = id;
         fx.persist.push(job.clone());
         fx.schedule = true;
-        self.jobs.insert(id, job);
+        self.jobs.insert(id, Box::new(job));
         self.stats.jobs_submitted += 1;
         id
     }
@@ -694,7 +695,12 @@ impl Cluster {
         let begin = job.spec.begin.unwrap_or(now).max(now);
         // The job is planned among the queue as it is, from its earliest begin.
         job.eligible_time = Some(now);
-        let mut jobs: Vec<&Job> = self.jobs.values().filter(|j| j.is_active()).collect();
+        let mut jobs: Vec<&Job> = self
+            .jobs
+            .values()
+            .filter(|j| j.is_active())
+            .map(|j| &**j)
+            .collect();
         jobs.push(&job);
         let out = sched::run(&sched::Input {
             jobs: &jobs,
@@ -813,7 +819,12 @@ impl Cluster {
     }
 
     fn run_pass(&self, now: i64, backfill: bool) -> sched::Outcome {
-        let jobs: Vec<&Job> = self.jobs.values().filter(|j| j.is_active()).collect();
+        let jobs: Vec<&Job> = self
+            .jobs
+            .values()
+            .filter(|j| j.is_active())
+            .map(|j| &**j)
+            .collect();
         sched::run(&sched::Input {
             jobs: &jobs,
             nodes: &self.nodes,
@@ -908,11 +919,11 @@ impl Cluster {
             n.last_busy_time = Some(now);
         }
         let j = self.jobs[&id].clone();
-        fx.persist.push(j.clone());
+        fx.persist.push(Job::clone(&j));
         fx.to_agent.push((
             batch_host,
             ToAgent::Launch(LaunchBatch {
-                job: Box::new(j),
+                job: j,
                 kill_wait: self.kill_wait,
                 cluster: self.cluster_name.clone(),
                 cgroup: self.cgroup.clone(),
@@ -1020,7 +1031,7 @@ impl Cluster {
         j.end_time = Some(now);
         j.completing = true;
         let alloc = j.alloc.clone();
-        fx.persist.push(j.clone());
+        fx.persist.push(Job::clone(j));
         if let Some(a) = &alloc {
             for name in &a.nodes {
                 if let Some(n) = self.node_mut(name) {
@@ -1111,7 +1122,7 @@ impl Cluster {
                     j.start_time = Some(now);
                     j.alloc = Some(alloc);
                     j.partition = part;
-                    fx.persist.push(j.clone());
+                    fx.persist.push(Job::clone(j));
                 }
             } else if !self.jobs.contains_key(&id) {
                 fx.to_agent
@@ -1259,7 +1270,7 @@ impl Cluster {
                 }
             }
         }
-        fx.persist.push(j.clone());
+        fx.persist.push(Job::clone(j));
         fx.schedule = true;
         let (uid, state, ran) = (j.uid, j.state, j.run_secs(end_time));
         if let Some(a) = alloc {
@@ -1346,7 +1357,7 @@ impl Cluster {
                 j.cancelled_by = Some(c.uid);
                 self.stats.jobs_canceled += 1;
                 j.reason = Reason::None;
-                fx.persist.push(j.clone());
+                fx.persist.push(Job::clone(j));
                 fx.schedule = true;
                 Ok(())
             }
@@ -1355,7 +1366,7 @@ impl Cluster {
                 let node = self.end_running(id, JobState::Cancelled, Reason::None, now, fx);
                 if let Some(j) = self.jobs.get_mut(&id) {
                     j.cancelled_by = Some(c.uid);
-                    fx.persist.push(j.clone());
+                    fx.persist.push(Job::clone(j));
                 }
                 if let Some(node) = node {
                     fx.to_agent.push((
@@ -1468,7 +1479,7 @@ impl Cluster {
                         j.hold = Some(HoldKind::User);
                         j.priority = 0;
                         j.reason = Reason::JobHeldUser;
-                        fx.persist.push(j.clone());
+                        fx.persist.push(Job::clone(j));
                         Ok(())
                     }
                     JobState::Pending => Err(SlurmError::JobPending),
@@ -1568,7 +1579,7 @@ impl Cluster {
             }
         }
         *j = new;
-        fx.persist.push(j.clone());
+        fx.persist.push(Job::clone(j));
         fx.schedule = true;
         Ok(())
     }
@@ -1673,7 +1684,7 @@ impl Cluster {
                 Some(j) => {
                     let r = f(j);
                     if r.is_ok() {
-                        fx.persist.push(j.clone());
+                        fx.persist.push(Job::clone(j));
                         fx.schedule = true;
                     }
                     r
