@@ -532,8 +532,11 @@ pub fn value(field: &str, job: &Job, step: Option<&StepRecord>, now: i64, cluste
             _ => job.state_long().to_string(),
         },
         ("State", Some(s)) => s.state.long().to_string(),
-        // The accounting record of a cancelled job keeps no exit status.
-        ("ExitCode", None) if job.state == JobState::Cancelled => "0:0".into(),
+        // The accounting record of a cancelled or timed-out job keeps no exit status
+        // (scontrol shows the batch shell's, e.g. 0:15).
+        ("ExitCode", None) if matches!(job.state, JobState::Cancelled | JobState::Timeout) => {
+            "0:0".into()
+        }
         ("ExitCode", None) => job.exit.to_string(),
         ("ExitCode", Some(s)) => s.exit.to_string(),
         ("DerivedExitCode", None) => job.derived_exit.to_string(),

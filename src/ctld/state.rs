@@ -740,7 +740,13 @@ impl Cluster {
                 j.priority = 0;
                 j.reason = Reason::JobHeldUser;
             }
-        } else if !was_completing {
+        } else if was_completing {
+            // Cancelled, timed out or node set down: the state stays; the job's exit
+            // code is how the batch shell ended (scontrol `ExitCode=0:15` or `0:9`).
+            if end.is_some() {
+                j.exit = status;
+            }
+        } else {
             j.end_time = Some(end_time);
             match &end {
                 None => {
@@ -852,10 +858,10 @@ impl Cluster {
         match (j.state, signal) {
             (JobState::Pending, None) => {
                 let j = self.jobs.get_mut(&id).expect("checked above");
+                // The last pending reason stays, as in Slurm (`CANCELLED Priority`).
                 j.state = JobState::Cancelled;
                 j.end_time = Some(now);
                 j.cancelled_by = Some(c.uid);
-                j.reason = Reason::None;
                 fx.persist.push(j.clone());
                 fx.schedule = true;
                 Ok(())

@@ -281,10 +281,14 @@ fn child_setup(p: &Prepared) -> std::io::Result<()> {
     nix::sys::stat::umask(Mode::from_bits_truncate(p.umask as nix::libc::mode_t));
     nix::unistd::chdir(p.work_dir.as_c_str()).map_err(io)?;
     let inp = open(p.stdin.as_c_str(), OFlag::O_RDONLY, Mode::empty()).map_err(io)?;
+    // Always O_APPEND (after truncating unless --open-mode=append): stepd appends its
+    // `*** JOB … CANCELLED ***` line through another descriptor, and without O_APPEND
+    // the job's next write would land at its own offset, over that line.
     let mode = OFlag::O_WRONLY
         | OFlag::O_CREAT
+        | OFlag::O_APPEND
         | if p.append {
-            OFlag::O_APPEND
+            OFlag::empty()
         } else {
             OFlag::O_TRUNC
         };

@@ -177,6 +177,8 @@ fn cancel_pending_and_running() {
     assert_eq!(r[0].error, None);
     assert_eq!(c.jobs[&b].state, JobState::Cancelled);
     assert_eq!(c.jobs[&b].cancelled_by, Some(2001));
+    // A cancelled pending job keeps its last reason (golden scancel.txt).
+    assert_eq!(c.jobs[&b].reason, Reason::Resources);
     // Someone else may not cancel alice's job.
     let f = JobFilter {
         ids: vec![a],
@@ -238,6 +240,8 @@ fn time_limit_ends_job_as_timeout() {
     c.from_agent("n1", ended(id, 0, 15), 61, &mut fx);
     assert_eq!(c.jobs[&id].state_long(), "TIMEOUT");
     assert_eq!(c.jobs[&id].end_time, Some(60));
+    // scontrol's ExitCode is how the shell ended (golden timeout.txt: 0:15 or 0:9).
+    assert_eq!(c.jobs[&id].exit.to_string(), "0:15");
 }
 
 #[test]
