@@ -3,8 +3,14 @@
 
 mod env;
 mod harness;
+mod limits;
 mod outputs;
 mod personal;
 mod protocol;
+mod sacct;
 mod sbatch;
+mod scancel;
+mod scontrol;
+mod sinfo;
+mod squeue;
 mod states;
