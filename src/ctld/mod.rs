@@ -136,7 +136,7 @@ fn init_tracing() {
 }
 
 fn start_background(cfg: &Config) -> ExitCode {
-    match crate::cli::client::Client::connect_with(cfg) {
+    match crate::cli::client::Client::start_controller(cfg) {
         Ok(_) => {
             eprintln!(
                 "sluice controller: running (socket {})",

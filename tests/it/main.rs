@@ -2,6 +2,7 @@
 //! front-ends (see `harness`).
 
 mod env;
+mod errors;
 mod harness;
 mod limits;
 mod outputs;
