@@ -104,7 +104,8 @@ fn the_option_grammar_reaches_the_job() {
     });
     // Short options with separate values, glued values, long options with `=` and with
     // a separate value, an unambiguous long prefix.
-    let cases: &[(&[&str], &[(&str, &str)])] = &[
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)]);
+    let cases: &[Case] = &[
         (
             &[
                 "-p", "batch", "-J", "short", "-t", "1-2", "-n", "2", "-c", "2", "--mem=1G",
