@@ -3,11 +3,13 @@
 
 mod env;
 mod errors;
+mod examples;
 mod harness;
 mod limits;
 mod outputs;
 mod personal;
 mod protocol;
+mod recovery;
 mod sacct;
 mod sbatch;
 mod scancel;
@@ -15,3 +17,4 @@ mod scontrol;
 mod sinfo;
 mod squeue;
 mod states;
+mod system_mode;
