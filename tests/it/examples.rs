@@ -146,11 +146,10 @@ fn the_training_skeleton_checkpoints_and_requeues_itself() {
     let log = format!("logs/train-{id}.out");
     c.wait_file(&log, |s| s.contains(&format!("run 1 of job {id} on ")));
     // USR1 arrives, the job checkpoints, requeues itself and runs again from there.
-    let second = wait_until("the second run", Duration::from_secs(40), || {
+    wait_until("the second run", Duration::from_secs(40), || {
         let s = std::fs::read_to_string(c.path(&log)).ok()?;
         s.contains(&format!("run 2 of job {id} on ")).then_some(())
     });
-    let _ = second;
     let step: u32 = std::fs::read_to_string(c.path("checkpoint.txt"))
         .unwrap()
         .trim()
