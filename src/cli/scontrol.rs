@@ -13,7 +13,7 @@ use super::jobfmt::{self, Stream};
 use super::jobid::parse_job_id;
 use super::timefmt::fmt_ts;
 use crate::jobspec::units::parse_time_limit;
-use crate::model::{Job, JobState, MemReq, Node, Partition, hostlist};
+use crate::model::{Job, JobState, MemReq, Node, Partition, TimeLimit, hostlist};
 use crate::proto::{JobFilter, JobResult, JobUpdate, NodeUpdate, Request, Response};
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -262,6 +262,18 @@ fn parse_update(rest: &[String]) -> Result<Command, String> {
                 "timelimit" => match parse_time_limit(v) {
                     Ok(t) => updates.push(JobUpdate::TimeLimit(t)),
                     Err(_) => return Err(format!("Invalid TimeLimit value: {v}\nRequest aborted")),
+                },
+                // `TimeLimit+=30` / `TimeLimit-=30`: relative to the current limit.
+                "timelimit+" | "timelimit-" => match parse_time_limit(v) {
+                    Ok(TimeLimit::Minutes(m)) => {
+                        let m = i64::from(m);
+                        updates.push(JobUpdate::TimeLimitBy(if k.ends_with('-') {
+                            -m
+                        } else {
+                            m
+                        }))
+                    }
+                    _ => return Err(format!("Invalid TimeLimit value: {v}\nRequest aborted")),
                 },
                 "jobname" | "name" => updates.push(JobUpdate::Name(v.clone())),
                 "partition" => updates.push(JobUpdate::Partition(v.clone())),
@@ -1398,6 +1410,20 @@ mod tests {
                 ]
             }]
         );
+        let (_, seen) = exec_with(
+            "update JobId=12 TimeLimit+=30 TimeLimit-=1:00:00",
+            Response::Ok,
+        );
+        assert_eq!(
+            seen,
+            vec![Request::UpdateJob {
+                id: 12,
+                updates: vec![JobUpdate::TimeLimitBy(30), JobUpdate::TimeLimitBy(-60)]
+            }]
+        );
+        let (o, seen) = exec_with("update JobId=12 TimeLimit+=UNLIMITED", Response::Ok);
+        assert_eq!(o.code, 1);
+        assert!(seen.is_empty());
         let (o, seen) = exec_with("update JobId=12 TimeLimit=notatime", Response::Ok);
         assert_eq!(o.code, 1);
         assert!(o.stderr.starts_with("Invalid TimeLimit value: notatime"));

@@ -11,7 +11,7 @@ use crate::config::Config;
 use crate::model::job::{Allocation, ExitStatus, StepRecord};
 use crate::model::{
     HoldKind, Job, JobSpec, JobState, MemReq, Node, NodeState, Partition, PartitionState, Reason,
-    hostlist,
+    TimeLimit, hostlist,
 };
 use crate::proto::{
     EndKind, FromAgent, JobFilter, JobResult, JobUpdate, LaunchBatch, NodeUpdate, SlurmError,
@@ -1034,7 +1034,26 @@ impl Cluster {
         }
         let mut new = j.clone();
         for u in updates {
+            // A relative change becomes an absolute one; an unlimited limit or a result
+            // below one minute is invalid.
+            let relative;
+            let u = match u {
+                JobUpdate::TimeLimitBy(delta) => {
+                    let TimeLimit::Minutes(cur) = new.time_limit else {
+                        return Err(SlurmError::InvalidTimeLimit);
+                    };
+                    let m = i64::from(cur) + delta;
+                    if m < 1 || m > i64::from(u32::MAX) {
+                        return Err(SlurmError::InvalidTimeLimit);
+                    }
+                    relative = JobUpdate::TimeLimit(TimeLimit::Minutes(m as u32));
+                    &relative
+                }
+                other => other,
+            };
             match u {
+                // Made absolute above.
+                JobUpdate::TimeLimitBy(_) => {}
                 JobUpdate::TimeLimit(t) => {
                     let raise = match (t.secs(), new.time_limit.secs()) {
                         (Some(a), Some(b)) => a > b,

@@ -367,3 +367,34 @@ fn batch_signal_is_sent_before_the_limit_once() {
     c.tick(91, &mut fx);
     assert_eq!(sent(&fx), 1);
 }
+
+#[test]
+fn relative_time_limit_updates() {
+    let mut c = cluster();
+    let mut s = spec("t");
+    s.time_limit = Some(TimeLimit::Minutes(30));
+    s.hold = true;
+    let id = submit(&mut c, s, ALICE, 0);
+    let mut fx = Effects::default();
+    // The owner may lower it; raising is for operators.
+    assert_eq!(
+        c.update_job(id, &[JobUpdate::TimeLimitBy(-10)], ALICE, &mut fx),
+        Ok(())
+    );
+    assert_eq!(c.jobs[&id].time_limit, TimeLimit::Minutes(20));
+    assert_eq!(
+        c.update_job(id, &[JobUpdate::TimeLimitBy(5)], ALICE, &mut fx),
+        Err(SlurmError::AccessDenied)
+    );
+    assert_eq!(
+        c.update_job(id, &[JobUpdate::TimeLimitBy(5)], ROOT, &mut fx),
+        Ok(())
+    );
+    assert_eq!(c.jobs[&id].time_limit, TimeLimit::Minutes(25));
+    // Not below one minute.
+    assert_eq!(
+        c.update_job(id, &[JobUpdate::TimeLimitBy(-25)], ROOT, &mut fx),
+        Err(SlurmError::InvalidTimeLimit)
+    );
+    assert_eq!(c.jobs[&id].time_limit, TimeLimit::Minutes(25));
+}
