@@ -143,6 +143,11 @@ fn hold_release_requeue_and_job_updates() {
     );
     assert_eq!(c.show_field(id, "JobName"), "renamed");
     assert_eq!(c.show_field(id, "TimeLimit"), "00:15:00");
+    // Relative changes (`TimeLimit-=M`, `TimeLimit+=M`).
+    c.ok("scontrol", &["update", &jid, "TimeLimit-=5"]);
+    assert_eq!(c.show_field(id, "TimeLimit"), "00:10:00");
+    c.ok("scontrol", &["update", &jid, "TimeLimit+=5"]);
+    assert_eq!(c.show_field(id, "TimeLimit"), "00:15:00");
     assert_eq!(c.show_field(id, "Partition"), "batch");
     assert_eq!(c.show_field(id, "Nice"), "50");
     // hold/uhold/release.
