@@ -302,3 +302,43 @@ fn a_corrupt_database_in_personal_mode_is_reported_by_the_first_front_end() {
     );
     assert_eq!(std::fs::read(&db).unwrap(), before);
 }
+
+#[test]
+fn the_multicall_binary_dispatches_and_refuses_unknown_roles() {
+    let c = TestCluster::start();
+    // `sluice <command>` is the same as the Slurm-named link.
+    let a = c.ok("sluice", &["sbatch", "--parsable", "-H", "--wrap", "true"]);
+    let b = c.ok("sbatch", &["--parsable", "-H", "--wrap", "true"]);
+    assert_eq!(
+        b.trim().parse::<u32>().unwrap(),
+        a.trim().parse::<u32>().unwrap() + 1
+    );
+    assert_eq!(
+        c.ok("sluice", &["squeue", "-h", "-o", "%i"]),
+        c.ok("squeue", &["-h", "-o", "%i"])
+    );
+    let (code, _, err) = c.fails("sluice", &["bogus"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.starts_with("sluice: unknown command 'bogus'\nusage: sluice <command>"),
+        "{err}"
+    );
+    let (code, _, err) = c.fails("sluice", &["controller", "--bogus"]);
+    assert_eq!(
+        (code, err.as_str()),
+        (2, "sluice controller: unknown option '--bogus'\n")
+    );
+    // Front-ends of later issues say so and create nothing.
+    let before = c.job_ids();
+    for cmd in ["srun", "salloc"] {
+        let (code, out, err) = c.fails(cmd, &["true"]);
+        assert_eq!((code, out.as_str()), (1, ""), "{cmd}");
+        assert!(
+            err.starts_with(&format!(
+                "{cmd}: error: {cmd} is not supported yet by sluice"
+            )),
+            "{err}"
+        );
+    }
+    assert_eq!(c.job_ids(), before);
+}

@@ -147,6 +147,17 @@ fn new_jobs_show_at_once_and_finished_jobs_stay_for_min_job_age() {
         ),
         "PENDING\n"
     );
+    // A job that starts at once is just as visible (sluice schedules immediately
+    // instead of after Slurm's batch_sched_delay, so it may already be RUNNING).
+    for _ in 0..5 {
+        let quick = c.submit(&["--wrap", "true"]);
+        let q = quick.to_string();
+        assert!(c.state(quick).is_some(), "job {quick} not in squeue");
+        assert_eq!(
+            c.ok("sacct", &["-n", "-X", "-P", "-j", &q, "-o", "JobID"]),
+            format!("{quick}\n")
+        );
+    }
     let done = c.submit(&["--wrap", "exit 2"]);
     assert_eq!(c.wait_done(done), "FAILED");
     let sid = done.to_string();

@@ -119,7 +119,7 @@ fn exit_codes_and_signals_give_slurms_states() {
 #[test]
 fn cancel_pending_and_running_jobs_through_completing() {
     let c = TestCluster::start_with(Setup {
-        kill_wait: 2,
+        kill_wait: 3,
         ..Setup::default()
     });
     // A running job that ignores SIGTERM stays COMPLETING until SIGKILL after KillWait.
