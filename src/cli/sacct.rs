@@ -227,9 +227,12 @@ pub fn parse_format(list: &str) -> Result<Vec<Field>, String> {
                 Some(d) => (true, d),
                 None => (false, ws),
             };
+            // Clamped like the %-format engine's widths: a typo must not make us
+            // allocate gigabytes of padding.
             w = digits
                 .parse::<usize>()
-                .map_err(|_| format!("sacct: error: Invalid field requested: \"{item}\""))?;
+                .map_err(|_| format!("sacct: error: Invalid field requested: \"{item}\""))?
+                .min(MAX_WIDTH);
             left = neg || left;
         }
         out.push(Field {
@@ -637,12 +640,17 @@ fn fit(v: &str, f: &Field) -> String {
     } else {
         v.to_string()
     };
+    // Padded by hand: `format!` widths stop at u16::MAX.
+    let pad = " ".repeat(w.saturating_sub(text.chars().count()));
     if f.left {
-        format!("{text:<w$} ")
+        format!("{text}{pad} ")
     } else {
-        format!("{text:>w$} ")
+        format!("{pad}{text} ")
     }
 }
+
+/// The widest column `--format=field%W` may ask for.
+const MAX_WIDTH: usize = 1 << 16;
 
 fn line(o: &Opts, values: &[String]) -> String {
     let mut s = String::new();
@@ -972,6 +980,15 @@ JobID           JobName      State ExitCode    Elapsed
         );
         let s = out("-j 300 -P -n -o Submit,User,NNodes,NCPUS,Timelimit", &jobs);
         assert_eq!(s, format!("{}|alice|1|1|01:00:00\n", fmt_ts(T0)));
+    }
+
+    #[test]
+    fn huge_widths_are_clamped_not_a_panic() {
+        let f = parse_format("jobid%99999999999,state%70000").unwrap();
+        assert_eq!((f[0].width, f[1].width), (MAX_WIDTH, MAX_WIDTH));
+        let cell = fit("COMPLETED", &f[1]);
+        assert_eq!(cell.len(), MAX_WIDTH + 1);
+        assert!(cell.ends_with("COMPLETED "));
     }
 
     #[test]

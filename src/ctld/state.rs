@@ -236,11 +236,19 @@ impl Cluster {
         let time_limit = spec.time_limit.unwrap_or_else(|| part.default_limit());
         let cpt = spec.cpus_per_task.unwrap_or(1).max(1);
         let nodes_min = spec.nodes_min.unwrap_or(1).max(1);
+        // Counts come from the user: products that overflow are requests no node can
+        // satisfy, never a reason to panic.
         let ntasks = match (spec.ntasks, spec.ntasks_per_node) {
             (Some(n), _) => n.max(1),
-            (None, Some(per)) => per.max(1) * nodes_min,
+            (None, Some(per)) => per
+                .max(1)
+                .checked_mul(nodes_min)
+                .ok_or(SlurmError::NodeConfigUnavailable)?,
             (None, None) => nodes_min,
         };
+        let req_cpus = ntasks
+            .checked_mul(cpt)
+            .ok_or(SlurmError::NodeConfigUnavailable)?;
         let req_nodes = match (spec.ntasks_per_node, spec.nodes_min) {
             (Some(per), None) => ntasks.div_ceil(per.max(1)),
             _ => nodes_min,
@@ -272,7 +280,7 @@ impl Cluster {
             account: spec.account.clone().unwrap_or_default(),
             qos: spec.qos.clone().unwrap_or_else(|| "normal".into()),
             time_limit,
-            req_cpus: ntasks * cpt,
+            req_cpus,
             req_tasks: ntasks,
             req_nodes,
             req_mem,

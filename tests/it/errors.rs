@@ -87,6 +87,17 @@ fn bad_sbatch_input_names_the_problem_and_creates_no_job() {
             1,
             "sbatch: error: Batch job submission failed: Requested node configuration is not available\n",
         ),
+        // Products of user counts that overflow (the controller once panicked here).
+        (
+            &["--ntasks-per-node=65536", "-N", "65536", "--wrap", "true"],
+            1,
+            "sbatch: error: Batch job submission failed: Requested node configuration is not available\n",
+        ),
+        (
+            &["-n", "65536", "-c", "65536", "--wrap", "true"],
+            1,
+            "sbatch: error: Batch job submission failed: Requested node configuration is not available\n",
+        ),
         (
             &["--nodes=2", "--wrap", "true"],
             1,

@@ -398,3 +398,26 @@ fn relative_time_limit_updates() {
     );
     assert_eq!(c.jobs[&id].time_limit, TimeLimit::Minutes(25));
 }
+
+#[test]
+fn overflowing_counts_are_refused_not_a_panic() {
+    let c = cluster();
+    let mut s = spec("huge");
+    s.ntasks_per_node = Some(65536);
+    s.nodes_min = Some(65536);
+    assert_eq!(
+        c.resolve(s, ALICE, 0, &names).err(),
+        Some(SlurmError::NodeConfigUnavailable)
+    );
+    let mut s = spec("wide");
+    s.ntasks = Some(1 << 20);
+    s.cpus_per_task = Some(1 << 20);
+    assert_eq!(
+        c.resolve(s, ALICE, 0, &names).err(),
+        Some(SlurmError::NodeConfigUnavailable)
+    );
+    let mut s = spec("mem");
+    s.ntasks = Some(1 << 16);
+    s.mem = Some(MemReq::PerCpu(999_999_999_999_999));
+    assert!(c.resolve(s, ALICE, 0, &names).is_err());
+}
