@@ -5,6 +5,7 @@ mod env;
 mod errors;
 mod examples;
 mod harness;
+mod isolation;
 mod limits;
 mod outputs;
 mod personal;

@@ -34,6 +34,9 @@ pub struct TestCluster {
     pub conf: PathBuf,
     pub bin: PathBuf,
     pub work: PathBuf,
+    /// The `[cgroup] root` of this cluster: unique, so that clusters running at the same
+    /// time never share job cgroups (their job ids overlap).
+    pub cgroup: sluice::config::CgroupConf,
     ctld: Option<Child>,
 }
 
@@ -49,6 +52,8 @@ pub struct Setup {
     pub min_job_age: u32,
     /// Extra top-level TOML lines (e.g. `slurm_version = "23.11.1"`).
     pub top: &'static str,
+    /// More lines of the `[cgroup]` section (Slurm's defaults: nothing constrained).
+    pub cgroup: &'static str,
 }
 
 impl Default for Setup {
@@ -60,6 +65,7 @@ impl Default for Setup {
             kill_wait: 2,
             min_job_age: 300,
             top: "",
+            cgroup: "",
         }
     }
 }
@@ -76,6 +82,13 @@ impl TestCluster {
         let root = dir.path().canonicalize().unwrap();
         let node = sluice::config::short_hostname();
         let conf = root.join("sluice.toml");
+        let cg_root = format!(
+            "sluice-it-{}",
+            root.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .replace(|c: char| !c.is_ascii_alphanumeric(), "")
+        );
         std::fs::write(
             &conf,
             format!(
@@ -96,6 +109,9 @@ nodes = "{node}"
 default = true
 max_time = "1:00:00"
 {extra}
+[cgroup]
+root = "{cg_root}"
+{cg}
 "#,
                 root = root.display(),
                 kw = s.kill_wait,
@@ -104,9 +120,14 @@ max_time = "1:00:00"
                 cpus = s.cpus,
                 mem = s.memory,
                 extra = s.extra_partitions.replace("NODE", &node),
+                cg_root = cg_root,
+                cg = s.cgroup,
             ),
         )
         .unwrap();
+        let cgroup = sluice::config::Config::from_file(&conf)
+            .expect("test config loads")
+            .cgroup;
         let bin = root.join("bin");
         std::fs::create_dir_all(&bin).unwrap();
         for name in sluice::cli::LINKED_COMMANDS.iter().chain(["sluice"].iter()) {
@@ -119,6 +140,7 @@ max_time = "1:00:00"
             conf,
             bin,
             work,
+            cgroup,
             ctld: None,
         };
         c.start_controller();
@@ -397,6 +419,11 @@ impl Drop for TestCluster {
             }
         }
         kill_spooled_jobs(&self.spool());
+        // stepds killed above cannot remove their cgroups, nor kill what escaped the
+        // job's process group.
+        if let Err(e) = sluice::stepd::isolate::purge(&self.cgroup) {
+            eprintln!("test cluster cgroups: {e}");
+        }
         if std::env::var_os("SLUICE_KEEP_TEST_DIRS").is_some() {
             let p = self.dir.path().to_path_buf();
             eprintln!("keeping {}", p.display());
