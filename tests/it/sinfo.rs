@@ -103,14 +103,16 @@ fn version_is_the_emulated_slurms_and_configurable() {
         ),
     )
     .unwrap();
-    let o = c
-        .cmd("sinfo")
-        .arg("--version")
-        .env("SLUICE_CONF", &conf)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(stdout(&o), "slurm 24.11.1\n");
+    for cmd in ["sinfo", "sbatch", "squeue", "scancel", "scontrol", "sacct"] {
+        let o = c
+            .cmd(cmd)
+            .arg("--version")
+            .env("SLUICE_CONF", &conf)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{cmd}: {}", stderr(&o));
+        assert_eq!(stdout(&o), "slurm 24.11.1\n", "{cmd}");
+    }
 }
 
 #[test]
