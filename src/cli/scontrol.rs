@@ -375,7 +375,10 @@ pub fn execute(
     req: &mut Requester<'_>,
 ) -> Output {
     match cmd {
-        Command::Version => Output::ok(format!("slurm {}\n", crate::config::DEFAULT_SLURM_VERSION)),
+        Command::Version => Output::ok(format!(
+            "slurm {}\n",
+            crate::config::advertised_slurm_version()
+        )),
         Command::Show(Show::Hostnames(list)) => {
             let Some(list) = list.as_deref().or(env_nodelist) else {
                 return Output::err("scontrol: error: host list is empty\n".into());
