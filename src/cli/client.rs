@@ -111,11 +111,15 @@ impl Client {
                 }
                 Err(_) => std::thread::sleep(Duration::from_millis(5)),
             }
-            // A controller that exits at once either lost a start race (the winner is
-            // about to answer) or refused to start: wait a little, not the full 10 s.
+            // A controller that exits at once either lost a start race (another one
+            // holds the state lock and is about to answer: keep waiting) or refused to
+            // start (a bad database, say): then wait a little, not the full 10 s.
             if !failed && matches!(child.try_wait(), Ok(Some(st)) if !st.success()) {
                 failed = true;
-                deadline = deadline.min(Instant::now() + Duration::from_secs(2));
+                let lost_race = last_line(&log).is_some_and(|l| l.contains(LOCK_HELD));
+                if !lost_race {
+                    deadline = deadline.min(Instant::now() + Duration::from_secs(2));
+                }
             }
         }
     }
@@ -162,6 +166,9 @@ fn spawn_controller(cfg: &Config) -> std::io::Result<std::process::Child> {
     }
     cmd.spawn()
 }
+
+/// What a controller that finds the state directory locked says (`ctld::run`).
+pub const LOCK_HELD: &str = "another controller already uses";
 
 /// The last non-empty line of a log file.
 fn last_line(path: &std::path::Path) -> Option<String> {

@@ -213,7 +213,8 @@ fn lock_state_dir(cfg: &Config) -> anyhow::Result<nix::fcntl::Flock<std::fs::Fil
     let lock = nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock).map_err(
         |(_, e)| {
             anyhow::anyhow!(
-                "another controller already uses {} ({e})",
+                "{} {} ({e})",
+                crate::cli::client::LOCK_HELD,
                 cfg.state_dir.display()
             )
         },
