@@ -17,5 +17,6 @@ mod scancel;
 mod scontrol;
 mod sinfo;
 mod squeue;
+mod ssh;
 mod states;
 mod system_mode;
