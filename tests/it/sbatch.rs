@@ -321,3 +321,66 @@ fn a_job_runs_in_submission_order_when_the_node_is_full() {
         assert_eq!(c.wait_done(id), "COMPLETED");
     }
 }
+
+#[test]
+fn jobs_for_nodes_that_have_not_registered_yet_are_accepted_and_wait() {
+    // A node that never registers (a remote node whose SSH link cannot come up; the
+    // address is loopback, so nothing leaves the machine) has no detected size: jobs
+    // for it are accepted and pend, rather than refused as impossible. This is also the
+    // window between a controller's start and its local agent's registration, which
+    // once refused the very first `sbatch` of a personal controller.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let conf = d.join("sluice.toml");
+    std::fs::write(
+        &conf,
+        format!(
+            "state_dir = \"{0}/state\"\nsocket = \"{0}/run/ctld.sock\"\n\
+             [[nodes]]\nname = \"{1}\"\ncpus = 2\nmemory = 1000\n\
+             [[nodes]]\nname = \"far\"\nssh = \"root@127.0.0.1:1\"\n\
+             [[nodes]]\nname = \"farsmall\"\nssh = \"root@127.0.0.1:1\"\ncpus = 2\n\
+             [[partitions]]\nname = \"debug\"\nnodes = \"{1}\"\ndefault = true\n\
+             [[partitions]]\nname = \"remote\"\nnodes = \"far\"\n\
+             [[partitions]]\nname = \"small\"\nnodes = \"farsmall\"\n",
+            d.display(),
+            sluice::config::short_hostname()
+        ),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        std::process::Command::new(sluice_bin())
+            .args(args)
+            .env("SLUICE_CONF", &conf)
+            .current_dir(d)
+            .output()
+            .unwrap()
+    };
+    let o = run(&["controller"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&[
+        "sbatch",
+        "--parsable",
+        "-p",
+        "remote",
+        "-n",
+        "8",
+        "--mem=10G",
+        "--wrap",
+        "true",
+    ]);
+    let accepted = o.status.success();
+    let out = stdout(&o);
+    let err = stderr(&o);
+    // Declared sizes still decide: 8 tasks never fit 2 declared CPUs.
+    let small = run(&["sbatch", "-p", "small", "-n", "8", "--wrap", "true"]);
+    let shown = stdout(&run(&["squeue", "-h", "-o", "%P %t"]));
+    let _ = run(&["controller", "--stop"]);
+    assert!(accepted, "{err}");
+    assert!(out.trim().parse::<u32>().is_ok(), "{out}");
+    assert_eq!(shown, "remote PD\n");
+    assert_eq!(small.status.code(), Some(1));
+    assert_eq!(
+        stderr(&small),
+        "sbatch: error: Batch job submission failed: Requested node configuration is not available\n"
+    );
+}
