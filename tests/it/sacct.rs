@@ -67,7 +67,17 @@ fn tables_fields_and_filters() {
         ids(&["-X", "--name=held,okjob"]),
         [ok, held].map(|i| i.to_string())
     );
-    assert_eq!(ids(&["-X", "-s", "F"]), [bad.to_string()]);
+    // --state selects jobs in that state within [-S, -E]; without -E the window is the
+    // single instant -S (Slurm's rule, golden sacct.txt), so finished jobs need -E.
+    assert_eq!(
+        ids(&["-X", "-s", "F", "-S", "now-1hour", "-E", "now"]),
+        [bad.to_string()]
+    );
+    assert_eq!(
+        ids(&["-X", "-s", "F", "-S", "now-1hour"]),
+        Vec::<String>::new()
+    );
+    assert_eq!(ids(&["-X", "-s", "PD"]), [held.to_string()]);
     // Time windows: only the still-pending job exists an hour from now; everything
     // since yesterday; nothing before the jobs were submitted.
     assert_eq!(ids(&["-X", "-S", "now+1hour"]), [held.to_string()]);
