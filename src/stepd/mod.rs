@@ -81,7 +81,6 @@ struct Prepared {
 pub fn run(dir: &Path) -> anyhow::Result<()> {
     let lb: LaunchBatch = spool::read_launch(dir)?.context("no launch record")?;
     let _ = nix::unistd::setsid();
-    spool::write_pid(dir, spool::STEPD_PID, std::process::id())?;
     let mut mask = SigSet::empty();
     for s in [
         Signal::SIGCHLD,
@@ -92,7 +91,28 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
     ] {
         mask.add(s);
     }
+    // Blocked before the pid is published: from then on the agent's SIGTERM means
+    // "terminate", never "die before the job starts".
     mask.thread_block().context("cannot block signals")?;
+    spool::write_pid(dir, spool::STEPD_PID, std::process::id())?;
+    // A terminate request that came before our pid was known was not signalled to us:
+    // the job was cancelled (or timed out) before it started, so it never starts.
+    if dir.join(spool::TERMINATE).exists() {
+        let r = StepResult {
+            kind: EndKind::Exited,
+            status: ExitStatus {
+                code: 0,
+                signal: Signal::SIGTERM as i32,
+            },
+            time: now(),
+            max_rss_kib: 0,
+            cpu_secs: 0.0,
+            oom: false,
+            message: None,
+        };
+        spool::write(dir, spool::RESULT, &r)?;
+        return Ok(());
+    }
 
     let job = &lb.job;
     let node = job

@@ -208,3 +208,62 @@ fn cancel_pending_and_running_jobs_through_completing() {
         assert!(all.contains(&format!("{id} CA")), "{all}");
     }
 }
+
+#[test]
+fn a_job_terminated_before_its_stepd_starts_never_runs() {
+    // The agent writes a terminate request, then signals stepd if its pid is known. A
+    // cancel (or time limit) that lands in the instant between launch and stepd's
+    // start used to be lost, and the "cancelled" job ran to its end. Replayed here
+    // deterministically: a copy of a real launch record, with the request already there.
+    use sluice::proto::spool;
+    let c = TestCluster::start();
+    let id = c.submit(&["--wrap", "echo run >> runs.txt; sleep 100"]);
+    c.wait_file("runs.txt", |s| s == "run\n");
+    let live = c.dir.path().join(format!("spool/job_{id}"));
+    let copy = c.dir.path().join("replay");
+    std::fs::create_dir(&copy).unwrap();
+    std::fs::copy(live.join(spool::LAUNCH), copy.join(spool::LAUNCH)).unwrap();
+    spool::write(
+        &copy,
+        spool::TERMINATE,
+        &spool::TerminateRequest {
+            kill_wait: 1,
+            message: None,
+        },
+    )
+    .unwrap();
+    let mut stepd = std::process::Command::new(sluice_bin())
+        .arg("stepd")
+        .arg(&copy)
+        .spawn()
+        .unwrap();
+    let end = std::time::Instant::now() + Duration::from_secs(10);
+    let done = loop {
+        if let Some(st) = stepd.try_wait().unwrap() {
+            break st;
+        }
+        if std::time::Instant::now() > end {
+            // Leave nothing behind: the job it started, then stepd itself.
+            if let Some(pid) = spool::read_pid(&copy, spool::JOB_PID) {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(-pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            let _ = stepd.kill();
+            let _ = stepd.wait();
+            panic!("stepd ran the job although it had been terminated before it started");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(done.success());
+    let r: spool::StepResult = spool::read(&copy, spool::RESULT).unwrap().unwrap();
+    assert_eq!(r.status.to_string(), "0:15");
+    assert!(!copy.join(spool::JOB_PID).exists());
+    assert_eq!(
+        std::fs::read_to_string(c.path("runs.txt")).unwrap(),
+        "run\n"
+    );
+    c.ok("scancel", &[&id.to_string()]);
+    c.wait_done(id);
+}
