@@ -182,6 +182,9 @@ tresusageinminnode,tresusageinmintask,tresusageintot,tresusageoutmax,tresusageou
 tresusageoutmaxtask,tresusageoutave,tresusageouttot";
 
 /// Slurm's default column width for a field, and whether it is left-justified.
+/// The widest `%W` accepted (wider ones are refused rather than padded into megabytes).
+const MAX_FIELD_WIDTH: usize = 4096;
+
 fn default_width(name: &str) -> (usize, bool) {
     match name {
         "JobID" | "JobIDRaw" => (12, true),
@@ -227,12 +230,11 @@ pub fn parse_format(list: &str) -> Result<Vec<Field>, String> {
                 Some(d) => (true, d),
                 None => (false, ws),
             };
-            // Clamped like the %-format engine's widths: a typo must not make us
-            // allocate gigabytes of padding.
             w = digits
                 .parse::<usize>()
-                .map_err(|_| format!("sacct: error: Invalid field requested: \"{item}\""))?
-                .min(MAX_WIDTH);
+                .ok()
+                .filter(|w| *w <= MAX_FIELD_WIDTH)
+                .ok_or_else(|| format!("sacct: error: Invalid field requested: \"{item}\""))?;
             left = neg || left;
         }
         out.push(Field {
@@ -535,8 +537,8 @@ pub fn value(field: &str, job: &Job, step: Option<&StepRecord>, now: i64, cluste
             _ => job.state_long().to_string(),
         },
         ("State", Some(s)) => s.state.long().to_string(),
-        // The accounting record of a cancelled or timed-out job keeps no exit status
-        // (scontrol shows the batch shell's, e.g. 0:15).
+        // slurmdbd records a cancelled or timed-out job's own exit as 0:0 (scontrol
+        // shows the batch shell's signal, e.g. 0:15); the batch step row keeps it.
         ("ExitCode", None) if matches!(job.state, JobState::Cancelled | JobState::Timeout) => {
             "0:0".into()
         }
@@ -648,9 +650,6 @@ fn fit(v: &str, f: &Field) -> String {
         format!("{pad}{text} ")
     }
 }
-
-/// The widest column `--format=field%W` may ask for.
-const MAX_WIDTH: usize = 1 << 16;
 
 fn line(o: &Opts, values: &[String]) -> String {
     let mut s = String::new();
@@ -983,11 +982,12 @@ JobID           JobName      State ExitCode    Elapsed
     }
 
     #[test]
-    fn huge_widths_are_clamped_not_a_panic() {
-        let f = parse_format("jobid%99999999999,state%70000").unwrap();
-        assert_eq!((f[0].width, f[1].width), (MAX_WIDTH, MAX_WIDTH));
-        let cell = fit("COMPLETED", &f[1]);
-        assert_eq!(cell.len(), MAX_WIDTH + 1);
+    fn huge_widths_are_refused_not_a_panic() {
+        assert!(parse_format("jobid%99999999999").is_err());
+        assert!(parse_format("state%70000").is_err());
+        let f = parse_format(&format!("state%{MAX_FIELD_WIDTH}")).unwrap();
+        let cell = fit("COMPLETED", &f[0]);
+        assert_eq!(cell.len(), MAX_FIELD_WIDTH + 1);
         assert!(cell.ends_with("COMPLETED "));
     }
 

@@ -755,7 +755,8 @@ impl Cluster {
             }
         } else if was_completing {
             // Cancelled, timed out or node set down: the state stays; the job's exit
-            // code is how the batch shell ended (scontrol `ExitCode=0:15` or `0:9`).
+            // code is how the batch shell ended (scontrol `ExitCode=0:15` or `0:9`,
+            // golden scancel.txt and timeout.txt).
             if end.is_some() {
                 j.exit = status;
             }

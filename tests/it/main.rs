@@ -11,6 +11,7 @@ mod outputs;
 mod personal;
 mod protocol;
 mod recovery;
+mod robustness;
 mod sacct;
 mod sbatch;
 mod scancel;
