@@ -707,10 +707,10 @@ mod tests {
             f.stderr,
             "sbatch: unrecognized option '--bogus-option'\nTry \"sbatch --help\" for more information\n"
         );
-        let f = prep(&["--array=0-3", "--wrap", "true"], None, &[]).unwrap_err();
+        let f = prep(&["--reservation=r", "--wrap", "true"], None, &[]).unwrap_err();
         assert_eq!(
             (f.stderr.as_str(), f.code),
-            ("sbatch: error: --array is not supported yet by sluice\n", 1)
+            ("sbatch: error: --reservation is not supported yet by sluice\n", 1)
         );
         let f = prep(&["job.sh"], Some("#!/bin/sh\n#SBATCH --gres=gpu:1\n"), &[]).unwrap_err();
         assert_eq!(f.code, 1);
@@ -883,6 +883,11 @@ mod tests {
             cancelled_by: None,
             steps: Vec::new(),
             last_sched_eval: None,
+            array_job_id: 0,
+            array_task_id: None,
+            array: None,
+            depend: None,
+            past_runs: Vec::new(),
         }
     }
 

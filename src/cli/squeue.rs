@@ -23,7 +23,11 @@ use crate::model::time::fmt_squeue_duration;
 use crate::model::{Job, JobState, MemReq, TimeLimit, hostlist};
 use crate::proto::{JobFilter, Request, Response, SlurmError};
 use clap::{ArgAction, CommandFactory, FromArgMatches, Parser};
+use crate::cli::jobid::parse_job_id;
+use crate::model::array::IndexSet;
+use crate::proto::ArrayTasks;
 use std::cmp::Ordering;
+use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::process::ExitCode;
 
@@ -214,27 +218,45 @@ const NEVER_STATES: &[&str] = &[
     "STOPPED",
 ];
 
-/// One `-j` entry: a job id, optionally an array task (`N_i`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One `-j` entry: a job id (an array's id selects the whole array), optionally array
+/// tasks (`N_i`, `N_[a-b]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobSel {
     pub id: u32,
-    pub task: Option<u32>,
+    pub tasks: Option<IndexSet>,
 }
 
 impl JobSel {
-    /// Parses `N` or `N_i`.
+    /// Parses `N`, `N_i` or `N_[expr]`.
     pub fn parse(s: &str) -> Option<JobSel> {
-        let (id, task) = match s.split_once('_') {
-            Some((a, b)) => (a, Some(b.parse::<u32>().ok()?)),
-            None => (s, None),
+        let spec = parse_job_id(s).filter(|p| p.step.is_none() && p.het.is_none())?;
+        let tasks = match &spec.array {
+            None => None,
+            Some(_) => Some(spec.array_tasks()?.tasks),
         };
-        let id = id.parse::<u32>().ok().filter(|&i| i > 0)?;
-        Some(JobSel { id, task })
+        Some(JobSel {
+            id: spec.job,
+            tasks,
+        })
     }
 
     fn matches(&self, job: &Job) -> bool {
-        // Array tasks are not modelled yet: `N_i` matches nothing.
-        self.task.is_none() && job.id == self.id
+        match &self.tasks {
+            None => job.id == self.id || (job.array_job_id == self.id && self.id != 0),
+            Some(t) => ArrayTasks {
+                job: self.id,
+                tasks: t.clone(),
+            }
+            .matches(job),
+        }
+    }
+
+    /// The pending tasks of meta record `job` this entry selects (`None`: not this
+    /// array, or no task selection).
+    fn tasks_of(&self, job: &Job) -> Option<Vec<u32>> {
+        let t = self.tasks.as_ref()?;
+        let a = job.array.as_ref()?;
+        (job.array_job_id == self.id).then(|| a.tasks.intersection(t))
     }
 }
 
@@ -294,6 +316,8 @@ pub struct Query {
     pub noconvert: bool,
     /// `--start`: pending jobs only, sorted by expected start.
     pub start: bool,
+    /// `-r`: one line per pending array task.
+    pub expand_array: bool,
 }
 
 /// What a run prints, and its exit status.
@@ -429,6 +453,7 @@ pub fn build_query(
         sort,
         noconvert: args.noconvert,
         start: args.start,
+        expand_array: args.array,
     })
 }
 
@@ -452,6 +477,9 @@ impl Query {
 /// One job as the field table sees it.
 pub struct JobRow<'a> {
     pub job: &'a Job,
+    /// For a pending array task shown on its own line (`-r`, `-j N_i`): its index,
+    /// while `job` is the array's meta record.
+    pub task: Option<u32>,
     pub now: i64,
     pub noconvert: bool,
     pub cluster: &'a str,
@@ -577,8 +605,9 @@ pub fn job_fields<'a>() -> Vec<Field<JobRow<'a>>> {
         Field::new(Some('h'), &["oversubscribe"], "OVER_SUBSCRIBE", |r: R| {
             if r.job.spec.exclusive { "NO" } else { "OK" }.into()
         }),
-        Field::new(Some('i'), &["jobarrayid"], "JOBID", |r: R| {
-            r.job.id.to_string()
+        Field::new(Some('i'), &["jobarrayid"], "JOBID", |r: R| match r.task {
+            Some(t) => format!("{}_{t}", r.job.array_job_id),
+            None => r.job.display_id(true),
         }),
         Field::new(Some('j'), &["name"], "NAME", |r: R| r.job.spec.name.clone()),
         Field::new(Some('k'), &["comment"], "COMMENT", |r: R| {
@@ -635,11 +664,19 @@ pub fn job_fields<'a>() -> Vec<Field<JobRow<'a>>> {
         Field::new(Some('D'), &["numnodes"], "NODES", |r: R| {
             nodes_of(r.job).to_string()
         }),
-        Field::new(Some('E'), &["dependency"], "DEPENDENCY", |_: R| {
-            "(null)".into()
+        Field::new(Some('E'), &["dependency"], "DEPENDENCY", |r: R| {
+            r.job
+                .depend
+                .as_ref()
+                .map(|d| d.to_string())
+                .unwrap_or_else(|| "(null)".into())
         }),
         Field::new(Some('F'), &["arrayjobid"], "ARRAY_JOB_ID", |r: R| {
-            r.job.id.to_string()
+            if r.job.array_job_id != 0 {
+                r.job.array_job_id.to_string()
+            } else {
+                r.job.id.to_string()
+            }
         }),
         Field::new(Some('G'), &["groupid"], "GROUP", |r: R| {
             r.job.gid.to_string()
@@ -651,8 +688,12 @@ pub fn job_fields<'a>() -> Vec<Field<JobRow<'a>>> {
         Field::new(Some('J'), &["threads"], "THREADS_PER_CORE", |_: R| {
             "*".into()
         }),
-        Field::new(Some('K'), &["arraytaskid"], "ARRAY_TASK_ID", |_: R| {
-            "N/A".into()
+        Field::new(Some('K'), &["arraytaskid"], "ARRAY_TASK_ID", |r: R| {
+            match (r.task.or(r.job.array_task_id), &r.job.array) {
+                (Some(t), _) => t.to_string(),
+                (None, Some(a)) => a.pending_text(true),
+                (None, None) => "N/A".into(),
+            }
         }),
         Field::new(Some('L'), &["timeleft"], "TIME_LEFT", |r: R| time_left(r)),
         Field::new(Some('M'), &["timeused"], "TIME", |r: R| {
@@ -834,16 +875,39 @@ pub fn render(q: &Query, jobs: &[Job], now: i64, cluster: &str) -> Output {
     let mut shown: Vec<&Job> = jobs.iter().filter(|j| q.matches(j)).collect();
     sort_jobs(&mut shown, &q.sort, now);
     for job in shown {
-        let row = JobRow {
-            job,
-            now,
-            noconvert: q.noconvert,
-            cluster,
-        };
-        out.stdout.push_str(&fmt.row(&table, &row));
-        out.stdout.push('\n');
+        for task in rows_of(q, job) {
+            let row = JobRow {
+                job,
+                task,
+                now,
+                noconvert: q.noconvert,
+                cluster,
+            };
+            out.stdout.push_str(&fmt.row(&table, &row));
+            out.stdout.push('\n');
+        }
     }
     out
+}
+
+/// The lines a job is shown as: one, or for an array's meta record one per pending
+/// task with `-r`, or one per task that `-j N_i` selects.
+fn rows_of(q: &Query, job: &Job) -> Vec<Option<u32>> {
+    if !job.is_array_meta() {
+        return vec![None];
+    }
+    let picked: Vec<Vec<u32>> = q.jobs.iter().filter_map(|s| s.tasks_of(job)).collect();
+    let whole = q.jobs.is_empty() || q.jobs.iter().any(|s| s.tasks.is_none() && s.matches(job));
+    if !whole && !picked.is_empty() {
+        let mut v: Vec<u32> = picked.into_iter().flatten().collect();
+        v.sort_unstable();
+        v.dedup();
+        return v.into_iter().map(Some).collect();
+    }
+    match (&job.array, q.expand_array) {
+        (Some(a), true) => a.tasks.iter().map(Some).collect(),
+        _ => vec![None],
+    }
 }
 
 /// Turns a clap error into the getopt-style text Slurm's commands print, and the exit
@@ -972,7 +1036,7 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
     // in `render`. Users are not sent with ids: a known job of another user must come
     // back so that `-j` does not call it invalid.
     let filter = JobFilter {
-        ids: q.jobs.iter().map(|s| s.id).collect(),
+        ids: q.jobs.iter().map(|s| s.id).collect::<BTreeSet<_>>().into_iter().collect(),
         users: if q.jobs.is_empty() {
             q.users.clone().unwrap_or_default()
         } else {
@@ -1053,6 +1117,11 @@ mod tests {
             cancelled_by: None,
             steps: Vec::new(),
             last_sched_eval: None,
+            array_job_id: 0,
+            array_task_id: None,
+            array: None,
+            depend: None,
+            past_runs: Vec::new(),
         }
     }
 

@@ -14,6 +14,9 @@ use std::path::{Path, PathBuf};
 /// the golden files it is checked against.
 pub const DEFAULT_SLURM_VERSION: &str = "22.05.8";
 
+/// Slurm's default MaxArraySize: array indices run from 0 to 1000.
+pub const DEFAULT_MAX_ARRAY_SIZE: u32 = 1001;
+
 /// Default path of the system-mode configuration file.
 pub const SYSTEM_CONF: &str = "/etc/sluice/sluice.toml";
 
@@ -107,6 +110,10 @@ struct FileConf {
     #[serde(default)]
     sched_interval: Option<u32>,
     #[serde(default)]
+    max_array_size: Option<u32>,
+    #[serde(default)]
+    kill_invalid_depend: Option<bool>,
+    #[serde(default)]
     nodes: Vec<NodeConf>,
     #[serde(default)]
     partitions: Vec<PartitionConf>,
@@ -132,6 +139,11 @@ pub struct Config {
     pub kill_wait: u32,
     /// Seconds between periodic full scheduling passes.
     pub sched_interval: u32,
+    /// Array task indices must be below this (Slurm's MaxArraySize, default 1001).
+    pub max_array_size: u32,
+    /// Cancel jobs whose dependency can never be satisfied (Slurm's
+    /// `SchedulerParameters=kill_invalid_depend`); `--kill-on-invalid-dep` overrides it.
+    pub kill_invalid_depend: bool,
     pub nodes: Vec<NodeConf>,
     pub partitions: Vec<Partition>,
 }
@@ -260,6 +272,8 @@ impl Config {
             min_job_age: fc.min_job_age.unwrap_or(300),
             kill_wait: fc.kill_wait.unwrap_or(30),
             sched_interval: fc.sched_interval.unwrap_or(60),
+            max_array_size: fc.max_array_size.unwrap_or(DEFAULT_MAX_ARRAY_SIZE),
+            kill_invalid_depend: fc.kill_invalid_depend.unwrap_or(false),
             nodes,
             partitions,
         })
@@ -296,6 +310,8 @@ impl Config {
             min_job_age: 300,
             kill_wait: 30,
             sched_interval: 60,
+            max_array_size: DEFAULT_MAX_ARRAY_SIZE,
+            kill_invalid_depend: false,
             nodes: vec![node],
             partitions: vec![p],
         }

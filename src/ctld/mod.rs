@@ -7,6 +7,8 @@
 //! carries out their [`state::Effects`]. Scheduling runs after each burst of messages
 //! that asked for it, and on a one-second tick (time limits, MinJobAge purge).
 
+pub mod array;
+pub mod depend;
 pub mod state;
 pub mod store;
 
@@ -391,6 +393,9 @@ impl Actor {
                 match self.cluster.resolve(*spec, c, now, &user_group_names) {
                     Err(e) => Response::Error(e),
                     Ok(job) if test_only => Response::TestOnly(self.cluster.test_only(job, now)),
+                    Ok(job) if job.spec.immediate && !self.cluster.can_start_now(&job, now) => {
+                        Response::Error(SlurmError::CannotStartImmediately)
+                    }
                     Ok(job) => {
                         let id = self.cluster.submit(job, fx);
                         // The reply waits for the commit of this job's record.
@@ -422,15 +427,24 @@ impl Actor {
                 signal,
                 batch_only,
             } => Response::Results(self.cluster.cancel(&filter, signal, batch_only, c, now, fx)),
-            Request::Hold { ids, user_hold } => {
-                Response::Results(self.cluster.hold(&ids, user_hold, c, fx))
+            Request::Hold {
+                ids,
+                user_hold,
+                array_tasks,
+            } => Response::Results(self.cluster.hold(&ids, &array_tasks, user_hold, c, fx)),
+            Request::Release { ids, array_tasks } => {
+                Response::Results(self.cluster.release(&ids, &array_tasks, c, now, fx))
             }
-            Request::Release { ids } => Response::Results(self.cluster.release(&ids, c, now, fx)),
-            Request::Requeue { ids, hold } => {
-                Response::Results(self.cluster.requeue(&ids, hold, c, now, fx))
-            }
-            Request::UpdateJob { id, updates } => {
-                match self.cluster.update_job(id, &updates, c, fx) {
+            Request::Requeue {
+                ids,
+                hold,
+                array_tasks,
+            } => Response::Results(self.cluster.requeue(&ids, &array_tasks, hold, c, now, fx)),
+            Request::UpdateJob { id, updates, tasks } => {
+                match self
+                    .cluster
+                    .update_job(id, tasks.as_ref(), &updates, c, fx)
+                {
                     Ok(()) => Response::Ok,
                     Err(e) => Response::Error(e),
                 }

@@ -8,7 +8,7 @@
 //! allocations.
 
 use crate::config::Config;
-use crate::model::job::{Allocation, ExitStatus, StepRecord};
+use crate::model::job::{Allocation, ExitStatus, PastRun, StepRecord};
 use crate::model::{
     HoldKind, Job, JobSpec, JobState, MemReq, Node, NodeState, Partition, PartitionState, Reason,
     hostlist,
@@ -17,6 +17,9 @@ use crate::proto::{
     EndKind, FromAgent, JobFilter, JobResult, JobUpdate, LaunchBatch, NodeUpdate, SlurmError,
     TestOnly, ToAgent,
 };
+use crate::model::array::{ArrayInfo, ArraySpec, IndexSet};
+use crate::model::depend::DepStatus;
+use crate::proto::ArrayTasks;
 use crate::sched::{self, Decision};
 use std::collections::{BTreeMap, HashMap};
 
@@ -49,7 +52,9 @@ pub struct Effects {
 /// Why a running job is being ended by the controller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ending {
-    Requeue { hold: bool },
+    /// Back to the queue once the node confirms the end; `node_fail` when its node
+    /// failed (the ended run is recorded as NODE_FAIL rather than REQUEUED).
+    Requeue { hold: bool, node_fail: bool },
 }
 
 /// The whole cluster as the controller knows it.
@@ -69,6 +74,10 @@ pub struct Cluster {
     warned: std::collections::HashSet<u32>,
     /// Extra `scontrol show config` entries.
     pub config_entries: Vec<(String, String)>,
+    /// Array indices must be below this (MaxArraySize).
+    pub max_array_size: u32,
+    /// Cancel jobs whose dependency can never be satisfied (`kill_invalid_depend`).
+    pub kill_invalid_depend: bool,
 }
 
 impl Cluster {
@@ -120,7 +129,15 @@ impl Cluster {
                 "AccountingStorageType".into(),
                 "accounting_storage/sluice".into(),
             ),
-            ("MaxArraySize".into(), "1001".into()),
+            ("MaxArraySize".into(), cfg.max_array_size.to_string()),
+            (
+                "SchedulerParameters".into(),
+                if cfg.kill_invalid_depend {
+                    "kill_invalid_depend".into()
+                } else {
+                    "(null)".into()
+                },
+            ),
             ("SchedulerTimeSlice".into(), "30 sec".into()),
         ];
         Cluster {
@@ -136,6 +153,8 @@ impl Cluster {
             endings: HashMap::new(),
             warned: Default::default(),
             config_entries,
+            max_array_size: cfg.max_array_size,
+            kill_invalid_depend: cfg.kill_invalid_depend,
         }
     }
 
@@ -293,10 +312,28 @@ impl Cluster {
             cancelled_by: None,
             steps: Vec::new(),
             last_sched_eval: None,
+            array_job_id: 0,
+            array_task_id: None,
+            array: None,
+            depend: None,
+            past_runs: Vec::new(),
             spec,
         };
         if job.spec.nice < 0 && !self.is_operator(caller) {
             return Err(SlurmError::AccessDenied);
+        }
+        if let Some(text) = &job.spec.array {
+            let a = ArraySpec::parse(text, self.max_array_size)
+                .map_err(|_| SlurmError::InvalidArraySpec)?;
+            job.array = Some(Box::new(ArrayInfo::from_spec(&a)));
+        }
+        if let Some(text) = &job.spec.dependency {
+            job.depend = self.parse_dependency(text, 0)?;
+        }
+        if let Some(d) = job.spec.deadline
+            && (d <= now || job.spec.begin.is_some_and(|b| b > d))
+        {
+            return Err(SlurmError::InvalidTimeValue);
         }
         job.priority = priority_of(&job);
         if job.spec.hold {
@@ -346,11 +383,15 @@ impl Cluster {
         }
     }
 
-    /// Inserts a resolved job under a new id; returns the id.
+    /// Inserts a resolved job under a new id; returns the id. An array is inserted as
+    /// its meta record (see `ctld::array`).
     pub fn submit(&mut self, mut job: Job, fx: &mut Effects) -> u32 {
         let id = self.next_id;
         self.next_id += 1;
         job.id = id;
+        if job.array.is_some() {
+            job.array_job_id = id;
+        }
         fx.persist.push(job.clone());
         fx.schedule = true;
         self.jobs.insert(id, job);
@@ -379,13 +420,45 @@ impl Cluster {
 
     // ------------------------------------------------------------------ scheduling
 
-    /// Runs one scheduling pass and applies its decisions.
+    /// Whether a resolved, not yet inserted job would start in a scheduling pass now,
+    /// behind the jobs already queued (`--immediate`).
+    pub fn can_start_now(&self, job: &Job, now: i64) -> bool {
+        let mut job = job.clone();
+        job.id = u32::MAX;
+        if job.depend.as_ref().is_some_and(|d| d.status() != DepStatus::Satisfied) {
+            return false;
+        }
+        let mut jobs: Vec<&Job> = self
+            .jobs
+            .values()
+            .filter(|j| j.state == JobState::Pending)
+            .collect();
+        jobs.push(&job);
+        sched::schedule(&jobs, &self.nodes, &self.partitions, now)
+            .iter()
+            .any(|d| matches!(d, Decision::Start { job_id, .. } if *job_id == u32::MAX))
+    }
+
+    /// Runs one scheduling pass and applies its decisions: first dependencies and
+    /// deadlines are brought up to date, then the pure scheduler decides, with copies
+    /// of array meta records standing for the tasks that may start (`ctld::array`).
     pub fn schedule(&mut self, now: i64, fx: &mut Effects) {
+        let corr = self.evaluate_dependencies(now, fx);
+        self.expire_deadlines(now, fx);
+        let mut plan = self.array_plan(&corr);
+        let copies: Vec<Job> = plan
+            .iter()
+            .flat_map(|(id, picks)| std::iter::repeat_n(*id, picks.len().saturating_sub(1)))
+            .collect::<Vec<u32>>()
+            .into_iter()
+            .filter_map(|id| self.jobs.get_mut(&id).map(super::array::sched_copy))
+            .collect();
         let decisions = {
             let jobs: Vec<&Job> = self
                 .jobs
                 .values()
                 .filter(|j| j.state == JobState::Pending)
+                .chain(copies.iter())
                 .collect();
             if jobs.is_empty() {
                 return;
@@ -398,15 +471,53 @@ impl Cluster {
                     job_id,
                     partition,
                     alloc,
-                } => self.start_job(job_id, partition, alloc, now, fx),
+                } => {
+                    let id = match plan.get_mut(&job_id) {
+                        Some(picks) => {
+                            let Some(t) = picks.pop_front() else { continue };
+                            match self.split_task(job_id, t, fx) {
+                                Some(id) => id,
+                                None => continue,
+                            }
+                        }
+                        None => job_id,
+                    };
+                    if let Some(j) = self.jobs.get_mut(&id) {
+                        // A task started from a satisfied meta record waits for nothing.
+                        if id != job_id || j.array_task_id.is_some() {
+                            j.depend = None;
+                        }
+                    }
+                    self.start_job(id, partition, alloc, now, fx)
+                }
                 Decision::Pending { job_id, reason } => {
-                    if let Some(j) = self.jobs.get_mut(&job_id) {
+                    if let Some(j) = self.jobs.get_mut(&job_id)
+                        && j.state == JobState::Pending
+                    {
                         j.last_sched_eval = Some(now);
                         if j.reason != reason {
                             j.reason = reason;
                         }
                     }
                 }
+            }
+        }
+    }
+
+    /// Removes pending jobs that can no longer end before their `--deadline` (state
+    /// DEADLINE): those whose time limit, counted from now, ends after it.
+    fn expire_deadlines(&mut self, now: i64, fx: &mut Effects) {
+        for j in self.jobs.values_mut() {
+            let Some(d) = j.spec.deadline else { continue };
+            if j.state != JobState::Pending {
+                continue;
+            }
+            let need = j.time_limit.secs().unwrap_or(0) as i64;
+            if now + need > d {
+                j.state = JobState::Deadline;
+                j.reason = Reason::DeadLine;
+                j.end_time = Some(now);
+                fx.persist.push(j.clone());
             }
         }
     }
@@ -517,6 +628,26 @@ impl Cluster {
                         job_id: id,
                         kill_wait: self.kill_wait,
                         reason: Some(msg),
+                    },
+                ));
+            }
+        }
+        // A running job past its `--deadline` ends as DEADLINE.
+        let late: Vec<u32> = self
+            .jobs
+            .values()
+            .filter(|j| j.state == JobState::Running && !j.completing)
+            .filter(|j| j.spec.deadline.is_some_and(|d| now >= d))
+            .map(|j| j.id)
+            .collect();
+        for id in late {
+            if let Some(node) = self.end_running(id, JobState::Deadline, Reason::DeadLine, now, fx) {
+                fx.to_agent.push((
+                    node,
+                    ToAgent::Terminate {
+                        job_id: id,
+                        kill_wait: self.kill_wait,
+                        reason: None,
                     },
                 ));
             }
@@ -726,7 +857,24 @@ impl Cluster {
             }
         }
         j.completing = false;
-        if let Some(Ending::Requeue { hold }) = ending {
+        // A node that lost a requeueable job puts it back in the queue (JobRequeue=1).
+        let ending = match (ending, &end) {
+            (None, None) if j.spec.requeue != Some(false) => Some(Ending::Requeue {
+                hold: false,
+                node_fail: true,
+            }),
+            (e, _) => e,
+        };
+        if let Some(Ending::Requeue { hold, node_fail }) = ending {
+            // The run that ended stays in the history (sacct -D shows it REQUEUED).
+            j.past_runs.push(PastRun {
+                start_time: j.start_time.unwrap_or(end_time),
+                end_time,
+                exit: status,
+                alloc: j.alloc.clone(),
+                steps: std::mem::take(&mut j.steps),
+                node_fail,
+            });
             j.state = JobState::Pending;
             j.restarts += 1;
             j.alloc = None;
@@ -808,19 +956,60 @@ impl Cluster {
         fx: &mut Effects,
     ) -> Vec<JobResult> {
         let mut results = Vec::new();
-        let ids: Vec<u32> = if filter.ids.is_empty() {
-            self.jobs
+        if filter.ids.is_empty() && filter.array_tasks.is_empty() {
+            let ids: Vec<u32> = self
+                .jobs
                 .values()
                 .filter(|j| j.is_active() && filter.matches(j))
                 .filter(|j| self.is_operator(c) || j.uid == c.uid)
                 .map(|j| j.id)
-                .collect()
-        } else {
-            filter.ids.clone()
-        };
-        for id in ids {
-            let r = self.cancel_one(id, filter, signal, batch_only, c, now, fx);
-            results.push(JobResult { id, error: r.err() });
+                .collect();
+            for id in ids {
+                let r = self.cancel_one(id, filter, signal, batch_only, c, now, fx);
+                results.push(JobResult::new(id, r.err()));
+            }
+            return results;
+        }
+        // Ids: the job, or every record of the array with that id.
+        for &id in &filter.ids {
+            let recs = self.records_of(id);
+            let rs: Vec<Result<(), SlurmError>> = recs
+                .iter()
+                .map(|&r| self.cancel_one(r, filter, signal, batch_only, c, now, fx))
+                .collect();
+            results.push(JobResult::new(id, fold_results(rs)));
+        }
+        // `N_i`, `N_[...]`: started tasks are cancelled, pending ones leave the array.
+        for sel in &filter.array_tasks {
+            let mut rs = Vec::new();
+            for rid in self.records_of(sel.job) {
+                let Some(j) = self.jobs.get(&rid) else { continue };
+                if j.array_job_id != sel.job {
+                    continue;
+                }
+                match j.array_task_id {
+                    Some(t) if sel.tasks.contains(t) => {
+                        rs.push(self.cancel_one(rid, filter, signal, batch_only, c, now, fx));
+                    }
+                    None if j.is_array_meta() && j.state == JobState::Pending => {
+                        let hit = j.array.as_ref().map(|a| a.tasks.intersection(&sel.tasks));
+                        let Some(hit) = hit.filter(|h| !h.is_empty()) else {
+                            continue;
+                        };
+                        rs.push(if signal.is_some_and(|s| s != 9) {
+                            Err(SlurmError::JobPending)
+                        } else {
+                            self.cancel_pending_tasks(rid, &hit, c, now, fx)
+                        });
+                    }
+                    _ => {}
+                }
+            }
+            results.push(JobResult {
+                id: sel.job,
+                error: fold_results(rs),
+                task: (sel.tasks.len() == 1).then(|| sel.tasks.min().unwrap_or(0)),
+            });
         }
         results
     }
@@ -839,6 +1028,7 @@ impl Cluster {
         let j = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
         let others = JobFilter {
             ids: vec![],
+            array_tasks: vec![],
             ..filter.clone()
         };
         if !others.matches(j) {
@@ -903,12 +1093,13 @@ impl Cluster {
     pub fn hold(
         &mut self,
         ids: &[u32],
+        tasks: &[ArrayTasks],
         user_hold: bool,
         c: Caller,
         fx: &mut Effects,
     ) -> Vec<JobResult> {
         let op = self.is_operator(c);
-        self.each_job(ids, c, fx, |j| {
+        self.each_job(ids, tasks, c, fx, |j| {
             if j.state != JobState::Pending {
                 return Err(SlurmError::NotPending);
             }
@@ -931,12 +1122,13 @@ impl Cluster {
     pub fn release(
         &mut self,
         ids: &[u32],
+        tasks: &[ArrayTasks],
         c: Caller,
         now: i64,
         fx: &mut Effects,
     ) -> Vec<JobResult> {
         let op = self.is_operator(c);
-        self.each_job(ids, c, fx, |j| {
+        self.each_job(ids, tasks, c, fx, |j| {
             if j.state != JobState::Pending {
                 return Err(SlurmError::NotPending);
             }
@@ -953,64 +1145,133 @@ impl Cluster {
     }
 
     /// Requeues running jobs (`scontrol requeue`, `requeuehold` with `hold`). A pending
-    /// job can be requeue-held.
+    /// job can be requeue-held. An array's id requeues its running tasks.
     pub fn requeue(
         &mut self,
         ids: &[u32],
+        tasks: &[ArrayTasks],
         hold: bool,
         c: Caller,
         now: i64,
         fx: &mut Effects,
     ) -> Vec<JobResult> {
         let mut out = Vec::new();
-        for &id in ids {
-            let r = (|| {
-                let j = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
-                self.check_owner(j, c)?;
-                if j.spec.requeue == Some(false) && !self.is_operator(c) {
-                    return Err(SlurmError::Other(
-                        "Requested operation is presently disabled".into(),
-                    ));
+        for t in self.targets(ids, tasks, false, c, fx) {
+            let error = match t.records {
+                Err(e) => Some(e),
+                Ok(recs) => {
+                    let rs = recs
+                        .into_iter()
+                        .map(|id| self.requeue_one(id, hold, c, now, fx))
+                        .collect();
+                    fold_results(rs)
                 }
-                match j.state {
-                    JobState::Pending if hold => {
-                        let j = self.jobs.get_mut(&id).expect("checked");
-                        j.hold = Some(HoldKind::User);
-                        j.priority = 0;
-                        j.reason = Reason::JobHeldUser;
-                        fx.persist.push(j.clone());
-                        Ok(())
-                    }
-                    JobState::Pending => Err(SlurmError::JobPending),
-                    JobState::Running if !j.completing => {
-                        let node = self.end_running(id, JobState::Running, Reason::None, now, fx);
-                        // Keep showing RUNNING+COMPLETING until the node confirms.
-                        if let Some(j) = self.jobs.get_mut(&id) {
-                            j.end_time = None;
-                        }
-                        self.endings.insert(id, Ending::Requeue { hold });
-                        if let Some(node) = node {
-                            fx.to_agent.push((
-                                node,
-                                ToAgent::Terminate {
-                                    job_id: id,
-                                    kill_wait: self.kill_wait,
-                                    reason: None,
-                                },
-                            ));
-                        }
-                        Ok(())
-                    }
-                    _ => Err(SlurmError::AlreadyDone),
-                }
-            })();
-            out.push(JobResult { id, error: r.err() });
+            };
+            out.push(JobResult { error, ..t.result });
         }
         out
     }
 
-    /// Applies `scontrol update JobId=…` changes.
+    fn requeue_one(
+        &mut self,
+        id: u32,
+        hold: bool,
+        c: Caller,
+        now: i64,
+        fx: &mut Effects,
+    ) -> Result<(), SlurmError> {
+        let j = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
+        self.check_owner(j, c)?;
+        if j.spec.requeue == Some(false) && !self.is_operator(c) {
+            return Err(SlurmError::Other(
+                "Requested operation is presently disabled".into(),
+            ));
+        }
+        match j.state {
+            JobState::Pending if hold => {
+                let j = self.jobs.get_mut(&id).expect("checked");
+                j.hold = Some(HoldKind::User);
+                j.priority = 0;
+                j.reason = Reason::JobHeldUser;
+                fx.persist.push(j.clone());
+                Ok(())
+            }
+            JobState::Pending => Err(SlurmError::JobPending),
+            JobState::Running if !j.completing => {
+                self.requeue_running(id, hold, false, now, fx);
+                Ok(())
+            }
+            _ => Err(SlurmError::AlreadyDone),
+        }
+    }
+
+    /// Ends a running job's processes and puts it back in the queue once its node
+    /// confirms the end (RUNNING+COMPLETING until then).
+    fn requeue_running(
+        &mut self,
+        id: u32,
+        hold: bool,
+        node_fail: bool,
+        now: i64,
+        fx: &mut Effects,
+    ) {
+        let node = self.end_running(id, JobState::Running, Reason::None, now, fx);
+        if let Some(j) = self.jobs.get_mut(&id) {
+            j.end_time = None;
+        }
+        self.endings.insert(id, Ending::Requeue { hold, node_fail });
+        if let Some(node) = node {
+            fx.to_agent.push((
+                node,
+                ToAgent::Terminate {
+                    job_id: id,
+                    kill_wait: self.kill_wait,
+                    reason: None,
+                },
+            ));
+        }
+    }
+
+    /// Applies `scontrol update JobId=…` changes: to one job, to every active record of
+    /// an array (its id), or to tasks `N_i` (split off the meta record when pending).
     pub fn update_job(
+        &mut self,
+        id: u32,
+        tasks: Option<&IndexSet>,
+        updates: &[JobUpdate],
+        c: Caller,
+        fx: &mut Effects,
+    ) -> Result<(), SlurmError> {
+        let sel: Vec<ArrayTasks> = tasks
+            .map(|t| ArrayTasks {
+                job: id,
+                tasks: t.clone(),
+            })
+            .into_iter()
+            .collect();
+        let ids = if sel.is_empty() { vec![id] } else { vec![] };
+        // A throttle belongs to the whole array: no splitting for it.
+        let split = !updates
+            .iter()
+            .all(|u| matches!(u, JobUpdate::ArrayTaskThrottle(_)));
+        let mut errors = Vec::new();
+        for t in self.targets(&ids, &sel, split, c, fx) {
+            match t.records {
+                Err(e) => errors.push(Err(e)),
+                Ok(recs) => {
+                    for r in recs {
+                        errors.push(self.update_one(r, updates, c, fx));
+                    }
+                }
+            }
+        }
+        match fold_results(errors) {
+            None => Ok(()),
+            Some(e) => Err(e),
+        }
+    }
+
+    fn update_one(
         &mut self,
         id: u32,
         updates: &[JobUpdate],
@@ -1019,6 +1280,13 @@ impl Cluster {
     ) -> Result<(), SlurmError> {
         let op = self.is_operator(c);
         let parts = self.partitions.clone();
+        // Parsed before borrowing the job mutably: it looks at other jobs.
+        let mut new_dep = None;
+        for u in updates {
+            if let JobUpdate::Dependency(text) = u {
+                new_dep = Some(self.parse_dependency(text, id)?);
+            }
+        }
         let j = self.jobs.get_mut(&id).ok_or(SlurmError::InvalidJobId)?;
         if j.uid != c.uid && !op {
             return Err(SlurmError::AccessDenied);
@@ -1065,6 +1333,22 @@ impl Cluster {
                         new.priority = priority_of(&new);
                     }
                 }
+                JobUpdate::Dependency(_) => {
+                    if new.state != JobState::Pending {
+                        return Err(SlurmError::NotPending);
+                    }
+                    new.depend = new_dep.clone().flatten();
+                    new.spec.dependency = new.depend.as_ref().map(|d| d.to_string());
+                    if new.reason == Reason::Dependency
+                        || new.reason == Reason::DependencyNeverSatisfied
+                    {
+                        new.reason = Reason::None;
+                    }
+                }
+                JobUpdate::ArrayTaskThrottle(n) => match new.array.as_mut() {
+                    Some(a) => a.throttle = *n,
+                    None => return Err(SlurmError::InvalidArraySpec),
+                },
                 JobUpdate::Partition(p) => {
                     if new.state != JobState::Pending {
                         return Err(SlurmError::NotPending);
@@ -1146,6 +1430,11 @@ impl Cluster {
             })
             .collect();
         for (id, node) in victims {
+            // Requeueable jobs go back to the queue (JobRequeue=1); others fail.
+            if self.jobs[&id].spec.requeue != Some(false) {
+                self.requeue_running(id, false, true, now, fx);
+                continue;
+            }
             self.end_running(id, JobState::NodeFail, Reason::NodeDown, now, fx);
             fx.to_agent.push((
                 node,
@@ -1160,29 +1449,41 @@ impl Cluster {
         Ok(())
     }
 
+    /// Applies `f` to every record the references name (splitting pending array tasks
+    /// off their meta record), checking ownership; one result per reference.
     fn each_job(
         &mut self,
         ids: &[u32],
+        tasks: &[ArrayTasks],
         c: Caller,
         fx: &mut Effects,
         mut f: impl FnMut(&mut Job) -> Result<(), SlurmError>,
     ) -> Vec<JobResult> {
         let op = self.is_operator(c);
         let mut out = Vec::new();
-        for &id in ids {
-            let r = match self.jobs.get_mut(&id) {
-                None => Err(SlurmError::InvalidJobId),
-                Some(j) if j.uid != c.uid && !op => Err(SlurmError::AccessDenied),
-                Some(j) => {
-                    let r = f(j);
-                    if r.is_ok() {
-                        fx.persist.push(j.clone());
-                        fx.schedule = true;
+        for t in self.targets(ids, tasks, true, c, fx) {
+            let error = match t.records {
+                Err(e) => Some(e),
+                Ok(recs) => {
+                    let mut rs = Vec::new();
+                    for id in recs {
+                        rs.push(match self.jobs.get_mut(&id) {
+                            None => Err(SlurmError::InvalidJobId),
+                            Some(j) if j.uid != c.uid && !op => Err(SlurmError::AccessDenied),
+                            Some(j) => {
+                                let r = f(j);
+                                if r.is_ok() {
+                                    fx.persist.push(j.clone());
+                                    fx.schedule = true;
+                                }
+                                r
+                            }
+                        });
                     }
-                    r
+                    fold_results(rs)
                 }
             };
-            out.push(JobResult { id, error: r.err() });
+            out.push(JobResult { error, ..t.result });
         }
         out
     }
@@ -1195,6 +1496,19 @@ struct End {
     max_rss_kib: u64,
     cpu_secs: f64,
     oom: bool,
+}
+
+/// One outcome for a reference that named several records: success when any record
+/// was acted on, else the first error (`InvalidJobId` when it named none).
+fn fold_results(rs: Vec<Result<(), SlurmError>>) -> Option<SlurmError> {
+    if rs.iter().any(|r| r.is_ok()) {
+        return None;
+    }
+    Some(
+        rs.into_iter()
+            .find_map(|r| r.err())
+            .unwrap_or(SlurmError::InvalidJobId),
+    )
 }
 
 /// The priority of an unheld job.

@@ -16,8 +16,8 @@ use tokio::sync::{mpsc, oneshot};
 
 /// SQLite `application_id` marking a sluice database ("SLUC").
 const APP_ID: i64 = 0x534c_5543;
-/// Schema version stored in `user_version`.
-const SCHEMA: i64 = 1;
+/// Schema version stored in `user_version` (2 added `jobs.array_job_id`).
+const SCHEMA: i64 = 2;
 
 /// Errors opening the database.
 #[derive(Debug, thiserror::Error)]
@@ -110,10 +110,23 @@ impl Store {
                 start INTEGER,
                 end INTEGER,
                 active INTEGER NOT NULL,
-                data BLOB NOT NULL
+                data BLOB NOT NULL,
+                array_job_id INTEGER NOT NULL DEFAULT 0
              );
              CREATE INDEX IF NOT EXISTS jobs_end ON jobs(end);
              CREATE INDEX IF NOT EXISTS jobs_active ON jobs(active);",
+        )?;
+        // Schema 1 databases lack the array column; arrays did not exist then.
+        let has_array: bool = conn
+            .prepare("SELECT 1 FROM pragma_table_info('jobs') WHERE name = 'array_job_id'")?
+            .exists([])?;
+        if !has_array {
+            conn.execute_batch(
+                "ALTER TABLE jobs ADD COLUMN array_job_id INTEGER NOT NULL DEFAULT 0",
+            )?;
+        }
+        conn.execute_batch(
+            "CREATE INDEX IF NOT EXISTS jobs_array ON jobs(array_job_id) WHERE array_job_id != 0",
         )?;
         conn.pragma_update(None, "application_id", APP_ID)?;
         conn.pragma_update(None, "user_version", SCHEMA)?;
@@ -149,8 +162,8 @@ impl Store {
         let tx = self.conn.transaction()?;
         {
             let mut stmt = tx.prepare_cached(
-                "INSERT OR REPLACE INTO jobs (id, uid, submit, start, end, active, data)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT OR REPLACE INTO jobs (id, uid, submit, start, end, active, data, array_job_id)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             )?;
             for j in jobs {
                 let data = encode(j.as_ref()).map_err(|e| StoreError::Record {
@@ -164,7 +177,8 @@ impl Store {
                     j.start_time,
                     j.end_time,
                     j.is_active(),
-                    data
+                    data,
+                    j.array_job_id
                 ])?;
             }
         }
@@ -183,7 +197,11 @@ impl Store {
         }
         if !q.ids.is_empty() {
             let ids: Vec<String> = q.ids.iter().map(|i| i.to_string()).collect();
-            sql.push_str(&format!(" AND id IN ({})", ids.join(",")));
+            // An array's id names every record of the array.
+            let ids = ids.join(",");
+            sql.push_str(&format!(
+                " AND (id IN ({ids}) OR array_job_id IN ({ids}))"
+            ));
         }
         if !q.users.is_empty() {
             let u: Vec<String> = q.users.iter().map(|i| i.to_string()).collect();

@@ -10,6 +10,7 @@
 //! one response, repeatable on one connection); [`ToAgent`]/[`FromAgent`] between the
 //! controller and a node agent (asynchronous events both ways).
 
+use crate::model::array::IndexSet;
 use crate::model::{ExitStatus, Job, JobSpec, JobState, Node, Partition};
 use serde::{Deserialize, Serialize};
 
@@ -72,7 +73,43 @@ impl Hello {
     }
 }
 
-/// Which jobs a query or a signal is about. Empty vectors mean "any".
+/// Tasks of one array as a command line names them: `N_i` or `N_[expr]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArrayTasks {
+    /// The array's master id.
+    pub job: u32,
+    pub tasks: IndexSet,
+}
+
+impl ArrayTasks {
+    /// Whether `job` is, or (as the meta record) still holds, one of these tasks.
+    pub fn matches(&self, job: &Job) -> bool {
+        if job.array_job_id != self.job || job.array_job_id == 0 {
+            return false;
+        }
+        match (job.array_task_id, &job.array) {
+            (Some(t), _) => self.tasks.contains(t),
+            (None, Some(a)) => !a.tasks.intersection(&self.tasks).is_empty(),
+            (None, None) => false,
+        }
+    }
+
+    /// `N_i` or `N_[expr]` as written back to the user.
+    pub fn label(&self) -> String {
+        if self.tasks.len() == 1 {
+            format!("{}_{}", self.job, self.tasks.min().unwrap_or(0))
+        } else {
+            format!("{}_[{}]", self.job, self.tasks)
+        }
+    }
+}
+
+/// Which jobs a query or a signal is about. Empty vectors mean "any"; `ids` and
+/// `array_tasks` together are one "any of these" criterion.
+///
+/// An id matches the job with that id and, when it is an array's id, every record of
+/// the array (Slurm: `scancel N` cancels the whole array, `scancel <task's own id>` that
+/// task only).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobFilter {
     pub ids: Vec<u32>,
@@ -80,12 +117,21 @@ pub struct JobFilter {
     pub states: Vec<JobState>,
     pub partitions: Vec<String>,
     pub names: Vec<String>,
+    /// `N_i` / `N_[expr]` selections.
+    #[serde(default)]
+    pub array_tasks: Vec<ArrayTasks>,
 }
 
 impl JobFilter {
     /// Whether `job` passes every non-empty criterion.
     pub fn matches(&self, job: &Job) -> bool {
-        (self.ids.is_empty() || self.ids.contains(&job.id))
+        let by_id = self.ids.is_empty() && self.array_tasks.is_empty()
+            || self
+                .ids
+                .iter()
+                .any(|&i| job.id == i || (job.array_job_id == i && i != 0))
+            || self.array_tasks.iter().any(|t| t.matches(job));
+        by_id
             && (self.users.is_empty() || self.users.contains(&job.uid))
             && (self.states.is_empty() || self.states.contains(&job.state))
             && (self.partitions.is_empty() || self.partitions.contains(&job.partition))
@@ -102,6 +148,10 @@ pub enum JobUpdate {
     Nice(i32),
     /// `StartTime=`/`BeginTime=`: the earliest start, epoch seconds (pending jobs).
     BeginTime(i64),
+    /// `Dependency=`: a new dependency list (empty clears it).
+    Dependency(String),
+    /// `ArrayTaskThrottle=`: most tasks of the array running at once (0 = no limit).
+    ArrayTaskThrottle(u32),
 }
 
 /// A change to a node (`scontrol update NodeName=… State=…`).
@@ -150,17 +200,26 @@ pub enum Request {
     Hold {
         ids: Vec<u32>,
         user_hold: bool,
+        #[serde(default)]
+        array_tasks: Vec<ArrayTasks>,
     },
     Release {
         ids: Vec<u32>,
+        #[serde(default)]
+        array_tasks: Vec<ArrayTasks>,
     },
     Requeue {
         ids: Vec<u32>,
         hold: bool,
+        #[serde(default)]
+        array_tasks: Vec<ArrayTasks>,
     },
+    /// `scontrol update JobId=N` (with `tasks`: `JobId=N_i`).
     UpdateJob {
         id: u32,
         updates: Vec<JobUpdate>,
+        #[serde(default)]
+        tasks: Option<IndexSet>,
     },
     UpdateNode {
         names: Vec<String>,
@@ -208,6 +267,14 @@ pub enum SlurmError {
     /// Any other error, shown verbatim.
     #[error("{0}")]
     Other(String),
+    #[error("Invalid job array specification")]
+    InvalidArraySpec,
+    #[error("Job dependency problem")]
+    DependencyProblem,
+    #[error("Job can not start immediately")]
+    CannotStartImmediately,
+    #[error("Invalid time specification")]
+    InvalidTimeValue,
 }
 
 /// Per-job outcome of a multi-job operation (cancel, hold, …).
@@ -215,6 +282,28 @@ pub enum SlurmError {
 pub struct JobResult {
     pub id: u32,
     pub error: Option<SlurmError>,
+    /// The array task the result is about (`N_i` in messages), when one was named.
+    #[serde(default)]
+    pub task: Option<u32>,
+}
+
+impl JobResult {
+    /// A result for plain job `id`.
+    pub fn new(id: u32, error: Option<SlurmError>) -> JobResult {
+        JobResult {
+            id,
+            error,
+            task: None,
+        }
+    }
+
+    /// The job as messages name it: `N` or `N_i`.
+    pub fn label(&self) -> String {
+        match self.task {
+            Some(t) => format!("{}_{t}", self.id),
+            None => self.id.to_string(),
+        }
+    }
 }
 
 /// What `sbatch --test-only` learns.

@@ -52,6 +52,11 @@ fn job(id: u32, tasks: u32, mem_per_cpu: u64) -> Job {
         cancelled_by: None,
         steps: vec![],
         last_sched_eval: None,
+        array_job_id: 0,
+        array_task_id: None,
+        array: None,
+        depend: None,
+        past_runs: Vec::new(),
     }
 }
 

@@ -86,8 +86,7 @@ pub const STALE_JOB_VARS: &[&str] = &[
     "SLURM_DISTRIBUTION",
 ];
 
-/// The array task a batch shell belongs to, for the `SLURM_ARRAY_*` variables. `Job`
-/// does not carry array data yet, so the launcher passes it alongside.
+/// The array task a batch shell belongs to, for the `SLURM_ARRAY_*` variables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ArrayTask {
     /// The array's master job id (`%A`, `SLURM_ARRAY_JOB_ID`).
@@ -110,7 +109,21 @@ pub struct ArrayTask {
 /// on (normally the allocation's first node), `now` the time used when the job has no
 /// recorded start time yet.
 pub fn batch_env(job: &Job, cluster: &str, node: &str, now: i64) -> Vec<(String, String)> {
-    batch_env_with_array(job, None, cluster, node, now)
+    batch_env_with_array(job, array_task_of(job).as_ref(), cluster, node, now)
+}
+
+/// The array task `job` is, from its array fields; `None` for a job that is not a
+/// started array task.
+pub fn array_task_of(job: &Job) -> Option<ArrayTask> {
+    let a = job.array.as_ref()?;
+    Some(ArrayTask {
+        array_job_id: job.array_job_id,
+        task_id: job.array_task_id?,
+        min: a.min,
+        max: a.max,
+        step: a.step,
+        count: a.count,
+    })
 }
 
 /// Like [`batch_env`], for a job that may be an array task.
@@ -416,6 +429,11 @@ mod tests {
             cancelled_by: None,
             steps: Vec::new(),
             last_sched_eval: None,
+            array_job_id: 0,
+            array_task_id: None,
+            array: None,
+            depend: None,
+            past_runs: Vec::new(),
         }
     }
 

@@ -205,11 +205,9 @@ struct Paths {
 }
 
 fn output_paths(job: &crate::model::Job, node: &str) -> Paths {
-    let out_pat = job
-        .spec
-        .stdout
-        .clone()
-        .unwrap_or_else(|| "slurm-%j.out".to_string());
+    let out_pat = job.spec.stdout.clone().unwrap_or_else(|| {
+        crate::jobspec::pattern::default_stdout(job.array_task_id.is_some()).to_string()
+    });
     let stdout = expand(&out_pat, job, node);
     let stderr = match &job.spec.stderr {
         Some(p) => expand(p, job, node),
@@ -231,7 +229,13 @@ pub fn expand(pattern: &str, job: &crate::model::Job, node: &str) -> String {
     use crate::jobspec::pattern::{PatternCtx, expand_pattern};
     expand_pattern(
         pattern,
-        &PatternCtx::batch(job.id, None, &job.spec.name, &job.user, node),
+        &PatternCtx::batch(
+            job.id,
+            job.array_task_id.map(|t| (job.array_job_id, t)),
+            &job.spec.name,
+            &job.user,
+            node,
+        ),
     )
 }
 
