@@ -206,7 +206,10 @@ mod tests {
     fn array_selections() {
         let t = parse_job_id("179_7").unwrap().array_tasks().unwrap();
         assert_eq!((t.job, t.tasks.to_string()), (179, "7".to_string()));
-        let r = parse_job_id("28_[0-6,8-9%2]").unwrap().array_tasks().unwrap();
+        let r = parse_job_id("28_[0-6,8-9%2]")
+            .unwrap()
+            .array_tasks()
+            .unwrap();
         assert_eq!(r.tasks.to_string(), "0-6,8-9");
         assert_eq!(parse_job_id("28").unwrap().array_tasks(), None);
         let specs: Vec<JobIdSpec> = ["5", "6_1", "7_[1-3]"]

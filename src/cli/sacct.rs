@@ -14,8 +14,8 @@ use super::jobfmt;
 use super::jobid::{JobIdSpec, parse_job_id};
 use super::timefmt::fmt_ts;
 use super::timeparse::{TimeParseError, midnight_today, parse_time};
-use crate::model::time::fmt_hms;
 use crate::model::job::PastRun;
+use crate::model::time::fmt_hms;
 use crate::model::{Job, JobState, StepRecord, hostlist};
 use crate::proto::{AcctQuery, Request, Response};
 use chrono::TimeZone;
@@ -473,6 +473,17 @@ pub fn select<'a>(
         .collect();
     v.sort_by_key(|j| j.id);
     v.dedup_by_key(|j| j.id);
+    // Array tasks follow their array's id in task order (`151_0` … `151_3`), whatever
+    // their own ids.
+    v.sort_by_key(|j| {
+        let task = j
+            .array_task_id
+            .or_else(|| j.array.as_ref().and_then(|a| a.tasks.min()));
+        match j.array_job_id {
+            0 => (j.id, 0, j.id),
+            a => (a, task.unwrap_or(0), j.id),
+        }
+    });
     v
 }
 

@@ -710,7 +710,10 @@ mod tests {
         let f = prep(&["--reservation=r", "--wrap", "true"], None, &[]).unwrap_err();
         assert_eq!(
             (f.stderr.as_str(), f.code),
-            ("sbatch: error: --reservation is not supported yet by sluice\n", 1)
+            (
+                "sbatch: error: --reservation is not supported yet by sluice\n",
+                1
+            )
         );
         let f = prep(&["job.sh"], Some("#!/bin/sh\n#SBATCH --gres=gpu:1\n"), &[]).unwrap_err();
         assert_eq!(f.code, 1);

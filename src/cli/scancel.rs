@@ -146,14 +146,12 @@ pub fn parse_args(
                 for part in a.split(',').filter(|p| !p.is_empty()) {
                     match parse_job_id(part) {
                         Some(s) if s.is_plain() => o.ids.push(s.job),
-                        Some(s) if s.step.is_none() && s.het.is_none() => {
-                            match s.array_tasks() {
-                                Some(t) => o.array_tasks.push(t),
-                                None => {
-                                    return Err(format!("scancel: error: Invalid job id {part}"));
-                                }
+                        Some(s) if s.step.is_none() && s.het.is_none() => match s.array_tasks() {
+                            Some(t) => o.array_tasks.push(t),
+                            None => {
+                                return Err(format!("scancel: error: Invalid job id {part}"));
                             }
-                        }
+                        },
                         Some(_) => {
                             return Err(format!(
                                 "scancel: error: job steps and het components are not supported yet by sluice: {part}"
@@ -248,9 +246,7 @@ pub fn report(o: &Opts, results: &[JobResult]) -> (String, u8) {
     for r in results {
         if o.verbose {
             match o.signal {
-                Some(sig) => {
-                    err.push_str(&format!("scancel: Signal {sig} to job {}\n", r.label()))
-                }
+                Some(sig) => err.push_str(&format!("scancel: Signal {sig} to job {}\n", r.label())),
                 None => err.push_str(&format!("scancel: Terminating job {}\n", r.label())),
             }
         }

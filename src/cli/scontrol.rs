@@ -1378,10 +1378,13 @@ mod tests {
             o.stderr,
             "Access/permission denied for job 175\nslurm_suspend error: Access/permission denied\n"
         );
-        assert_eq!(seen, vec![Request::Release {
+        assert_eq!(
+            seen,
+            vec![Request::Release {
                 ids: vec![175],
                 array_tasks: vec![]
-            }]);
+            }]
+        );
         let (o, _) = exec_with("hold 999999", Response::Error(SlurmError::InvalidJobId));
         assert_eq!(
             o.stderr,

@@ -11,21 +11,23 @@
 //! `slurm_load_jobs error: Invalid job id specified` (exit 1), several just omit it.
 //! An unknown `-u` user prints Slurm's error (with its extra blank line), then the header.
 //!
-//! Not yet: job arrays (`%i` is the plain id, `%K` is `N/A`: the job model has no array
-//! fields), GRES (`%b` is `N/A`), dependencies (`%E`), `--json`/`--yaml`, `-s` steps,
-//! `-i` iteration. `--start` shows the controller's estimate in `start_time` when a
+//! Arrays: an array's pending tasks are one record (the meta record) shown as
+//! `123_[5-99%10]`; `-r` and `-j 123_i` show them one per line. An array's id in `-j`
+//! selects every record of the array, a task's own id that task.
+//!
+//! Not yet: GRES (`%b` is `N/A`), `--json`/`--yaml`, `-s` steps, `-i` iteration. `--start` shows the controller's estimate in `start_time` when a
 //! pending job has one, else `N/A`; SCHEDNODES is `(null)`.
 
 use crate::cli::client::Client;
 use crate::cli::format::{self, Field, Format};
+use crate::cli::jobid::parse_job_id;
 use crate::cli::timefmt::{fmt_banner, fmt_ts};
+use crate::model::array::IndexSet;
 use crate::model::time::fmt_squeue_duration;
 use crate::model::{Job, JobState, MemReq, TimeLimit, hostlist};
+use crate::proto::ArrayTasks;
 use crate::proto::{JobFilter, Request, Response, SlurmError};
 use clap::{ArgAction, CommandFactory, FromArgMatches, Parser};
-use crate::cli::jobid::parse_job_id;
-use crate::model::array::IndexSet;
-use crate::proto::ArrayTasks;
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
 use std::ffi::OsString;
@@ -688,12 +690,13 @@ pub fn job_fields<'a>() -> Vec<Field<JobRow<'a>>> {
         Field::new(Some('J'), &["threads"], "THREADS_PER_CORE", |_: R| {
             "*".into()
         }),
-        Field::new(Some('K'), &["arraytaskid"], "ARRAY_TASK_ID", |r: R| {
-            match (r.task.or(r.job.array_task_id), &r.job.array) {
-                (Some(t), _) => t.to_string(),
-                (None, Some(a)) => a.pending_text(true),
-                (None, None) => "N/A".into(),
-            }
+        Field::new(Some('K'), &["arraytaskid"], "ARRAY_TASK_ID", |r: R| match (
+            r.task.or(r.job.array_task_id),
+            &r.job.array,
+        ) {
+            (Some(t), _) => t.to_string(),
+            (None, Some(a)) => a.pending_text(true),
+            (None, None) => "N/A".into(),
         }),
         Field::new(Some('L'), &["timeleft"], "TIME_LEFT", |r: R| time_left(r)),
         Field::new(Some('M'), &["timeused"], "TIME", |r: R| {
@@ -1036,7 +1039,13 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
     // in `render`. Users are not sent with ids: a known job of another user must come
     // back so that `-j` does not call it invalid.
     let filter = JobFilter {
-        ids: q.jobs.iter().map(|s| s.id).collect::<BTreeSet<_>>().into_iter().collect(),
+        ids: q
+            .jobs
+            .iter()
+            .map(|s| s.id)
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect(),
         users: if q.jobs.is_empty() {
             q.users.clone().unwrap_or_default()
         } else {
@@ -1573,5 +1582,88 @@ mod tests {
         assert_eq!(args(&["-o%i"]).format.as_deref(), Some("%i"));
         assert_eq!(args(&["--format=%i %j"]).format.as_deref(), Some("%i %j"));
         assert_eq!(args(&["--form", "%i"]).format.as_deref(), Some("%i"));
+    }
+
+    /// The golden array 179 (`--array=0-9%2 --time=2`): tasks 0 and 1 running as jobs
+    /// 181 and 182, the rest pending in the meta record (reason JobArrayTaskLimit).
+    fn array_179() -> Vec<Job> {
+        use crate::model::array::{ArrayInfo, ArraySpec};
+        let info = ArrayInfo::from_spec(&ArraySpec::parse("0-9%2", 1001).unwrap());
+        let mut meta = limit(
+            pending(179, "arr", "debug", Reason::JobArrayTaskLimit, 11515),
+            2,
+        );
+        meta.array_job_id = 179;
+        let mut pending_info = info.clone();
+        pending_info.tasks = crate::model::array::IndexSet::parse("2-9", 1001).unwrap();
+        meta.array = Some(Box::new(pending_info));
+        let task = |id: u32, t: u32| {
+            let mut j = limit(running(id, "arr", "debug", 1, T0 + 29), 2);
+            j.array_job_id = 179;
+            j.array_task_id = Some(t);
+            let mut i = info.clone();
+            i.tasks = Default::default();
+            j.array = Some(Box::new(i));
+            j.priority = 11515;
+            j
+        };
+        vec![meta, task(181, 0), task(182, 1)]
+    }
+
+    #[test]
+    fn arrays_collapse_expand_and_select_tasks() {
+        let q = array_179();
+        let out = squeue(&["-u", "alice", "-h", "-o", "%i"], &q);
+        assert_eq!(out.stdout, "179_[2-9%2]\n179_0\n179_1\n");
+        let out = squeue(&["-u", "alice", "-h", "-r", "-o", "%.18i %r"], &q);
+        let want: String = (2..=9)
+            .map(|t| format!("{:>18} JobArrayTaskLimit\n", format!("179_{t}")))
+            .chain([
+                "             179_0 None\n".to_string(),
+                "             179_1 None\n".to_string(),
+            ])
+            .collect();
+        assert_eq!(out.stdout, want);
+        // golden queue_squeue.txt `squeue -j 179_5`.
+        let out = squeue(&["-j", "179_5"], &q);
+        assert_eq!(
+            out.stdout,
+            "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)\n\
+             \x20            179_5     debug      arr    alice PD       0:00      1 (JobArrayTaskLimit)\n"
+        );
+        // The array's id selects all of it; a task's own id that task only.
+        assert_eq!(
+            squeue(&["-h", "-j", "179", "-o", "%i"], &q)
+                .stdout
+                .lines()
+                .count(),
+            3
+        );
+        assert_eq!(
+            squeue(&["-h", "-j", "181", "-o", "%i"], &q).stdout,
+            "179_0\n"
+        );
+        assert_eq!(
+            squeue(&["-h", "-j", "179_[1-2]", "-o", "%i"], &q).stdout,
+            "179_2\n179_1\n"
+        );
+        // golden `-o "%i|%A|%a|%F|%K|..."` columns for the array's lines.
+        let out = squeue(&["-u", "alice", "-h", "-o", "%i|%A|%F|%K|%l|%E"], &q);
+        assert_eq!(
+            out.stdout,
+            "179_[2-9%2]|179|179|2-9%2|2:00|(null)\n179_0|181|179|0|2:00|(null)\n179_1|182|179|1|2:00|(null)\n"
+        );
+    }
+
+    #[test]
+    fn dependency_column() {
+        use crate::model::depend::Dependency;
+        let mut j = pending(213, "dep_chain", "debug", Reason::Dependency, 11515);
+        j.depend = Dependency::parse("afterok:209").unwrap();
+        let out = squeue(&["-o", "%i %j %T %r %E"], &[j]);
+        assert_eq!(
+            out.stdout,
+            "JOBID NAME STATE REASON DEPENDENCY\n213 dep_chain PENDING Dependency afterok:209(unfulfilled)\n"
+        );
     }
 }

@@ -181,7 +181,10 @@ impl Cluster {
         fx: &mut Effects,
     ) -> Result<(), SlurmError> {
         let op = self.is_operator(c);
-        let j = self.jobs.get_mut(&meta_id).ok_or(SlurmError::InvalidJobId)?;
+        let j = self
+            .jobs
+            .get_mut(&meta_id)
+            .ok_or(SlurmError::InvalidJobId)?;
         if j.uid != c.uid && !op {
             return Err(SlurmError::AccessDenied);
         }
@@ -255,7 +258,7 @@ impl Cluster {
                 u64::MAX
             };
             let fit = free_cpus / u64::from(j.req_cpus.max(1)) + 1;
-            let n = room.min(fit).min(MAX_COPIES_PER_PASS).max(1);
+            let n = room.min(fit).clamp(1, MAX_COPIES_PER_PASS);
             let picks: VecDeque<u32> = match corr.get(&id) {
                 Some(ok) => ok.iter().copied().take(n as usize).collect(),
                 None => a.tasks.iter().take(n as usize).collect(),
@@ -278,3 +281,6 @@ pub(super) fn sched_copy(j: &mut Job) -> Job {
     j.steps = steps;
     copy
 }
+
+#[cfg(test)]
+mod tests;

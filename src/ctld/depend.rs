@@ -251,9 +251,10 @@ impl Cluster {
                         let t = job.array_task_id.unwrap_or(0);
                         self.corr_task_state(&ix, item.job, t, now)
                     }
-                    kind => self
-                        .progress_of(&ix, item.job, item.target)
-                        .state(kind, item.minutes, now),
+                    kind => {
+                        self.progress_of(&ix, item.job, item.target)
+                            .state(kind, item.minutes, now)
+                    }
                 };
             }
             let status = new.status();
@@ -385,3 +386,6 @@ impl Cluster {
         false
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -11,6 +11,8 @@ pub mod array;
 pub mod depend;
 pub mod state;
 pub mod store;
+#[cfg(test)]
+mod testutil;
 
 use crate::config::{Config, Mode};
 use crate::proto::{Framed, FromAgent, Request, Response, Role, SlurmError, ToAgent};
@@ -441,10 +443,7 @@ impl Actor {
                 array_tasks,
             } => Response::Results(self.cluster.requeue(&ids, &array_tasks, hold, c, now, fx)),
             Request::UpdateJob { id, updates, tasks } => {
-                match self
-                    .cluster
-                    .update_job(id, tasks.as_ref(), &updates, c, fx)
-                {
+                match self.cluster.update_job(id, tasks.as_ref(), &updates, c, fx) {
                     Ok(()) => Response::Ok,
                     Err(e) => Response::Error(e),
                 }

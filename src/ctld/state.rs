@@ -8,18 +8,18 @@
 //! allocations.
 
 use crate::config::Config;
+use crate::model::array::{ArrayInfo, ArraySpec, IndexSet};
+use crate::model::depend::DepStatus;
 use crate::model::job::{Allocation, ExitStatus, PastRun, StepRecord};
 use crate::model::{
     HoldKind, Job, JobSpec, JobState, MemReq, Node, NodeState, Partition, PartitionState, Reason,
     hostlist,
 };
+use crate::proto::ArrayTasks;
 use crate::proto::{
     EndKind, FromAgent, JobFilter, JobResult, JobUpdate, LaunchBatch, NodeUpdate, SlurmError,
     TestOnly, ToAgent,
 };
-use crate::model::array::{ArrayInfo, ArraySpec, IndexSet};
-use crate::model::depend::DepStatus;
-use crate::proto::ArrayTasks;
 use crate::sched::{self, Decision};
 use std::collections::{BTreeMap, HashMap};
 
@@ -425,7 +425,11 @@ impl Cluster {
     pub fn can_start_now(&self, job: &Job, now: i64) -> bool {
         let mut job = job.clone();
         job.id = u32::MAX;
-        if job.depend.as_ref().is_some_and(|d| d.status() != DepStatus::Satisfied) {
+        if job
+            .depend
+            .as_ref()
+            .is_some_and(|d| d.status() != DepStatus::Satisfied)
+        {
             return false;
         }
         let mut jobs: Vec<&Job> = self
@@ -465,6 +469,7 @@ impl Cluster {
             }
             sched::schedule(&jobs, &self.nodes, &self.partitions, now)
         };
+        let mut split: HashMap<u32, u32> = HashMap::new();
         for d in decisions {
             match d {
                 Decision::Start {
@@ -475,6 +480,7 @@ impl Cluster {
                     let id = match plan.get_mut(&job_id) {
                         Some(picks) => {
                             let Some(t) = picks.pop_front() else { continue };
+                            *split.entry(job_id).or_default() += 1;
                             match self.split_task(job_id, t, fx) {
                                 Some(id) => id,
                                 None => continue,
@@ -499,6 +505,19 @@ impl Cluster {
                             j.reason = reason;
                         }
                     }
+                }
+            }
+        }
+        // An array that started up to its throttle waits on it from now on.
+        for (id, n) in split {
+            if let Some(j) = self.jobs.get_mut(&id)
+                && j.state == JobState::Pending
+                && let Some(a) = j.array.as_mut()
+            {
+                a.running += n;
+                if a.throttled() {
+                    j.reason = Reason::JobArrayTaskLimit;
+                    j.last_sched_eval = Some(now);
                 }
             }
         }
@@ -641,7 +660,8 @@ impl Cluster {
             .map(|j| j.id)
             .collect();
         for id in late {
-            if let Some(node) = self.end_running(id, JobState::Deadline, Reason::DeadLine, now, fx) {
+            if let Some(node) = self.end_running(id, JobState::Deadline, Reason::DeadLine, now, fx)
+            {
                 fx.to_agent.push((
                     node,
                     ToAgent::Terminate {
@@ -983,7 +1003,9 @@ impl Cluster {
         for sel in &filter.array_tasks {
             let mut rs = Vec::new();
             for rid in self.records_of(sel.job) {
-                let Some(j) = self.jobs.get(&rid) else { continue };
+                let Some(j) = self.jobs.get(&rid) else {
+                    continue;
+                };
                 if j.array_job_id != sel.job {
                     continue;
                 }

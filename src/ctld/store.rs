@@ -199,9 +199,7 @@ impl Store {
             let ids: Vec<String> = q.ids.iter().map(|i| i.to_string()).collect();
             // An array's id names every record of the array.
             let ids = ids.join(",");
-            sql.push_str(&format!(
-                " AND (id IN ({ids}) OR array_job_id IN ({ids}))"
-            ));
+            sql.push_str(&format!(" AND (id IN ({ids}) OR array_job_id IN ({ids}))"));
         }
         if !q.users.is_empty() {
             let u: Vec<String> = q.users.iter().map(|i| i.to_string()).collect();

@@ -544,9 +544,9 @@ impl JobOpts {
             None => 0,
         };
         let deadline = match &self.deadline {
-            Some(d) => Some(
-                parse_begin(d, &ctx.now).map_err(|_| OptError::InvalidSpec("--deadline"))?,
-            ),
+            Some(d) => {
+                Some(parse_begin(d, &ctx.now).map_err(|_| OptError::InvalidSpec("--deadline"))?)
+            }
             None => None,
         };
         let kill_on_invalid_dep = match self.kill_on_invalid_dep.as_deref() {
@@ -1223,7 +1223,14 @@ mod tests {
 
     #[test]
     fn arrays_dependencies_deadline_immediate() {
-        let n = spec(&["-a", "0-9%2", "-d", "afterok:5", "--kill-on-invalid-dep=yes"]).unwrap();
+        let n = spec(&[
+            "-a",
+            "0-9%2",
+            "-d",
+            "afterok:5",
+            "--kill-on-invalid-dep=yes",
+        ])
+        .unwrap();
         assert_eq!(n.array.as_deref(), Some("0-9%2"));
         assert_eq!(n.dependency.as_deref(), Some("afterok:5"));
         assert_eq!(n.kill_on_invalid_dep, Some(true));
@@ -1239,7 +1246,11 @@ mod tests {
             (&["--deadline=garbage"], "--deadline"),
             (&["--kill-on-invalid-dep=maybe"], "--kill-on-invalid-dep"),
         ] {
-            assert_eq!(spec(args).unwrap_err(), OptError::InvalidSpec(opt), "{args:?}");
+            assert_eq!(
+                spec(args).unwrap_err(),
+                OptError::InvalidSpec(opt),
+                "{args:?}"
+            );
         }
         // Ranges and sizes are the controller's to judge.
         assert!(spec(&["--array=5-2"]).is_ok());

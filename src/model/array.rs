@@ -35,7 +35,7 @@ impl Run {
     }
 
     fn contains(&self, i: u32) -> bool {
-        i >= self.lo && i <= self.hi && (i - self.lo) % self.step == 0
+        i >= self.lo && i <= self.hi && (i - self.lo).is_multiple_of(self.step)
     }
 
     /// A run from `lo` to `hi` by `step`, normalised so that one element has step 1.
@@ -283,7 +283,10 @@ impl IndexSet {
         let mut prev: Option<u32> = None;
         for r in &self.runs {
             let first_gap = prev.map(|p| r.lo - p);
-            for g in first_gap.into_iter().chain((r.lo != r.hi).then_some(r.step)) {
+            for g in first_gap
+                .into_iter()
+                .chain((r.lo != r.hi).then_some(r.step))
+            {
                 match gap {
                     None => gap = Some(g),
                     Some(x) if x != g => return 1,
@@ -449,7 +452,9 @@ mod tests {
 
     #[test]
     fn refuses_bad_expressions() {
-        for bad in ["", "abc", "5-2", "1-", "-1", "1,,2", "0-4:0", "3:2", "1-2:x"] {
+        for bad in [
+            "", "abc", "5-2", "1-", "-1", "1,,2", "0-4:0", "3:2", "1-2:x",
+        ] {
             assert!(IndexSet::parse(bad, 1001).is_err(), "{bad}");
         }
         assert_eq!(
@@ -520,8 +525,14 @@ mod tests {
 
     #[test]
     fn from_indices_compresses() {
-        assert_eq!(IndexSet::from_indices(vec![1, 3, 4, 5]).to_string(), "1,3-5");
-        assert_eq!(IndexSet::from_indices(vec![0, 5, 10, 11]).to_string(), "0,5,10-11");
+        assert_eq!(
+            IndexSet::from_indices(vec![1, 3, 4, 5]).to_string(),
+            "1,3-5"
+        );
+        assert_eq!(
+            IndexSet::from_indices(vec![0, 5, 10, 11]).to_string(),
+            "0,5,10-11"
+        );
         let s = IndexSet::from_indices(vec![9, 1, 3, 5, 7, 8]);
         assert_eq!(s.iter().collect::<Vec<_>>(), vec![1, 3, 5, 7, 8, 9]);
         assert!(s.contains(8) && !s.contains(2));

@@ -182,10 +182,7 @@ pub struct AcctQuery {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Request {
     /// Submit a batch job (sbatch). `test_only` validates and estimates, creating nothing.
-    Submit {
-        spec: Box<JobSpec>,
-        test_only: bool,
-    },
+    Submit { spec: Box<JobSpec>, test_only: bool },
     /// Jobs still in the queue or finished within MinJobAge.
     Jobs(JobFilter),
     /// Nodes and partitions.

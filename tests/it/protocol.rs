@@ -89,7 +89,12 @@ fn jobs_survive_a_controller_kill9() {
     let out = std::fs::read_to_string(c.path(&format!("slurm-{running}.out"))).unwrap();
     assert_eq!(out, "survived\n");
     assert_eq!(job_state(&mut cl, queued).unwrap().state.long(), "PENDING");
-    let r = cl.request(&Request::Release { ids: vec![queued] }).unwrap();
+    let r = cl
+        .request(&Request::Release {
+            ids: vec![queued],
+            array_tasks: vec![],
+        })
+        .unwrap();
     assert!(
         matches!(r, Response::Results(ref v) if v[0].error.is_none()),
         "{r:?}"

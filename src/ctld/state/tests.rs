@@ -271,7 +271,10 @@ fn requeue_runs_the_job_again() {
     let id = submit(&mut c, spec("r"), ALICE, 0);
     let mut fx = Effects::default();
     c.schedule(0, &mut fx);
-    assert_eq!(c.requeue(&[id], &[], false, ALICE, 1, &mut fx)[0].error, None);
+    assert_eq!(
+        c.requeue(&[id], &[], false, ALICE, 1, &mut fx)[0].error,
+        None
+    );
     c.from_agent("n1", ended(id, 0, 15), 2, &mut fx);
     assert_eq!(c.jobs[&id].state, JobState::Pending);
     assert_eq!(c.jobs[&id].restarts, 1);
