@@ -316,6 +316,9 @@ pub enum OptError {
     Fatal(String),
     /// An option sluice parses but does not implement yet; exit 1.
     Unsupported(String),
+    /// A value refused when the options are checked as a whole (sbatch's
+    /// `_opt_verify`), printed after `error: `; exit 1.
+    Verify(String),
     /// Help text for stdout; exit 0.
     Help(String),
 }
@@ -324,7 +327,7 @@ impl OptError {
     /// The process exit code for this error.
     pub fn exit_code(&self) -> u8 {
         match self {
-            OptError::Unsupported(_) => 1,
+            OptError::Unsupported(_) | OptError::Verify(_) => 1,
             OptError::Help(_) => 0,
             _ => 255,
         }
@@ -344,7 +347,7 @@ impl OptError {
             OptError::InvalidBegin { value, pos } => format!(
                 "Invalid time specification (pos={pos}): {value}\n{prog}: error: Invalid --begin specification\n"
             ),
-            OptError::Fatal(m) => format!("{prog}: error: {m}\n"),
+            OptError::Fatal(m) | OptError::Verify(m) => format!("{prog}: error: {m}\n"),
             OptError::Unsupported(o) => {
                 format!("{prog}: error: {o} is not supported yet by sluice\n")
             }
@@ -560,7 +563,7 @@ impl JobOpts {
         if let Some(a) = &self.array
             && !valid_array_syntax(a)
         {
-            return Err(OptError::InvalidSpec("--array"));
+            return Err(OptError::Verify("Invalid --array specification".into()));
         }
         let open_append = match self.open_mode.as_deref() {
             None => false,
@@ -1240,10 +1243,22 @@ mod tests {
         assert!(n.immediate);
         assert_eq!(n.deadline, Some(ctx().now.timestamp() + 3600));
         assert!(spec(&["--immediate=5"]).unwrap().immediate);
+        assert!(
+            spec(&["--deadline=2020-01-01T00:00"])
+                .unwrap()
+                .deadline
+                .is_some()
+        );
+        for bad in ["--array=abc", "--array=1%2%3"] {
+            let e = spec(&[bad]).unwrap_err();
+            assert_eq!(
+                e.render("sbatch"),
+                "sbatch: error: Invalid --array specification\n"
+            );
+            assert_eq!(e.exit_code(), 1);
+        }
         for (args, opt) in [
-            (&["--array=abc"][..], "--array"),
-            (&["--array=1%2%3"], "--array"),
-            (&["--deadline=garbage"], "--deadline"),
+            (&["--deadline=garbage"][..], "--deadline"),
             (&["--kill-on-invalid-dep=maybe"], "--kill-on-invalid-dep"),
         ] {
             assert_eq!(

@@ -1,6 +1,10 @@
 //! End-to-end tests: real controller, agent and stepd processes driven through the real
 //! front-ends (see `harness`).
 
+mod arrays;
+mod depend;
 mod harness;
+mod holds;
 mod personal;
 mod protocol;
+mod requeue;

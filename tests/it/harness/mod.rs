@@ -43,6 +43,8 @@ pub struct Setup {
     pub memory: u64,
     pub extra_partitions: &'static str,
     pub kill_wait: u32,
+    /// Extra top-level `sluice.toml` lines (before the node table).
+    pub top: &'static str,
 }
 
 impl Default for Setup {
@@ -52,6 +54,7 @@ impl Default for Setup {
             memory: 4000,
             extra_partitions: "",
             kill_wait: 2,
+            top: "",
         }
     }
 }
@@ -76,6 +79,7 @@ state_dir = "{root}/state"
 spool_dir = "{root}/spool"
 socket = "{root}/run/ctld.sock"
 kill_wait = {kw}
+{top}
 [[nodes]]
 name = "{node}"
 cpus = {cpus}
@@ -89,6 +93,7 @@ max_time = "1:00:00"
 "#,
                 root = root.display(),
                 kw = s.kill_wait,
+                top = s.top,
                 cpus = s.cpus,
                 mem = s.memory,
                 extra = s.extra_partitions.replace("NODE", &node),
@@ -221,6 +226,39 @@ max_time = "1:00:00"
         })
     }
 
+    /// Runs a front-end that must fail; returns (exit code, stderr).
+    pub fn fails(&self, name: &str, args: &[&str]) -> (i32, String) {
+        let o = self.run(name, args);
+        assert!(
+            !o.status.success(),
+            "{name} {args:?} succeeded: {}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+        (
+            o.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    }
+
+    /// One field of `scontrol -o show job ID` (first record), e.g. `Reason`.
+    pub fn field(&self, id: &str, key: &str) -> Option<String> {
+        let o = self.run("scontrol", &["-o", "show", "job", id]);
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        let line = text.lines().next()?.to_string();
+        let pat = format!("{key}=");
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix(&pat).map(str::to_string))
+    }
+
+    /// Waits until `scontrol` shows `key=value` for the job.
+    pub fn wait_field(&self, id: &str, key: &str, value: &str) {
+        wait_until(
+            &format!("job {id} {key}={value}"),
+            Duration::from_secs(30),
+            || (self.field(id, key).as_deref() == Some(value)).then_some(()),
+        )
+    }
+
     /// Waits until the job has finished.
     pub fn wait_done(&self, id: u32) -> String {
         self.wait_state(
@@ -232,6 +270,7 @@ max_time = "1:00:00"
                 "TIMEOUT",
                 "NODE_FAIL",
                 "OUT_OF_MEMORY",
+                "DEADLINE",
             ],
             Duration::from_secs(30),
         )
