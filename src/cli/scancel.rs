@@ -232,6 +232,7 @@ pub fn request_for(o: &Opts) -> Request {
             partitions: o.partitions.clone(),
             names: o.names.clone(),
             array_tasks: o.array_tasks.clone(),
+            active_only: false,
         },
         signal: o.signal,
         batch_only: o.batch && !o.full,

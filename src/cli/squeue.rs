@@ -181,6 +181,18 @@ impl StateFilter {
         Ok(StateFilter::Only(sels))
     }
 
+    /// Whether only jobs still in the queue can match.
+    pub fn active_only(&self) -> bool {
+        match self {
+            StateFilter::Active => true,
+            StateFilter::All => false,
+            StateFilter::Only(sels) => sels.iter().all(|s| match s {
+                StateSel::Base(st) => !st.is_terminal(),
+                StateSel::Completing | StateSel::Never => true,
+            }),
+        }
+    }
+
     fn matches(&self, job: &Job) -> bool {
         match self {
             StateFilter::Active => job.is_active(),
@@ -1046,6 +1058,9 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
             .collect::<BTreeSet<_>>()
             .into_iter()
             .collect(),
+        // Without ids (where an unknown id must be told from a finished one), only the
+        // queue's active jobs are needed for the default or an active-states filter.
+        active_only: q.jobs.is_empty() && q.states.active_only(),
         users: if q.jobs.is_empty() {
             q.users.clone().unwrap_or_default()
         } else {

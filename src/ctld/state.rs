@@ -948,6 +948,7 @@ impl Cluster {
             }
         }
         fx.persist.push(j.clone());
+        shed_after_end(j);
         fx.schedule = true;
         if let Some(a) = alloc {
             self.charge(&a, was_completing, -1);
@@ -1069,6 +1070,7 @@ impl Cluster {
                 j.cancelled_by = Some(c.uid);
                 j.reason = Reason::None;
                 fx.persist.push(j.clone());
+                shed_after_end(j);
                 fx.schedule = true;
                 Ok(())
             }
@@ -1518,6 +1520,17 @@ struct End {
     max_rss_kib: u64,
     cpu_secs: f64,
     oom: bool,
+}
+
+/// Drops the script and environment of a job that has ended from the in-memory record
+/// (its stored record keeps them): nothing reads them any more, and a queue of many
+/// finished jobs, such as a drained array whose tasks all copied the submission's
+/// environment, would otherwise hold them until MinJobAge.
+fn shed_after_end(j: &mut Job) {
+    if !j.is_active() {
+        j.spec.script = String::new();
+        j.spec.environment = BTreeMap::new();
+    }
 }
 
 /// One outcome for a reference that named several records: success when any record

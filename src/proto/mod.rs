@@ -120,6 +120,10 @@ pub struct JobFilter {
     /// `N_i` / `N_[expr]` selections.
     #[serde(default)]
     pub array_tasks: Vec<ArrayTasks>,
+    /// Only jobs still in the queue (pending, running, suspended or completing), so
+    /// that a busy queue's finished jobs do not travel to every `squeue`.
+    #[serde(default)]
+    pub active_only: bool,
 }
 
 impl JobFilter {
@@ -132,6 +136,7 @@ impl JobFilter {
                 .any(|&i| job.id == i || (job.array_job_id == i && i != 0))
             || self.array_tasks.iter().any(|t| t.matches(job));
         by_id
+            && (!self.active_only || job.is_active())
             && (self.users.is_empty() || self.users.contains(&job.uid))
             && (self.states.is_empty() || self.states.contains(&job.state))
             && (self.partitions.is_empty() || self.partitions.contains(&job.partition))
