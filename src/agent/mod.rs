@@ -1,12 +1,13 @@
 //! The node agent (cf. slurmd): registers the node's resources with the controller,
 //! launches a detached `sluice stepd` per job, relays signals to it, and reports how each
 //! job ended. It speaks the protocol over any byte stream: an in-process pipe for the
-//! controller's own node, SSH for remote ones later.
+//! controller's own node, stdin/stdout under SSH for remote ones ([`stdio`]).
 //!
 //! Jobs outlive the agent: each stepd records its state in the job's spool directory
 //! (`proto::spool`), and a restarted agent re-adopts them from there.
 
 pub mod discover;
+pub mod stdio;
 
 use crate::config::NodeConf;
 use crate::proto::spool::{self, StepResult, TerminateRequest};
@@ -28,6 +29,9 @@ pub struct AgentConfig {
     pub spool_dir: PathBuf,
     /// The sluice binary, run as `sluice stepd <dir>` for each job.
     pub exe: PathBuf,
+    /// Time between heartbeats (the controller sets it to a third of its SlurmdTimeout,
+    /// at most 10 s).
+    pub heartbeat: Duration,
 }
 
 fn job_dir(spool: &Path, id: u32) -> PathBuf {
@@ -64,7 +68,7 @@ where
         tokio::spawn(watch_adopted(job_dir(&cfg.spool_dir, id), id, etx.clone()));
     }
     let _ = etx.send(heartbeat());
-    let mut beat = tokio::time::interval(Duration::from_secs(10));
+    let mut beat = tokio::time::interval(cfg.heartbeat.max(Duration::from_millis(100)));
     beat.tick().await;
     loop {
         tokio::select! {

@@ -7,6 +7,7 @@ pub mod format;
 pub mod getopt;
 pub mod jobfmt;
 pub mod jobid;
+pub mod keygen;
 pub mod sacct;
 pub mod sbatch;
 pub mod scancel;
@@ -59,6 +60,8 @@ fn dispatch(cmd: &str, args: Vec<OsString>) -> ExitCode {
         "sacct" => sacct::run(args),
         "controller" => crate::ctld::cli_main(args),
         "stepd" => crate::stepd::cli_main(args),
+        "agent" => crate::agent::stdio::cli_main(args),
+        "keygen" => keygen::run(args),
         "srun" | "salloc" => {
             eprintln!(
                 "{cmd}: error: {cmd} is not supported yet by sluice (batch jobs only: use sbatch)"
@@ -83,7 +86,7 @@ fn dispatch(cmd: &str, args: Vec<OsString>) -> ExitCode {
 
 fn print_usage() {
     eprintln!(
-        "usage: sluice <command> [args...]\n\ncommands: {} controller stepd\n\
+        "usage: sluice <command> [args...]\n\ncommands: {} controller agent keygen stepd\n\
          Each Slurm command also works under its own name through a symlink (see install.sh).",
         LINKED_COMMANDS.join(" ")
     );

@@ -7,7 +7,7 @@
 
 use crate::model::hostlist;
 use crate::model::{Partition, PartitionState, TimeLimit};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// The Slurm version sluice reports (`sinfo --version`, `scontrol show config`): that of
@@ -43,8 +43,18 @@ pub enum Mode {
     System,
 }
 
+/// Default known_hosts file the controller checks remote nodes' host keys against.
+pub const SYSTEM_KNOWN_HOSTS: &str = "/etc/sluice/known_hosts";
+
+/// Default remote path the controller pushes its own binary to (`~` is the SSH user's
+/// home directory on the node).
+pub const DEFAULT_PUSH_PATH: &str = "~/.local/lib/sluice/sluice";
+
 /// A node as declared. `None` fields are detected by the node's agent.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+///
+/// A node with `ssh` set is remote: the controller reaches its agent over SSH
+/// (`transport::ssh`); a node without it is served by the controller's in-process agent.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NodeConf {
     pub name: String,
@@ -63,6 +73,48 @@ pub struct NodeConf {
     pub features: Vec<String>,
     #[serde(default)]
     pub weight: Option<u32>,
+    /// `user@host[:port]` (or `host`, `user@[v6addr]:port`) of a remote node.
+    #[serde(default)]
+    pub ssh: Option<String>,
+    /// Private key the controller authenticates with; after loading, defaults to the key
+    /// `sluice keygen` creates (`<state_dir>/ssh/id_ed25519`) for remote nodes.
+    #[serde(default)]
+    pub identity_file: Option<PathBuf>,
+    /// known_hosts file the node's host key must be in; after loading, defaults to
+    /// [`SYSTEM_KNOWN_HOSTS`] for remote nodes.
+    #[serde(default)]
+    pub known_hosts: Option<PathBuf>,
+    /// Whether the controller may copy its own binary to the node when the node has no
+    /// `sluice` or one of another protocol version (default: true; only done when the
+    /// node's OS and architecture are the controller's).
+    #[serde(default)]
+    pub push_binary: Option<bool>,
+    /// The command that runs sluice on the node (default `sluice`, looked up in the SSH
+    /// session's PATH).
+    #[serde(default)]
+    pub sluice_path: Option<String>,
+    /// Where a pushed binary goes on the node (default [`DEFAULT_PUSH_PATH`]).
+    #[serde(default)]
+    pub push_path: Option<String>,
+    /// The remote agent's spool directory (default: the agent's own default,
+    /// `/var/spool/sluice` as root).
+    #[serde(default)]
+    pub spool_dir: Option<String>,
+}
+
+impl NodeConf {
+    /// A node with this name and nothing declared.
+    pub fn named(name: &str) -> NodeConf {
+        NodeConf {
+            name: name.to_string(),
+            ..NodeConf::default()
+        }
+    }
+
+    /// Whether the node is reached over SSH.
+    pub fn is_remote(&self) -> bool {
+        self.ssh.is_some()
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -113,10 +165,15 @@ struct FileConf {
     max_array_size: Option<u32>,
     #[serde(default)]
     kill_invalid_depend: Option<bool>,
+    slurmd_timeout: Option<u32>,
+    #[serde(default)]
+    reconnect_max: Option<u32>,
     #[serde(default)]
     nodes: Vec<NodeConf>,
     #[serde(default)]
     partitions: Vec<PartitionConf>,
+    #[serde(default)]
+    cgroup: CgroupConf,
 }
 
 /// The resolved configuration every role reads.
@@ -144,8 +201,17 @@ pub struct Config {
     /// Cancel jobs whose dependency can never be satisfied (Slurm's
     /// `SchedulerParameters=kill_invalid_depend`); `--kill-on-invalid-dep` overrides it.
     pub kill_invalid_depend: bool,
+    /// Seconds a node's agent may stay silent before the node is set DOWN
+    /// "Not responding" (Slurm's SlurmdTimeout; agents send a heartbeat at least every
+    /// third of it).
+    pub slurmd_timeout: u32,
+    /// Longest wait, in seconds, between attempts to reconnect to a remote node (the
+    /// wait doubles from one second up to this).
+    pub reconnect_max: u32,
     pub nodes: Vec<NodeConf>,
     pub partitions: Vec<Partition>,
+    /// How stepd isolates jobs (Slurm's cgroup.conf).
+    pub cgroup: CgroupConf,
 }
 
 impl Config {
@@ -192,6 +258,24 @@ impl Config {
         let mut nodes = fc.nodes;
         if nodes.is_empty() {
             nodes.push(local_node_conf());
+        }
+        let default_key = state_dir.join("ssh").join(KEY_FILE);
+        for n in &mut nodes {
+            let Some(addr) = &n.ssh else { continue };
+            if let Err(e) = crate::transport::ssh::SshAddr::parse(addr) {
+                return Err(invalid(format!("node '{}': {e}", n.name)));
+            }
+            n.identity_file = Some(abs(n
+                .identity_file
+                .take()
+                .unwrap_or_else(|| default_key.clone())));
+            n.known_hosts = Some(abs(n
+                .known_hosts
+                .take()
+                .unwrap_or_else(|| SYSTEM_KNOWN_HOSTS.into())));
+        }
+        if fc.slurmd_timeout == Some(0) {
+            return Err(invalid("slurmd_timeout must be at least 1".into()));
         }
         let mut seen = std::collections::HashSet::new();
         for n in &nodes {
@@ -256,6 +340,7 @@ impl Config {
             p.default = true;
             partitions.push(p);
         }
+        fc.cgroup.validate().map_err(&invalid)?;
         if partitions.iter().filter(|p| p.default).count() > 1 {
             return Err(invalid("more than one partition has default = true".into()));
         }
@@ -274,8 +359,11 @@ impl Config {
             sched_interval: fc.sched_interval.unwrap_or(60),
             max_array_size: fc.max_array_size.unwrap_or(DEFAULT_MAX_ARRAY_SIZE),
             kill_invalid_depend: fc.kill_invalid_depend.unwrap_or(false),
+            slurmd_timeout: fc.slurmd_timeout.unwrap_or(DEFAULT_SLURMD_TIMEOUT),
+            reconnect_max: fc.reconnect_max.unwrap_or(30).max(1),
             nodes,
             partitions,
+            cgroup: fc.cgroup,
         })
     }
 
@@ -312,8 +400,11 @@ impl Config {
             sched_interval: 60,
             max_array_size: DEFAULT_MAX_ARRAY_SIZE,
             kill_invalid_depend: false,
+            slurmd_timeout: DEFAULT_SLURMD_TIMEOUT,
+            reconnect_max: 30,
             nodes: vec![node],
             partitions: vec![p],
+            cgroup: CgroupConf::default(),
         }
     }
 
@@ -325,27 +416,137 @@ impl Config {
             .or(self.partitions.first())
     }
 
-    /// The name of this machine's node: the declared node whose name is this host's
-    /// short name, else the first declared node.
-    pub fn local_node(&self) -> &NodeConf {
+    /// The node the controller's in-process agent serves: among nodes without `ssh`, the
+    /// one named like this host's short name, else the first. `None` when every node is
+    /// remote (the controller's machine is not a compute node).
+    pub fn local_node(&self) -> Option<&NodeConf> {
         let host = short_hostname();
-        self.nodes
-            .iter()
+        let mut local = self.nodes.iter().filter(|n| !n.is_remote());
+        local
+            .clone()
             .find(|n| n.name == host)
-            .unwrap_or(&self.nodes[0])
+            .or_else(|| local.next())
+    }
+
+    /// The controller's own SSH key pair, as `sluice keygen` creates it and remote nodes
+    /// use by default: `<state_dir>/ssh/id_ed25519` (the public half next to it, `.pub`).
+    pub fn key_file(&self) -> PathBuf {
+        self.state_dir.join("ssh").join(KEY_FILE)
     }
 }
 
+/// File name of the controller's SSH private key inside `<state_dir>/ssh`.
+const KEY_FILE: &str = "id_ed25519";
+
+/// Slurm's default SlurmdTimeout, seconds.
+const DEFAULT_SLURMD_TIMEOUT: u32 = 300;
+
 fn local_node_conf() -> NodeConf {
-    NodeConf {
-        name: short_hostname(),
-        cpus: None,
-        memory: None,
-        sockets: None,
-        cores_per_socket: None,
-        threads_per_core: None,
-        features: Vec::new(),
-        weight: None,
+    NodeConf::named(&short_hostname())
+}
+
+/// Which cgroup interface stepd uses (Slurm's `CgroupPlugin`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum CgroupPlugin {
+    /// cgroup v1 if its controllers are mounted, else v2, else no cgroups.
+    #[default]
+    #[serde(rename = "autodetect")]
+    Autodetect,
+    #[serde(rename = "cgroup/v1", alias = "v1")]
+    V1,
+    #[serde(rename = "cgroup/v2", alias = "v2")]
+    V2,
+    /// No cgroups: process tracking and rlimits only ("degraded isolation").
+    #[serde(rename = "disabled", alias = "none")]
+    Disabled,
+}
+
+/// The `[cgroup]` section: Slurm's cgroup.conf, with its defaults and meanings. Keys may
+/// be written in snake_case or with Slurm's names (`ConstrainRAMSpace = true`).
+///
+/// Memory limits follow task/cgroup: the RAM limit is `AllowedRAMSpace` percent of the
+/// job's allocated memory on the node, at most `MaxRAMPercent` percent of the node's
+/// RAM and at least `MinRAMSpace` MiB; with `ConstrainSwapSpace` the RAM+swap limit adds
+/// `AllowedSwapSpace` percent of the allocation, at most `MaxSwapPercent` percent of RAM.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CgroupConf {
+    #[serde(alias = "CgroupPlugin")]
+    pub plugin: CgroupPlugin,
+    /// Where cgroup hierarchies are mounted (v1: one directory per controller below it).
+    /// `None`: found in /proc/self/mountinfo.
+    #[serde(alias = "CgroupMountpoint")]
+    pub mountpoint: Option<std::path::PathBuf>,
+    /// Name of sluice's cgroup below the hierarchy's base (Slurm uses `slurm`): the tree
+    /// is `<root>/uid_U/job_J/step_S/task_T`. Two controllers on one machine need two
+    /// roots.
+    pub root: String,
+    /// Confine tasks to the CPUs chosen for the job (cpuset). Slurm default: no.
+    #[serde(alias = "ConstrainCores")]
+    pub constrain_cores: bool,
+    /// Limit RAM to the job's allocated memory. Slurm default: no.
+    #[serde(alias = "ConstrainRAMSpace")]
+    pub constrain_ram_space: bool,
+    /// Limit RAM+swap. Slurm default: no.
+    #[serde(alias = "ConstrainSwapSpace")]
+    pub constrain_swap_space: bool,
+    /// Deny device files not allocated to the job. Slurm default: no.
+    #[serde(alias = "ConstrainDevices")]
+    pub constrain_devices: bool,
+    /// Percent of the allocated memory the RAM limit is (default 100).
+    #[serde(alias = "AllowedRAMSpace")]
+    pub allowed_ram_space: f64,
+    /// Percent of the allocated memory added as swap (default 0).
+    #[serde(alias = "AllowedSwapSpace")]
+    pub allowed_swap_space: f64,
+    /// Upper bound of the RAM limit, percent of the node's RAM (default 100).
+    #[serde(alias = "MaxRAMPercent")]
+    pub max_ram_percent: f64,
+    /// Upper bound of the swap part, percent of the node's RAM (default 100).
+    #[serde(alias = "MaxSwapPercent")]
+    pub max_swap_percent: f64,
+    /// Lower bound of the RAM limit, MiB (default 30).
+    #[serde(alias = "MinRAMSpace")]
+    pub min_ram_space: u64,
+}
+
+impl Default for CgroupConf {
+    fn default() -> Self {
+        CgroupConf {
+            plugin: CgroupPlugin::Autodetect,
+            mountpoint: None,
+            root: "sluice".into(),
+            constrain_cores: false,
+            constrain_ram_space: false,
+            constrain_swap_space: false,
+            constrain_devices: false,
+            allowed_ram_space: 100.0,
+            allowed_swap_space: 0.0,
+            max_ram_percent: 100.0,
+            max_swap_percent: 100.0,
+            min_ram_space: 30,
+        }
+    }
+}
+
+impl CgroupConf {
+    /// Checks ranges and the root name. Errors: a message naming the bad key.
+    pub fn validate(&self) -> Result<(), String> {
+        let r = &self.root;
+        if r.is_empty() || r.contains('/') || r == "." || r == ".." {
+            return Err(format!("cgroup.root must be one path component, not '{r}'"));
+        }
+        for (k, v) in [
+            ("allowed_ram_space", self.allowed_ram_space),
+            ("allowed_swap_space", self.allowed_swap_space),
+            ("max_ram_percent", self.max_ram_percent),
+            ("max_swap_percent", self.max_swap_percent),
+        ] {
+            if !v.is_finite() || v < 0.0 {
+                return Err(format!("cgroup.{k} must be a percentage >= 0, not {v}"));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -427,10 +628,89 @@ state = "down"
         };
         let shared = find("shared-box.toml");
         assert_eq!(shared.partitions.len(), 2);
+        assert!(shared.cgroup.constrain_cores && shared.cgroup.constrain_swap_space);
         assert_eq!(shared.default_partition().unwrap().name, "short");
         let ws = find("workstation.toml");
         assert_eq!(ws.nodes.len(), 1);
         assert_eq!(ws.partitions[0].max_time, TimeLimit::Minutes(2 * 24 * 60));
+    }
+
+    #[test]
+    fn cgroup_section_defaults_and_slurm_names() {
+        let p = Path::new("/x.toml");
+        let d = Config::from_toml("", p).unwrap().cgroup;
+        assert_eq!(d, CgroupConf::default());
+        assert!(!d.constrain_cores && !d.constrain_ram_space && !d.constrain_swap_space);
+        assert!(!d.constrain_devices);
+        assert_eq!((d.allowed_ram_space, d.max_ram_percent), (100.0, 100.0));
+        assert_eq!((d.allowed_swap_space, d.min_ram_space), (0.0, 30));
+        assert_eq!(d.plugin, CgroupPlugin::Autodetect);
+        let c = Config::from_toml(
+            "[cgroup]\nConstrainCores = true\nConstrainRAMSpace = true\n\
+             constrain_swap_space = true\nAllowedRAMSpace = 90.5\nMaxRAMPercent = 80\n\
+             CgroupPlugin = \"cgroup/v1\"\nroot = \"sluice_n1\"\n",
+            p,
+        )
+        .unwrap()
+        .cgroup;
+        assert!(c.constrain_cores && c.constrain_ram_space && c.constrain_swap_space);
+        assert_eq!(c.allowed_ram_space, 90.5);
+        assert_eq!(c.max_ram_percent, 80.0);
+        assert_eq!(c.plugin, CgroupPlugin::V1);
+        assert_eq!(c.root, "sluice_n1");
+        assert!(Config::personal().cgroup == CgroupConf::default());
+    }
+
+    #[test]
+    fn remote_nodes_get_ssh_defaults() {
+        let c = Config::from_toml(
+            r#"
+state_dir = "/var/lib/sluice"
+[[nodes]]
+name = "head"
+[[nodes]]
+name = "gpu1"
+ssh = "root@gpu1"
+[[nodes]]
+name = "gpu2"
+ssh = "admin@10.0.0.2:2222"
+identity_file = "keys/id"
+known_hosts = "/srv/kh"
+push_binary = false
+"#,
+            Path::new("/etc/sluice/sluice.toml"),
+        )
+        .unwrap();
+        assert!(!c.nodes[0].is_remote());
+        assert_eq!(c.nodes[0].identity_file, None);
+        let g1 = &c.nodes[1];
+        assert_eq!(
+            g1.identity_file.as_deref(),
+            Some(Path::new("/var/lib/sluice/ssh/id_ed25519"))
+        );
+        assert_eq!(
+            g1.known_hosts.as_deref(),
+            Some(Path::new(SYSTEM_KNOWN_HOSTS))
+        );
+        let g2 = &c.nodes[2];
+        assert_eq!(
+            g2.identity_file.as_deref(),
+            Some(Path::new("/etc/sluice/keys/id"))
+        );
+        assert_eq!(g2.push_binary, Some(false));
+        assert_eq!(
+            c.key_file(),
+            PathBuf::from("/var/lib/sluice/ssh/id_ed25519")
+        );
+        assert_eq!(c.local_node().map(|n| n.name.as_str()), Some("head"));
+        assert_eq!(c.slurmd_timeout, 300);
+        // Every node remote: the controller's machine runs no agent.
+        let all = Config::from_toml(
+            "[[nodes]]\nname='a'\nssh='a'\n[[nodes]]\nname='b'\nssh='b:22'\n",
+            Path::new("/x.toml"),
+        )
+        .unwrap();
+        assert!(all.local_node().is_none());
     }
 
     #[test]
@@ -444,10 +724,16 @@ state = "down"
             ("[[nodes]]\nname='a'\n[[nodes]]\nname='a'\n", "twice"),
             ("bogus = 1\n", "unknown field"),
             ("[[nodes]]\nname='a'\ncpus=0\n", "at least 1"),
+            ("[[nodes]]\nname='a'\nssh='u@h:0'\n", "bad ssh address"),
+            ("slurmd_timeout = 0\n", "slurmd_timeout"),
             (
                 "[[nodes]]\nname='a'\n[[partitions]]\nname='p'\nnodes='a'\nmax_time='soon'\n",
                 "bad max_time",
             ),
+            ("[cgroup]\nroot='a/b'\n", "one path component"),
+            ("[cgroup]\nMaxRAMPercent=-5\n", "max_ram_percent"),
+            ("[cgroup]\nConstrainKernelMemory=true\n", "unknown field"),
+            ("[cgroup]\nCgroupPlugin='cgroup/v3'\n", "unknown variant"),
         ];
         for (text, want) in cases {
             let e = Config::from_toml(text, p).unwrap_err().to_string();

@@ -2,11 +2,12 @@
 //! to SQLite, serves front-ends on a Unix socket and drives node agents.
 //!
 //! Runtime shape (STYLE.md): a listener task, one task per front-end connection, one task
-//! per agent link, the actor (sole owner of [`state::Cluster`]) and the store thread.
+//! per agent link (remote nodes' links reconnect through SSH, see [`agents`]), the actor (sole owner of [`state::Cluster`]) and the store thread.
 //! Messages reach the actor on one channel; the actor applies reactor functions and
 //! carries out their [`state::Effects`]. Scheduling runs after each burst of messages
 //! that asked for it, and on a one-second tick (time limits, MinJobAge purge).
 
+pub mod agents;
 pub mod array;
 pub mod depend;
 pub mod state;
@@ -45,6 +46,11 @@ enum Msg {
     },
     AgentDown {
         node: String,
+    },
+    /// A remote node's link could not be brought up; `reason` says why.
+    LinkFailed {
+        node: String,
+        reason: String,
     },
 }
 
@@ -243,21 +249,45 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
         .context("cannot start store thread")?;
 
     let (tx, rx) = mpsc::channel::<Msg>(4096);
+    let exe = std::env::current_exe().context("cannot find own executable")?;
+    let heartbeat = agents::heartbeat_secs(cfg.slurmd_timeout);
     // The local node's agent runs in-process over an in-memory pipe speaking the same
     // protocol as a remote one.
-    let local = cfg.local_node().clone();
-    let (ctld_end, agent_end) = tokio::io::duplex(1 << 20);
-    let agent_cfg = crate::agent::AgentConfig {
-        node: local.clone(),
-        spool_dir: cfg.spool_dir.clone(),
-        exe: std::env::current_exe().context("cannot find own executable")?,
-    };
-    tokio::spawn(async move {
-        if let Err(e) = crate::agent::run(Framed::new(agent_end), agent_cfg).await {
-            tracing::error!("local agent stopped: {e:#}");
+    if let Some(local) = cfg.local_node() {
+        let (ctld_end, agent_end) = tokio::io::duplex(1 << 20);
+        let agent_cfg = crate::agent::AgentConfig {
+            node: local.clone(),
+            spool_dir: cfg.spool_dir.clone(),
+            exe: exe.clone(),
+            heartbeat: Duration::from_secs(heartbeat.into()),
+        };
+        tokio::spawn(async move {
+            if let Err(e) = crate::agent::run(Framed::new(agent_end), agent_cfg).await {
+                tracing::error!("local agent stopped: {e:#}");
+            }
+        });
+        let ltx = tx.clone();
+        tokio::spawn(async move {
+            if let Err(e) = agent_link(Framed::new(ctld_end), ltx, None).await {
+                tracing::error!("local agent link: {e:#}");
+            }
+        });
+    }
+    // Each remote node's agent is started and kept linked through SSH.
+    let mut remote = std::collections::HashSet::new();
+    for n in cfg.nodes.iter().filter(|n| n.is_remote()) {
+        let spec = crate::transport::ssh::LinkSpec::from_conf(n, heartbeat, exe.clone())
+            .map_err(anyhow::Error::msg)?;
+        if let Some(node) = cluster.nodes.iter_mut().find(|x| x.name == n.name) {
+            node.addr = spec.addr.host.clone();
         }
-    });
-    tokio::spawn(agent_link(Framed::new(ctld_end), tx.clone()));
+        remote.insert(n.name.clone());
+        tokio::spawn(agents::remote_link(
+            spec,
+            tx.clone(),
+            Duration::from_secs(cfg.reconnect_max.into()),
+        ));
+    }
 
     let listener = transport::bind_unix(&cfg.socket, cfg.mode == Mode::System)
         .with_context(|| format!("cannot listen on {}", cfg.socket.display()))?;
@@ -288,12 +318,15 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
         .iter()
         .map(|n| (n.name.clone(), n.clone()))
         .collect();
+    let health = agents::Health::new(&cluster.nodes, cfg.slurmd_timeout, owner, now);
     let mut actor = Actor {
         cluster,
         store: store_tx,
         agents: HashMap::new(),
         declared,
         stop: stop_tx,
+        health,
+        remote,
     };
     let mut rx = rx;
     let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -305,7 +338,9 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
             _ = &mut shutdown => break,
             _ = stop_rx.recv() => break,
             _ = tick.tick() => {
-                actor.cluster.tick(crate::cli::timefmt::now(), &mut fx);
+                let now = crate::cli::timefmt::now();
+                actor.check_health(now);
+                actor.cluster.tick(now, &mut fx);
             }
             msg = rx.recv() => {
                 let Some(msg) = msg else { break };
@@ -342,6 +377,10 @@ struct Actor {
     agents: HashMap<String, mpsc::UnboundedSender<ToAgent>>,
     declared: HashMap<String, crate::config::NodeConf>,
     stop: mpsc::Sender<()>,
+    /// Node liveness (SlurmdTimeout, link failures, return to service).
+    health: agents::Health,
+    /// Nodes reached over SSH.
+    remote: std::collections::HashSet<String>,
 }
 
 impl Actor {
@@ -352,27 +391,32 @@ impl Actor {
             Msg::AgentUp { node, reg, tx } => {
                 tracing::info!(node, "agent registered");
                 self.agents.insert(node.clone(), tx);
-                let declared =
-                    self.declared
-                        .get(&node)
-                        .cloned()
-                        .unwrap_or(crate::config::NodeConf {
-                            name: node.clone(),
-                            cpus: None,
-                            memory: None,
-                            sockets: None,
-                            cores_per_socket: None,
-                            threads_per_core: None,
-                            features: vec![],
-                            weight: None,
-                        });
+                let declared = self
+                    .declared
+                    .get(&node)
+                    .cloned()
+                    .unwrap_or_else(|| crate::config::NodeConf::named(&node));
                 self.cluster.agent_registered(reg, &declared, now, fx);
+                self.health.registered(&mut self.cluster.nodes, &node, now);
             }
-            Msg::Agent { node, msg } => self.cluster.from_agent(&node, msg, now, fx),
+            Msg::Agent { node, msg } => {
+                if self.agents.contains_key(&node)
+                    && self.health.heard(&mut self.cluster.nodes, &node, now)
+                {
+                    tracing::info!(node, "node responds again");
+                    fx.schedule = true;
+                }
+                self.cluster.from_agent(&node, msg, now, fx)
+            }
             Msg::AgentDown { node } => {
                 tracing::warn!(node, "agent link lost");
                 self.agents.remove(&node);
                 self.cluster.agent_lost(&node);
+            }
+            Msg::LinkFailed { node, reason } => {
+                self.agents.remove(&node);
+                self.health
+                    .link_failed(&mut self.cluster.nodes, &node, &reason, now);
             }
         }
     }
@@ -489,6 +533,17 @@ impl Actor {
         v
     }
 
+    /// Marks nodes silent past SlurmdTimeout DOWN, and drops remote ones' links so that
+    /// they reconnect.
+    fn check_health(&mut self, now: i64) {
+        for node in self.health.check(&mut self.cluster.nodes, now) {
+            tracing::warn!(node, "node not responding; set DOWN");
+            if self.remote.contains(&node) {
+                self.agents.remove(&node);
+            }
+        }
+    }
+
     fn apply_persist(&mut self, fx: &mut Effects) {
         for j in fx.persist.drain(..) {
             let _ = self.store.send(StoreOp::Put(Box::new(j)));
@@ -563,29 +618,36 @@ async fn serve_client(stream: tokio::net::UnixStream, tx: mpsc::Sender<Msg>) -> 
 }
 
 /// Serves one agent link: registration first, then events both ways until it breaks.
-async fn agent_link<S>(mut link: Framed<S>, tx: mpsc::Sender<Msg>)
+/// `expect` is the node the link was opened for (a remote agent must register as it).
+///
+/// Errors (before registration only): the handshake fails, the agent sends something
+/// other than its registration, or registers as another node. A registered link that
+/// ends returns `Ok` after telling the actor.
+async fn agent_link<S>(
+    mut link: Framed<S>,
+    tx: mpsc::Sender<Msg>,
+    expect: Option<String>,
+) -> anyhow::Result<()>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
-    if let Err(e) = link.handshake(Role::Controller, &[Role::Agent]).await {
-        tracing::error!("agent handshake failed: {e}");
-        return;
-    }
+    link.handshake(Role::Controller, &[Role::Agent])
+        .await
+        .context("handshake failed")?;
     let reg: FromAgent = match link.recv().await {
         Ok(r @ FromAgent::Register { .. }) => r,
-        Ok(other) => {
-            tracing::error!(?other, "agent did not register first");
-            return;
-        }
-        Err(e) => {
-            tracing::error!("agent registration failed: {e}");
-            return;
-        }
+        Ok(other) => anyhow::bail!("agent did not register first: {other:?}"),
+        Err(e) => anyhow::bail!("registration failed: {e}"),
     };
     let FromAgent::Register { node, .. } = &reg else {
-        return;
+        anyhow::bail!("agent did not register first");
     };
     let node = node.clone();
+    if let Some(want) = expect
+        && want != node
+    {
+        anyhow::bail!("agent registered as node '{node}', expected '{want}'");
+    }
     let (atx, mut arx) = mpsc::unbounded_channel::<ToAgent>();
     if tx
         .send(Msg::AgentUp {
@@ -596,14 +658,14 @@ where
         .await
         .is_err()
     {
-        return;
+        return Ok(());
     }
     loop {
         tokio::select! {
             m = link.recv::<FromAgent>() => match m {
                 Ok(msg) => {
                     if tx.send(Msg::Agent { node: node.clone(), msg }).await.is_err() {
-                        return;
+                        return Ok(());
                     }
                 }
                 Err(e) => {
@@ -618,9 +680,11 @@ where
                         break;
                     }
                 }
-                None => return,
+                // The actor dropped the link (the node timed out).
+                None => break,
             },
         }
     }
     let _ = tx.send(Msg::AgentDown { node }).await;
+    Ok(())
 }

@@ -72,6 +72,9 @@ pub struct Cluster {
     endings: HashMap<u32, Ending>,
     /// Running jobs whose `--signal` warning has been sent.
     warned: std::collections::HashSet<u32>,
+    /// How stepd isolates jobs (the `[cgroup]` section), sent with every launch so that
+    /// remote nodes need no configuration of their own.
+    pub cgroup: crate::config::CgroupConf,
     /// Extra `scontrol show config` entries.
     pub config_entries: Vec<(String, String)>,
     /// Array indices must be below this (MaxArraySize).
@@ -152,6 +155,7 @@ impl Cluster {
             next_id: 1,
             endings: HashMap::new(),
             warned: Default::default(),
+            cgroup: cfg.cgroup.clone(),
             config_entries,
             max_array_size: cfg.max_array_size,
             kill_invalid_depend: cfg.kill_invalid_depend,
@@ -586,6 +590,7 @@ impl Cluster {
                 job: Box::new(j),
                 kill_wait: self.kill_wait,
                 cluster: self.cluster_name.clone(),
+                cgroup: self.cgroup.clone(),
             }),
         ));
     }

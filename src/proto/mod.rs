@@ -355,6 +355,9 @@ pub struct LaunchBatch {
     /// Seconds between SIGTERM and SIGKILL when the job is ended.
     pub kill_wait: u32,
     pub cluster: String,
+    /// The cluster's `[cgroup]` settings for stepd, from the controller's configuration.
+    #[serde(default)]
+    pub cgroup: crate::config::CgroupConf,
 }
 
 impl std::fmt::Debug for LaunchBatch {

@@ -1,5 +1,8 @@
 //! Byte streams the protocol runs over: Unix sockets with the peer's kernel-attested
-//! identity (SO_PEERCRED). SSH and stdio links arrive with the cluster work.
+//! identity (SO_PEERCRED), and SSH channels to remote node agents ([`ssh`]; the agent
+//! end is `sluice agent --stdio`, see `agent::stdio`).
+
+pub mod ssh;
 
 use std::io;
 use std::path::Path;

@@ -5,6 +5,8 @@ mod arrays;
 mod depend;
 mod harness;
 mod holds;
+mod isolation;
 mod personal;
 mod protocol;
 mod requeue;
+mod ssh;

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod sshd;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -34,6 +36,9 @@ pub struct TestCluster {
     pub conf: PathBuf,
     pub bin: PathBuf,
     pub work: PathBuf,
+    /// The `[cgroup] root` of this cluster: unique, so that clusters running at the same
+    /// time never share job cgroups (their job ids overlap).
+    pub cgroup: sluice::config::CgroupConf,
     ctld: Option<Child>,
 }
 
@@ -45,6 +50,8 @@ pub struct Setup {
     pub kill_wait: u32,
     /// Extra top-level `sluice.toml` lines (before the node table).
     pub top: &'static str,
+    /// More lines of the `[cgroup]` section (Slurm's defaults: nothing constrained).
+    pub cgroup: &'static str,
 }
 
 impl Default for Setup {
@@ -55,6 +62,7 @@ impl Default for Setup {
             extra_partitions: "",
             kill_wait: 2,
             top: "",
+            cgroup: "",
         }
     }
 }
@@ -71,6 +79,13 @@ impl TestCluster {
         let root = dir.path().canonicalize().unwrap();
         let node = sluice::config::short_hostname();
         let conf = root.join("sluice.toml");
+        let cg_root = format!(
+            "sluice-it-{}",
+            root.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .replace(|c: char| !c.is_ascii_alphanumeric(), "")
+        );
         std::fs::write(
             &conf,
             format!(
@@ -90,6 +105,9 @@ nodes = "{node}"
 default = true
 max_time = "1:00:00"
 {extra}
+[cgroup]
+root = "{cg_root}"
+{cg}
 "#,
                 root = root.display(),
                 kw = s.kill_wait,
@@ -97,9 +115,14 @@ max_time = "1:00:00"
                 cpus = s.cpus,
                 mem = s.memory,
                 extra = s.extra_partitions.replace("NODE", &node),
+                cg_root = cg_root,
+                cg = s.cgroup,
             ),
         )
         .unwrap();
+        let cgroup = sluice::config::Config::from_file(&conf)
+            .expect("test config loads")
+            .cgroup;
         let bin = root.join("bin");
         std::fs::create_dir_all(&bin).unwrap();
         for name in sluice::cli::LINKED_COMMANDS.iter().chain(["sluice"].iter()) {
@@ -112,9 +135,39 @@ max_time = "1:00:00"
             conf,
             bin,
             work,
+            cgroup,
             ctld: None,
         };
         c.start_controller();
+        c
+    }
+
+    /// A cluster from a config of the caller's (it must put the socket at
+    /// `<dir>/run/ctld.sock`; `spool_dir` at `<dir>/spool`), started without waiting for
+    /// any node to register.
+    pub fn start_conf(dir: tempfile::TempDir, conf_text: &str) -> TestCluster {
+        let root = dir.path().canonicalize().unwrap();
+        let conf = root.join("sluice.toml");
+        std::fs::write(&conf, conf_text).unwrap();
+        let bin = root.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        for name in sluice::cli::LINKED_COMMANDS.iter().chain(["sluice"].iter()) {
+            let _ = std::os::unix::fs::symlink(sluice_bin(), bin.join(name));
+        }
+        let work = root.join("work");
+        std::fs::create_dir_all(&work).unwrap();
+        let cgroup = sluice::config::Config::from_file(&conf)
+            .map(|c| c.cgroup)
+            .unwrap_or_default();
+        let mut c = TestCluster {
+            dir,
+            conf,
+            bin,
+            work,
+            ctld: None,
+            cgroup,
+        };
+        c.spawn_controller();
         c
     }
 
@@ -123,8 +176,26 @@ max_time = "1:00:00"
         sluice::config::short_hostname()
     }
 
-    /// Starts (or restarts) the controller and waits until it answers.
+    /// Starts (or restarts) the controller and waits until it answers and every node
+    /// is up.
     pub fn start_controller(&mut self) {
+        self.spawn_controller();
+        // The node is usable once its agent has registered.
+        let cfg = sluice::config::Config::from_file(&self.conf).unwrap();
+        wait_until("node registration", Duration::from_secs(20), || {
+            let mut cl = sluice::cli::client::Client::connect_with(&cfg).ok()?;
+            match cl.request(&sluice::proto::Request::Nodes).ok()? {
+                sluice::proto::Response::Nodes { nodes, .. } => nodes
+                    .iter()
+                    .all(|n| n.state == sluice::model::NodeState::Up)
+                    .then_some(()),
+                _ => None,
+            }
+        });
+    }
+
+    /// Starts (or restarts) the controller and waits until it answers.
+    pub fn spawn_controller(&mut self) {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -144,18 +215,11 @@ max_time = "1:00:00"
         wait_until("controller socket", Duration::from_secs(20), || {
             std::os::unix::net::UnixStream::connect(&sock).ok()
         });
-        // The node is usable once its agent has registered.
-        let cfg = sluice::config::Config::from_file(&self.conf).unwrap();
-        wait_until("node registration", Duration::from_secs(20), || {
-            let mut cl = sluice::cli::client::Client::connect_with(&cfg).ok()?;
-            match cl.request(&sluice::proto::Request::Nodes).ok()? {
-                sluice::proto::Response::Nodes { nodes, .. } => nodes
-                    .iter()
-                    .all(|n| n.state == sluice::model::NodeState::Up)
-                    .then_some(()),
-                _ => None,
-            }
-        });
+    }
+
+    /// The controller's log so far.
+    pub fn controller_log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("controller.log")).unwrap_or_default()
     }
 
     /// Kills the controller with SIGKILL (its jobs keep running).
@@ -342,6 +406,11 @@ impl Drop for TestCluster {
             }
         }
         kill_spooled_jobs(&self.spool());
+        // stepds killed above cannot remove their cgroups, nor kill what escaped the
+        // job's process group.
+        if let Err(e) = sluice::stepd::isolate::purge(&self.cgroup) {
+            eprintln!("test cluster cgroups: {e}");
+        }
         if std::env::var_os("SLUICE_KEEP_TEST_DIRS").is_some() {
             let p = self.dir.path().to_path_buf();
             eprintln!("keeping {}", p.display());
