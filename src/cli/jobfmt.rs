@@ -232,6 +232,7 @@ pub(crate) mod testjobs {
             array: None,
             depend: None,
             past_runs: Vec::new(),
+            het: None,
         }
     }
 

@@ -715,7 +715,13 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
                 job.id, job.array_job_id, spec.name
             ));
         }
-        None => l.push(format!("JobId={} JobName={}", job.id, spec.name)),
+        None => match &job.het {
+            Some(h) => l.push(format!(
+                "JobId={} HetJobId={} HetJobOffset={} JobName={}",
+                job.id, h.job_id, h.offset, spec.name
+            )),
+            None => l.push(format!("JobId={} JobName={}", job.id, spec.name)),
+        },
     }
     l.push(format!(
         "UserId={}({}) GroupId={}({}) MCS_label=N/A",

@@ -1146,6 +1146,7 @@ mod tests {
             array: None,
             depend: None,
             past_runs: Vec::new(),
+            het: None,
         }
     }
 

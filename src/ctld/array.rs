@@ -37,9 +37,13 @@ pub(super) struct Target {
 }
 
 impl Cluster {
-    /// The records an id names: the job itself, or every record of the array whose id
-    /// it is (`scancel N` cancels the whole array; a task's own id names that task).
+    /// The records an id names: the job itself, every record of the array whose id it
+    /// is (`scancel N` cancels the whole array; a task's own id names that task), or
+    /// every component of the heterogeneous job it is part of.
     pub(super) fn records_of(&self, id: u32) -> Vec<u32> {
+        if let Some(members) = self.het_members(id) {
+            return members;
+        }
         match self.jobs.get(&id) {
             Some(j) if j.array_job_id != id => vec![id],
             _ => self

@@ -10,6 +10,7 @@
 pub mod agents;
 pub mod array;
 pub mod depend;
+pub mod het;
 pub mod state;
 pub mod store;
 #[cfg(test)]
@@ -435,7 +436,42 @@ impl Actor {
         };
         let resp = match req {
             Request::Ping => Response::Ok,
-            Request::Submit { spec, test_only } => {
+            Request::Submit {
+                spec,
+                test_only,
+                het,
+            } if !het.is_empty() => {
+                let mut jobs = Vec::new();
+                let mut err = None;
+                for s in std::iter::once(*spec).chain(het) {
+                    match self.cluster.resolve(s, c, now, &user_group_names) {
+                        Ok(j) => jobs.push(j),
+                        Err(e) => {
+                            err = Some(e);
+                            break;
+                        }
+                    }
+                }
+                match err {
+                    Some(e) => Response::Error(e),
+                    None if test_only => {
+                        Response::TestOnly(self.cluster.test_only(jobs.swap_remove(0), now))
+                    }
+                    None => match self.cluster.submit_het(jobs, fx) {
+                        Err(e) => Response::Error(e),
+                        Ok(id) => {
+                            self.apply_persist(fx);
+                            let _ = self
+                                .store
+                                .send(StoreOp::Reply(reply, Response::Submitted { job_id: id }));
+                            return;
+                        }
+                    },
+                }
+            }
+            Request::Submit {
+                spec, test_only, ..
+            } => {
                 match self.cluster.resolve(*spec, c, now, &user_group_names) {
                     Err(e) => Response::Error(e),
                     Ok(job) if test_only => Response::TestOnly(self.cluster.test_only(job, now)),

@@ -321,6 +321,7 @@ impl Cluster {
             array: None,
             depend: None,
             past_runs: Vec::new(),
+            het: None,
             spec,
         };
         if job.spec.nice < 0 && !self.is_operator(caller) {
@@ -461,18 +462,54 @@ impl Cluster {
             .into_iter()
             .filter_map(|id| self.jobs.get_mut(&id).map(super::array::sched_copy))
             .collect();
-        let decisions = {
+        // A heterogeneous job starts whole or not at all: a pass that would start it in
+        // part runs again without it (it waits with its blocked component's reason).
+        let check_het = self.has_pending_het();
+        let mut left_out: HashMap<u32, Reason> = HashMap::new();
+        let decisions = loop {
             let jobs: Vec<&Job> = self
                 .jobs
                 .values()
-                .filter(|j| j.state == JobState::Pending)
+                .filter(|j| j.state == JobState::Pending && !left_out.contains_key(&j.id))
                 .chain(copies.iter())
                 .collect();
             if jobs.is_empty() {
-                return;
+                break Vec::new();
             }
-            sched::schedule(&jobs, &self.nodes, &self.partitions, now)
+            let d = sched::schedule(&jobs, &self.nodes, &self.partitions, now);
+            let partial = if check_het {
+                self.partial_het_starts(&d)
+            } else {
+                Vec::new()
+            };
+            if partial.is_empty() {
+                break d;
+            }
+            for leader in partial {
+                let members = self.het_members(leader).unwrap_or_default();
+                let reason = d
+                    .iter()
+                    .find_map(|x| match x {
+                        Decision::Pending { job_id, reason } if members.contains(job_id) => {
+                            Some(reason.clone())
+                        }
+                        _ => None,
+                    })
+                    .unwrap_or(Reason::Resources);
+                for m in members {
+                    left_out.insert(m, reason.clone());
+                }
+            }
         };
+        for (id, reason) in left_out {
+            if let Some(j) = self.jobs.get_mut(&id)
+                && j.state == JobState::Pending
+            {
+                j.reason = reason;
+                j.last_sched_eval = Some(now);
+            }
+        }
+        let mut het_started = Vec::new();
         let mut split: HashMap<u32, u32> = HashMap::new();
         for d in decisions {
             match d {
@@ -492,13 +529,20 @@ impl Cluster {
                         }
                         None => job_id,
                     };
+                    let mut launch = true;
                     if let Some(j) = self.jobs.get_mut(&id) {
                         // A task started from a satisfied meta record waits for nothing.
                         if id != job_id || j.array_task_id.is_some() {
                             j.depend = None;
                         }
+                        if let Some(h) = j.het {
+                            launch = false;
+                            if h.offset == 0 {
+                                het_started.push(id);
+                            }
+                        }
                     }
-                    self.start_job(id, partition, alloc, now, fx)
+                    self.start_job(id, partition, alloc, launch, now, fx)
                 }
                 Decision::Pending { job_id, reason } => {
                     if let Some(j) = self.jobs.get_mut(&job_id)
@@ -511,6 +555,10 @@ impl Cluster {
                     }
                 }
             }
+        }
+        // Heterogeneous jobs launch once every component has its allocation.
+        for leader in het_started {
+            self.launch(leader, fx);
         }
         // An array that started up to its throttle waits on it from now on.
         for (id, n) in split {
@@ -545,11 +593,14 @@ impl Cluster {
         }
     }
 
+    /// Allocates and records a job's start; with `launch`, sends its batch script to
+    /// the batch host (a heterogeneous job's components are launched with the leader).
     fn start_job(
         &mut self,
         id: u32,
         partition: String,
         alloc: Allocation,
+        launch: bool,
         now: i64,
         fx: &mut Effects,
     ) {
@@ -584,13 +635,31 @@ impl Cluster {
         }
         let j = self.jobs[&id].clone();
         fx.persist.push(j.clone());
+        if launch {
+            self.launch(id, fx);
+        }
+    }
+
+    /// Sends job `id`'s batch script to its batch host (with a heterogeneous job's
+    /// other components).
+    fn launch(&mut self, id: u32, fx: &mut Effects) {
+        let Some(j) = self.jobs.get(&id) else { return };
+        let Some(batch_host) = j.alloc.as_ref().and_then(|a| a.nodes.first().cloned()) else {
+            return;
+        };
+        let het = if j.het.is_some() {
+            self.het_components(id)
+        } else {
+            Vec::new()
+        };
         fx.to_agent.push((
             batch_host,
             ToAgent::Launch(LaunchBatch {
-                job: Box::new(j),
+                job: Box::new(j.clone()),
                 kill_wait: self.kill_wait,
                 cluster: self.cluster_name.clone(),
                 cgroup: self.cgroup.clone(),
+                het,
             }),
         ));
     }
@@ -603,7 +672,10 @@ impl Cluster {
             .jobs
             .values()
             .filter(|j| {
-                j.state == JobState::Running && !j.completing && !self.warned.contains(&j.id)
+                j.state == JobState::Running
+                    && !j.completing
+                    && !self.warned.contains(&j.id)
+                    && j.het.is_none_or(|h| h.offset == 0)
             })
             .filter_map(|j| {
                 let sig = j.spec.signal?;
@@ -633,6 +705,7 @@ impl Cluster {
             .jobs
             .values()
             .filter(|j| j.state == JobState::Running && !j.completing)
+            .filter(|j| j.het.is_none_or(|h| h.offset == 0))
             .filter(|j| match (j.start_time, j.time_limit.secs()) {
                 (Some(s), Some(l)) => now >= s + l as i64,
                 _ => false,
@@ -662,6 +735,7 @@ impl Cluster {
             .values()
             .filter(|j| j.state == JobState::Running && !j.completing)
             .filter(|j| j.spec.deadline.is_some_and(|d| now >= d))
+            .filter(|j| j.het.is_none_or(|h| h.offset == 0))
             .map(|j| j.id)
             .collect();
         for id in late {
@@ -702,6 +776,9 @@ impl Cluster {
         j.end_time = Some(now);
         j.completing = true;
         let alloc = j.alloc.clone();
+        // A heterogeneous job's other components have no processes to end: they
+        // follow the leader when its node reports the end.
+        let follower = j.het.is_some_and(|h| h.offset != 0);
         fx.persist.push(j.clone());
         if let Some(a) = &alloc {
             for name in &a.nodes {
@@ -709,6 +786,9 @@ impl Cluster {
                     n.completing_jobs += 1;
                 }
             }
+        }
+        if follower {
+            return None;
         }
         alloc.map(|a| a.nodes[0].clone())
     }
@@ -765,6 +845,7 @@ impl Cluster {
             .filter(|j| j.state == JobState::Running || j.completing)
             .filter(|j| j.alloc.as_ref().is_some_and(|a| a.nodes[0] == node))
             .filter(|j| !running.contains(&j.id))
+            .filter(|j| j.het.is_none_or(|h| h.offset == 0))
             .map(|j| j.id)
             .collect();
         for id in lost {
@@ -955,8 +1036,30 @@ impl Cluster {
         fx.persist.push(j.clone());
         shed_after_end(j);
         fx.schedule = true;
+        let het_leader = j.het.filter(|h| h.offset == 0).map(|h| h.job_id);
         if let Some(a) = alloc {
             self.charge(&a, was_completing, -1);
+        }
+        // The other components of a heterogeneous job end (or are requeued) with it.
+        if let Some(leader) = het_leader {
+            for m in self.het_members(leader).unwrap_or_default() {
+                if m == leader {
+                    continue;
+                }
+                if let Some(e) = ending {
+                    self.endings.insert(m, e);
+                }
+                self.finish(m, end.clone(), now, fx);
+            }
+            self.het_follow_leader(leader);
+            for m in self.het_members(leader).unwrap_or_default() {
+                if let Some(j) = self.jobs.get_mut(&m)
+                    && m != leader
+                {
+                    fx.persist.push(j.clone());
+                    shed_after_end(j);
+                }
+            }
         }
     }
 
@@ -1458,6 +1561,19 @@ impl Cluster {
                     .then(|| (j.id, a.nodes[0].clone()))
             })
             .collect();
+        // A heterogeneous job is ended through its leader (on whatever node).
+        let mut victims: Vec<(u32, String)> = victims
+            .into_iter()
+            .filter_map(|(id, node)| match self.jobs[&id].het {
+                Some(h) if h.offset != 0 => {
+                    let l = self.jobs.get(&h.job_id)?;
+                    Some((h.job_id, l.alloc.as_ref()?.nodes[0].clone()))
+                }
+                _ => Some((id, node)),
+            })
+            .collect();
+        victims.sort();
+        victims.dedup();
         for (id, node) in victims {
             // Requeueable jobs go back to the queue (JobRequeue=1); others fail.
             if self.jobs[&id].spec.requeue != Some(false) {
@@ -1518,6 +1634,7 @@ impl Cluster {
     }
 }
 
+#[derive(Clone)]
 struct End {
     kind: EndKind,
     status: ExitStatus,

@@ -514,6 +514,22 @@ pub struct Job {
     /// REQUEUED).
     #[serde(default)]
     pub past_runs: Vec<PastRun>,
+    /// Heterogeneous job membership; `None` for an ordinary job.
+    #[serde(default)]
+    pub het: Option<HetInfo>,
+}
+
+/// A component of a heterogeneous job (`sbatch A : B`, `#SBATCH hetjob`). Components
+/// have consecutive job ids from the leader's (`123+0` is 123, `123+1` is 124), are
+/// started together or not at all, and only the leader runs the batch script.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HetInfo {
+    /// The leader's id (scontrol's `HetJobId`).
+    pub job_id: u32,
+    /// This component's offset (`+k`).
+    pub offset: u32,
+    /// Number of components (`SLURM_HET_SIZE`).
+    pub size: u32,
 }
 
 /// One run of a job that was requeued afterwards.
@@ -578,9 +594,13 @@ impl Job {
         self.array_task_id.is_none() && self.array.as_ref().is_some_and(|a| !a.tasks.is_empty())
     }
 
-    /// The id as squeue `%i` and sacct `JobID` print it: `N`, `A_i`, or `A_[set]` for
+    /// The id as squeue `%i` and sacct `JobID` print it: `N`, `A_i`, `L+k` for a
+    /// heterogeneous job's component, or `A_[set]` for
     /// an array's meta record (with `%N` when `throttle` and the array has one).
     pub fn display_id(&self, throttle: bool) -> String {
+        if let Some(h) = &self.het {
+            return format!("{}+{}", h.job_id, h.offset);
+        }
         match (&self.array, self.array_task_id) {
             (Some(_), Some(t)) => format!("{}_{t}", self.array_job_id),
             (Some(a), None) if !a.tasks.is_empty() => {

@@ -187,7 +187,13 @@ pub struct AcctQuery {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Request {
     /// Submit a batch job (sbatch). `test_only` validates and estimates, creating nothing.
-    Submit { spec: Box<JobSpec>, test_only: bool },
+    Submit {
+        spec: Box<JobSpec>,
+        test_only: bool,
+        /// The other components of a heterogeneous job (`spec` is the first).
+        #[serde(default)]
+        het: Vec<JobSpec>,
+    },
     /// Jobs still in the queue or finished within MinJobAge.
     Jobs(JobFilter),
     /// Nodes and partitions.
@@ -358,6 +364,10 @@ pub struct LaunchBatch {
     /// The cluster's `[cgroup]` settings for stepd, from the controller's configuration.
     #[serde(default)]
     pub cgroup: crate::config::CgroupConf,
+    /// For a heterogeneous job's leader: the other components, allocated (for the
+    /// `_HET_GROUP_<k>` variables).
+    #[serde(default)]
+    pub het: Vec<Job>,
 }
 
 impl std::fmt::Debug for LaunchBatch {

@@ -57,6 +57,7 @@ fn job(id: u32, tasks: u32, mem_per_cpu: u64) -> Job {
         array: None,
         depend: None,
         past_runs: Vec::new(),
+        het: None,
     }
 }
 

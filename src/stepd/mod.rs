@@ -119,7 +119,11 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711))?;
     }
     let start = job.start_time.unwrap_or_else(now);
-    let env = env::batch_env(job, &lb.cluster, &node, start);
+    let env = if lb.het.is_empty() {
+        env::batch_env(job, &lb.cluster, &node, start)
+    } else {
+        env::het_batch_env(job, &lb.het, &lb.cluster, &node, start)
+    };
     let paths = output_paths(job, &node);
     let cs = |s: &str| CString::new(s).context("NUL byte in a path or argument");
     let mut argv = vec![cs(&script_path.to_string_lossy())?];

@@ -4,6 +4,7 @@
 mod arrays;
 mod depend;
 mod harness;
+mod hetjob;
 mod holds;
 mod isolation;
 mod personal;

@@ -29,6 +29,7 @@ fn submit(cl: &mut sluice::cli::client::Client, s: JobSpec) -> u32 {
         .request(&Request::Submit {
             spec: Box::new(s),
             test_only: false,
+            het: vec![],
         })
         .unwrap()
     {
