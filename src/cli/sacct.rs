@@ -493,7 +493,11 @@ fn spec_matches(s: &JobIdSpec, job: &Job) -> bool {
     match s.array_tasks() {
         Some(t) => t.matches(job),
         None if s.array.is_some() => false,
-        None => job.id == s.job || (job.array_job_id == s.job && s.job != 0),
+        None => {
+            job.id == s.job
+                || (job.array_job_id == s.job && s.job != 0)
+                || job.het.is_some_and(|h| h.job_id == s.job)
+        }
     }
 }
 

@@ -256,7 +256,11 @@ impl JobSel {
 
     fn matches(&self, job: &Job) -> bool {
         match &self.tasks {
-            None => job.id == self.id || (job.array_job_id == self.id && self.id != 0),
+            None => {
+                job.id == self.id
+                    || (job.array_job_id == self.id && self.id != 0)
+                    || job.het.is_some_and(|h| h.job_id == self.id)
+            }
             Some(t) => ArrayTasks {
                 job: self.id,
                 tasks: t.clone(),

@@ -16,7 +16,8 @@ use tokio::sync::{mpsc, oneshot};
 
 /// SQLite `application_id` marking a sluice database ("SLUC").
 const APP_ID: i64 = 0x534c_5543;
-/// Schema version stored in `user_version` (2 added `jobs.array_job_id`).
+/// Schema version stored in `user_version` (2 added `jobs.array_job_id`: the array
+/// or heterogeneous job a record belongs to, so that its id finds all of them).
 const SCHEMA: i64 = 2;
 
 /// Errors opening the database.
@@ -43,6 +44,16 @@ pub enum StoreError {
     Sql(#[from] rusqlite::Error),
     #[error("undecodable job record {id}: {msg}")]
     Record { id: i64, msg: String },
+}
+
+/// The id that names a job's whole group in the `array_job_id` column: its array's
+/// id, its heterogeneous job's leader, or 0.
+fn group_id(j: &Job) -> u32 {
+    if j.array_job_id != 0 {
+        j.array_job_id
+    } else {
+        j.het.map(|h| h.job_id).unwrap_or(0)
+    }
 }
 
 /// One unit of work for the store thread.
@@ -178,7 +189,7 @@ impl Store {
                     j.end_time,
                     j.is_active(),
                     data,
-                    j.array_job_id
+                    group_id(j)
                 ])?;
             }
         }
@@ -197,7 +208,7 @@ impl Store {
         }
         if !q.ids.is_empty() {
             let ids: Vec<String> = q.ids.iter().map(|i| i.to_string()).collect();
-            // An array's id names every record of the array.
+            // An array's (or heterogeneous job's) id names every record of it.
             let ids = ids.join(",");
             sql.push_str(&format!(" AND (id IN ({ids}) OR array_job_id IN ({ids}))"));
         }

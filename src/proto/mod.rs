@@ -107,9 +107,9 @@ impl ArrayTasks {
 /// Which jobs a query or a signal is about. Empty vectors mean "any"; `ids` and
 /// `array_tasks` together are one "any of these" criterion.
 ///
-/// An id matches the job with that id and, when it is an array's id, every record of
-/// the array (Slurm: `scancel N` cancels the whole array, `scancel <task's own id>` that
-/// task only).
+/// An id matches the job with that id and, when it is an array's id (or a
+/// heterogeneous job's leader), every record of the array (every component; Slurm:
+/// `scancel N` cancels the whole array, `scancel <task's own id>` that task only).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobFilter {
     pub ids: Vec<u32>,
@@ -130,10 +130,11 @@ impl JobFilter {
     /// Whether `job` passes every non-empty criterion.
     pub fn matches(&self, job: &Job) -> bool {
         let by_id = self.ids.is_empty() && self.array_tasks.is_empty()
-            || self
-                .ids
-                .iter()
-                .any(|&i| job.id == i || (job.array_job_id == i && i != 0))
+            || self.ids.iter().any(|&i| {
+                job.id == i
+                    || (job.array_job_id == i && i != 0)
+                    || job.het.is_some_and(|h| h.job_id == i)
+            })
             || self.array_tasks.iter().any(|t| t.matches(job));
         by_id
             && (!self.active_only || job.is_active())

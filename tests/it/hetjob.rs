@@ -21,10 +21,15 @@ fn colon_groups_run_one_script_with_every_component() {
         "--wrap",
         "env | grep -E '^SLURM_(HET_SIZE|JOB_ID|NTASKS|JOB_NAME)' | sort",
     ]);
-    let ids = c.ok("squeue", &["-h", "-o", "%i %A %j"]);
+    // The leader's id shows every component.
+    let ids = c.ok("squeue", &["-h", "-j", &l.to_string(), "-o", "%i %A %j"]);
     assert_eq!(ids, format!("{l}+0 {l} lead\n{l}+1 {} second\n", l + 1));
     c.wait_file("het.txt", |s| s.contains("SLURM_HET_SIZE"));
-    assert_eq!(c.wait_done(l), "COMPLETED");
+    assert_eq!(c.wait_done(l + 1), "COMPLETED");
+    assert_eq!(
+        c.field(&l.to_string(), "JobState").as_deref(),
+        Some("COMPLETED")
+    );
     let out = std::fs::read_to_string(c.path("het.txt")).unwrap();
     let want = format!(
         "SLURM_HET_SIZE=2\nSLURM_JOB_ID={l}\nSLURM_JOB_ID_HET_GROUP_0={l}\n\
@@ -38,7 +43,7 @@ fn colon_groups_run_one_script_with_every_component() {
         "sacct",
         &[
             "-j",
-            &format!("{l},{}", l + 1),
+            &l.to_string(),
             "-X",
             "-n",
             "-P",
@@ -69,13 +74,19 @@ fn hetjob_directives_wait_for_room_for_every_component() {
     let l = c.submit(&["het.sh"]);
     // One CPU is free: enough for the first component, not for both.
     c.wait_field(&l.to_string(), "Reason", "Resources");
-    assert_eq!(c.state(l).as_deref(), Some("PENDING"));
-    assert_eq!(c.state(l + 1).as_deref(), Some("PENDING"));
-    assert_eq!(c.wait_done(l), "COMPLETED");
-    assert_eq!(c.state(l + 1).as_deref(), Some("COMPLETED"));
+    assert_eq!(c.state(l).as_deref(), Some("PENDING\nPENDING"));
+    assert_eq!(c.wait_done(l + 1), "COMPLETED");
+    assert_eq!(
+        c.field(&l.to_string(), "JobState").as_deref(),
+        Some("COMPLETED")
+    );
     assert_eq!(std::fs::read_to_string(c.path("het.out")).unwrap(), "2 2\n");
     // Cancelling a component cancels the job.
     let k = c.submit(&["-H", "--wrap", "true", ":", "-n1"]);
     c.ok("scancel", &[&(k + 1).to_string()]);
-    c.wait_state(k, &["CANCELLED"], Duration::from_secs(10));
+    c.wait_state(k + 1, &["CANCELLED"], Duration::from_secs(10));
+    assert_eq!(
+        c.field(&k.to_string(), "JobState").as_deref(),
+        Some("CANCELLED")
+    );
 }
