@@ -547,11 +547,17 @@ fn with_ids(
 
 fn show_job(id: Option<&str>, opts: &Opts, req: &mut Requester<'_>) -> Output {
     let mut filter = JobFilter::default();
+    let mut het_offset = None;
     if let Some(id) = id {
         match parse_job_id(id) {
             Some(s) if s.is_plain() => filter.ids.push(s.job),
             Some(s) if s.step.is_none() && s.het.is_none() && s.array_tasks().is_some() => {
                 filter.array_tasks.extend(s.array_tasks());
+            }
+            // `L+k`: fetch the heterogeneous job, keep component k below.
+            Some(s) if s.step.is_none() && s.array.is_none() && s.het.is_some() => {
+                filter.ids.push(s.job);
+                het_offset = s.het;
             }
             Some(_) => {
                 return Output::err("slurm_load_jobs error: Invalid job id specified\n".into());
@@ -560,7 +566,10 @@ fn show_job(id: Option<&str>, opts: &Opts, req: &mut Requester<'_>) -> Output {
         }
     }
     match req(&Request::Jobs(filter)) {
-        Ok(Response::Jobs { jobs, now }) => {
+        Ok(Response::Jobs { mut jobs, now }) => {
+            if let Some(k) = het_offset {
+                jobs.retain(|j| j.het.is_some_and(|h| h.offset == k));
+            }
             if jobs.is_empty() {
                 if id.is_some() {
                     return Output::err("slurm_load_jobs error: Invalid job id specified\n".into());

@@ -232,18 +232,20 @@ const NEVER_STATES: &[&str] = &[
     "STOPPED",
 ];
 
-/// One `-j` entry: a job id (an array's id selects the whole array), optionally array
-/// tasks (`N_i`, `N_[a-b]`).
+/// One `-j` entry: a job id (an array's id selects the whole array, a heterogeneous
+/// job's leader every component), optionally array tasks (`N_i`, `N_[a-b]`) or one
+/// component (`N+k`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobSel {
     pub id: u32,
     pub tasks: Option<IndexSet>,
+    pub het: Option<u32>,
 }
 
 impl JobSel {
-    /// Parses `N`, `N_i` or `N_[expr]`.
+    /// Parses `N`, `N_i`, `N_[expr]` or `N+k`.
     pub fn parse(s: &str) -> Option<JobSel> {
-        let spec = parse_job_id(s).filter(|p| p.step.is_none() && p.het.is_none())?;
+        let spec = parse_job_id(s).filter(|p| p.step.is_none())?;
         let tasks = match &spec.array {
             None => None,
             Some(_) => Some(spec.array_tasks()?.tasks),
@@ -251,10 +253,16 @@ impl JobSel {
         Some(JobSel {
             id: spec.job,
             tasks,
+            het: spec.het,
         })
     }
 
     fn matches(&self, job: &Job) -> bool {
+        if let Some(k) = self.het {
+            return job
+                .het
+                .is_some_and(|h| h.job_id == self.id && h.offset == k);
+        }
         match &self.tasks {
             None => {
                 job.id == self.id

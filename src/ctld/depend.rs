@@ -271,6 +271,7 @@ impl Cluster {
                 j.reason = Reason::DependencyNeverSatisfied;
                 j.end_time = Some(now);
                 fx.persist.push(j.clone());
+                super::state::shed_after_end(j);
                 fx.schedule = true;
                 continue;
             }

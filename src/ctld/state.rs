@@ -589,6 +589,7 @@ impl Cluster {
                 j.reason = Reason::DeadLine;
                 j.end_time = Some(now);
                 fx.persist.push(j.clone());
+                shed_after_end(j);
             }
         }
     }
@@ -1648,7 +1649,7 @@ struct End {
 /// (its stored record keeps them): nothing reads them any more, and a queue of many
 /// finished jobs, such as a drained array whose tasks all copied the submission's
 /// environment, would otherwise hold them until MinJobAge.
-fn shed_after_end(j: &mut Job) {
+pub(super) fn shed_after_end(j: &mut Job) {
     if !j.is_active() {
         j.spec.script = String::new();
         j.spec.environment = BTreeMap::new();

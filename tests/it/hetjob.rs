@@ -55,7 +55,15 @@ fn colon_groups_run_one_script_with_every_component() {
         acct,
         format!("{l}+0|lead|COMPLETED\n{l}+1|second|COMPLETED\n")
     );
-    let show = c.ok("scontrol", &["-o", "show", "job", &(l + 1).to_string()]);
+    assert_eq!(
+        c.ok(
+            "squeue",
+            &["-h", "-t", "all", "-j", &format!("{l}+1"), "-o", "%A"]
+        ),
+        format!("{}\n", l + 1)
+    );
+    let show = c.ok("scontrol", &["-o", "show", "job", &format!("{l}+1")]);
+    assert_eq!(show.lines().count(), 1);
     assert!(
         show.contains(&format!("HetJobId={l} HetJobOffset=1 JobName=second")),
         "{show}"
