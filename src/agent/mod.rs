@@ -47,6 +47,12 @@ where
 {
     std::fs::create_dir_all(&cfg.spool_dir)
         .with_context(|| format!("cannot create spool directory {}", cfg.spool_dir.display()))?;
+    {
+        // Traversable, not listable: jobs reach their own files; nobody lists others'.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&cfg.spool_dir, std::fs::Permissions::from_mode(0o711))
+            .with_context(|| format!("cannot set the mode of {}", cfg.spool_dir.display()))?;
+    }
     link.handshake(Role::Agent, &[Role::Controller]).await?;
     let res = discover::resources();
     let known = known_jobs(&cfg.spool_dir);
@@ -220,7 +226,27 @@ fn collect(dir: &Path, id: u32) -> FromAgent {
         Ok(Some(r)) => result_msg(id, r),
         Ok(None) => {
             let log = std::fs::read_to_string(dir.join("stepd.log")).unwrap_or_default();
-            ended_failed(id, format!("stepd exited without a result: {}", log.trim()))
+            match spool::read_pid(dir, spool::JOB_PID) {
+                // The job had started: nobody supervises it any more, so end it rather
+                // than leave untracked processes holding resources the controller frees.
+                Some(pid) => {
+                    let _ = kill(Pid::from_raw(-pid), Signal::SIGKILL);
+                    FromAgent::Ended {
+                        job_id: id,
+                        kind: EndKind::Exited,
+                        status: crate::model::ExitStatus { code: 0, signal: 9 },
+                        time: chrono::Utc::now().timestamp(),
+                        max_rss_kib: 0,
+                        cpu_secs: 0.0,
+                        oom: false,
+                        message: Some(format!(
+                            "stepd of job {id} died; its processes were killed. {}",
+                            log.trim()
+                        )),
+                    }
+                }
+                None => ended_failed(id, format!("stepd exited without a result: {}", log.trim())),
+            }
         }
         Err(e) => ended_failed(id, format!("unreadable step result: {e}")),
     }

@@ -144,6 +144,8 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    // Launch records carry job environments: keep every spool file private.
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
     let cfg = AgentConfig {
         spool_dir: o.spool.clone().unwrap_or_else(|| default_spool(&node)),
         node: NodeConf::named(&node),

@@ -50,7 +50,23 @@ pub fn main() -> ExitCode {
     dispatch(&cmd, args)
 }
 
+/// Front-ends die quietly on a closed pipe (`squeue | head -1`), as C programs do;
+/// daemons keep Rust's default (SIGPIPE ignored, EPIPE returned) since a client that
+/// hangs up must not kill them.
+#[allow(unsafe_code)]
+fn default_sigpipe() {
+    use nix::sys::signal::{SigHandler, Signal, signal};
+    // SAFETY: called once at start-up on the main thread before any other thread exists;
+    // SIG_DFL installs no Rust handler.
+    unsafe {
+        let _ = signal(Signal::SIGPIPE, SigHandler::SigDfl);
+    }
+}
+
 fn dispatch(cmd: &str, args: Vec<OsString>) -> ExitCode {
+    if !matches!(cmd, "controller" | "stepd" | "agent") {
+        default_sigpipe();
+    }
     match cmd {
         "sbatch" => sbatch::run(args),
         "squeue" => squeue::run(args),

@@ -104,6 +104,8 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
         // Leave the caller's session so that its terminal and signals are not ours.
         let _ = nix::unistd::setsid();
     }
+    // Job scripts, environments and the database are private to the controller.
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
     init_tracing();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -143,6 +145,7 @@ fn init_tracing() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
 }
 
@@ -165,14 +168,53 @@ fn start_background(cfg: &Config) -> ExitCode {
     }
 }
 
+/// Stops a controller whose socket does not answer, from the pid it recorded, if that
+/// process is still a sluice controller holding the state directory.
+fn stop_by_pid(cfg: &Config) -> ExitCode {
+    let pid = std::fs::read_to_string(cfg.state_dir.join(PID_FILE))
+        .ok()
+        .and_then(|s| s.trim().parse::<i32>().ok());
+    let alive_controller = |pid: i32| {
+        std::fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|c| {
+                let c = String::from_utf8_lossy(&c);
+                c.contains("sluice") && c.contains("controller")
+            })
+            .unwrap_or(false)
+    };
+    match pid {
+        Some(pid) if alive_controller(pid) => {
+            eprintln!(
+                "sluice controller: no answer on {}; stopping pid {pid} by signal",
+                cfg.socket.display()
+            );
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+            for _ in 0..200 {
+                if !alive_controller(pid) {
+                    return ExitCode::SUCCESS;
+                }
+                std::thread::sleep(Duration::from_millis(25));
+            }
+            eprintln!("sluice controller: pid {pid} still running after 5 s");
+            ExitCode::from(1)
+        }
+        _ => {
+            eprintln!(
+                "sluice controller: not running (no answer on {})",
+                cfg.socket.display()
+            );
+            ExitCode::SUCCESS
+        }
+    }
+}
+
 fn stop_controller(cfg: &Config) -> ExitCode {
     let sock = std::os::unix::net::UnixStream::connect(&cfg.socket);
     if sock.is_err() {
-        eprintln!(
-            "sluice controller: not running (no answer on {})",
-            cfg.socket.display()
-        );
-        return ExitCode::SUCCESS;
+        return stop_by_pid(cfg);
     }
     let mut c = match crate::cli::client::Client::connect_with(cfg) {
         Ok(c) => c,
@@ -223,12 +265,38 @@ fn lock_state_dir(cfg: &Config) -> anyhow::Result<nix::fcntl::Flock<std::fs::Fil
     Ok(lock)
 }
 
+/// Sets the state and spool directories' modes and records the controller's pid.
+/// The state directory is private (0700) in personal mode; in system mode it and the
+/// spool are traversable but not listable (0711) so that jobs can reach their own files,
+/// while every file in them is created private (umask 077).
+fn prepare_dirs(cfg: &Config) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let shared = cfg.mode == Mode::System;
+    let mode = if shared { 0o711 } else { 0o700 };
+    std::fs::set_permissions(&cfg.state_dir, std::fs::Permissions::from_mode(mode))
+        .with_context(|| format!("cannot set the mode of {}", cfg.state_dir.display()))?;
+    std::fs::create_dir_all(&cfg.spool_dir)
+        .with_context(|| format!("cannot create {}", cfg.spool_dir.display()))?;
+    std::fs::set_permissions(&cfg.spool_dir, std::fs::Permissions::from_mode(0o711))
+        .with_context(|| format!("cannot set the mode of {}", cfg.spool_dir.display()))?;
+    std::fs::write(
+        cfg.state_dir.join(PID_FILE),
+        format!("{}\n", std::process::id()),
+    )
+    .context("cannot write the controller's pid file")?;
+    Ok(())
+}
+
+/// The controller's pid, in the state directory (used by `--stop` when the socket is gone).
+const PID_FILE: &str = "controller.pid";
+
 /// Runs the controller until `shutdown` resolves or a client asks it to stop.
 ///
 /// Errors: the state directory is locked by another controller, the database is foreign
 /// or corrupt, the socket cannot be bound.
 pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
     let _lock = lock_state_dir(&cfg)?;
+    prepare_dirs(&cfg)?;
     let db_path = cfg.state_dir.join("sluice.db");
     let store = store::Store::open(&db_path)?;
     let now = crate::cli::timefmt::now();
@@ -293,25 +361,9 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
     let listener = transport::bind_unix(&cfg.socket, cfg.mode == Mode::System)
         .with_context(|| format!("cannot listen on {}", cfg.socket.display()))?;
     let (stop_tx, mut stop_rx) = mpsc::channel::<()>(1);
-    let ltx = tx.clone();
-    tokio::spawn(async move {
-        loop {
-            match listener.accept().await {
-                Ok((stream, _)) => {
-                    let tx = ltx.clone();
-                    tokio::spawn(async move {
-                        if let Err(e) = serve_client(stream, tx).await {
-                            tracing::debug!("client connection: {e}");
-                        }
-                    });
-                }
-                Err(e) => {
-                    tracing::warn!("accept failed: {e}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-            }
-        }
-    });
+    spawn_accept(listener, tx.clone());
+    // Kept to re-create the socket if something deletes it (a tmp cleaner, a logout).
+    let rebind_tx = tx.clone();
     drop(tx);
 
     let declared: HashMap<String, crate::config::NodeConf> = cfg
@@ -339,6 +391,15 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
             _ = &mut shutdown => break,
             _ = stop_rx.recv() => break,
             _ = tick.tick() => {
+                if !cfg.socket.exists() {
+                    match transport::bind_unix(&cfg.socket, cfg.mode == Mode::System) {
+                        Ok(l) => {
+                            tracing::warn!(socket = %cfg.socket.display(), "socket was removed; listening again");
+                            spawn_accept(l, rebind_tx.clone());
+                        }
+                        Err(e) => tracing::error!(socket = %cfg.socket.display(), "socket was removed and cannot be re-created: {e}"),
+                    }
+                }
                 let now = crate::cli::timefmt::now();
                 actor.check_health(now);
                 actor.cluster.tick(now, &mut fx);
@@ -602,6 +663,28 @@ impl Actor {
             tracing::error!("state invariant broken: {e}");
         }
     }
+}
+
+/// Serves front-end connections from `listener` until the process ends.
+fn spawn_accept(listener: tokio::net::UnixListener, tx: mpsc::Sender<Msg>) {
+    tokio::spawn(async move {
+        loop {
+            match listener.accept().await {
+                Ok((stream, _)) => {
+                    let tx = tx.clone();
+                    tokio::spawn(async move {
+                        if let Err(e) = serve_client(stream, tx).await {
+                            tracing::debug!("client connection: {e}");
+                        }
+                    });
+                }
+                Err(e) => {
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+    });
 }
 
 /// Looks up user and group names for a uid/gid (numbers when unknown).

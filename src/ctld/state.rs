@@ -995,7 +995,12 @@ impl Cluster {
                 j.priority = 0;
                 j.reason = Reason::JobHeldUser;
             }
-        } else if !was_completing {
+        } else if was_completing {
+            // scontrol shows how the batch shell of a cancelled job died (0:15).
+            if j.state == JobState::Cancelled {
+                j.exit = status;
+            }
+        } else {
             j.end_time = Some(end_time);
             match &end {
                 None => {

@@ -10,4 +10,5 @@ mod isolation;
 mod personal;
 mod protocol;
 mod requeue;
+mod robustness;
 mod ssh;
