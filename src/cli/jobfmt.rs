@@ -97,17 +97,18 @@ pub enum Stream {
 /// with `%%`, `%j`, `%J`, `%A`, `%a`, `%u`, `%x` and, once allocated, `%N` filled in,
 /// made absolute against the working directory. Other patterns stay as written.
 pub fn std_path(job: &Job, which: Stream) -> String {
+    let default_out = crate::jobspec::pattern::default_stdout(job.array.is_some());
     let pattern = match which {
         Stream::In => job.spec.stdin.clone().unwrap_or_else(|| "/dev/null".into()),
         Stream::Out => job
             .spec
             .stdout
             .clone()
-            .unwrap_or_else(|| "slurm-%j.out".into()),
+            .unwrap_or_else(|| default_out.into()),
         Stream::Err => match (&job.spec.stderr, &job.spec.stdout) {
             (Some(e), _) => e.clone(),
             (None, Some(o)) => o.clone(),
-            (None, None) => "slurm-%j.out".into(),
+            (None, None) => default_out.into(),
         },
     };
     let filled = fill_pattern(&pattern, job);
@@ -141,8 +142,10 @@ fn fill_pattern(p: &str, job: &Job) -> String {
         let first_node = job.alloc.as_ref().and_then(|a| a.nodes.first().cloned());
         match spec {
             '%' => out.push('%'),
-            'j' | 'J' | 'A' => out.push_str(&num(u64::from(job.id))),
-            'a' => out.push_str(&num(4_294_967_294)),
+            'j' | 'J' => out.push_str(&num(u64::from(job.id))),
+            'A' if job.array_job_id != 0 => out.push_str(&num(u64::from(job.array_job_id))),
+            'A' => out.push_str(&num(u64::from(job.id))),
+            'a' => out.push_str(&num(job.array_task_id.map_or(4_294_967_294, u64::from))),
             'u' => out.push_str(&job.user),
             'x' => out.push_str(&job.spec.name),
             'N' if first_node.is_some() => out.push_str(&first_node.unwrap_or_default()),
@@ -224,6 +227,12 @@ pub(crate) mod testjobs {
             cancelled_by: None,
             steps: Vec::new(),
             last_sched_eval: Some(T0),
+            array_job_id: 0,
+            array_task_id: None,
+            array: None,
+            depend: None,
+            past_runs: Vec::new(),
+            het: None,
         }
     }
 

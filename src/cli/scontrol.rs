@@ -13,8 +13,8 @@ use super::jobfmt::{self, Stream};
 use super::jobid::parse_job_id;
 use super::timefmt::fmt_ts;
 use crate::jobspec::units::parse_time_limit;
-use crate::model::{Job, JobState, MemReq, Node, Partition, TimeLimit, hostlist};
-use crate::proto::{JobFilter, JobResult, JobUpdate, NodeUpdate, Request, Response};
+use crate::model::{Job, JobState, MemReq, Node, Partition, Reason, TimeLimit, hostlist};
+use crate::proto::{ArrayTasks, JobFilter, JobResult, JobUpdate, NodeUpdate, Request, Response};
 use std::ffi::OsString;
 use std::process::ExitCode;
 
@@ -285,6 +285,15 @@ fn parse_update(rest: &[String]) -> Result<Command, String> {
                         }
                     }
                 }
+                "dependency" => updates.push(JobUpdate::Dependency(v.clone())),
+                "arraytaskthrottle" => match v.parse::<u32>() {
+                    Ok(n) => updates.push(JobUpdate::ArrayTaskThrottle(n)),
+                    Err(_) => {
+                        return Err(format!(
+                            "Invalid ArrayTaskThrottle value: {v}\nRequest aborted"
+                        ));
+                    }
+                },
                 "nice" => match v.parse::<i32>() {
                     Ok(n) if (-2_147_483_645..=2_147_483_645).contains(&n) => {
                         updates.push(JobUpdate::Nice(n))
@@ -424,24 +433,44 @@ pub fn execute(
             },
         },
         Command::Hold { ids, user } => {
-            with_ids(ids, "slurm_suspend error", opts, req, |ids| Request::Hold {
-                ids,
-                user_hold: *user,
+            with_ids(ids, "slurm_suspend error", opts, req, |ids, array_tasks| {
+                Request::Hold {
+                    ids,
+                    user_hold: *user,
+                    array_tasks,
+                }
             })
         }
-        Command::Release(ids) => with_ids(ids, "slurm_suspend error", opts, req, |ids| {
-            Request::Release { ids }
-        }),
-        Command::Requeue { ids, hold } => with_ids(ids, "slurm_requeue error", opts, req, |ids| {
-            Request::Requeue { ids, hold: *hold }
-        }),
+        Command::Release(ids) => {
+            with_ids(ids, "slurm_suspend error", opts, req, |ids, array_tasks| {
+                Request::Release { ids, array_tasks }
+            })
+        }
+        Command::Requeue { ids, hold } => {
+            with_ids(ids, "slurm_requeue error", opts, req, |ids, array_tasks| {
+                Request::Requeue {
+                    ids,
+                    hold: *hold,
+                    array_tasks,
+                }
+            })
+        }
         Command::UpdateJob { id, updates } => {
-            let Some(spec) = parse_job_id(id).filter(|s| s.is_plain()) else {
+            let spec = parse_job_id(id).filter(|s| s.step.is_none() && s.het.is_none());
+            let Some(spec) = spec else {
                 return Output::err(format!("Invalid job id specified: {id}\n"));
+            };
+            let tasks = match &spec.array {
+                None => None,
+                Some(_) => match spec.array_tasks() {
+                    Some(t) => Some(t.tasks),
+                    None => return Output::err(format!("Invalid job id specified: {id}\n")),
+                },
             };
             let r = req(&Request::UpdateJob {
                 id: spec.job,
                 updates: updates.clone(),
+                tasks,
             });
             update_result(r)
         }
@@ -481,16 +510,20 @@ fn with_ids(
     prefix: &str,
     opts: &Opts,
     req: &mut Requester<'_>,
-    make: impl Fn(Vec<u32>) -> Request,
+    make: impl Fn(Vec<u32>, Vec<ArrayTasks>) -> Request,
 ) -> Output {
     let mut out = Output::default();
     let mut nums = Vec::new();
+    let mut tasks = Vec::new();
     for id in ids {
         match parse_job_id(id) {
             Some(s) if s.is_plain() => nums.push(s.job),
+            Some(s) if s.step.is_none() && s.het.is_none() && s.array_tasks().is_some() => {
+                tasks.extend(s.array_tasks());
+            }
             Some(_) => {
                 out.stderr.push_str(&format!(
-                    "scontrol: error: job arrays and steps are not supported yet by sluice: {id}\n"
+                    "Invalid job id specified for job {id}\n{prefix}: Invalid job id specified\n"
                 ));
                 out.code = 1;
             }
@@ -502,27 +535,24 @@ fn with_ids(
             }
         }
     }
-    if nums.is_empty() {
+    if nums.is_empty() && tasks.is_empty() {
         return out;
     }
-    let results: Vec<JobResult> = match req(&make(nums.clone())) {
+    let results: Vec<JobResult> = match req(&make(nums.clone(), tasks)) {
         Ok(Response::Results(rs)) => rs,
         Ok(Response::Ok) => Vec::new(),
         Ok(Response::Error(e)) => nums
             .iter()
-            .map(|&id| JobResult {
-                id,
-                error: Some(e.clone()),
-            })
+            .map(|&id| JobResult::new(id, Some(e.clone())))
             .collect(),
         Ok(_) => Vec::new(),
         Err(e) => return client_failure(prefix, &e),
     };
     for r in results {
-        if let Some(e) = r.error {
+        if let Some(e) = &r.error {
             if !opts.quiet {
                 out.stderr
-                    .push_str(&format!("{e} for job {}\n{prefix}: {e}\n", r.id));
+                    .push_str(&format!("{e} for job {}\n{prefix}: {e}\n", r.label()));
             }
             out.code = 1;
         }
@@ -532,19 +562,29 @@ fn with_ids(
 
 fn show_job(id: Option<&str>, opts: &Opts, req: &mut Requester<'_>) -> Output {
     let mut filter = JobFilter::default();
+    let mut het_offset = None;
     if let Some(id) = id {
         match parse_job_id(id) {
             Some(s) if s.is_plain() => filter.ids.push(s.job),
+            Some(s) if s.step.is_none() && s.het.is_none() && s.array_tasks().is_some() => {
+                filter.array_tasks.extend(s.array_tasks());
+            }
+            // `L+k`: fetch the heterogeneous job, keep component k below.
+            Some(s) if s.step.is_none() && s.array.is_none() && s.het.is_some() => {
+                filter.ids.push(s.job);
+                het_offset = s.het;
+            }
             Some(_) => {
-                return Output::err(format!(
-                    "scontrol: error: job arrays and steps are not supported yet by sluice: {id}\n"
-                ));
+                return Output::err("slurm_load_jobs error: Invalid job id specified\n".into());
             }
             None => return Output::err("slurm_load_jobs error: Invalid job id specified\n".into()),
         }
     }
     match req(&Request::Jobs(filter)) {
-        Ok(Response::Jobs { jobs, now }) => {
+        Ok(Response::Jobs { mut jobs, now }) => {
+            if let Some(k) = het_offset {
+                jobs.retain(|j| j.het.is_some_and(|h| h.offset == k));
+            }
             if jobs.is_empty() {
                 if id.is_some() {
                     return Output::err("slurm_load_jobs error: Invalid job id specified\n".into());
@@ -683,7 +723,30 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
         job.time_limit.secs().map(|l| s + l as i64)
     });
     let mut l = Vec::new();
-    l.push(format!("JobId={} JobName={}", job.id, spec.name));
+    match &job.array {
+        Some(a) => {
+            let task = match job.array_task_id {
+                Some(t) => t.to_string(),
+                None => a.pending_text(true),
+            };
+            let throttle = if a.throttle > 0 {
+                format!(" ArrayTaskThrottle={}", a.throttle)
+            } else {
+                String::new()
+            };
+            l.push(format!(
+                "JobId={} ArrayJobId={} ArrayTaskId={task}{throttle} JobName={}",
+                job.id, job.array_job_id, spec.name
+            ));
+        }
+        None => match &job.het {
+            Some(h) => l.push(format!(
+                "JobId={} HetJobId={} HetJobOffset={} JobName={}",
+                job.id, h.job_id, h.offset, spec.name
+            )),
+            None => l.push(format!("JobId={} JobName={}", job.id, spec.name)),
+        },
+    }
     l.push(format!(
         "UserId={}({}) GroupId={}({}) MCS_label=N/A",
         job.user, job.uid, job.group, job.gid
@@ -693,9 +756,13 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
         job.priority, spec.nice, job.account, job.qos
     ));
     l.push(format!(
-        "JobState={} Reason={} Dependency=(null)",
+        "JobState={} Reason={} Dependency={}",
         job.state_long(),
-        job.reason
+        job.reason,
+        job.depend
+            .as_ref()
+            .map(|d| d.to_string())
+            .unwrap_or_else(|| "(null)".into())
     ));
     l.push(format!(
         "Requeue={} Restarts={} BatchFlag=1 Reboot=0 ExitCode={}",
@@ -711,16 +778,25 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
         crate::model::time::fmt_hms(job.run_secs(now)),
         job.time_limit.to_hms()
     ));
+    // A job waiting on other jobs (or on its array's throttle) is not eligible yet.
+    let blocked = pending
+        && (job.depend.is_some()
+            || matches!(
+                job.reason,
+                Reason::JobArrayTaskLimit | Reason::DependencyNeverSatisfied
+            ));
+    let eligible = job.eligible_time.filter(|_| !blocked);
     l.push(format!(
         "SubmitTime={} EligibleTime={}",
         fmt_ts(job.submit_time),
-        ts_or_unknown(job.eligible_time)
+        ts_or_unknown(eligible)
     ));
-    l.push(format!("AccrueTime={}", ts_or_unknown(job.eligible_time)));
+    l.push(format!("AccrueTime={}", ts_or_unknown(eligible)));
     l.push(format!(
-        "StartTime={} EndTime={} Deadline=N/A",
+        "StartTime={} EndTime={} Deadline={}",
         ts_or_unknown(start),
-        ts_or_unknown(end)
+        ts_or_unknown(end),
+        spec.deadline.map(fmt_ts).unwrap_or_else(|| "N/A".into())
     ));
     l.push(format!(
         "SuspendTime=None SecsPreSuspend=0 LastSchedEval={} Scheduler=Main",
@@ -1325,17 +1401,20 @@ mod tests {
 
     #[test]
     fn hold_release_errors_follow_slurm() {
-        let denied = Response::Results(vec![JobResult {
-            id: 175,
-            error: Some(SlurmError::AccessDenied),
-        }]);
+        let denied = Response::Results(vec![JobResult::new(175, Some(SlurmError::AccessDenied))]);
         let (o, seen) = exec_with("release 175", denied);
         assert_eq!(o.code, 1);
         assert_eq!(
             o.stderr,
             "Access/permission denied for job 175\nslurm_suspend error: Access/permission denied\n"
         );
-        assert_eq!(seen, vec![Request::Release { ids: vec![175] }]);
+        assert_eq!(
+            seen,
+            vec![Request::Release {
+                ids: vec![175],
+                array_tasks: vec![]
+            }]
+        );
         let (o, _) = exec_with("hold 999999", Response::Error(SlurmError::InvalidJobId));
         assert_eq!(
             o.stderr,
@@ -1347,7 +1426,8 @@ mod tests {
             seen,
             vec![Request::Hold {
                 ids: vec![174, 176, 177],
-                user_hold: true
+                user_hold: true,
+                array_tasks: vec![]
             }]
         );
         let (_, seen) = exec_with("requeuehold 5", Response::Ok);
@@ -1355,7 +1435,8 @@ mod tests {
             seen,
             vec![Request::Requeue {
                 ids: vec![5],
-                hold: true
+                hold: true,
+                array_tasks: vec![]
             }]
         );
         let (_, seen) = exec_with("requeue 5", Response::Ok);
@@ -1363,7 +1444,8 @@ mod tests {
             seen,
             vec![Request::Requeue {
                 ids: vec![5],
-                hold: false
+                hold: false,
+                array_tasks: vec![]
             }]
         );
     }
@@ -1396,7 +1478,8 @@ mod tests {
                     JobUpdate::TimeLimit(TimeLimit::Minutes(10)),
                     JobUpdate::Name("x".into()),
                     JobUpdate::Nice(5),
-                ]
+                ],
+                tasks: None
             }]
         );
         let (_, seen) = exec_with(
@@ -1410,7 +1493,8 @@ mod tests {
                 updates: vec![
                     JobUpdate::TimeLimit(TimeLimit::Minutes(5)),
                     JobUpdate::Partition("batch".into()),
-                ]
+                ],
+                tasks: None
             }]
         );
         let (_, seen) = exec_with(
@@ -1421,7 +1505,8 @@ mod tests {
             seen,
             vec![Request::UpdateJob {
                 id: 12,
-                updates: vec![JobUpdate::TimeLimitBy(30), JobUpdate::TimeLimitBy(-60)]
+                updates: vec![JobUpdate::TimeLimitBy(30), JobUpdate::TimeLimitBy(-60)],
+                tasks: None,
             }]
         );
         let (o, seen) = exec_with("update JobId=12 TimeLimit+=UNLIMITED", Response::Ok);

@@ -23,6 +23,9 @@ pub fn advertised_slurm_version() -> String {
         .unwrap_or_else(|_| DEFAULT_SLURM_VERSION.to_string())
 }
 
+/// Slurm's default MaxArraySize: array indices run from 0 to 1000.
+pub const DEFAULT_MAX_ARRAY_SIZE: u32 = 1001;
+
 /// Default path of the system-mode configuration file.
 pub const SYSTEM_CONF: &str = "/etc/sluice/sluice.toml";
 
@@ -168,6 +171,9 @@ struct FileConf {
     #[serde(default)]
     sched_interval: Option<u32>,
     #[serde(default)]
+    max_array_size: Option<u32>,
+    #[serde(default)]
+    kill_invalid_depend: Option<bool>,
     slurmd_timeout: Option<u32>,
     #[serde(default)]
     reconnect_max: Option<u32>,
@@ -199,6 +205,11 @@ pub struct Config {
     pub kill_wait: u32,
     /// Seconds between periodic full scheduling passes.
     pub sched_interval: u32,
+    /// Array task indices must be below this (Slurm's MaxArraySize, default 1001).
+    pub max_array_size: u32,
+    /// Cancel jobs whose dependency can never be satisfied (Slurm's
+    /// `SchedulerParameters=kill_invalid_depend`); `--kill-on-invalid-dep` overrides it.
+    pub kill_invalid_depend: bool,
     /// Seconds a node's agent may stay silent before the node is set DOWN
     /// "Not responding" (Slurm's SlurmdTimeout; agents send a heartbeat at least every
     /// third of it).
@@ -355,6 +366,8 @@ impl Config {
             min_job_age: fc.min_job_age.unwrap_or(300),
             kill_wait: fc.kill_wait.unwrap_or(30),
             sched_interval: fc.sched_interval.unwrap_or(60),
+            max_array_size: fc.max_array_size.unwrap_or(DEFAULT_MAX_ARRAY_SIZE),
+            kill_invalid_depend: fc.kill_invalid_depend.unwrap_or(false),
             slurmd_timeout: fc.slurmd_timeout.unwrap_or(DEFAULT_SLURMD_TIMEOUT),
             reconnect_max: fc.reconnect_max.unwrap_or(30).max(1),
             nodes,
@@ -394,6 +407,8 @@ impl Config {
             min_job_age: 300,
             kill_wait: 30,
             sched_interval: 60,
+            max_array_size: DEFAULT_MAX_ARRAY_SIZE,
+            kill_invalid_depend: false,
             slurmd_timeout: DEFAULT_SLURMD_TIMEOUT,
             reconnect_max: 30,
             nodes: vec![node],

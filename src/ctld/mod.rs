@@ -8,8 +8,13 @@
 //! that asked for it, and on a one-second tick (time limits, MinJobAge purge).
 
 pub mod agents;
+pub mod array;
+pub mod depend;
+pub mod het;
 pub mod state;
 pub mod store;
+#[cfg(test)]
+mod testutil;
 
 use crate::config::{Config, Mode};
 use crate::proto::{Framed, FromAgent, Request, Response, Role, SlurmError, ToAgent};
@@ -502,10 +507,48 @@ impl Actor {
         };
         let resp = match req {
             Request::Ping => Response::Ok,
-            Request::Submit { spec, test_only } => {
+            Request::Submit {
+                spec,
+                test_only,
+                het,
+            } if !het.is_empty() => {
+                let mut jobs = Vec::new();
+                let mut err = None;
+                for s in std::iter::once(*spec).chain(het) {
+                    match self.cluster.resolve(s, c, now, &user_group_names) {
+                        Ok(j) => jobs.push(j),
+                        Err(e) => {
+                            err = Some(e);
+                            break;
+                        }
+                    }
+                }
+                match err {
+                    Some(e) => Response::Error(e),
+                    None if test_only => {
+                        Response::TestOnly(self.cluster.test_only(jobs.swap_remove(0), now))
+                    }
+                    None => match self.cluster.submit_het(jobs, fx) {
+                        Err(e) => Response::Error(e),
+                        Ok(id) => {
+                            self.apply_persist(fx);
+                            let _ = self
+                                .store
+                                .send(StoreOp::Reply(reply, Response::Submitted { job_id: id }));
+                            return;
+                        }
+                    },
+                }
+            }
+            Request::Submit {
+                spec, test_only, ..
+            } => {
                 match self.cluster.resolve(*spec, c, now, &user_group_names) {
                     Err(e) => Response::Error(e),
                     Ok(job) if test_only => Response::TestOnly(self.cluster.test_only(job, now)),
+                    Ok(job) if job.spec.immediate && !self.cluster.can_start_now(&job, now) => {
+                        Response::Error(SlurmError::CannotStartImmediately)
+                    }
                     Ok(job) => {
                         let id = self.cluster.submit(job, fx);
                         // The reply waits for the commit of this job's record.
@@ -537,15 +580,21 @@ impl Actor {
                 signal,
                 batch_only,
             } => Response::Results(self.cluster.cancel(&filter, signal, batch_only, c, now, fx)),
-            Request::Hold { ids, user_hold } => {
-                Response::Results(self.cluster.hold(&ids, user_hold, c, fx))
+            Request::Hold {
+                ids,
+                user_hold,
+                array_tasks,
+            } => Response::Results(self.cluster.hold(&ids, &array_tasks, user_hold, c, fx)),
+            Request::Release { ids, array_tasks } => {
+                Response::Results(self.cluster.release(&ids, &array_tasks, c, now, fx))
             }
-            Request::Release { ids } => Response::Results(self.cluster.release(&ids, c, now, fx)),
-            Request::Requeue { ids, hold } => {
-                Response::Results(self.cluster.requeue(&ids, hold, c, now, fx))
-            }
-            Request::UpdateJob { id, updates } => {
-                match self.cluster.update_job(id, &updates, c, fx) {
+            Request::Requeue {
+                ids,
+                hold,
+                array_tasks,
+            } => Response::Results(self.cluster.requeue(&ids, &array_tasks, hold, c, now, fx)),
+            Request::UpdateJob { id, updates, tasks } => {
+                match self.cluster.update_job(id, tasks.as_ref(), &updates, c, fx) {
                     Ok(()) => Response::Ok,
                     Err(e) => Response::Error(e),
                 }

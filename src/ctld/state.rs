@@ -8,11 +8,14 @@
 //! allocations.
 
 use crate::config::Config;
-use crate::model::job::{Allocation, ExitStatus, StepRecord};
+use crate::model::array::{ArrayInfo, ArraySpec, IndexSet};
+use crate::model::depend::DepStatus;
+use crate::model::job::{Allocation, ExitStatus, PastRun, StepRecord};
 use crate::model::{
     HoldKind, Job, JobSpec, JobState, MemReq, Node, NodeState, Partition, PartitionState, Reason,
     TimeLimit, hostlist,
 };
+use crate::proto::ArrayTasks;
 use crate::proto::{
     EndKind, FromAgent, JobFilter, JobResult, JobUpdate, LaunchBatch, NodeUpdate, SlurmError,
     TestOnly, ToAgent,
@@ -49,7 +52,9 @@ pub struct Effects {
 /// Why a running job is being ended by the controller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ending {
-    Requeue { hold: bool },
+    /// Back to the queue once the node confirms the end; `node_fail` when its node
+    /// failed (the ended run is recorded as NODE_FAIL rather than REQUEUED).
+    Requeue { hold: bool, node_fail: bool },
 }
 
 /// The whole cluster as the controller knows it.
@@ -72,6 +77,10 @@ pub struct Cluster {
     pub cgroup: crate::config::CgroupConf,
     /// Extra `scontrol show config` entries.
     pub config_entries: Vec<(String, String)>,
+    /// Array indices must be below this (MaxArraySize).
+    pub max_array_size: u32,
+    /// Cancel jobs whose dependency can never be satisfied (`kill_invalid_depend`).
+    pub kill_invalid_depend: bool,
 }
 
 impl Cluster {
@@ -123,7 +132,15 @@ impl Cluster {
                 "AccountingStorageType".into(),
                 "accounting_storage/sluice".into(),
             ),
-            ("MaxArraySize".into(), "1001".into()),
+            ("MaxArraySize".into(), cfg.max_array_size.to_string()),
+            (
+                "SchedulerParameters".into(),
+                if cfg.kill_invalid_depend {
+                    "kill_invalid_depend".into()
+                } else {
+                    "(null)".into()
+                },
+            ),
             ("SchedulerTimeSlice".into(), "30 sec".into()),
         ];
         Cluster {
@@ -140,6 +157,8 @@ impl Cluster {
             warned: Default::default(),
             cgroup: cfg.cgroup.clone(),
             config_entries,
+            max_array_size: cfg.max_array_size,
+            kill_invalid_depend: cfg.kill_invalid_depend,
         }
     }
 
@@ -305,10 +324,29 @@ impl Cluster {
             cancelled_by: None,
             steps: Vec::new(),
             last_sched_eval: None,
+            array_job_id: 0,
+            array_task_id: None,
+            array: None,
+            depend: None,
+            past_runs: Vec::new(),
+            het: None,
             spec,
         };
         if job.spec.nice < 0 && !self.is_operator(caller) {
             return Err(SlurmError::AccessDenied);
+        }
+        if let Some(text) = &job.spec.array {
+            let a = ArraySpec::parse(text, self.max_array_size)
+                .map_err(|_| SlurmError::InvalidArraySpec)?;
+            job.array = Some(Box::new(ArrayInfo::from_spec(&a)));
+        }
+        if let Some(text) = &job.spec.dependency {
+            job.depend = self.parse_dependency(text, 0)?;
+        }
+        if let Some(d) = job.spec.deadline
+            && (d <= now || job.spec.begin.is_some_and(|b| b > d))
+        {
+            return Err(SlurmError::InvalidTimeValue);
         }
         job.priority = priority_of(&job);
         if job.spec.hold {
@@ -358,11 +396,15 @@ impl Cluster {
         }
     }
 
-    /// Inserts a resolved job under a new id; returns the id.
+    /// Inserts a resolved job under a new id; returns the id. An array is inserted as
+    /// its meta record (see `ctld::array`).
     pub fn submit(&mut self, mut job: Job, fx: &mut Effects) -> u32 {
         let id = self.next_id;
         self.next_id += 1;
         job.id = id;
+        if job.array.is_some() {
+            job.array_job_id = id;
+        }
         fx.persist.push(job.clone());
         fx.schedule = true;
         self.jobs.insert(id, job);
@@ -391,28 +433,129 @@ impl Cluster {
 
     // ------------------------------------------------------------------ scheduling
 
-    /// Runs one scheduling pass and applies its decisions.
+    /// Whether a resolved, not yet inserted job would start in a scheduling pass now,
+    /// behind the jobs already queued (`--immediate`).
+    pub fn can_start_now(&self, job: &Job, now: i64) -> bool {
+        let mut job = job.clone();
+        job.id = u32::MAX;
+        if job
+            .depend
+            .as_ref()
+            .is_some_and(|d| d.status() != DepStatus::Satisfied)
+        {
+            return false;
+        }
+        let mut jobs: Vec<&Job> = self
+            .jobs
+            .values()
+            .filter(|j| j.state == JobState::Pending)
+            .collect();
+        jobs.push(&job);
+        sched::schedule(&jobs, &self.nodes, &self.partitions, now)
+            .iter()
+            .any(|d| matches!(d, Decision::Start { job_id, .. } if *job_id == u32::MAX))
+    }
+
+    /// Runs one scheduling pass and applies its decisions: first dependencies and
+    /// deadlines are brought up to date, then the pure scheduler decides, with copies
+    /// of array meta records standing for the tasks that may start (`ctld::array`).
     pub fn schedule(&mut self, now: i64, fx: &mut Effects) {
-        let decisions = {
+        let corr = self.evaluate_dependencies(now, fx);
+        self.expire_deadlines(now, fx);
+        let mut plan = self.array_plan(&corr);
+        let copies: Vec<Job> = plan
+            .iter()
+            .flat_map(|(id, picks)| std::iter::repeat_n(*id, picks.len().saturating_sub(1)))
+            .collect::<Vec<u32>>()
+            .into_iter()
+            .filter_map(|id| self.jobs.get_mut(&id).map(super::array::sched_copy))
+            .collect();
+        // A heterogeneous job starts whole or not at all: a pass that would start it in
+        // part runs again without it (it waits with its blocked component's reason).
+        let check_het = self.has_pending_het();
+        let mut left_out: HashMap<u32, Reason> = HashMap::new();
+        let decisions = loop {
             let jobs: Vec<&Job> = self
                 .jobs
                 .values()
-                .filter(|j| j.state == JobState::Pending)
+                .filter(|j| j.state == JobState::Pending && !left_out.contains_key(&j.id))
+                .chain(copies.iter())
                 .collect();
             if jobs.is_empty() {
-                return;
+                break Vec::new();
             }
-            sched::schedule(&jobs, &self.nodes, &self.partitions, now)
+            let d = sched::schedule(&jobs, &self.nodes, &self.partitions, now);
+            let partial = if check_het {
+                self.partial_het_starts(&d)
+            } else {
+                Vec::new()
+            };
+            if partial.is_empty() {
+                break d;
+            }
+            for leader in partial {
+                let members = self.het_members(leader).unwrap_or_default();
+                let reason = d
+                    .iter()
+                    .find_map(|x| match x {
+                        Decision::Pending { job_id, reason } if members.contains(job_id) => {
+                            Some(reason.clone())
+                        }
+                        _ => None,
+                    })
+                    .unwrap_or(Reason::Resources);
+                for m in members {
+                    left_out.insert(m, reason.clone());
+                }
+            }
         };
+        for (id, reason) in left_out {
+            if let Some(j) = self.jobs.get_mut(&id)
+                && j.state == JobState::Pending
+            {
+                j.reason = reason;
+                j.last_sched_eval = Some(now);
+            }
+        }
+        let mut het_started = Vec::new();
+        let mut split: HashMap<u32, u32> = HashMap::new();
         for d in decisions {
             match d {
                 Decision::Start {
                     job_id,
                     partition,
                     alloc,
-                } => self.start_job(job_id, partition, alloc, now, fx),
+                } => {
+                    let id = match plan.get_mut(&job_id) {
+                        Some(picks) => {
+                            let Some(t) = picks.pop_front() else { continue };
+                            *split.entry(job_id).or_default() += 1;
+                            match self.split_task(job_id, t, fx) {
+                                Some(id) => id,
+                                None => continue,
+                            }
+                        }
+                        None => job_id,
+                    };
+                    let mut launch = true;
+                    if let Some(j) = self.jobs.get_mut(&id) {
+                        // A task started from a satisfied meta record waits for nothing.
+                        if id != job_id || j.array_task_id.is_some() {
+                            j.depend = None;
+                        }
+                        if let Some(h) = j.het {
+                            launch = false;
+                            if h.offset == 0 {
+                                het_started.push(id);
+                            }
+                        }
+                    }
+                    self.start_job(id, partition, alloc, launch, now, fx)
+                }
                 Decision::Pending { job_id, reason } => {
-                    if let Some(j) = self.jobs.get_mut(&job_id) {
+                    if let Some(j) = self.jobs.get_mut(&job_id)
+                        && j.state == JobState::Pending
+                    {
                         j.last_sched_eval = Some(now);
                         if j.reason != reason {
                             j.reason = reason;
@@ -421,13 +564,52 @@ impl Cluster {
                 }
             }
         }
+        // Heterogeneous jobs launch once every component has its allocation.
+        for leader in het_started {
+            self.launch(leader, fx);
+        }
+        // An array that started up to its throttle waits on it from now on.
+        for (id, n) in split {
+            if let Some(j) = self.jobs.get_mut(&id)
+                && j.state == JobState::Pending
+                && let Some(a) = j.array.as_mut()
+            {
+                a.running += n;
+                if a.throttled() {
+                    j.reason = Reason::JobArrayTaskLimit;
+                    j.last_sched_eval = Some(now);
+                }
+            }
+        }
     }
 
+    /// Removes pending jobs that can no longer end before their `--deadline` (state
+    /// DEADLINE): those whose time limit, counted from now, ends after it.
+    fn expire_deadlines(&mut self, now: i64, fx: &mut Effects) {
+        for j in self.jobs.values_mut() {
+            let Some(d) = j.spec.deadline else { continue };
+            if j.state != JobState::Pending {
+                continue;
+            }
+            let need = j.time_limit.secs().unwrap_or(0) as i64;
+            if now + need > d {
+                j.state = JobState::Deadline;
+                j.reason = Reason::DeadLine;
+                j.end_time = Some(now);
+                fx.persist.push(j.clone());
+                shed_after_end(j);
+            }
+        }
+    }
+
+    /// Allocates and records a job's start; with `launch`, sends its batch script to
+    /// the batch host (a heterogeneous job's components are launched with the leader).
     fn start_job(
         &mut self,
         id: u32,
         partition: String,
         alloc: Allocation,
+        launch: bool,
         now: i64,
         fx: &mut Effects,
     ) {
@@ -462,13 +644,31 @@ impl Cluster {
         }
         let j = self.jobs[&id].clone();
         fx.persist.push(j.clone());
+        if launch {
+            self.launch(id, fx);
+        }
+    }
+
+    /// Sends job `id`'s batch script to its batch host (with a heterogeneous job's
+    /// other components).
+    fn launch(&mut self, id: u32, fx: &mut Effects) {
+        let Some(j) = self.jobs.get(&id) else { return };
+        let Some(batch_host) = j.alloc.as_ref().and_then(|a| a.nodes.first().cloned()) else {
+            return;
+        };
+        let het = if j.het.is_some() {
+            self.het_components(id)
+        } else {
+            Vec::new()
+        };
         fx.to_agent.push((
             batch_host,
             ToAgent::Launch(LaunchBatch {
-                job: Box::new(j),
+                job: Box::new(j.clone()),
                 kill_wait: self.kill_wait,
                 cluster: self.cluster_name.clone(),
                 cgroup: self.cgroup.clone(),
+                het,
             }),
         ));
     }
@@ -481,7 +681,10 @@ impl Cluster {
             .jobs
             .values()
             .filter(|j| {
-                j.state == JobState::Running && !j.completing && !self.warned.contains(&j.id)
+                j.state == JobState::Running
+                    && !j.completing
+                    && !self.warned.contains(&j.id)
+                    && j.het.is_none_or(|h| h.offset == 0)
             })
             .filter_map(|j| {
                 let sig = j.spec.signal?;
@@ -511,6 +714,7 @@ impl Cluster {
             .jobs
             .values()
             .filter(|j| j.state == JobState::Running && !j.completing)
+            .filter(|j| j.het.is_none_or(|h| h.offset == 0))
             .filter(|j| match (j.start_time, j.time_limit.secs()) {
                 (Some(s), Some(l)) => now >= s + l as i64,
                 _ => false,
@@ -530,6 +734,28 @@ impl Cluster {
                         job_id: id,
                         kill_wait: self.kill_wait,
                         reason: Some(msg),
+                    },
+                ));
+            }
+        }
+        // A running job past its `--deadline` ends as DEADLINE.
+        let late: Vec<u32> = self
+            .jobs
+            .values()
+            .filter(|j| j.state == JobState::Running && !j.completing)
+            .filter(|j| j.spec.deadline.is_some_and(|d| now >= d))
+            .filter(|j| j.het.is_none_or(|h| h.offset == 0))
+            .map(|j| j.id)
+            .collect();
+        for id in late {
+            if let Some(node) = self.end_running(id, JobState::Deadline, Reason::DeadLine, now, fx)
+            {
+                fx.to_agent.push((
+                    node,
+                    ToAgent::Terminate {
+                        job_id: id,
+                        kill_wait: self.kill_wait,
+                        reason: None,
                     },
                 ));
             }
@@ -559,6 +785,9 @@ impl Cluster {
         j.end_time = Some(now);
         j.completing = true;
         let alloc = j.alloc.clone();
+        // A heterogeneous job's other components have no processes to end: they
+        // follow the leader when its node reports the end.
+        let follower = j.het.is_some_and(|h| h.offset != 0);
         fx.persist.push(j.clone());
         if let Some(a) = &alloc {
             for name in &a.nodes {
@@ -566,6 +795,9 @@ impl Cluster {
                     n.completing_jobs += 1;
                 }
             }
+        }
+        if follower {
+            return None;
         }
         alloc.map(|a| a.nodes[0].clone())
     }
@@ -622,6 +854,7 @@ impl Cluster {
             .filter(|j| j.state == JobState::Running || j.completing)
             .filter(|j| j.alloc.as_ref().is_some_and(|a| a.nodes[0] == node))
             .filter(|j| !running.contains(&j.id))
+            .filter(|j| j.het.is_none_or(|h| h.offset == 0))
             .map(|j| j.id)
             .collect();
         for id in lost {
@@ -739,7 +972,24 @@ impl Cluster {
             }
         }
         j.completing = false;
-        if let Some(Ending::Requeue { hold }) = ending {
+        // A node that lost a requeueable job puts it back in the queue (JobRequeue=1).
+        let ending = match (ending, &end) {
+            (None, None) if j.spec.requeue != Some(false) => Some(Ending::Requeue {
+                hold: false,
+                node_fail: true,
+            }),
+            (e, _) => e,
+        };
+        if let Some(Ending::Requeue { hold, node_fail }) = ending {
+            // The run that ended stays in the history (sacct -D shows it REQUEUED).
+            j.past_runs.push(PastRun {
+                start_time: j.start_time.unwrap_or(end_time),
+                end_time,
+                exit: status,
+                alloc: j.alloc.clone(),
+                steps: std::mem::take(&mut j.steps),
+                node_fail,
+            });
             j.state = JobState::Pending;
             j.restarts += 1;
             j.alloc = None;
@@ -800,9 +1050,32 @@ impl Cluster {
             }
         }
         fx.persist.push(j.clone());
+        shed_after_end(j);
         fx.schedule = true;
+        let het_leader = j.het.filter(|h| h.offset == 0).map(|h| h.job_id);
         if let Some(a) = alloc {
             self.charge(&a, was_completing, -1);
+        }
+        // The other components of a heterogeneous job end (or are requeued) with it.
+        if let Some(leader) = het_leader {
+            for m in self.het_members(leader).unwrap_or_default() {
+                if m == leader {
+                    continue;
+                }
+                if let Some(e) = ending {
+                    self.endings.insert(m, e);
+                }
+                self.finish(m, end.clone(), now, fx);
+            }
+            self.het_follow_leader(leader);
+            for m in self.het_members(leader).unwrap_or_default() {
+                if let Some(j) = self.jobs.get_mut(&m)
+                    && m != leader
+                {
+                    fx.persist.push(j.clone());
+                    shed_after_end(j);
+                }
+            }
         }
     }
 
@@ -828,19 +1101,62 @@ impl Cluster {
         fx: &mut Effects,
     ) -> Vec<JobResult> {
         let mut results = Vec::new();
-        let ids: Vec<u32> = if filter.ids.is_empty() {
-            self.jobs
+        if filter.ids.is_empty() && filter.array_tasks.is_empty() {
+            let ids: Vec<u32> = self
+                .jobs
                 .values()
                 .filter(|j| j.is_active() && filter.matches(j))
                 .filter(|j| self.is_operator(c) || j.uid == c.uid)
                 .map(|j| j.id)
-                .collect()
-        } else {
-            filter.ids.clone()
-        };
-        for id in ids {
-            let r = self.cancel_one(id, filter, signal, batch_only, c, now, fx);
-            results.push(JobResult { id, error: r.err() });
+                .collect();
+            for id in ids {
+                let r = self.cancel_one(id, filter, signal, batch_only, c, now, fx);
+                results.push(JobResult::new(id, r.err()));
+            }
+            return results;
+        }
+        // Ids: the job, or every record of the array with that id.
+        for &id in &filter.ids {
+            let recs = self.records_of(id);
+            let rs: Vec<Result<(), SlurmError>> = recs
+                .iter()
+                .map(|&r| self.cancel_one(r, filter, signal, batch_only, c, now, fx))
+                .collect();
+            results.push(JobResult::new(id, fold_results(rs)));
+        }
+        // `N_i`, `N_[...]`: started tasks are cancelled, pending ones leave the array.
+        for sel in &filter.array_tasks {
+            let mut rs = Vec::new();
+            for rid in self.records_of(sel.job) {
+                let Some(j) = self.jobs.get(&rid) else {
+                    continue;
+                };
+                if j.array_job_id != sel.job {
+                    continue;
+                }
+                match j.array_task_id {
+                    Some(t) if sel.tasks.contains(t) => {
+                        rs.push(self.cancel_one(rid, filter, signal, batch_only, c, now, fx));
+                    }
+                    None if j.is_array_meta() && j.state == JobState::Pending => {
+                        let hit = j.array.as_ref().map(|a| a.tasks.intersection(&sel.tasks));
+                        let Some(hit) = hit.filter(|h| !h.is_empty()) else {
+                            continue;
+                        };
+                        rs.push(if signal.is_some_and(|s| s != 9) {
+                            Err(SlurmError::JobPending)
+                        } else {
+                            self.cancel_pending_tasks(rid, &hit, c, now, fx)
+                        });
+                    }
+                    _ => {}
+                }
+            }
+            results.push(JobResult {
+                id: sel.job,
+                error: fold_results(rs),
+                task: (sel.tasks.len() == 1).then(|| sel.tasks.min().unwrap_or(0)),
+            });
         }
         results
     }
@@ -859,6 +1175,7 @@ impl Cluster {
         let j = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
         let others = JobFilter {
             ids: vec![],
+            array_tasks: vec![],
             ..filter.clone()
         };
         if !others.matches(j) {
@@ -877,6 +1194,7 @@ impl Cluster {
                 j.end_time = Some(now);
                 j.cancelled_by = Some(c.uid);
                 fx.persist.push(j.clone());
+                shed_after_end(j);
                 fx.schedule = true;
                 Ok(())
             }
@@ -923,12 +1241,13 @@ impl Cluster {
     pub fn hold(
         &mut self,
         ids: &[u32],
+        tasks: &[ArrayTasks],
         user_hold: bool,
         c: Caller,
         fx: &mut Effects,
     ) -> Vec<JobResult> {
         let op = self.is_operator(c);
-        self.each_job(ids, c, fx, |j| {
+        self.each_job(ids, tasks, c, fx, |j| {
             if j.state != JobState::Pending {
                 return Err(SlurmError::NotPending);
             }
@@ -951,12 +1270,13 @@ impl Cluster {
     pub fn release(
         &mut self,
         ids: &[u32],
+        tasks: &[ArrayTasks],
         c: Caller,
         now: i64,
         fx: &mut Effects,
     ) -> Vec<JobResult> {
         let op = self.is_operator(c);
-        self.each_job(ids, c, fx, |j| {
+        self.each_job(ids, tasks, c, fx, |j| {
             if j.state != JobState::Pending {
                 return Err(SlurmError::NotPending);
             }
@@ -973,64 +1293,133 @@ impl Cluster {
     }
 
     /// Requeues running jobs (`scontrol requeue`, `requeuehold` with `hold`). A pending
-    /// job can be requeue-held.
+    /// job can be requeue-held. An array's id requeues its running tasks.
     pub fn requeue(
         &mut self,
         ids: &[u32],
+        tasks: &[ArrayTasks],
         hold: bool,
         c: Caller,
         now: i64,
         fx: &mut Effects,
     ) -> Vec<JobResult> {
         let mut out = Vec::new();
-        for &id in ids {
-            let r = (|| {
-                let j = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
-                self.check_owner(j, c)?;
-                if j.spec.requeue == Some(false) && !self.is_operator(c) {
-                    return Err(SlurmError::Other(
-                        "Requested operation is presently disabled".into(),
-                    ));
+        for t in self.targets(ids, tasks, false, c, fx) {
+            let error = match t.records {
+                Err(e) => Some(e),
+                Ok(recs) => {
+                    let rs = recs
+                        .into_iter()
+                        .map(|id| self.requeue_one(id, hold, c, now, fx))
+                        .collect();
+                    fold_results(rs)
                 }
-                match j.state {
-                    JobState::Pending if hold => {
-                        let j = self.jobs.get_mut(&id).expect("checked");
-                        j.hold = Some(HoldKind::User);
-                        j.priority = 0;
-                        j.reason = Reason::JobHeldUser;
-                        fx.persist.push(j.clone());
-                        Ok(())
-                    }
-                    JobState::Pending => Err(SlurmError::JobPending),
-                    JobState::Running if !j.completing => {
-                        let node = self.end_running(id, JobState::Running, Reason::None, now, fx);
-                        // Keep showing RUNNING+COMPLETING until the node confirms.
-                        if let Some(j) = self.jobs.get_mut(&id) {
-                            j.end_time = None;
-                        }
-                        self.endings.insert(id, Ending::Requeue { hold });
-                        if let Some(node) = node {
-                            fx.to_agent.push((
-                                node,
-                                ToAgent::Terminate {
-                                    job_id: id,
-                                    kill_wait: self.kill_wait,
-                                    reason: None,
-                                },
-                            ));
-                        }
-                        Ok(())
-                    }
-                    _ => Err(SlurmError::AlreadyDone),
-                }
-            })();
-            out.push(JobResult { id, error: r.err() });
+            };
+            out.push(JobResult { error, ..t.result });
         }
         out
     }
 
-    /// Applies `scontrol update JobId=…` changes.
+    fn requeue_one(
+        &mut self,
+        id: u32,
+        hold: bool,
+        c: Caller,
+        now: i64,
+        fx: &mut Effects,
+    ) -> Result<(), SlurmError> {
+        let j = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
+        self.check_owner(j, c)?;
+        if j.spec.requeue == Some(false) && !self.is_operator(c) {
+            return Err(SlurmError::Other(
+                "Requested operation is presently disabled".into(),
+            ));
+        }
+        match j.state {
+            JobState::Pending if hold => {
+                let j = self.jobs.get_mut(&id).expect("checked");
+                j.hold = Some(HoldKind::User);
+                j.priority = 0;
+                j.reason = Reason::JobHeldUser;
+                fx.persist.push(j.clone());
+                Ok(())
+            }
+            JobState::Pending => Err(SlurmError::JobPending),
+            JobState::Running if !j.completing => {
+                self.requeue_running(id, hold, false, now, fx);
+                Ok(())
+            }
+            _ => Err(SlurmError::AlreadyDone),
+        }
+    }
+
+    /// Ends a running job's processes and puts it back in the queue once its node
+    /// confirms the end (RUNNING+COMPLETING until then).
+    fn requeue_running(
+        &mut self,
+        id: u32,
+        hold: bool,
+        node_fail: bool,
+        now: i64,
+        fx: &mut Effects,
+    ) {
+        let node = self.end_running(id, JobState::Running, Reason::None, now, fx);
+        if let Some(j) = self.jobs.get_mut(&id) {
+            j.end_time = None;
+        }
+        self.endings.insert(id, Ending::Requeue { hold, node_fail });
+        if let Some(node) = node {
+            fx.to_agent.push((
+                node,
+                ToAgent::Terminate {
+                    job_id: id,
+                    kill_wait: self.kill_wait,
+                    reason: None,
+                },
+            ));
+        }
+    }
+
+    /// Applies `scontrol update JobId=…` changes: to one job, to every active record of
+    /// an array (its id), or to tasks `N_i` (split off the meta record when pending).
     pub fn update_job(
+        &mut self,
+        id: u32,
+        tasks: Option<&IndexSet>,
+        updates: &[JobUpdate],
+        c: Caller,
+        fx: &mut Effects,
+    ) -> Result<(), SlurmError> {
+        let sel: Vec<ArrayTasks> = tasks
+            .map(|t| ArrayTasks {
+                job: id,
+                tasks: t.clone(),
+            })
+            .into_iter()
+            .collect();
+        let ids = if sel.is_empty() { vec![id] } else { vec![] };
+        // A throttle belongs to the whole array: no splitting for it.
+        let split = !updates
+            .iter()
+            .all(|u| matches!(u, JobUpdate::ArrayTaskThrottle(_)));
+        let mut errors = Vec::new();
+        for t in self.targets(&ids, &sel, split, c, fx) {
+            match t.records {
+                Err(e) => errors.push(Err(e)),
+                Ok(recs) => {
+                    for r in recs {
+                        errors.push(self.update_one(r, updates, c, fx));
+                    }
+                }
+            }
+        }
+        match fold_results(errors) {
+            None => Ok(()),
+            Some(e) => Err(e),
+        }
+    }
+
+    fn update_one(
         &mut self,
         id: u32,
         updates: &[JobUpdate],
@@ -1039,6 +1428,13 @@ impl Cluster {
     ) -> Result<(), SlurmError> {
         let op = self.is_operator(c);
         let parts = self.partitions.clone();
+        // Parsed before borrowing the job mutably: it looks at other jobs.
+        let mut new_dep = None;
+        for u in updates {
+            if let JobUpdate::Dependency(text) = u {
+                new_dep = Some(self.parse_dependency(text, id)?);
+            }
+        }
         let j = self.jobs.get_mut(&id).ok_or(SlurmError::InvalidJobId)?;
         if j.uid != c.uid && !op {
             return Err(SlurmError::AccessDenied);
@@ -1104,6 +1500,22 @@ impl Cluster {
                         new.priority = priority_of(&new);
                     }
                 }
+                JobUpdate::Dependency(_) => {
+                    if new.state != JobState::Pending {
+                        return Err(SlurmError::NotPending);
+                    }
+                    new.depend = new_dep.clone().flatten();
+                    new.spec.dependency = new.depend.as_ref().map(|d| d.to_string());
+                    if new.reason == Reason::Dependency
+                        || new.reason == Reason::DependencyNeverSatisfied
+                    {
+                        new.reason = Reason::None;
+                    }
+                }
+                JobUpdate::ArrayTaskThrottle(n) => match new.array.as_mut() {
+                    Some(a) => a.throttle = *n,
+                    None => return Err(SlurmError::InvalidArraySpec),
+                },
                 JobUpdate::Partition(p) => {
                     if new.state != JobState::Pending {
                         return Err(SlurmError::NotPending);
@@ -1184,7 +1596,25 @@ impl Cluster {
                     .then(|| (j.id, a.nodes[0].clone()))
             })
             .collect();
+        // A heterogeneous job is ended through its leader (on whatever node).
+        let mut victims: Vec<(u32, String)> = victims
+            .into_iter()
+            .filter_map(|(id, node)| match self.jobs[&id].het {
+                Some(h) if h.offset != 0 => {
+                    let l = self.jobs.get(&h.job_id)?;
+                    Some((h.job_id, l.alloc.as_ref()?.nodes[0].clone()))
+                }
+                _ => Some((id, node)),
+            })
+            .collect();
+        victims.sort();
+        victims.dedup();
         for (id, node) in victims {
+            // Requeueable jobs go back to the queue (JobRequeue=1); others fail.
+            if self.jobs[&id].spec.requeue != Some(false) {
+                self.requeue_running(id, false, true, now, fx);
+                continue;
+            }
             self.end_running(id, JobState::NodeFail, Reason::NodeDown, now, fx);
             fx.to_agent.push((
                 node,
@@ -1199,34 +1629,47 @@ impl Cluster {
         Ok(())
     }
 
+    /// Applies `f` to every record the references name (splitting pending array tasks
+    /// off their meta record), checking ownership; one result per reference.
     fn each_job(
         &mut self,
         ids: &[u32],
+        tasks: &[ArrayTasks],
         c: Caller,
         fx: &mut Effects,
         mut f: impl FnMut(&mut Job) -> Result<(), SlurmError>,
     ) -> Vec<JobResult> {
         let op = self.is_operator(c);
         let mut out = Vec::new();
-        for &id in ids {
-            let r = match self.jobs.get_mut(&id) {
-                None => Err(SlurmError::InvalidJobId),
-                Some(j) if j.uid != c.uid && !op => Err(SlurmError::AccessDenied),
-                Some(j) => {
-                    let r = f(j);
-                    if r.is_ok() {
-                        fx.persist.push(j.clone());
-                        fx.schedule = true;
+        for t in self.targets(ids, tasks, true, c, fx) {
+            let error = match t.records {
+                Err(e) => Some(e),
+                Ok(recs) => {
+                    let mut rs = Vec::new();
+                    for id in recs {
+                        rs.push(match self.jobs.get_mut(&id) {
+                            None => Err(SlurmError::InvalidJobId),
+                            Some(j) if j.uid != c.uid && !op => Err(SlurmError::AccessDenied),
+                            Some(j) => {
+                                let r = f(j);
+                                if r.is_ok() {
+                                    fx.persist.push(j.clone());
+                                    fx.schedule = true;
+                                }
+                                r
+                            }
+                        });
                     }
-                    r
+                    fold_results(rs)
                 }
             };
-            out.push(JobResult { id, error: r.err() });
+            out.push(JobResult { error, ..t.result });
         }
         out
     }
 }
 
+#[derive(Clone)]
 struct End {
     kind: EndKind,
     status: ExitStatus,
@@ -1234,6 +1677,30 @@ struct End {
     max_rss_kib: u64,
     cpu_secs: f64,
     oom: bool,
+}
+
+/// Drops the script and environment of a job that has ended from the in-memory record
+/// (its stored record keeps them): nothing reads them any more, and a queue of many
+/// finished jobs, such as a drained array whose tasks all copied the submission's
+/// environment, would otherwise hold them until MinJobAge.
+pub(super) fn shed_after_end(j: &mut Job) {
+    if !j.is_active() {
+        j.spec.script = String::new();
+        j.spec.environment = BTreeMap::new();
+    }
+}
+
+/// One outcome for a reference that named several records: success when any record
+/// was acted on, else the first error (`InvalidJobId` when it named none).
+fn fold_results(rs: Vec<Result<(), SlurmError>>) -> Option<SlurmError> {
+    if rs.iter().any(|r| r.is_ok()) {
+        return None;
+    }
+    Some(
+        rs.into_iter()
+            .find_map(|r| r.err())
+            .unwrap_or(SlurmError::InvalidJobId),
+    )
 }
 
 /// The priority of an unheld job.

@@ -128,6 +128,23 @@ pub struct JobOpts {
     /// Cluster(s) to submit to (only this cluster exists)
     #[arg(short = 'M', long = "clusters", value_name = "NAMES")]
     pub clusters: Option<String>,
+    /// Job array indices: LIST of N, A-B, A-B:STEP, with an optional %MAX_RUNNING
+    #[arg(short = 'a', long = "array", value_name = "INDICES")]
+    pub array: Option<String>,
+    /// Start after other jobs: TYPE:JOB[:JOB...] joined by `,` (all) or `?` (any);
+    /// TYPE is after, afterany, afterok, afternotok, aftercorr; or `singleton`
+    #[arg(short = 'd', long = "dependency", value_name = "LIST")]
+    pub dependency: Option<String>,
+    /// Cancel the job if a dependency can never be satisfied
+    #[arg(long = "kill-on-invalid-dep", value_name = "yes|no")]
+    pub kill_on_invalid_dep: Option<String>,
+    /// Remove the job if it cannot end before TIME (same forms as --begin)
+    #[arg(long = "deadline", value_name = "TIME")]
+    pub deadline: Option<String>,
+    /// Submit only if the job can start at once
+    #[arg(short = 'I', long = "immediate", value_name = "SECS", num_args = 0..=1,
+          require_equals = true, default_missing_value = "")]
+    pub immediate: Option<String>,
 
     #[command(flatten)]
     pub later: LaterOpts,
@@ -139,12 +156,6 @@ pub struct JobOpts {
 /// precise message instead of `unrecognized option`) and refused at normalisation.
 #[derive(Args, Debug, Clone, Default, PartialEq)]
 pub struct LaterOpts {
-    /// (not supported yet) Job array indices
-    #[arg(short = 'a', long = "array", value_name = "INDICES")]
-    pub array: Option<String>,
-    /// (not supported yet) Dependencies on other jobs
-    #[arg(short = 'd', long = "dependency", value_name = "LIST")]
-    pub dependency: Option<String>,
     /// (not supported yet) Generic resources
     #[arg(long = "gres", value_name = "LIST")]
     pub gres: Option<String>,
@@ -187,15 +198,9 @@ pub struct LaterOpts {
     /// (not supported yet) Explicit priority
     #[arg(long = "priority", value_name = "N")]
     pub priority: Option<String>,
-    /// (not supported yet) Deadline
-    #[arg(long = "deadline", value_name = "TIME")]
-    pub deadline: Option<String>,
     /// (not supported yet) Minimum time limit
     #[arg(long = "time-min", value_name = "TIME")]
     pub time_min: Option<String>,
-    /// (not supported yet) Cancel the job if a dependency can never be satisfied
-    #[arg(long = "kill-on-invalid-dep", value_name = "yes|no")]
-    pub kill_on_invalid_dep: Option<String>,
     /// (not supported yet) Task distribution
     #[arg(short = 'm', long = "distribution", value_name = "TYPE")]
     pub distribution: Option<String>,
@@ -311,6 +316,9 @@ pub enum OptError {
     Fatal(String),
     /// An option sluice parses but does not implement yet; exit 1.
     Unsupported(String),
+    /// A value refused when the options are checked as a whole (sbatch's
+    /// `_opt_verify`), printed after `error: `; exit 1.
+    Verify(String),
     /// Help text for stdout; exit 0.
     Help(String),
 }
@@ -319,7 +327,7 @@ impl OptError {
     /// The process exit code for this error.
     pub fn exit_code(&self) -> u8 {
         match self {
-            OptError::Unsupported(_) => 1,
+            OptError::Unsupported(_) | OptError::Verify(_) => 1,
             OptError::Help(_) => 0,
             _ => 255,
         }
@@ -339,7 +347,7 @@ impl OptError {
             OptError::InvalidBegin { value, pos } => format!(
                 "Invalid time specification (pos={pos}): {value}\n{prog}: error: Invalid --begin specification\n"
             ),
-            OptError::Fatal(m) => format!("{prog}: error: {m}\n"),
+            OptError::Fatal(m) | OptError::Verify(m) => format!("{prog}: error: {m}\n"),
             OptError::Unsupported(o) => {
                 format!("{prog}: error: {o} is not supported yet by sluice\n")
             }
@@ -441,8 +449,6 @@ impl JobOpts {
     pub fn unsupported(&self) -> Vec<&'static str> {
         let l = &self.later;
         let opt = [
-            ("--array", l.array.is_some()),
-            ("--dependency", l.dependency.is_some()),
             ("--gres", l.gres.is_some()),
             ("--gpus", l.gpus.is_some()),
             ("--gpus-per-node", l.gpus_per_node.is_some()),
@@ -457,9 +463,7 @@ impl JobOpts {
             ("--switches", l.switches.is_some()),
             ("--licenses", l.licenses.is_some()),
             ("--priority", l.priority.is_some()),
-            ("--deadline", l.deadline.is_some()),
             ("--time-min", l.time_min.is_some()),
-            ("--kill-on-invalid-dep", l.kill_on_invalid_dep.is_some()),
             ("--distribution", l.distribution.is_some()),
             ("--oversubscribe", l.oversubscribe),
             ("--overcommit", l.overcommit),
@@ -542,6 +546,25 @@ impl JobOpts {
             Some(n) => parse_nice(n)?,
             None => 0,
         };
+        let deadline = match &self.deadline {
+            Some(d) => {
+                Some(parse_begin(d, &ctx.now).map_err(|_| OptError::InvalidSpec("--deadline"))?)
+            }
+            None => None,
+        };
+        let kill_on_invalid_dep = match self.kill_on_invalid_dep.as_deref() {
+            None => None,
+            Some(v) => match v.to_ascii_lowercase().as_str() {
+                "yes" | "y" | "1" | "true" => Some(true),
+                "no" | "n" | "0" | "false" => Some(false),
+                _ => return Err(OptError::InvalidSpec("--kill-on-invalid-dep")),
+            },
+        };
+        if let Some(a) = &self.array
+            && !valid_array_syntax(a)
+        {
+            return Err(OptError::Verify("Invalid --array specification".into()));
+        }
         let open_append = match self.open_mode.as_deref() {
             None => false,
             Some(m) => match m.chars().next().map(|c| c.to_ascii_lowercase()) {
@@ -607,10 +630,25 @@ impl JobOpts {
             requeue,
             signal,
             umask: ctx.umask,
+            array: non_empty(&self.array),
+            dependency: non_empty(&self.dependency),
+            kill_on_invalid_dep,
+            deadline,
+            immediate: self.immediate.is_some(),
             ..JobSpec::default()
         };
         Ok(Normalised { spec, warnings })
     }
+}
+
+/// Whether an `--array` value uses only the characters Slurm's index lists are made of
+/// (digits, `-`, `,`, `:` and one `%`); ranges, steps and MaxArraySize are the
+/// controller's to check ("Invalid job array specification").
+pub fn valid_array_syntax(v: &str) -> bool {
+    !v.is_empty()
+        && v.bytes()
+            .all(|b| b.is_ascii_digit() || matches!(b, b'-' | b',' | b':' | b'%'))
+        && v.matches('%').count() <= 1
 }
 
 /// `dir` made absolute against `cwd`, with `.` components removed (`..` is kept, as
@@ -1172,10 +1210,7 @@ mod tests {
     #[test]
     fn later_options_are_refused_not_ignored() {
         for (args, name) in [
-            (&["--array=0-3"][..], "--array"),
-            (&["-a", "1"], "--array"),
-            (&["-d", "afterok:1"], "--dependency"),
-            (&["--gres=gpu:2"], "--gres"),
+            (&["--gres=gpu:2"][..], "--gres"),
             (&["-G", "2"], "--gpus"),
             (&["--gpus-per-node=a100:4"], "--gpus-per-node"),
             (&["-C", "fast"], "--constraint"),
@@ -1190,6 +1225,53 @@ mod tests {
                 format!("sbatch: error: {name} is not supported yet by sluice\n")
             );
         }
+    }
+
+    #[test]
+    fn arrays_dependencies_deadline_immediate() {
+        let n = spec(&[
+            "-a",
+            "0-9%2",
+            "-d",
+            "afterok:5",
+            "--kill-on-invalid-dep=yes",
+        ])
+        .unwrap();
+        assert_eq!(n.array.as_deref(), Some("0-9%2"));
+        assert_eq!(n.dependency.as_deref(), Some("afterok:5"));
+        assert_eq!(n.kill_on_invalid_dep, Some(true));
+        assert!(!n.immediate);
+        let n = spec(&["--kill-on-invalid-dep=no", "-I", "--deadline=now+1hour"]).unwrap();
+        assert_eq!(n.kill_on_invalid_dep, Some(false));
+        assert!(n.immediate);
+        assert_eq!(n.deadline, Some(ctx().now.timestamp() + 3600));
+        assert!(spec(&["--immediate=5"]).unwrap().immediate);
+        assert!(
+            spec(&["--deadline=2020-01-01T00:00"])
+                .unwrap()
+                .deadline
+                .is_some()
+        );
+        for bad in ["--array=abc", "--array=1%2%3"] {
+            let e = spec(&[bad]).unwrap_err();
+            assert_eq!(
+                e.render("sbatch"),
+                "sbatch: error: Invalid --array specification\n"
+            );
+            assert_eq!(e.exit_code(), 1);
+        }
+        for (args, opt) in [
+            (&["--deadline=garbage"][..], "--deadline"),
+            (&["--kill-on-invalid-dep=maybe"], "--kill-on-invalid-dep"),
+        ] {
+            assert_eq!(
+                spec(args).unwrap_err(),
+                OptError::InvalidSpec(opt),
+                "{args:?}"
+            );
+        }
+        // Ranges and sizes are the controller's to judge.
+        assert!(spec(&["--array=5-2"]).is_ok());
     }
 
     #[test]

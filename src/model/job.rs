@@ -6,6 +6,8 @@
 //! which wins over the base state when shown (`CG`). A job in a terminal base state has
 //! `end_time` set.
 
+use super::array::ArrayInfo;
+use super::depend::Dependency;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -172,6 +174,23 @@ pub struct JobSpec {
     /// The submitting process's umask (SLURM_UMASK).
     #[serde(default)]
     pub umask: u32,
+    /// `--array` as given (`0-9%2`); parsed and checked by the controller.
+    #[serde(default)]
+    pub array: Option<String>,
+    /// `--dependency` as given; parsed and checked by the controller.
+    #[serde(default)]
+    pub dependency: Option<String>,
+    /// `--kill-on-invalid-dep=yes|no`; `None` follows the controller's
+    /// `kill_invalid_depend` setting.
+    #[serde(default)]
+    pub kill_on_invalid_dep: Option<bool>,
+    /// `--deadline` as epoch seconds: the job is removed (state DEADLINE) once it can
+    /// no longer end before it.
+    #[serde(default)]
+    pub deadline: Option<i64>,
+    /// `--immediate`: refuse the submission unless the job can start at once.
+    #[serde(default)]
+    pub immediate: bool,
 }
 
 impl fmt::Debug for JobSpec {
@@ -307,6 +326,14 @@ pub enum Reason {
     JobLaunchFailure,
     /// A reason given by an admin or not in this list, shown verbatim.
     Other(String),
+    /// Waiting for another job (`--dependency`).
+    Dependency,
+    /// A dependency that can never be satisfied.
+    DependencyNeverSatisfied,
+    /// The array's `%N` throttle is reached.
+    JobArrayTaskLimit,
+    /// `--deadline` passed.
+    DeadLine,
 }
 
 impl Reason {
@@ -331,6 +358,10 @@ impl Reason {
             Reason::TimeLimit => "TimeLimit",
             Reason::JobLaunchFailure => "JobLaunchFailure",
             Reason::Other(s) => s,
+            Reason::Dependency => "Dependency",
+            Reason::DependencyNeverSatisfied => "DependencyNeverSatisfied",
+            Reason::JobArrayTaskLimit => "JobArrayTaskLimit",
+            Reason::DeadLine => "DeadLine",
         }
     }
 }
@@ -464,6 +495,54 @@ pub struct Job {
     /// When the job was last evaluated by the scheduler.
     #[serde(default)]
     pub last_sched_eval: Option<i64>,
+    /// The array's master id (`SLURM_ARRAY_JOB_ID`, squeue `%F`); 0 for a job that is
+    /// not part of an array.
+    #[serde(default)]
+    pub array_job_id: u32,
+    /// This record's task index (`SLURM_ARRAY_TASK_ID`); `None` for a job that is not
+    /// an array task and for an array's meta record of not-yet-started tasks.
+    #[serde(default)]
+    pub array_task_id: Option<u32>,
+    /// Array data (every record of an array has it; see [`ArrayInfo`]).
+    #[serde(default)]
+    pub array: Option<Box<ArrayInfo>>,
+    /// The parsed `--dependency` with each item's last evaluated state; `None` when the
+    /// job has none (or it was satisfied and cleared).
+    #[serde(default)]
+    pub depend: Option<Dependency>,
+    /// Earlier runs of a requeued job, oldest first (sacct `--duplicates` shows them as
+    /// REQUEUED).
+    #[serde(default)]
+    pub past_runs: Vec<PastRun>,
+    /// Heterogeneous job membership; `None` for an ordinary job.
+    #[serde(default)]
+    pub het: Option<HetInfo>,
+}
+
+/// A component of a heterogeneous job (`sbatch A : B`, `#SBATCH hetjob`). Components
+/// have consecutive job ids from the leader's (`123+0` is 123, `123+1` is 124), are
+/// started together or not at all, and only the leader runs the batch script.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HetInfo {
+    /// The leader's id (scontrol's `HetJobId`).
+    pub job_id: u32,
+    /// This component's offset (`+k`).
+    pub offset: u32,
+    /// Number of components (`SLURM_HET_SIZE`).
+    pub size: u32,
+}
+
+/// One run of a job that was requeued afterwards.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PastRun {
+    pub start_time: i64,
+    pub end_time: i64,
+    pub exit: ExitStatus,
+    pub alloc: Option<Allocation>,
+    pub steps: Vec<StepRecord>,
+    /// The run ended because its node failed (sacct shows NODE_FAIL, not REQUEUED).
+    #[serde(default)]
+    pub node_fail: bool,
 }
 
 impl Job {
@@ -506,6 +585,28 @@ impl Job {
                 (end - s).max(0) as u64 - self.suspended_secs.min((end - s).max(0) as u64)
             }
             None => 0,
+        }
+    }
+
+    /// True for an array's meta record: the pending tasks that have not been split off
+    /// into records of their own (squeue shows it as `N_[2-9%2]`).
+    pub fn is_array_meta(&self) -> bool {
+        self.array_task_id.is_none() && self.array.as_ref().is_some_and(|a| !a.tasks.is_empty())
+    }
+
+    /// The id as squeue `%i` and sacct `JobID` print it: `N`, `A_i`, `L+k` for a
+    /// heterogeneous job's component, or `A_[set]` for
+    /// an array's meta record (with `%N` when `throttle` and the array has one).
+    pub fn display_id(&self, throttle: bool) -> String {
+        if let Some(h) = &self.het {
+            return format!("{}+{}", h.job_id, h.offset);
+        }
+        match (&self.array, self.array_task_id) {
+            (Some(_), Some(t)) => format!("{}_{t}", self.array_job_id),
+            (Some(a), None) if !a.tasks.is_empty() => {
+                format!("{}_[{}]", self.array_job_id, a.pending_text(throttle))
+            }
+            _ => self.id.to_string(),
         }
     }
 

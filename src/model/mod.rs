@@ -4,6 +4,8 @@
 //! Pure: no I/O, no clock. Everything here is serde-serialisable because it travels on
 //! the wire (`proto`) and into the store (`ctld::store`).
 
+pub mod array;
+pub mod depend;
 pub mod hostlist;
 pub mod job;
 pub mod node;

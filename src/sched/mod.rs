@@ -13,6 +13,7 @@
 
 pub mod select;
 
+use crate::model::depend::DepStatus;
 use crate::model::job::Allocation;
 use crate::model::{HoldKind, Job, JobState, Node, Partition, PartitionState, Reason};
 use std::collections::{HashMap, HashSet};
@@ -110,7 +111,10 @@ pub fn schedule(
 }
 
 /// Reasons that do not depend on resources. A job becomes eligible at its
-/// `eligible_time` (`--begin`, release, or a requeue's delay).
+/// `eligible_time` (`--begin`, release, or a requeue's delay), once its dependency is
+/// satisfied (the controller evaluates it against other jobs and records each item's
+/// state in `job.depend`), and while its array's `%N` throttle has room (the
+/// controller counts the array's running tasks into `job.array`).
 fn pre_check(job: &Job, now: i64) -> Option<Reason> {
     match job.hold {
         Some(HoldKind::User) => return Some(Reason::JobHeldUser),
@@ -119,6 +123,14 @@ fn pre_check(job: &Job, now: i64) -> Option<Reason> {
     }
     if job.eligible_time.is_none_or(|e| e > now) {
         return Some(Reason::BeginTime);
+    }
+    match job.depend.as_ref().map(|d| d.status()) {
+        Some(DepStatus::Waiting) => return Some(Reason::Dependency),
+        Some(DepStatus::Never) => return Some(Reason::DependencyNeverSatisfied),
+        Some(DepStatus::Satisfied) | None => {}
+    }
+    if job.array.as_ref().is_some_and(|a| a.throttled()) {
+        return Some(Reason::JobArrayTaskLimit);
     }
     None
 }

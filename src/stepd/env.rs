@@ -86,8 +86,7 @@ pub const STALE_JOB_VARS: &[&str] = &[
     "SLURM_DISTRIBUTION",
 ];
 
-/// The array task a batch shell belongs to, for the `SLURM_ARRAY_*` variables. `Job`
-/// does not carry array data yet, so the launcher passes it alongside.
+/// The array task a batch shell belongs to, for the `SLURM_ARRAY_*` variables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ArrayTask {
     /// The array's master job id (`%A`, `SLURM_ARRAY_JOB_ID`).
@@ -110,7 +109,72 @@ pub struct ArrayTask {
 /// on (normally the allocation's first node), `now` the time used when the job has no
 /// recorded start time yet.
 pub fn batch_env(job: &Job, cluster: &str, node: &str, now: i64) -> Vec<(String, String)> {
-    batch_env_with_array(job, None, cluster, node, now)
+    batch_env_with_array(job, array_task_of(job).as_ref(), cluster, node, now)
+}
+
+/// Variables that describe one job's allocation; a heterogeneous job's batch shell
+/// gets each of them once per component with a `_HET_GROUP_<k>` suffix.
+const HET_GROUP_VARS: &[&str] = &[
+    "SLURM_JOB_ID",
+    "SLURM_JOB_NAME",
+    "SLURM_JOB_NODELIST",
+    "SLURM_NODELIST",
+    "SLURM_JOB_NUM_NODES",
+    "SLURM_NNODES",
+    "SLURM_JOB_CPUS_PER_NODE",
+    "SLURM_JOB_PARTITION",
+    "SLURM_JOB_ACCOUNT",
+    "SLURM_JOB_QOS",
+    "SLURM_NTASKS",
+    "SLURM_NPROCS",
+    "SLURM_NTASKS_PER_NODE",
+    "SLURM_TASKS_PER_NODE",
+    "SLURM_CPUS_PER_TASK",
+    "SLURM_MEM_PER_CPU",
+    "SLURM_MEM_PER_NODE",
+];
+
+/// The batch environment of a heterogeneous job's leader: its own variables, plus
+/// `SLURM_HET_SIZE` and, for every component (the leader is group 0, `others` follow
+/// in offset order), the allocation variables suffixed `_HET_GROUP_<k>`.
+pub fn het_batch_env(
+    leader: &Job,
+    others: &[Job],
+    cluster: &str,
+    node: &str,
+    now: i64,
+) -> Vec<(String, String)> {
+    let mut env: BTreeMap<String, String> =
+        batch_env(leader, cluster, node, now).into_iter().collect();
+    let size = 1 + others.len();
+    env.insert("SLURM_HET_SIZE".into(), size.to_string());
+    for (k, comp) in std::iter::once(leader).chain(others).enumerate() {
+        let comp_node = comp
+            .alloc
+            .as_ref()
+            .and_then(|a| a.nodes.first().cloned())
+            .unwrap_or_else(|| node.to_string());
+        for (key, value) in batch_env(comp, cluster, &comp_node, now) {
+            if HET_GROUP_VARS.contains(&key.as_str()) {
+                env.insert(format!("{key}_HET_GROUP_{k}"), value);
+            }
+        }
+    }
+    env.into_iter().collect()
+}
+
+/// The array task `job` is, from its array fields; `None` for a job that is not a
+/// started array task.
+pub fn array_task_of(job: &Job) -> Option<ArrayTask> {
+    let a = job.array.as_ref()?;
+    Some(ArrayTask {
+        array_job_id: job.array_job_id,
+        task_id: job.array_task_id?,
+        min: a.min,
+        max: a.max,
+        step: a.step,
+        count: a.count,
+    })
 }
 
 /// Like [`batch_env`], for a job that may be an array task.
@@ -126,6 +190,9 @@ pub fn batch_env_with_array(
     for k in STALE_JOB_VARS {
         env.remove(*k);
     }
+    env.retain(|k, _| {
+        k != "SLURM_HET_SIZE" && !(k.starts_with("SLURM_") && k.contains("_HET_GROUP_"))
+    });
     let mut set = |k: &str, v: String| {
         env.insert(k.to_string(), v);
     };
@@ -416,6 +483,12 @@ mod tests {
             cancelled_by: None,
             steps: Vec::new(),
             last_sched_eval: None,
+            array_job_id: 0,
+            array_task_id: None,
+            array: None,
+            depend: None,
+            past_runs: Vec::new(),
+            het: None,
         }
     }
 

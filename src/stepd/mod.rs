@@ -139,7 +139,11 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711))?;
     }
     let start = job.start_time.unwrap_or_else(now);
-    let env = env::batch_env(job, &lb.cluster, &node, start);
+    let env = if lb.het.is_empty() {
+        env::batch_env(job, &lb.cluster, &node, start)
+    } else {
+        env::het_batch_env(job, &lb.het, &lb.cluster, &node, start)
+    };
     let paths = output_paths(job, &node);
     let cs = |s: &str| CString::new(s).context("NUL byte in a path or argument");
     let mut argv = vec![cs(&script_path.to_string_lossy())?];
@@ -281,11 +285,9 @@ struct Paths {
 }
 
 fn output_paths(job: &crate::model::Job, node: &str) -> Paths {
-    let out_pat = job
-        .spec
-        .stdout
-        .clone()
-        .unwrap_or_else(|| "slurm-%j.out".to_string());
+    let out_pat = job.spec.stdout.clone().unwrap_or_else(|| {
+        crate::jobspec::pattern::default_stdout(job.array_task_id.is_some()).to_string()
+    });
     let stdout = expand(&out_pat, job, node);
     let stderr = match &job.spec.stderr {
         Some(p) => expand(p, job, node),
@@ -308,7 +310,13 @@ pub fn expand(pattern: &str, job: &crate::model::Job, node: &str) -> String {
     use crate::jobspec::pattern::{PatternCtx, expand_pattern};
     expand_pattern(
         pattern,
-        &PatternCtx::batch(job.id, None, &job.spec.name, &job.user, node),
+        &PatternCtx::batch(
+            job.id,
+            job.array_task_id.map(|t| (job.array_job_id, t)),
+            &job.spec.name,
+            &job.user,
+            node,
+        ),
     )
 }
 

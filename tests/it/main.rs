@@ -1,16 +1,21 @@
 //! End-to-end tests: real controller, agent and stepd processes driven through the real
 //! front-ends (see `harness`).
 
+mod arrays;
+mod depend;
 mod env;
 mod errors;
 mod examples;
 mod harness;
+mod hetjob;
+mod holds;
 mod isolation;
 mod limits;
 mod outputs;
 mod personal;
 mod protocol;
 mod recovery;
+mod requeue;
 mod robustness;
 mod sacct;
 mod sbatch;

@@ -252,8 +252,9 @@ fn node_drain_down_resume_with_reasons() {
     c.ok("scontrol", &["update", &n, "State=RESUME"]);
     assert_eq!(c.wait_done(id), "COMPLETED");
     assert_eq!(c.ok("sinfo", &["-h", "-o", "%t"]), "idle\n");
-    // DOWN kills what runs there: NODE_FAIL.
-    let running = c.submit(&["--wrap", "echo started; sleep 100"]);
+    // DOWN kills what runs there: NODE_FAIL (a requeueable job would go back to the
+    // queue instead, as Slurm does).
+    let running = c.submit(&["--no-requeue", "--wrap", "echo started; sleep 100"]);
     c.wait_file(&format!("slurm-{running}.out"), |s| s.contains("started"));
     c.ok(
         "scontrol",

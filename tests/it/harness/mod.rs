@@ -350,6 +350,39 @@ root = "{cg_root}"
         })
     }
 
+    /// Runs a front-end that must fail; returns (exit code, stderr).
+    pub fn fails_err(&self, name: &str, args: &[&str]) -> (i32, String) {
+        let o = self.run(name, args);
+        assert!(
+            !o.status.success(),
+            "{name} {args:?} succeeded: {}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+        (
+            o.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    }
+
+    /// One field of `scontrol -o show job ID` (first record), e.g. `Reason`.
+    pub fn field(&self, id: &str, key: &str) -> Option<String> {
+        let o = self.run("scontrol", &["-o", "show", "job", id]);
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        let line = text.lines().next()?.to_string();
+        let pat = format!("{key}=");
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix(&pat).map(str::to_string))
+    }
+
+    /// Waits until `scontrol` shows `key=value` for the job.
+    pub fn wait_field(&self, id: &str, key: &str, value: &str) {
+        wait_until(
+            &format!("job {id} {key}={value}"),
+            Duration::from_secs(30),
+            || (self.field(id, key).as_deref() == Some(value)).then_some(()),
+        )
+    }
+
     /// Waits until the job has finished.
     pub fn wait_done(&self, id: u32) -> String {
         self.wait_state(
@@ -361,6 +394,7 @@ root = "{cg_root}"
                 "TIMEOUT",
                 "NODE_FAIL",
                 "OUT_OF_MEMORY",
+                "DEADLINE",
             ],
             Duration::from_secs(30),
         )
