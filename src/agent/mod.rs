@@ -7,6 +7,7 @@
 //! (`proto::spool`), and a restarted agent re-adopts them from there.
 
 pub mod discover;
+mod steps;
 
 use crate::config::NodeConf;
 use crate::proto::spool::{self, StepResult, TerminateRequest};
@@ -66,6 +67,7 @@ where
     let _ = etx.send(heartbeat());
     let mut beat = tokio::time::interval(Duration::from_secs(10));
     beat.tick().await;
+    let mut steps = steps::Steps::default();
     loop {
         tokio::select! {
             m = link.recv::<ToAgent>() => {
@@ -74,9 +76,12 @@ where
                     Err(crate::proto::ProtoError::Closed) => return Ok(()),
                     Err(e) => return Err(e.into()),
                 };
-                handle(msg, &cfg, &etx);
+                handle(msg, &cfg, &etx, &mut steps);
             }
-            Some(ev) = erx.recv() => link.send(&ev).await?,
+            Some(ev) = erx.recv() => {
+                steps.observe(&ev);
+                link.send(&ev).await?
+            }
             _ = beat.tick() => link.send(&heartbeat()).await?,
         }
     }
@@ -100,8 +105,19 @@ fn known_jobs(spool: &Path) -> Vec<u32> {
     ids
 }
 
-fn handle(msg: ToAgent, cfg: &AgentConfig, etx: &mpsc::UnboundedSender<FromAgent>) {
+fn handle(
+    msg: ToAgent,
+    cfg: &AgentConfig,
+    etx: &mpsc::UnboundedSender<FromAgent>,
+    steps: &mut steps::Steps,
+) {
     match msg {
+        ToAgent::LaunchStep(ls) => steps.launch(*ls, cfg, etx),
+        ToAgent::StepInput {
+            job_id,
+            step_id,
+            input,
+        } => steps.input(job_id, step_id, input),
         ToAgent::Launch(lb) => {
             let id = lb.job.id;
             if let Err(e) = launch(lb, cfg, etx.clone()) {
@@ -114,6 +130,9 @@ fn handle(msg: ToAgent, cfg: &AgentConfig, etx: &mpsc::UnboundedSender<FromAgent
             signal,
             batch_only,
         } => {
+            if !batch_only {
+                steps.signal_job(job_id, signal);
+            }
             let dir = job_dir(&cfg.spool_dir, job_id);
             if let (Some(pid), Ok(sig)) = (
                 spool::read_pid(&dir, spool::JOB_PID),
@@ -133,7 +152,11 @@ fn handle(msg: ToAgent, cfg: &AgentConfig, etx: &mpsc::UnboundedSender<FromAgent
             kill_wait,
             reason,
         } => {
+            steps.terminate_job(job_id, kill_wait);
             let dir = job_dir(&cfg.spool_dir, job_id);
+            if !dir.exists() {
+                return;
+            }
             let req = TerminateRequest {
                 kill_wait,
                 message: reason,

@@ -44,6 +44,8 @@ pub struct Effects {
     pub to_agent: Vec<(String, ToAgent)>,
     /// A scheduling pass is due.
     pub schedule: bool,
+    /// Events for srun step streams, by stream token (`ctld::steps`).
+    pub to_client: Vec<(u64, crate::proto::StepEvent)>,
 }
 
 /// Why a running job is being ended by the controller.
@@ -69,6 +71,8 @@ pub struct Cluster {
     warned: std::collections::HashSet<u32>,
     /// Extra `scontrol show config` entries.
     pub config_entries: Vec<(String, String)>,
+    /// Live and waiting steps (`ctld::steps`).
+    pub steps: super::steps::StepTable,
 }
 
 impl Cluster {
@@ -136,6 +140,7 @@ impl Cluster {
             endings: HashMap::new(),
             warned: Default::default(),
             config_entries,
+            steps: Default::default(),
         }
     }
 
@@ -160,6 +165,11 @@ impl Cluster {
 
     fn node_mut(&mut self, name: &str) -> Option<&mut Node> {
         self.nodes.iter_mut().find(|n| n.name == name)
+    }
+
+    /// Removes an allocation from its nodes (the job ended).
+    pub(super) fn uncharge(&mut self, a: &Allocation, completing: bool) {
+        self.charge(a, completing, -1);
     }
 
     /// Adds (`sign` = 1) or removes (`sign` = -1) an allocation from its nodes.
@@ -429,6 +439,12 @@ impl Cluster {
         j.start_time = Some(now);
         j.last_sched_eval = Some(now);
         j.end_time = None;
+        if j.spec.alloc_only {
+            // salloc/srun: the allocation is the job; steps come from its owner.
+            j.alloc = Some(alloc);
+            fx.persist.push(j.clone());
+            return;
+        }
         j.steps.retain(|s| s.id != "batch");
         j.steps.push(StepRecord {
             id: "batch".into(),
@@ -442,6 +458,7 @@ impl Cluster {
             ntasks: 1,
             max_rss_kib: 0,
             cpu_secs: 0.0,
+            detail: None,
         });
         let batch_host = alloc.nodes[0].clone();
         j.alloc = Some(alloc);
@@ -537,10 +554,17 @@ impl Cluster {
         now: i64,
         fx: &mut Effects,
     ) -> Option<String> {
-        let j = self.jobs.get_mut(&id)?;
+        let j = self.jobs.get(&id)?;
         if j.state != JobState::Running || j.completing {
             return None;
         }
+        let alloc_only = j.spec.alloc_only;
+        self.end_job_steps(id, state == JobState::Timeout, now, fx);
+        if alloc_only {
+            self.end_alloc_only(id, state, reason, ExitStatus::default(), now, fx);
+            return None;
+        }
+        let j = self.jobs.get_mut(&id)?;
         j.state = state;
         j.reason = reason;
         j.end_time = Some(now);
@@ -658,6 +682,11 @@ impl Cluster {
         match msg {
             FromAgent::Register { .. } => {}
             FromAgent::Started { .. } => {}
+            FromAgent::Step {
+                job_id,
+                step_id,
+                event,
+            } => self.step_event(node, job_id, step_id, event, now, fx),
             FromAgent::Heartbeat { load, free_mem } => {
                 if let Some(n) = self.node_mut(node) {
                     n.cpu_load = Some(load);
@@ -696,6 +725,8 @@ impl Cluster {
     /// the node lost the job (NODE_FAIL).
     fn finish(&mut self, id: u32, end: Option<End>, now: i64, fx: &mut Effects) {
         let ending = self.endings.remove(&id);
+        // Steps still running when the batch script ends are ended with it.
+        self.end_job_steps(id, false, now, fx);
         let Some(j) = self.jobs.get_mut(&id) else {
             return;
         };
@@ -883,6 +914,12 @@ impl Cluster {
                 Ok(())
             }
             (_, Some(sig)) => {
+                // Without -b the signal goes to the job's steps (Slurm 22.05); a job
+                // without steps gets it in its batch shell's process group.
+                if !batch_only && self.signal_job_steps(id, sig, fx) > 0 {
+                    return Ok(());
+                }
+                let j = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
                 let node = j.alloc.as_ref().map(|a| a.nodes[0].clone());
                 if let Some(node) = node {
                     fx.to_agent.push((

@@ -8,6 +8,7 @@ pub mod hostlist;
 pub mod job;
 pub mod node;
 pub mod partition;
+pub mod step;
 pub mod time;
 
 pub use job::{
