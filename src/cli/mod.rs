@@ -15,6 +15,7 @@ pub mod scancel;
 pub mod scontrol;
 pub mod sinfo;
 pub mod squeue;
+pub mod squeue_steps;
 pub mod srun;
 pub mod sstat;
 pub mod stepio;
