@@ -128,7 +128,9 @@ fn start(
     let mut child = tokio::process::Command::new(&cfg.exe)
         .arg("stepd")
         .arg(&dir)
-        .stdin(std::process::Stdio::from(std::os::fd::OwnedFd::from(theirs)))
+        .stdin(std::process::Stdio::from(std::os::fd::OwnedFd::from(
+            theirs,
+        )))
         .stdout(std::process::Stdio::null())
         .stderr(log)
         .spawn()
@@ -165,7 +167,12 @@ fn start(
         let _ = child.wait().await;
         if !finished {
             let log = std::fs::read_to_string(dir.join("stepd.log")).unwrap_or_default();
-            tracing::warn!(job_id, step_id, "stepd ended without a report: {}", log.trim());
+            tracing::warn!(
+                job_id,
+                step_id,
+                "stepd ended without a report: {}",
+                log.trim()
+            );
             let _ = etx.send(done(job_id, step_id));
         }
         let _ = std::fs::remove_dir_all(&dir);

@@ -36,7 +36,10 @@ pub fn parse(text: &str, ntasks: u32) -> Result<Vec<Vec<String>>, String> {
             }
             let argv = prog
                 .iter()
-                .map(|w| w.replace("%t", &r.to_string()).replace("%o", &offset.to_string()))
+                .map(|w| {
+                    w.replace("%t", &r.to_string())
+                        .replace("%o", &offset.to_string())
+                })
                 .collect();
             *slot = Some(argv);
         }
@@ -113,7 +116,11 @@ mod tests {
 
     #[test]
     fn bad_files_are_refused() {
-        assert!(parse("0 echo only-zero\n", 2).unwrap_err().contains("rank 1"));
+        assert!(
+            parse("0 echo only-zero\n", 2)
+                .unwrap_err()
+                .contains("rank 1")
+        );
         assert!(parse("0 a\n0 b\n", 1).unwrap_err().contains("twice"));
         assert!(parse("5 a\n", 2).is_err());
         assert!(parse("x a\n", 1).is_err());

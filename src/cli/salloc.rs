@@ -165,7 +165,8 @@ fn run_inner(argv: &[String]) -> Result<u8, Failure> {
     set.add(nix::sys::signal::Signal::SIGQUIT);
     let _ = set.thread_block();
     let mut cmd = std::process::Command::new(&command[0]);
-    cmd.args(&command[1..]).envs(command_env(&job, &cfg.cluster_name));
+    cmd.args(&command[1..])
+        .envs(command_env(&job, &cfg.cluster_name));
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
@@ -249,7 +250,10 @@ mod tests {
         let env: std::collections::BTreeMap<_, _> = command_env(&j, "c").into_iter().collect();
         assert_eq!(env.get("SLURM_JOB_ID").map(String::as_str), Some("9"));
         assert_eq!(env.get("SLURM_NTASKS").map(String::as_str), Some("2"));
-        assert_eq!(env.get("SLURM_JOB_NAME").map(String::as_str), Some("interactive"));
+        assert_eq!(
+            env.get("SLURM_JOB_NAME").map(String::as_str),
+            Some("interactive")
+        );
         assert!(!env.contains_key("SLURM_PROCID"));
         assert!(!env.contains_key("SLURMD_NODENAME"));
         assert!(!env.contains_key("HOME") || env["HOME"].is_empty());

@@ -341,7 +341,12 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
                 return ExitCode::from(1);
             }
         }
-        if o.ids.is_empty() && o.users.is_empty() && o.names.is_empty() && o.states.is_empty() && o.partitions.is_empty() {
+        if o.ids.is_empty()
+            && o.users.is_empty()
+            && o.names.is_empty()
+            && o.states.is_empty()
+            && o.partitions.is_empty()
+        {
             let (err, code) = report(&o, &step_results);
             eprint!("{err}");
             return ExitCode::from(code);

@@ -573,7 +573,11 @@ fn show_step(id: Option<&str>, opts: &Opts, req: &mut Requester<'_>) -> Output {
     };
     let mut out = String::new();
     for j in jobs.iter().filter(|j| j.is_active()) {
-        for st in j.steps.iter().filter(|s| s.state == crate::model::JobState::Running) {
+        for st in j
+            .steps
+            .iter()
+            .filter(|s| s.state == crate::model::JobState::Running)
+        {
             if want_step.as_ref().is_some_and(|w| *w != st.id) {
                 continue;
             }

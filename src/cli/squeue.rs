@@ -945,7 +945,9 @@ fn run_steps(opts: &Args, list: &str) -> ExitCode {
             ExitCode::from(1)
         }
         _ => {
-            eprintln!("slurm_load_jobs error: Unable to contact slurm controller (connect failure)");
+            eprintln!(
+                "slurm_load_jobs error: Unable to contact slurm controller (connect failure)"
+            );
             ExitCode::from(1)
         }
     }

@@ -126,7 +126,11 @@ pub fn build(
         q.users = Some(users);
     }
     if let Some(p) = &a.partition {
-        q.partitions = p.split(',').filter(|s| !s.is_empty()).map(String::from).collect();
+        q.partitions = p
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect();
     }
     Ok(q)
 }

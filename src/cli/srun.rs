@@ -256,17 +256,19 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
 }
 
 fn run_inner(argv: &[String]) -> Result<u8, Failure> {
-    let a = opts::parse_srun_argv(std::iter::once(PROG.to_string()).chain(argv.iter().skip(1).cloned()))
-        .map_err(|e| match e {
-            OptError::Help(t) => {
-                print!("{t}");
-                Failure {
-                    stderr: String::new(),
-                    code: 0,
-                }
+    let a = opts::parse_srun_argv(
+        std::iter::once(PROG.to_string()).chain(argv.iter().skip(1).cloned()),
+    )
+    .map_err(|e| match e {
+        OptError::Help(t) => {
+            print!("{t}");
+            Failure {
+                stderr: String::new(),
+                code: 0,
             }
-            e => e.into(),
-        })?;
+        }
+        e => e.into(),
+    })?;
     if a.version {
         println!("slurm {}", crate::config::DEFAULT_SLURM_VERSION);
         return Ok(0);
@@ -316,11 +318,13 @@ fn run_inner(argv: &[String]) -> Result<u8, Failure> {
 /// Slurm's lines about waiting (`prog` is `srun` or `salloc`).
 ///
 /// Errors: the request is refused, or the job ends before it starts.
-pub fn allocate(owner: &mut Client, prog: &str, spec: &JobSpec, quiet: bool) -> Result<u32, Failure> {
-    let fail = |m: String| Failure {
-        stderr: m,
-        code: 1,
-    };
+pub fn allocate(
+    owner: &mut Client,
+    prog: &str,
+    spec: &JobSpec,
+    quiet: bool,
+) -> Result<u32, Failure> {
+    let fail = |m: String| Failure { stderr: m, code: 1 };
     let resp = owner
         .request(&Request::Allocate {
             spec: Box::new(spec.clone()),
@@ -331,14 +335,20 @@ pub fn allocate(owner: &mut Client, prog: &str, spec: &JobSpec, quiet: bool) -> 
         Response::Error(e) => {
             let mut s = String::new();
             if let (SlurmError::InvalidPartition, Some(p)) = (&e, &spec.partition) {
-                s.push_str(&format!("{prog}: error: invalid partition specified: {p}\n"));
+                s.push_str(&format!(
+                    "{prog}: error: invalid partition specified: {p}\n"
+                ));
             }
             s.push_str(&format!(
                 "{prog}: error: Unable to allocate resources: {e}\n"
             ));
             return Err(fail(s));
         }
-        other => return Err(fail(format!("{prog}: error: unexpected answer {other:?}\n"))),
+        other => {
+            return Err(fail(format!(
+                "{prog}: error: unexpected answer {other:?}\n"
+            )));
+        }
     };
     let id = job.id;
     if job.state == JobState::Running {
@@ -414,11 +424,19 @@ mod tests {
 
     #[test]
     fn inside_an_allocation_the_job_and_its_task_count_are_inherited() {
-        let p = plan_of(&["hostname"], &[("SLURM_JOB_ID", "42"), ("SLURM_NTASKS", "2")]).unwrap();
+        let p = plan_of(
+            &["hostname"],
+            &[("SLURM_JOB_ID", "42"), ("SLURM_NTASKS", "2")],
+        )
+        .unwrap();
         assert_eq!(p.job_id, Some(42));
         assert_eq!(p.step.ntasks, Some(2));
         assert_eq!(p.step.name, "hostname");
-        let p = plan_of(&["-n1", "true"], &[("SLURM_JOB_ID", "42"), ("SLURM_NTASKS", "2")]).unwrap();
+        let p = plan_of(
+            &["-n1", "true"],
+            &[("SLURM_JOB_ID", "42"), ("SLURM_NTASKS", "2")],
+        )
+        .unwrap();
         assert_eq!(p.step.ntasks, Some(1));
         let p = plan_of(&["--jobid=7", "-l", "-K", "true"], &[]).unwrap();
         assert_eq!(p.job_id, Some(7));
@@ -434,7 +452,10 @@ mod tests {
         let e = plan_of(&[], &[]).unwrap_err();
         assert!(e.stderr.contains("No command given"), "{e:?}");
         let e = plan_of(&["--time=abc", "true"], &[]).unwrap_err();
-        assert_eq!((e.stderr.as_str(), e.code), ("srun: error: Invalid --time specification\n", 255));
+        assert_eq!(
+            (e.stderr.as_str(), e.code),
+            ("srun: error: Invalid --time specification\n", 255)
+        );
         let e = plan_of(&["--bogus", "true"], &[]).unwrap_err();
         assert_eq!(e.code, 255);
         let p = plan_of(&["-i", "none", "-o", "out-%t", "true"], &[]).unwrap();
@@ -467,6 +488,9 @@ mod tests {
             pending_lines("srun", 5, &Reason::Resources),
             "srun: job 5 queued and waiting for resources\n"
         );
-        assert!(pending_lines("salloc", 5, &Reason::PartitionConfig).starts_with("salloc: Requested partition"));
+        assert!(
+            pending_lines("salloc", 5, &Reason::PartitionConfig)
+                .starts_with("salloc: Requested partition")
+        );
     }
 }

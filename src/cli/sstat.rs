@@ -118,8 +118,7 @@ pub fn parse_format(list: &str) -> Result<Vec<Field>, String> {
             Some((n, w)) => (n, w.parse::<i32>().ok()),
             None => (item, None),
         };
-        let Some(&(canon, def)) = FIELDS.iter().find(|(f, _)| f.eq_ignore_ascii_case(name))
-        else {
+        let Some(&(canon, def)) = FIELDS.iter().find(|(f, _)| f.eq_ignore_ascii_case(name)) else {
             return Err(format!("sstat: error: Invalid field requested: \"{name}\""));
         };
         let w = width.unwrap_or(def);
@@ -423,7 +422,14 @@ mod tests {
 
     #[test]
     fn parsable_rows_of_a_running_step() {
-        let o = parse_args(&args(&["-j", "12", "-P", "-o", "jobid,maxrss,maxrsstask,averss,ntasks,avecpu,mincputask"])).unwrap();
+        let o = parse_args(&args(&[
+            "-j",
+            "12",
+            "-P",
+            "-o",
+            "jobid,maxrss,maxrsstask,averss,ntasks,avecpu,mincputask",
+        ]))
+        .unwrap();
         let (out, err) = render(&o, &[job_with_step()]);
         assert_eq!(err, "");
         assert_eq!(
@@ -438,8 +444,16 @@ mod tests {
         let (out, err) = render(&o, &[job_with_step()]);
         assert_eq!(out, "");
         assert_eq!(err, "sstat: error: no steps running for job 12\n");
-        assert!(parse_args(&args(&["-j", "abc"])).unwrap_err().contains("Bad job/step"));
-        assert!(parse_args(&args(&["-j", "1", "-o", "bogus"])).unwrap_err().contains("Invalid field"));
+        assert!(
+            parse_args(&args(&["-j", "abc"]))
+                .unwrap_err()
+                .contains("Bad job/step")
+        );
+        assert!(
+            parse_args(&args(&["-j", "1", "-o", "bogus"]))
+                .unwrap_err()
+                .contains("Invalid field")
+        );
         let o = parse_args(&args(&["-j", "12"])).unwrap();
         let (out, _) = render(&o, &[job_with_step()]);
         let mut lines = out.lines();

@@ -247,6 +247,7 @@ pub fn block_signals() {
 /// Runs a step stream on `stream` (the `StepLaunch` request already sent) until the
 /// step is done; returns srun's exit code. `job_id` is for messages.
 pub fn run(stream: UnixStream, job_id: u32, o: &StreamOpts) -> u8 {
+    block_signals();
     let writer = match stream.try_clone() {
         Ok(w) => Arc::new(Mutex::new(w)),
         Err(e) => {
@@ -279,7 +280,9 @@ pub fn run(stream: UnixStream, job_id: u32, o: &StreamOpts) -> u8 {
         match ev {
             StepEvent::Pending { reason } => {
                 was_pending = true;
-                eprintln!("srun: Job {job_id} step creation temporarily disabled, retrying ({reason})");
+                eprintln!(
+                    "srun: Job {job_id} step creation temporarily disabled, retrying ({reason})"
+                );
             }
             StepEvent::Launched {
                 job_id,
@@ -306,7 +309,11 @@ pub fn run(stream: UnixStream, job_id: u32, o: &StreamOpts) -> u8 {
                     send(&writer, &StepInput::WinSize { rows, cols });
                 }
             }
-            StepEvent::Output { task, stderr: e, data } => {
+            StepEvent::Output {
+                task,
+                stderr: e,
+                data,
+            } => {
                 let bytes = printer.chunk(task, e, &data);
                 if !bytes.is_empty() {
                     if e && !o.pty {
@@ -441,7 +448,9 @@ fn signal_thread(w: &Mutex<UnixStream>, sh: &Mutex<Shared>, o: &StreamOpts) {
                     eprintln!("srun: sending Ctrl-C to StepId={j}.{s}");
                     send(w, &StepInput::Signal(Signal::SIGINT as i32));
                     if again {
-                        eprintln!("srun: Job step aborted: Waiting up to 32 seconds for job step to finish.");
+                        eprintln!(
+                            "srun: Job step aborted: Waiting up to 32 seconds for job step to finish."
+                        );
                         if let Ok(mut x) = sh.lock() {
                             x.terminating = true;
                         }
@@ -492,7 +501,10 @@ mod tests {
     fn exit_codes_and_failure_lines() {
         let ok = ExitStatus::default();
         let e7 = ExitStatus { code: 7, signal: 0 };
-        let segv = ExitStatus { code: 0, signal: 11 };
+        let segv = ExitStatus {
+            code: 0,
+            signal: 11,
+        };
         assert_eq!(exit_code(&[ok, e7]), 7);
         assert_eq!(exit_code(&[e7, segv]), 139);
         assert_eq!(exit_code(&[]), 0);

@@ -21,7 +21,9 @@ use super::state::{Caller, Cluster, Effects};
 use crate::model::job::{ExitStatus, StepDetail, StepRecord};
 use crate::model::step::{StepLayout, StepSpec, StepUsage, layout_tasks};
 use crate::model::{Job, JobState, MemReq, Reason, hostlist};
-use crate::proto::{JobResult, LaunchStep, SlurmError, StepEvent, StepInput, StepdEvent, StepdInput, ToAgent};
+use crate::proto::{
+    JobResult, LaunchStep, SlurmError, StepEvent, StepInput, StepdEvent, StepdInput, ToAgent,
+};
 use std::collections::HashMap;
 
 /// Slurm's text for a step that must wait.
@@ -108,11 +110,13 @@ impl Cluster {
         fx: &mut Effects,
     ) {
         let Some(job) = self.jobs.get(&job_id) else {
-            fx.to_client.push((token, StepEvent::Error(SlurmError::InvalidJobId)));
+            fx.to_client
+                .push((token, StepEvent::Error(SlurmError::InvalidJobId)));
             return;
         };
         if job.uid != caller.uid && !self.is_operator(caller) {
-            fx.to_client.push((token, StepEvent::Error(SlurmError::AccessDenied)));
+            fx.to_client
+                .push((token, StepEvent::Error(SlurmError::AccessDenied)));
             return;
         }
         if job.state != JobState::Running || job.completing {
@@ -302,7 +306,13 @@ impl Cluster {
             cpus: chosen
                 .iter()
                 .zip(&counts)
-                .map(|(&i, &n)| if exact || spec.overlap { (n * cpt).min(alloc.cpus[i]).max(n) } else { alloc.cpus[i] })
+                .map(|(&i, &n)| {
+                    if exact || spec.overlap {
+                        (n * cpt).min(alloc.cpus[i]).max(n)
+                    } else {
+                        alloc.cpus[i]
+                    }
+                })
                 .collect(),
             tasks: layout_tasks(&counts, spec.distribution),
         };
@@ -762,7 +772,16 @@ impl Cluster {
                 l.cancelled = true;
                 l.nodes_left = 1;
             }
-            self.step_event(node, j, s, StepdEvent::Done { usage: StepUsage::default() }, now, fx);
+            self.step_event(
+                node,
+                j,
+                s,
+                StepdEvent::Done {
+                    usage: StepUsage::default(),
+                },
+                now,
+                fx,
+            );
         }
     }
 
@@ -840,7 +859,10 @@ impl Cluster {
     /// The connection that owned these allocations closed without releasing them.
     pub fn owner_gone(&mut self, jobs: &[u32], c: Caller, now: i64, fx: &mut Effects) {
         for &id in jobs {
-            let active = self.jobs.get(&id).is_some_and(|j| j.is_active() && !j.completing);
+            let active = self
+                .jobs
+                .get(&id)
+                .is_some_and(|j| j.is_active() && !j.completing);
             if !active {
                 continue;
             }
@@ -849,7 +871,14 @@ impl Cluster {
             if pending {
                 let _ = self.release_allocation(id, ExitStatus::default(), c, now, fx);
             } else {
-                self.end_alloc_only(id, JobState::Cancelled, Reason::None, ExitStatus::default(), now, fx);
+                self.end_alloc_only(
+                    id,
+                    JobState::Cancelled,
+                    Reason::None,
+                    ExitStatus::default(),
+                    now,
+                    fx,
+                );
             }
             if let Some(j) = self.jobs.get_mut(&id) {
                 j.cancelled_by = Some(c.uid);

@@ -556,12 +556,18 @@ mod tests {
             layout_tasks(&[4, 2], Distribution::Plane(2)),
             vec![vec![0, 1, 4, 5], vec![2, 3]]
         );
-        assert_eq!(layout_tasks(&[], Distribution::Cyclic), Vec::<Vec<u32>>::new());
+        assert_eq!(
+            layout_tasks(&[], Distribution::Cyclic),
+            Vec::<Vec<u32>>::new()
+        );
     }
 
     #[test]
     fn distribution_and_bind_parse() {
-        assert_eq!(Distribution::parse("cyclic:block"), Some(Distribution::Cyclic));
+        assert_eq!(
+            Distribution::parse("cyclic:block"),
+            Some(Distribution::Cyclic)
+        );
         assert_eq!(Distribution::parse("Block"), Some(Distribution::Block));
         assert_eq!(Distribution::parse("plane=4"), Some(Distribution::Plane(4)));
         assert_eq!(Distribution::parse("bogus"), None);
@@ -594,7 +600,10 @@ mod tests {
                 },
             ],
         );
-        assert_eq!((a.max_rss_kib, a.max_rss_task, a.ave_rss_kib()), (300, 1, 200));
+        assert_eq!(
+            (a.max_rss_kib, a.max_rss_task, a.ave_rss_kib()),
+            (300, 1, 200)
+        );
         assert_eq!((a.min_cpu_secs, a.min_cpu_task), (1.0, 1));
         let mut b = StepUsage::from_tasks(
             "n2",
@@ -606,7 +615,10 @@ mod tests {
             }],
         );
         b.merge(&a);
-        assert_eq!((b.ntasks, b.max_rss_kib, b.max_rss_node.as_str()), (3, 500, "n2"));
+        assert_eq!(
+            (b.ntasks, b.max_rss_kib, b.max_rss_node.as_str()),
+            (3, 500, "n2")
+        );
         assert_eq!(b.min_cpu_node, "n2");
         let mut later = StepUsage::from_tasks("n1", &[TaskSample::default()]);
         later.keep_peaks(&a);

@@ -184,13 +184,21 @@ pub enum Request {
     /// is either running or pending with its reason. The connection that sent it owns
     /// the allocation: when it closes without [`Request::Release`], the job is
     /// cancelled.
-    Allocate { spec: Box<JobSpec> },
+    Allocate {
+        spec: Box<JobSpec>,
+    },
     /// Answered with [`Response::Allocation`] once the job has started (`started`) or
     /// has ended (`!started`), whichever is asked; at once if that already happened.
-    WaitJob { job_id: u32, started: bool },
+    WaitJob {
+        job_id: u32,
+        started: bool,
+    },
     /// The owner of an allocation-only job gives it back; the job ends COMPLETED (exit
     /// 0) or FAILED with `exit`, and its steps are ended.
-    ReleaseAllocation { job_id: u32, exit: ExitStatus },
+    ReleaseAllocation {
+        job_id: u32,
+        exit: ExitStatus,
+    },
     /// Launch a step in a running job. The connection then becomes the step's stream:
     /// the controller sends [`StepEvent`] frames until [`StepEvent::Done`] (or
     /// [`StepEvent::Error`]); the client sends [`StepInput`] frames. Closing it ends the

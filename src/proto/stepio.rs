@@ -116,17 +116,24 @@ pub enum StepdInput {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum StepdEvent {
     /// The tasks were started: `(rank, pid)`.
-    Started { pids: Vec<(u32, u32)> },
+    Started {
+        pids: Vec<(u32, u32)>,
+    },
     Output {
         task: u32,
         stderr: bool,
         #[serde(with = "super::bytes")]
         data: Vec<u8>,
     },
-    TaskExit { task: u32, status: ExitStatus },
+    TaskExit {
+        task: u32,
+        status: ExitStatus,
+    },
     /// A usage sample of this node's tasks.
     Usage(StepUsage),
     /// This node's part of the step is over: every task ended and its output is
     /// drained. `usage` is final (peak RSS, total CPU).
-    Done { usage: StepUsage },
+    Done {
+        usage: StepUsage,
+    },
 }

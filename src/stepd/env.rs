@@ -446,10 +446,7 @@ pub fn task_env(
 }
 
 /// The SLURM_CPU_BIND* variables of a task bound to `cpus` (as a hexadecimal mask).
-pub fn cpu_bind_env(
-    bind: &crate::model::step::CpuBind,
-    cpus: &[usize],
-) -> Vec<(String, String)> {
+pub fn cpu_bind_env(bind: &crate::model::step::CpuBind, cpus: &[usize]) -> Vec<(String, String)> {
     let mask: u128 = cpus
         .iter()
         .filter(|&&c| c < 128)
@@ -460,7 +457,10 @@ pub fn cpu_bind_env(
         ("SLURM_CPU_BIND_VERBOSE".into(), verbose.into()),
         ("SLURM_CPU_BIND_TYPE".into(), "mask_cpu:".into()),
         ("SLURM_CPU_BIND_LIST".into(), list.clone()),
-        ("SLURM_CPU_BIND".into(), format!("{verbose},mask_cpu:{list}")),
+        (
+            "SLURM_CPU_BIND".into(),
+            format!("{verbose},mask_cpu:{list}"),
+        ),
     ]
 }
 

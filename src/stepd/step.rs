@@ -173,18 +173,8 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         .context("cannot create signalfd")?;
 
     let node_index = ls.node_index as usize;
-    let node = ls
-        .layout
-        .nodes
-        .get(node_index)
-        .cloned()
-        .unwrap_or_default();
-    let ranks: Vec<u32> = ls
-        .layout
-        .tasks
-        .get(node_index)
-        .cloned()
-        .unwrap_or_default();
+    let node = ls.layout.nodes.get(node_index).cloned().unwrap_or_default();
+    let ranks: Vec<u32> = ls.layout.tasks.get(node_index).cloned().unwrap_or_default();
     let me = nix::unistd::geteuid().as_raw();
     let user = if me == 0 && ls.job.uid != 0 {
         Some((
@@ -316,11 +306,7 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
             Ok(_) | Err(Errno::EINTR) => {}
             Err(e) => return Err(e).context("poll"),
         }
-        let ready = |i: usize| {
-            fds[i]
-                .revents()
-                .is_some_and(|r| !r.is_empty())
-        };
+        let ready = |i: usize| fds[i].revents().is_some_and(|r| !r.is_empty());
         let sig_ready = ready(0);
         let link_ready = link_slot.is_some_and(ready);
         let out_ready: Vec<bool> = (0..outs.len()).map(|i| ready(out_base + i)).collect();
@@ -432,8 +418,7 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
     reap(&mut tasks, &mut link);
     let mut fin = last_usage;
     fin.pids.clear();
-    if let Ok(ru) = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
-    {
+    if let Ok(ru) = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN) {
         let t = |tv: nix::sys::time::TimeVal| tv.tv_sec() as f64 + tv.tv_usec() as f64 / 1e6;
         let cpu = t(ru.user_time()) + t(ru.system_time());
         if cpu > fin.sum_cpu_secs {
@@ -486,7 +471,9 @@ fn terminate(tasks: &[Task], kill_wait: u32) {
 fn reap(tasks: &mut [Task], link: &mut Link) {
     loop {
         match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
-            Ok(WaitStatus::Exited(pid, code)) => exited(tasks, link, pid, ExitStatus { code, signal: 0 }),
+            Ok(WaitStatus::Exited(pid, code)) => {
+                exited(tasks, link, pid, ExitStatus { code, signal: 0 })
+            }
             Ok(WaitStatus::Signaled(pid, sig, _)) => exited(
                 tasks,
                 link,
@@ -550,7 +537,9 @@ fn bind_cpus(ls: &LaunchStep, local: u32, online: &[usize]) -> Option<Vec<usize>
     }
     let cpt = ls.spec.cpus_per_task.unwrap_or(1).max(1) as usize;
     let start = local as usize * cpt;
-    let mut v: Vec<usize> = (start..start + cpt).map(|c| online[c % online.len()]).collect();
+    let mut v: Vec<usize> = (start..start + cpt)
+        .map(|c| online[c % online.len()])
+        .collect();
     v.sort_unstable();
     v.dedup();
     Some(v)
@@ -718,7 +707,9 @@ fn spawn_task(s: &TaskSetup, ls: &LaunchStep, rank: u32, pty: bool) -> std::io::
         master = Some(m2);
         // The child reopens the slave by name after setsid, which makes it the
         // controlling terminal; these are only placeholders.
-        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
         drop(p.slave);
     } else {
         if s.stdout_file.is_none() {
@@ -893,7 +884,8 @@ fn child_setup(c: &Child) -> std::io::Result<()> {
         nix::unistd::dup2(fd.as_raw_fd(), 2).map_err(io)?;
     }
     if chdir_failed {
-        let msg = b"slurmstepd: error: couldn't chdir to the working directory: going to /tmp instead\n";
+        let msg =
+            b"slurmstepd: error: couldn't chdir to the working directory: going to /tmp instead\n";
         let _ = nix::unistd::write(std::io::stderr(), msg);
     }
     let mut env = s.env.clone();
@@ -903,7 +895,9 @@ fn child_setup(c: &Child) -> std::io::Result<()> {
     let mut last = Errno::ENOENT;
     for cand in &s.candidates {
         match nix::unistd::execve(cand.as_c_str(), &s.argv, &env) {
-            Err(e @ (Errno::ENOENT | Errno::ENOTDIR)) => last = if last == Errno::EACCES { last } else { e },
+            Err(e @ (Errno::ENOENT | Errno::ENOTDIR)) => {
+                last = if last == Errno::EACCES { last } else { e }
+            }
             Err(Errno::EACCES) => last = Errno::EACCES,
             Err(e) => return Err(io(e)),
             Ok(_) => {}

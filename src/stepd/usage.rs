@@ -45,7 +45,8 @@ pub fn parse_stat(line: &str) -> Option<ProcStat> {
     let pid = head.split_whitespace().next()?.parse().ok()?;
     // Fields after the name, numbered from 3 (state).
     let f: Vec<&str> = rest.split_whitespace().collect();
-    let num = |i: usize| -> Option<u64> { f.get(i - 3)?.parse::<i64>().ok().map(|v| v.max(0) as u64) };
+    let num =
+        |i: usize| -> Option<u64> { f.get(i - 3)?.parse::<i64>().ok().map(|v| v.max(0) as u64) };
     let int = |i: usize| -> Option<i32> { f.get(i - 3)?.parse().ok() };
     Some(ProcStat {
         pid,

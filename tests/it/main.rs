@@ -4,3 +4,4 @@
 mod harness;
 mod personal;
 mod protocol;
+mod steps;
