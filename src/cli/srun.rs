@@ -143,8 +143,8 @@ pub fn plan(args: &SrunArgs, ctx: &opts::SubmitContext) -> Result<Plan, Failure>
             .get("SLURM_KILL_BAD_EXIT")
             .is_some_and(|v| v.trim() != "0"),
     };
-    let overlap = s.overlap || ctx.env.get("SLURM_OVERLAP").is_some();
-    let exact = s.exact || ctx.env.get("SLURM_EXACT").is_some();
+    let overlap = s.overlap || ctx.env.contains_key("SLURM_OVERLAP");
+    let exact = s.exact || ctx.env.contains_key("SLURM_EXACT");
     let winsize = if s.pty { stepio::term_size() } else { None };
     let step = StepSpec {
         name,

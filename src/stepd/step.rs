@@ -402,11 +402,9 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
                 match Signal::try_from(si.ssi_signo as i32) {
                     Ok(Signal::SIGCHLD) => {}
                     Ok(Signal::SIGALRM) => signal_tasks(&tasks, Signal::SIGKILL as i32),
-                    Ok(Signal::SIGTERM | Signal::SIGINT | Signal::SIGHUP) => {
-                        if !terminating {
-                            terminating = true;
-                            terminate(&tasks, ls.kill_wait);
-                        }
+                    Ok(Signal::SIGTERM | Signal::SIGINT | Signal::SIGHUP) if !terminating => {
+                        terminating = true;
+                        terminate(&tasks, ls.kill_wait);
                     }
                     _ => {}
                 }

@@ -275,7 +275,7 @@ fn signals_reach_the_tasks_and_two_interrupts_end_the_step() {
         "trap.sh",
         "#!/bin/sh\ntrap 'echo got-usr1' USR1\necho ready\nwhile :; do sleep 0.1; done\n",
     );
-    let mut child = c
+    let child = c
         .cmd("srun")
         .args(["-n1", "-u", "./trap.sh"])
         .stdout(Stdio::piped())
