@@ -458,6 +458,7 @@ mod tests {
         let (out, _) = render(&o, &[job_with_step()]);
         let mut lines = out.lines();
         assert!(lines.next().unwrap().starts_with("JobID         MaxVMSize"));
-        assert!(lines.nth(1).unwrap().starts_with("12.0            7000K"));
+        let row = lines.nth(1).unwrap();
+        assert!(row.starts_with(&format!("{:<12} {:>10} ", "12.0", "7000K")), "{row}");
     }
 }
