@@ -459,6 +459,9 @@ mod tests {
         let mut lines = out.lines();
         assert!(lines.next().unwrap().starts_with("JobID         MaxVMSize"));
         let row = lines.nth(1).unwrap();
-        assert!(row.starts_with(&format!("{:<12} {:>10} ", "12.0", "7000K")), "{row}");
+        assert!(
+            row.starts_with(&format!("{:<12} {:>10} ", "12.0", "7000K")),
+            "{row}"
+        );
     }
 }

@@ -898,3 +898,6 @@ fn merged(by_node: &HashMap<String, StepUsage>) -> StepUsage {
     }
     total
 }
+
+#[cfg(test)]
+mod tests;
