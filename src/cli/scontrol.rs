@@ -776,9 +776,10 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
         job.reason
     ));
     l.push(format!(
-        "Requeue={} Restarts={} BatchFlag=1 Reboot=0 ExitCode={}",
+        "Requeue={} Restarts={} BatchFlag={} Reboot=0 ExitCode={}",
         u8::from(spec.requeue.unwrap_or(true)),
         job.restarts,
+        u8::from(!spec.alloc_only),
         job.exit
     ));
     if details {

@@ -479,9 +479,10 @@ impl Cluster {
 
     /// Periodic work: `--signal` warnings, time limits and MinJobAge purge.
     pub fn tick(&mut self, now: i64, fx: &mut Effects) {
+        self.tick_steps(now, fx);
         // `--signal=B:SIG@secs` goes to the batch shell `secs` before the limit. Without
-        // `B:` Slurm signals the job's steps only; steps arrive with srun.
-        let warn: Vec<(u32, String, i32)> = self
+        // `B:` Slurm signals the job's steps only (those running at that moment).
+        let warn: Vec<(u32, String, i32, bool)> = self
             .jobs
             .values()
             .filter(|j| {
@@ -492,11 +493,15 @@ impl Cluster {
                 let limit = j.time_limit.secs()? as i64;
                 let due = j.start_time? + limit - i64::from(sig.secs_before);
                 let node = j.alloc.as_ref()?.nodes[0].clone();
-                (sig.batch_only && now >= due).then_some((j.id, node, sig.signal))
+                (now >= due).then_some((j.id, node, sig.signal, sig.batch_only))
             })
             .collect();
-        for (id, node, signal) in warn {
+        for (id, node, signal, batch_only) in warn {
             self.warned.insert(id);
+            if !batch_only {
+                self.signal_job_steps(id, signal, fx);
+                continue;
+            }
             fx.to_agent.push((
                 node,
                 ToAgent::Signal {

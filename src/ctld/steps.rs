@@ -758,6 +758,41 @@ impl Cluster {
         }
     }
 
+    /// Ends steps that ran past their own `--time` (SIGTERM, then SIGKILL after
+    /// KillWait, `*** STEP … DUE TO TIME LIMIT ***`); the step is recorded TIMEOUT.
+    pub fn tick_steps(&mut self, now: i64, fx: &mut Effects) {
+        let mut due = Vec::new();
+        for ((j, s), l) in &self.steps.live {
+            if l.timed_out {
+                continue;
+            }
+            let id = s.to_string();
+            let rec = self
+                .jobs
+                .get(j)
+                .and_then(|job| job.steps.iter().find(|r| r.id == id));
+            let limit = rec
+                .and_then(|r| r.detail.as_ref())
+                .and_then(|d| d.time_limit)
+                .and_then(|t| t.secs());
+            if let (Some(r), Some(limit)) = (rec, limit)
+                && now >= r.start_time + limit as i64
+            {
+                due.push((*j, *s, l.layout.nodes.first().cloned().unwrap_or_default()));
+            }
+        }
+        for (j, s, node) in due {
+            if let Some(l) = self.steps.live.get_mut(&(j, s)) {
+                l.timed_out = true;
+            }
+            let msg = format!(
+                "*** STEP {j}.{s} ON {node} CANCELLED AT {} DUE TO TIME LIMIT ***",
+                crate::cli::timefmt::fmt_ts(now)
+            );
+            self.terminate_step(j, s, Some(msg), now, fx);
+        }
+    }
+
     /// A node's agent went away or re-registered without these steps: they are over.
     pub fn steps_lost_on(&mut self, node: &str, now: i64, fx: &mut Effects) {
         let keys: Vec<(u32, u32)> = self

@@ -383,3 +383,69 @@ fn allocation_only_jobs_start_without_a_script_and_end_on_release() {
     assert_eq!(c.jobs[&id].state, JobState::Timeout);
     assert!(!c.jobs[&id].completing);
 }
+
+#[test]
+fn a_step_past_its_own_time_limit_is_ended_as_timeout() {
+    let mut c = cluster();
+    let id = running(&mut c, 1, false);
+    let mut s = step(1);
+    s.time_limit = Some(crate::model::TimeLimit::Minutes(1));
+    launch(&mut c, id, s, 1);
+    let mut fx = Effects::default();
+    c.tick(11 + 59, &mut fx);
+    assert!(!fx.to_agent.iter().any(|(_, m)| matches!(m, ToAgent::StepInput { .. })));
+    let mut fx = Effects::default();
+    c.tick(11 + 60, &mut fx);
+    let msg = fx.to_agent.iter().find_map(|(_, m)| match m {
+        ToAgent::StepInput {
+            input: StepdInput::Terminate { message, .. },
+            ..
+        } => message.clone(),
+        _ => None,
+    });
+    assert!(msg.unwrap().ends_with("DUE TO TIME LIMIT ***"));
+    let mut fx = Effects::default();
+    c.tick(11 + 61, &mut fx);
+    assert!(fx.to_agent.is_empty(), "terminated once");
+    let fx = node_event(&mut c, id, 0, done());
+    assert_eq!(
+        events(&fx, 1),
+        vec![&StepEvent::Done {
+            state: JobState::Timeout
+        }]
+    );
+    assert_eq!(c.jobs[&id].state, JobState::Running, "the job goes on");
+}
+
+#[test]
+fn signal_without_b_goes_to_the_steps_before_the_limit() {
+    let mut c = cluster();
+    let spec = JobSpec {
+        name: "j".into(),
+        script: "#!/bin/sh\ntrue\n".into(),
+        work_dir: "/tmp".into(),
+        time_limit: Some(crate::model::TimeLimit::Minutes(2)),
+        signal: Some(crate::model::SignalSpec {
+            signal: 10,
+            secs_before: 30,
+            batch_only: false,
+            reservation: false,
+        }),
+        ..JobSpec::default()
+    };
+    let j = c.resolve(spec, ALICE, 10, &names).unwrap();
+    let mut fx = Effects::default();
+    let id = c.submit(j, &mut fx);
+    c.schedule(10, &mut fx);
+    launch(&mut c, id, step(1), 1);
+    let mut fx = Effects::default();
+    c.tick(10 + 90, &mut fx);
+    assert!(fx.to_agent.iter().any(|(_, m)| matches!(
+        m,
+        ToAgent::StepInput {
+            input: StepdInput::Signal(10),
+            ..
+        }
+    )));
+    assert!(!fx.to_agent.iter().any(|(_, m)| matches!(m, ToAgent::Signal { .. })));
+}
