@@ -802,4 +802,86 @@ mod tests {
         let env = batch_env(&j, "c", "node01", 0);
         assert_eq!(get(&env, "SLURM_CPUS_ON_NODE"), Some("1"));
     }
+
+    /// Task 0's environment under `srun -n 3 --label env` in an `sbatch -n 3` job
+    /// (golden env_srun_in_batch): the batch shell's environment is srun's, the step
+    /// adds its own and the task's.
+    #[test]
+    fn step_task_environment_matches_golden() {
+        let Some(dir) = golden_dir() else {
+            return;
+        };
+        let text = std::fs::read_to_string(dir.join("env_srun_in_batch.txt")).unwrap();
+        let golden: BTreeMap<String, String> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("0: "))
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        assert!(golden.len() > 40);
+        let mut j = job(158, "srun_env.sh", vec![3]);
+        j.spec.ntasks = Some(3);
+        j.spec.environment = golden
+            .iter()
+            .filter(|(k, _)| !k.starts_with("SLURM") && !NOT_OURS.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        // srun runs in the batch shell, so its environment is the shell's.
+        let shell: BTreeMap<String, String> = batch_env(&j, "anchor", "node01", 5000)
+            .into_iter()
+            .collect();
+        let ls = crate::proto::LaunchStep {
+            job: Box::new(j),
+            step_id: 0,
+            spec: Box::new(crate::model::step::StepSpec {
+                name: "env".into(),
+                argv: vec!["env".into()],
+                environment: shell,
+                work_dir: "/home/alice/golden-work".into(),
+                ntasks: Some(3),
+                label: true,
+                srun_ip: "127.0.0.1".into(),
+                umask: 0o022,
+                ..Default::default()
+            }),
+            layout: crate::model::step::StepLayout {
+                nodes: vec!["node01".into()],
+                cpus: vec![3],
+                tasks: vec![vec![0, 1, 2]],
+            },
+            node_index: 0,
+            kill_wait: 30,
+            cluster: "anchor".into(),
+        };
+        let got: BTreeMap<String, String> = task_env(&step_env(&ls, "node01"), 0, 0, 0)
+            .into_iter()
+            .collect();
+        // Differences on purpose: no slurm.conf, no srun port, no het-job pack
+        // variables, SLURM_TASK_PID set after fork; plus the shell's own variables.
+        let differ = [
+            "SLURM_CONF",
+            "SLURM_SRUN_COMM_PORT",
+            "SLURM_STEP_LAUNCHER_PORT",
+            "SLURM_JOB_CPUS_PER_NODE_PACK_GROUP_0",
+            "SLURM_TASK_PID",
+            "SRUN_DEBUG",
+        ];
+        for (k, v) in golden.iter().filter(|(k, _)| !differ.contains(&k.as_str())) {
+            if NOT_OURS.contains(&k.as_str()) {
+                continue;
+            }
+            assert_eq!(got.get(k), Some(v), "{k}");
+        }
+        assert_eq!(
+            got.get("SLURM_SRUN_COMM_PORT").map(String::as_str),
+            Some("0")
+        );
+        for k in got.keys() {
+            assert!(
+                golden.contains_key(k) || EXTRAS.contains(&k.as_str()),
+                "unexpected {k}={}",
+                got[k]
+            );
+        }
+    }
 }

@@ -393,7 +393,11 @@ fn a_step_past_its_own_time_limit_is_ended_as_timeout() {
     launch(&mut c, id, s, 1);
     let mut fx = Effects::default();
     c.tick(11 + 59, &mut fx);
-    assert!(!fx.to_agent.iter().any(|(_, m)| matches!(m, ToAgent::StepInput { .. })));
+    assert!(
+        !fx.to_agent
+            .iter()
+            .any(|(_, m)| matches!(m, ToAgent::StepInput { .. }))
+    );
     let mut fx = Effects::default();
     c.tick(11 + 60, &mut fx);
     let msg = fx.to_agent.iter().find_map(|(_, m)| match m {
@@ -447,5 +451,9 @@ fn signal_without_b_goes_to_the_steps_before_the_limit() {
             ..
         }
     )));
-    assert!(!fx.to_agent.iter().any(|(_, m)| matches!(m, ToAgent::Signal { .. })));
+    assert!(
+        !fx.to_agent
+            .iter()
+            .any(|(_, m)| matches!(m, ToAgent::Signal { .. }))
+    );
 }
