@@ -756,6 +756,22 @@ impl Cluster {
                 i += 1;
             }
         }
+        // Records of steps nobody runs any more (their stepd went with a controller
+        // restart) end with the job.
+        let live = self.steps.of_job(job_id);
+        if let Some(j) = self.jobs.get_mut(&job_id) {
+            let mut changed = false;
+            for r in j.steps.iter_mut().filter(|r| r.state == JobState::Running) {
+                if r.id.parse::<u32>().is_ok_and(|s| !live.contains(&s)) {
+                    r.state = JobState::Cancelled;
+                    r.end_time = Some(now);
+                    changed = true;
+                }
+            }
+            if changed {
+                fx.persist.push(j.clone());
+            }
+        }
     }
 
     /// Ends steps that ran past their own `--time` (SIGTERM, then SIGKILL after

@@ -29,7 +29,6 @@ use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 use std::collections::VecDeque;
 use std::ffi::CString;
-use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -82,15 +81,16 @@ impl Link {
         let mut buf = Vec::with_capacity(body.len() + 4);
         buf.extend_from_slice(&(body.len() as u32).to_be_bytes());
         buf.extend_from_slice(&body);
-        let mut f = std::fs::File::from(match self.fd.try_clone() {
-            Ok(f) => f,
-            Err(_) => {
-                self.closed = true;
-                return;
+        let mut rest = &buf[..];
+        while !rest.is_empty() {
+            match nix::unistd::write(&self.fd, rest) {
+                Ok(n) => rest = &rest[n..],
+                Err(Errno::EINTR) => {}
+                Err(_) => {
+                    self.closed = true;
+                    return;
+                }
             }
-        });
-        if f.write_all(&buf).is_err() {
-            self.closed = true;
         }
     }
 
@@ -199,7 +199,7 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         if let Some(c) = &cpus {
             env.extend(env::cpu_bind_env(&ls.spec.cpu_bind, c));
         }
-        let setup = TaskSetup::new(&ls, rank, &node, env, user.clone(), cpus)?;
+        let setup = TaskSetup::new(&ls, rank, &node, env, user.clone(), cpus.clone())?;
         let pty = ls.spec.pty && rank == 0;
         let mut t = Task {
             rank,
@@ -210,6 +210,18 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
             Ok(sp) => {
                 t.pid = Some(sp.pid);
                 pids.push((rank, sp.pid as u32));
+                if let (Some(c), true) = (&cpus, ls.spec.cpu_bind.verbose) {
+                    let mask: u128 = c.iter().filter(|&&x| x < 128).fold(0, |m, &x| m | (1 << x));
+                    link.send(&StepdEvent::Output {
+                        task: rank,
+                        stderr: true,
+                        data: format!(
+                            "cpu-bind=MASK - {node}, task {rank:2} {local:2} [{}]: mask 0x{mask:x} set\n",
+                            sp.pid
+                        )
+                        .into_bytes(),
+                    });
+                }
                 outs.extend(sp.outs);
                 if let Some(i) = sp.stdin {
                     ins.push(i);

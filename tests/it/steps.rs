@@ -269,6 +269,42 @@ fn kill_on_bad_exit_and_exit_code_rules() {
 }
 
 #[test]
+fn cpu_binding_pins_each_task_and_distribution_is_reported() {
+    let c = TestCluster::start();
+    let o = c.run(
+        "srun",
+        &["-n2", "-l", "-m", "cyclic", "--cpu-bind=verbose,cores", "sh", "-c", "grep Cpus_allowed_list /proc/self/status; echo dist=$SLURM_DISTRIBUTION bind=$SLURM_CPU_BIND_TYPE"],
+    );
+    assert!(o.status.success(), "{o:?}");
+    let out = text(&o.stdout);
+    let lists: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.split("Cpus_allowed_list:").nth(1))
+        .map(str::trim)
+        .collect();
+    assert_eq!(lists.len(), 2, "{out}");
+    assert!(
+        !lists[0].contains(['-', ',']) && !lists[1].contains(['-', ',']),
+        "{out}"
+    );
+    let online = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    if online > 1 {
+        assert_ne!(lists[0], lists[1], "tasks share a CPU: {out}");
+    }
+    assert!(out.contains("dist=cyclic bind=mask_cpu:"), "{out}");
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("cpu-bind=MASK - ") && err.contains(" set"),
+        "{err}"
+    );
+    // Without --cpu-bind tasks are not pinned.
+    let o = c.run("srun", &["-n1", "sh", "-c", "echo ${SLURM_CPU_BIND-unset}"]);
+    assert_eq!(text(&o.stdout), "unset\n");
+}
+
+#[test]
 fn signals_reach_the_tasks_and_two_interrupts_end_the_step() {
     let c = TestCluster::start();
     c.script(
