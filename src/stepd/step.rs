@@ -37,6 +37,8 @@ pub use crate::proto::spool::STEP_LAUNCH;
 
 /// How often usage is sampled and reported.
 const SAMPLE_EVERY: Duration = Duration::from_secs(1);
+/// Most stdin bytes held for one task that does not read them.
+const STDIN_CAP: usize = 64 << 20;
 /// How long output is still read after the last task ended (a background process may
 /// hold a pipe open; it is killed, but its output may lag).
 const DRAIN_GRACE: Duration = Duration::from_millis(500);
@@ -374,8 +376,12 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
             for m in link.read() {
                 match m {
                     StepdInput::Stdin { data } => {
+                        // A task that never reads its stdin must not make stepd hold
+                        // an endless input: beyond the cap, input is dropped.
                         for i in ins.iter_mut().filter(|i| !i.eof) {
-                            i.buf.extend(data.iter().copied());
+                            if i.buf.len() + data.len() <= STDIN_CAP {
+                                i.buf.extend(data.iter().copied());
+                            }
                         }
                     }
                     StepdInput::StdinEof => {
