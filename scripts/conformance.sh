@@ -18,6 +18,7 @@ bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
 tmp=$(mktemp -d /tmp/sluice-conf.XXXXXX)
 node=$(hostname -s 2>/dev/null || hostname)
 node=${node%%.*}
+cg_root="sluice-conformance-$(basename "$tmp" | tr -dc 'A-Za-z0-9')"
 cat >"$tmp/sluice.toml" <<TOML
 cluster_name = "conformance"
 state_dir = "$tmp/state"
@@ -36,6 +37,9 @@ max_time = "1:00:00"
 [[partitions]]
 name = "batch"
 nodes = "$node"
+[cgroup]
+# Its own root, so that another controller's job cgroups (same job ids) are never shared.
+root = "$cg_root"
 TOML
 mkdir -p "$tmp/bin"
 for c in sbatch srun salloc squeue scancel sinfo scontrol sacct sluice; do ln -s "$bin" "$tmp/bin/$c"; done
@@ -47,6 +51,13 @@ cleanup() {
 	kill "$ctld" 2>/dev/null
 	wait "$ctld" 2>/dev/null
 	for f in "$tmp"/spool/job_*/job.pid; do [ -f "$f" ] && kill -9 -- "-$(cat "$f")" 2>/dev/null; done
+	# stepd removes its job's cgroups but leaves sluice's root; remove it with whatever
+	# a killed stepd left in it.
+	find /sys/fs/cgroup -type d -name "$cg_root" 2>/dev/null | while read -r d; do
+		find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -9 2>/dev/null
+		sleep 0.2
+		find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null
+	done
 	rm -rf "$tmp"
 }
 trap cleanup EXIT

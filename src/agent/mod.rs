@@ -29,6 +29,8 @@ pub struct AgentConfig {
     pub spool_dir: PathBuf,
     /// The sluice binary, run as `sluice stepd <dir>` for each job.
     pub exe: PathBuf,
+    /// How stepd isolates jobs on this node; passed to it in the launch record.
+    pub cgroup: crate::config::CgroupConf,
 }
 
 fn job_dir(spool: &Path, id: u32) -> PathBuf {
@@ -205,7 +207,7 @@ fn result_msg(job_id: u32, r: StepResult) -> FromAgent {
 
 /// Writes the launch record and starts a detached stepd for the job.
 fn launch(
-    lb: LaunchBatch,
+    mut lb: LaunchBatch,
     cfg: &AgentConfig,
     etx: mpsc::UnboundedSender<FromAgent>,
 ) -> anyhow::Result<()> {
@@ -216,6 +218,7 @@ fn launch(
         std::fs::remove_dir_all(&dir).ok();
     }
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    lb.cgroup = cfg.cgroup.clone();
     spool::write(&dir, spool::LAUNCH, &lb)?;
     let log = std::fs::File::create(dir.join("stepd.log"))?;
     let mut child = tokio::process::Command::new(&cfg.exe)

@@ -7,7 +7,7 @@
 
 use crate::model::hostlist;
 use crate::model::{Partition, PartitionState, TimeLimit};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// The Slurm version sluice reports (`sinfo --version`, `scontrol show config`): that of
@@ -110,6 +110,8 @@ struct FileConf {
     nodes: Vec<NodeConf>,
     #[serde(default)]
     partitions: Vec<PartitionConf>,
+    #[serde(default)]
+    cgroup: CgroupConf,
 }
 
 /// The resolved configuration every role reads.
@@ -134,6 +136,8 @@ pub struct Config {
     pub sched_interval: u32,
     pub nodes: Vec<NodeConf>,
     pub partitions: Vec<Partition>,
+    /// How stepd isolates jobs (Slurm's cgroup.conf).
+    pub cgroup: CgroupConf,
 }
 
 impl Config {
@@ -244,6 +248,7 @@ impl Config {
             p.default = true;
             partitions.push(p);
         }
+        fc.cgroup.validate().map_err(&invalid)?;
         if partitions.iter().filter(|p| p.default).count() > 1 {
             return Err(invalid("more than one partition has default = true".into()));
         }
@@ -262,6 +267,7 @@ impl Config {
             sched_interval: fc.sched_interval.unwrap_or(60),
             nodes,
             partitions,
+            cgroup: fc.cgroup,
         })
     }
 
@@ -298,6 +304,7 @@ impl Config {
             sched_interval: 60,
             nodes: vec![node],
             partitions: vec![p],
+            cgroup: CgroupConf::default(),
         }
     }
 
@@ -330,6 +337,111 @@ fn local_node_conf() -> NodeConf {
         threads_per_core: None,
         features: Vec::new(),
         weight: None,
+    }
+}
+
+/// Which cgroup interface stepd uses (Slurm's `CgroupPlugin`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum CgroupPlugin {
+    /// cgroup v1 if its controllers are mounted, else v2, else no cgroups.
+    #[default]
+    #[serde(rename = "autodetect")]
+    Autodetect,
+    #[serde(rename = "cgroup/v1", alias = "v1")]
+    V1,
+    #[serde(rename = "cgroup/v2", alias = "v2")]
+    V2,
+    /// No cgroups: process tracking and rlimits only ("degraded isolation").
+    #[serde(rename = "disabled", alias = "none")]
+    Disabled,
+}
+
+/// The `[cgroup]` section: Slurm's cgroup.conf, with its defaults and meanings. Keys may
+/// be written in snake_case or with Slurm's names (`ConstrainRAMSpace = true`).
+///
+/// Memory limits follow task/cgroup: the RAM limit is `AllowedRAMSpace` percent of the
+/// job's allocated memory on the node, at most `MaxRAMPercent` percent of the node's
+/// RAM and at least `MinRAMSpace` MiB; with `ConstrainSwapSpace` the RAM+swap limit adds
+/// `AllowedSwapSpace` percent of the allocation, at most `MaxSwapPercent` percent of RAM.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CgroupConf {
+    #[serde(alias = "CgroupPlugin")]
+    pub plugin: CgroupPlugin,
+    /// Where cgroup hierarchies are mounted (v1: one directory per controller below it).
+    /// `None`: found in /proc/self/mountinfo.
+    #[serde(alias = "CgroupMountpoint")]
+    pub mountpoint: Option<std::path::PathBuf>,
+    /// Name of sluice's cgroup below the hierarchy's base (Slurm uses `slurm`): the tree
+    /// is `<root>/uid_U/job_J/step_S/task_T`. Two controllers on one machine need two
+    /// roots.
+    pub root: String,
+    /// Confine tasks to the CPUs chosen for the job (cpuset). Slurm default: no.
+    #[serde(alias = "ConstrainCores")]
+    pub constrain_cores: bool,
+    /// Limit RAM to the job's allocated memory. Slurm default: no.
+    #[serde(alias = "ConstrainRAMSpace")]
+    pub constrain_ram_space: bool,
+    /// Limit RAM+swap. Slurm default: no.
+    #[serde(alias = "ConstrainSwapSpace")]
+    pub constrain_swap_space: bool,
+    /// Deny device files not allocated to the job. Slurm default: no.
+    #[serde(alias = "ConstrainDevices")]
+    pub constrain_devices: bool,
+    /// Percent of the allocated memory the RAM limit is (default 100).
+    #[serde(alias = "AllowedRAMSpace")]
+    pub allowed_ram_space: f64,
+    /// Percent of the allocated memory added as swap (default 0).
+    #[serde(alias = "AllowedSwapSpace")]
+    pub allowed_swap_space: f64,
+    /// Upper bound of the RAM limit, percent of the node's RAM (default 100).
+    #[serde(alias = "MaxRAMPercent")]
+    pub max_ram_percent: f64,
+    /// Upper bound of the swap part, percent of the node's RAM (default 100).
+    #[serde(alias = "MaxSwapPercent")]
+    pub max_swap_percent: f64,
+    /// Lower bound of the RAM limit, MiB (default 30).
+    #[serde(alias = "MinRAMSpace")]
+    pub min_ram_space: u64,
+}
+
+impl Default for CgroupConf {
+    fn default() -> Self {
+        CgroupConf {
+            plugin: CgroupPlugin::Autodetect,
+            mountpoint: None,
+            root: "sluice".into(),
+            constrain_cores: false,
+            constrain_ram_space: false,
+            constrain_swap_space: false,
+            constrain_devices: false,
+            allowed_ram_space: 100.0,
+            allowed_swap_space: 0.0,
+            max_ram_percent: 100.0,
+            max_swap_percent: 100.0,
+            min_ram_space: 30,
+        }
+    }
+}
+
+impl CgroupConf {
+    /// Checks ranges and the root name. Errors: a message naming the bad key.
+    pub fn validate(&self) -> Result<(), String> {
+        let r = &self.root;
+        if r.is_empty() || r.contains('/') || r == "." || r == ".." {
+            return Err(format!("cgroup.root must be one path component, not '{r}'"));
+        }
+        for (k, v) in [
+            ("allowed_ram_space", self.allowed_ram_space),
+            ("allowed_swap_space", self.allowed_swap_space),
+            ("max_ram_percent", self.max_ram_percent),
+            ("max_swap_percent", self.max_swap_percent),
+        ] {
+            if !v.is_finite() || v < 0.0 {
+                return Err(format!("cgroup.{k} must be a percentage >= 0, not {v}"));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -411,10 +523,37 @@ state = "down"
         };
         let shared = find("shared-box.toml");
         assert_eq!(shared.partitions.len(), 2);
+        assert!(shared.cgroup.constrain_cores && shared.cgroup.constrain_swap_space);
         assert_eq!(shared.default_partition().unwrap().name, "short");
         let ws = find("workstation.toml");
         assert_eq!(ws.nodes.len(), 1);
         assert_eq!(ws.partitions[0].max_time, TimeLimit::Minutes(2 * 24 * 60));
+    }
+
+    #[test]
+    fn cgroup_section_defaults_and_slurm_names() {
+        let p = Path::new("/x.toml");
+        let d = Config::from_toml("", p).unwrap().cgroup;
+        assert_eq!(d, CgroupConf::default());
+        assert!(!d.constrain_cores && !d.constrain_ram_space && !d.constrain_swap_space);
+        assert!(!d.constrain_devices);
+        assert_eq!((d.allowed_ram_space, d.max_ram_percent), (100.0, 100.0));
+        assert_eq!((d.allowed_swap_space, d.min_ram_space), (0.0, 30));
+        assert_eq!(d.plugin, CgroupPlugin::Autodetect);
+        let c = Config::from_toml(
+            "[cgroup]\nConstrainCores = true\nConstrainRAMSpace = true\n\
+             constrain_swap_space = true\nAllowedRAMSpace = 90.5\nMaxRAMPercent = 80\n\
+             CgroupPlugin = \"cgroup/v1\"\nroot = \"sluice_n1\"\n",
+            p,
+        )
+        .unwrap()
+        .cgroup;
+        assert!(c.constrain_cores && c.constrain_ram_space && c.constrain_swap_space);
+        assert_eq!(c.allowed_ram_space, 90.5);
+        assert_eq!(c.max_ram_percent, 80.0);
+        assert_eq!(c.plugin, CgroupPlugin::V1);
+        assert_eq!(c.root, "sluice_n1");
+        assert!(Config::personal().cgroup == CgroupConf::default());
     }
 
     #[test]
@@ -432,6 +571,10 @@ state = "down"
                 "[[nodes]]\nname='a'\n[[partitions]]\nname='p'\nnodes='a'\nmax_time='soon'\n",
                 "bad max_time",
             ),
+            ("[cgroup]\nroot='a/b'\n", "one path component"),
+            ("[cgroup]\nMaxRAMPercent=-5\n", "max_ram_percent"),
+            ("[cgroup]\nConstrainKernelMemory=true\n", "unknown field"),
+            ("[cgroup]\nCgroupPlugin='cgroup/v3'\n", "unknown variant"),
         ];
         for (text, want) in cases {
             let e = Config::from_toml(text, p).unwrap_err().to_string();

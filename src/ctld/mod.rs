@@ -274,6 +274,7 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
         node: local.clone(),
         spool_dir: cfg.spool_dir.clone(),
         exe: std::env::current_exe().context("cannot find own executable")?,
+        cgroup: cfg.cgroup.clone(),
     };
     tokio::spawn(async move {
         if let Err(e) = crate::agent::run(Framed::new(agent_end), agent_cfg).await {

@@ -473,6 +473,7 @@ impl Cluster {
                 job: Box::new(j),
                 kill_wait: self.kill_wait,
                 cluster: self.cluster_name.clone(),
+                cgroup: Default::default(),
             }),
         ));
     }

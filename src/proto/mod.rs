@@ -304,6 +304,9 @@ pub struct LaunchBatch {
     /// Seconds between SIGTERM and SIGKILL when the job is ended.
     pub kill_wait: u32,
     pub cluster: String,
+    /// The node's `[cgroup]` settings, filled in by the agent for stepd.
+    #[serde(default)]
+    pub cgroup: crate::config::CgroupConf,
 }
 
 impl std::fmt::Debug for LaunchBatch {

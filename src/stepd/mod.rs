@@ -7,8 +7,14 @@
 //! ended, SIGTERM from the agent means "terminate" (message into the job's stderr,
 //! SIGCONT+SIGTERM to the group, SIGKILL after KillWait on SIGALRM). The outcome goes to
 //! the spool directory's `result` file (`proto::spool`).
+//!
+//! Isolation (`isolate`): the batch shell joins its task cgroup between fork and exec;
+//! terminate signals go to every process in the job's cgroup; when the shell is gone,
+//! everything left in the job's cgroup is killed and an OOM kill is reported the way
+//! slurmstepd does.
 
 pub mod env;
+pub mod isolate;
 pub mod step;
 pub mod usage;
 
@@ -78,6 +84,8 @@ struct Prepared {
     umask: u32,
     /// `Some` when privileges must be dropped (running as root for another user).
     user: Option<(CString, u32, u32)>,
+    /// Entering the task's cgroup (before privileges are dropped).
+    join: std::sync::Arc<isolate::TaskJoin>,
 }
 
 /// Supervises one job; see the module docs.
@@ -134,6 +142,20 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         .filter(|(k, _)| !k.contains('=') && !k.contains('\0'))
         .filter_map(|(k, v)| CString::new(format!("{k}={v}")).ok())
         .collect();
+    let iso = match isolate::step::StepIsolation::batch(&lb, &isolate_lock(dir)) {
+        Ok(i) => i,
+        Err(e) => {
+            let msg = format!("job {} could not start on {node}: task/cgroup: {e}", job.id);
+            return write_launch_failed(dir, msg);
+        }
+    };
+    for d in iso.degraded() {
+        eprintln!(
+            "stepd: job {}: degraded isolation ({}): {d}",
+            job.id,
+            iso.backend()
+        );
+    }
     let prep = Prepared {
         script: cs(&script_path.to_string_lossy())?,
         argv,
@@ -152,6 +174,7 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
             Some((uid, gid)) => Some((cs(&job.user)?, uid, gid)),
             None => None,
         },
+        join: iso.task_join(0).context("no cgroup for task 0")?,
     };
     let child = match spawn_job(&prep) {
         Ok(c) => c,
@@ -181,9 +204,17 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         job.spec.work_dir.as_ref(),
         &node,
         &mask,
+        &iso,
     );
     // Nothing of the job may outlive it.
     let _ = kill(Pid::from_raw(-(pid as i32)), Signal::SIGKILL);
+    let fin = iso.finish();
+    for e in &fin.errors {
+        eprintln!("stepd: job {}: {e}", job.id);
+    }
+    if let Some(line) = &fin.oom_message {
+        note_in_stderr(job.spec.work_dir.as_ref(), &paths.stderr, &node, line);
+    }
     let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN).ok();
     let (max_rss_kib, cpu_secs) = match usage {
         Some(u) => {
@@ -195,14 +226,36 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         }
         None => (0, 0.0),
     };
+    // The cgroup also counts processes that escaped the shell's process tree.
+    let cpu_secs = cpu_secs.max(fin.usage.cpu_secs().unwrap_or(0.0));
     let r = StepResult {
         kind: EndKind::Exited,
         status,
         time: now(),
         max_rss_kib,
         cpu_secs,
-        oom: false,
+        oom: fin.oom_kills > 0,
         message: None,
+    };
+    spool::write(dir, spool::RESULT, &r)?;
+    Ok(())
+}
+
+/// The lock file stepds of one agent share while choosing CPUs (`isolate::step`).
+fn isolate_lock(job_dir: &Path) -> PathBuf {
+    job_dir.parent().unwrap_or(job_dir).join(".isolate.lock")
+}
+
+/// Records that the job could not start.
+fn write_launch_failed(dir: &Path, message: String) -> anyhow::Result<()> {
+    let r = StepResult {
+        kind: EndKind::LaunchFailed,
+        status: ExitStatus::default(),
+        time: now(),
+        max_rss_kib: 0,
+        cpu_secs: 0.0,
+        oom: false,
+        message: Some(message),
     };
     spool::write(dir, spool::RESULT, &r)?;
     Ok(())
@@ -268,6 +321,7 @@ fn spawn_job(p: &Prepared) -> std::io::Result<std::process::Child> {
         append: p.append,
         umask: p.umask,
         user: p.user.clone(),
+        join: p.join.clone(),
     };
     // SAFETY: stepd is single-threaded (no runtime, no helper threads), so after fork the
     // child holds no locks another thread could own; the closure only makes system calls
@@ -283,6 +337,7 @@ fn child_setup(p: &Prepared) -> std::io::Result<()> {
     use nix::sys::stat::Mode;
     let io = |e: nix::Error| std::io::Error::from_raw_os_error(e as i32);
     let _ = SigSet::all().thread_unblock();
+    p.join.enter()?;
     if let Some((name, uid, gid)) = &p.user {
         let gid = nix::unistd::Gid::from_raw(*gid);
         nix::unistd::initgroups(name, gid).map_err(io)?;
@@ -325,6 +380,7 @@ fn supervise(
     work_dir: &Path,
     node: &str,
     mask: &SigSet,
+    iso: &isolate::step::StepIsolation,
 ) -> ExitStatus {
     loop {
         match waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
@@ -353,10 +409,13 @@ fn supervise(
                 let group = Pid::from_raw(-pid.as_raw());
                 let _ = kill(group, Signal::SIGCONT);
                 let _ = kill(group, Signal::SIGTERM);
+                iso.signal(Signal::SIGCONT);
+                iso.signal(Signal::SIGTERM);
                 nix::unistd::alarm::set(req.kill_wait.max(1));
             }
             Ok(Signal::SIGALRM) => {
                 let _ = kill(Pid::from_raw(-pid.as_raw()), Signal::SIGKILL);
+                iso.signal(Signal::SIGKILL);
             }
             _ => {}
         }

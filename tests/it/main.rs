@@ -2,6 +2,7 @@
 //! front-ends (see `harness`).
 
 mod harness;
+mod isolation;
 mod personal;
 mod protocol;
 mod steps;

@@ -34,6 +34,9 @@ pub struct TestCluster {
     pub conf: PathBuf,
     pub bin: PathBuf,
     pub work: PathBuf,
+    /// The `[cgroup] root` of this cluster: unique, so that clusters running at the same
+    /// time never share job cgroups (their job ids overlap).
+    pub cgroup: sluice::config::CgroupConf,
     ctld: Option<Child>,
 }
 
@@ -43,6 +46,8 @@ pub struct Setup {
     pub memory: u64,
     pub extra_partitions: &'static str,
     pub kill_wait: u32,
+    /// More lines of the `[cgroup]` section (Slurm's defaults: nothing constrained).
+    pub cgroup: &'static str,
 }
 
 impl Default for Setup {
@@ -52,6 +57,7 @@ impl Default for Setup {
             memory: 4000,
             extra_partitions: "",
             kill_wait: 2,
+            cgroup: "",
         }
     }
 }
@@ -68,6 +74,13 @@ impl TestCluster {
         let root = dir.path().canonicalize().unwrap();
         let node = sluice::config::short_hostname();
         let conf = root.join("sluice.toml");
+        let cg_root = format!(
+            "sluice-it-{}",
+            root.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .replace(|c: char| !c.is_ascii_alphanumeric(), "")
+        );
         std::fs::write(
             &conf,
             format!(
@@ -86,15 +99,23 @@ nodes = "{node}"
 default = true
 max_time = "1:00:00"
 {extra}
+[cgroup]
+root = "{cg_root}"
+{cg}
 "#,
                 root = root.display(),
                 kw = s.kill_wait,
                 cpus = s.cpus,
                 mem = s.memory,
                 extra = s.extra_partitions.replace("NODE", &node),
+                cg_root = cg_root,
+                cg = s.cgroup,
             ),
         )
         .unwrap();
+        let cgroup = sluice::config::Config::from_file(&conf)
+            .expect("test config loads")
+            .cgroup;
         let bin = root.join("bin");
         std::fs::create_dir_all(&bin).unwrap();
         for name in sluice::cli::LINKED_COMMANDS.iter().chain(["sluice"].iter()) {
@@ -107,6 +128,7 @@ max_time = "1:00:00"
             conf,
             bin,
             work,
+            cgroup,
             ctld: None,
         };
         c.start_controller();
@@ -303,6 +325,11 @@ impl Drop for TestCluster {
             }
         }
         kill_spooled_jobs(&self.spool());
+        // stepds killed above cannot remove their cgroups, nor kill what escaped the
+        // job's process group.
+        if let Err(e) = sluice::stepd::isolate::purge(&self.cgroup) {
+            eprintln!("test cluster cgroups: {e}");
+        }
         if std::env::var_os("SLUICE_KEEP_TEST_DIRS").is_some() {
             let p = self.dir.path().to_path_buf();
             eprintln!("keeping {}", p.display());
