@@ -26,11 +26,12 @@ impl Steps {
     /// the step's output and end, so srun learns it.
     pub fn launch(
         &mut self,
-        ls: LaunchStep,
+        mut ls: LaunchStep,
         cfg: &AgentConfig,
         etx: &mpsc::UnboundedSender<FromAgent>,
     ) {
         let (job_id, step_id) = (ls.job.id, ls.step_id);
+        ls.cgroup = cfg.cgroup.clone();
         let first_rank = ls
             .layout
             .tasks

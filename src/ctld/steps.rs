@@ -380,6 +380,7 @@ impl Cluster {
                     node_index: i as u32,
                     kill_wait,
                     cluster: cluster.clone(),
+                    cgroup: Default::default(),
                 })),
             ));
         }

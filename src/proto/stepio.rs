@@ -29,6 +29,9 @@ pub struct LaunchStep {
     /// Seconds between SIGTERM and SIGKILL when the step is ended.
     pub kill_wait: u32,
     pub cluster: String,
+    /// The node's `[cgroup]` settings, filled in by the agent for stepd.
+    #[serde(default)]
+    pub cgroup: crate::config::CgroupConf,
 }
 
 impl std::fmt::Debug for LaunchStep {

@@ -852,6 +852,7 @@ mod tests {
             node_index: 0,
             kill_wait: 30,
             cluster: "anchor".into(),
+            cgroup: Default::default(),
         };
         let got: BTreeMap<String, String> = task_env(&step_env(&ls, "node01"), 0, 0, 0)
             .into_iter()

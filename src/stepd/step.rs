@@ -188,7 +188,64 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         None
     };
     let base_env = env::step_env(&ls, &node);
-    let online = online_cpus();
+    // The step's cgroups (`isolate`): tasks join theirs between fork and exec, and
+    // whatever is left of the step when its tasks are gone is killed with it.
+    let iso = {
+        use super::isolate::{
+            Scope, detect, step::StepIsolation, step::StepRequest, step::node_ram,
+        };
+        let conf = &ls.cgroup;
+        let scope = Scope {
+            root: conf.root.clone(),
+            uid: ls.job.uid,
+            job: ls.job.id,
+            step: ls.step_id.to_string(),
+        };
+        let req = StepRequest {
+            cpus: ls.layout.cpus.get(node_index).copied().unwrap_or(0),
+            mem_mib: ls.job.alloc.as_ref().map_or(0, |a| a.mem_per_node),
+            node_ram: node_ram(),
+            deny: Vec::new(),
+            tasks: ranks.len() as u32,
+        };
+        let lock = dir.parent().unwrap_or(dir).join(".isolate.lock");
+        match StepIsolation::setup(detect(conf, scope.clone()), conf, scope, &req, &lock) {
+            Ok(i) => {
+                for d in i.degraded() {
+                    eprintln!(
+                        "stepd: step {}.{}: degraded isolation ({}): {d}",
+                        ls.job.id,
+                        ls.step_id,
+                        i.backend()
+                    );
+                }
+                Some(i)
+            }
+            Err(e) => {
+                let first = ranks.first().copied().unwrap_or(0);
+                link.send(&StepdEvent::Output {
+                    task: first,
+                    stderr: true,
+                    data: format!("slurmstepd-{node}: error: cannot isolate the step: {e}\n")
+                        .into_bytes(),
+                });
+                for &r in &ranks {
+                    link.send(&StepdEvent::TaskExit {
+                        task: r,
+                        status: ExitStatus { code: 1, signal: 0 },
+                    });
+                }
+                link.send(&StepdEvent::Done {
+                    usage: StepUsage::default(),
+                });
+                return Ok(());
+            }
+        }
+    };
+    let online: Vec<usize> = match iso.as_ref().and_then(|i| i.cpus()) {
+        Some(c) if !c.is_empty() => c.ids().map(|x| x as usize).collect(),
+        _ => online_cpus(),
+    };
 
     let mut tasks: Vec<Task> = Vec::new();
     let mut outs: Vec<OutFd> = Vec::new();
@@ -201,7 +258,8 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         if let Some(c) = &cpus {
             env.extend(env::cpu_bind_env(&ls.spec.cpu_bind, c));
         }
-        let setup = TaskSetup::new(&ls, rank, &node, env, user.clone(), cpus.clone())?;
+        let mut setup = TaskSetup::new(&ls, rank, &node, env, user.clone(), cpus.clone())?;
+        setup.join = iso.as_ref().and_then(|i| i.task_join(local as u32));
         let pty = ls.spec.pty && rank == 0;
         let mut t = Task {
             rank,
@@ -267,14 +325,20 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
     let mut next_sample = Instant::now();
     let mut drain_until: Option<Instant> = None;
     let mut terminating = false;
+    let mut iso = iso;
+    let mut finished = None;
     loop {
         let all_done = tasks.iter().all(|t| t.status.is_some());
         if all_done && drain_until.is_none() {
-            // Whatever a task left behind in its group goes with it.
+            // Whatever a task left behind goes with it: its process group, and
+            // everything in the step's cgroup.
             for t in &tasks {
                 if let Some(pid) = t.pid {
                     let _ = kill(Pid::from_raw(-pid), Signal::SIGKILL);
                 }
+            }
+            if let Some(i) = iso.take() {
+                finished = Some(i.finish());
             }
             drain_until = Some(Instant::now() + DRAIN_GRACE);
         }
@@ -406,6 +470,10 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
                                 });
                             }
                             terminate(&tasks, kill_wait);
+                            if let Some(i) = &iso {
+                                i.signal(Signal::SIGCONT);
+                                i.signal(Signal::SIGTERM);
+                            }
                         }
                     }
                 }
@@ -419,7 +487,12 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
             while let Ok(Some(si)) = sfd.read_signal() {
                 match Signal::try_from(si.ssi_signo as i32) {
                     Ok(Signal::SIGCHLD) => {}
-                    Ok(Signal::SIGALRM) => signal_tasks(&tasks, Signal::SIGKILL as i32),
+                    Ok(Signal::SIGALRM) => {
+                        signal_tasks(&tasks, Signal::SIGKILL as i32);
+                        if let Some(i) = &iso {
+                            i.signal(Signal::SIGKILL);
+                        }
+                    }
                     Ok(Signal::SIGTERM | Signal::SIGINT | Signal::SIGHUP) if !terminating => {
                         terminating = true;
                         terminate(&tasks, ls.kill_wait);
@@ -444,6 +517,31 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         if rss > fin.max_rss_kib {
             fin.max_rss_kib = rss;
             fin.max_rss_node = node.clone();
+        }
+    }
+    if let Some(f) = iso.take().map(|i| i.finish()).or(finished) {
+        for e in &f.errors {
+            eprintln!("stepd: step {}.{}: {e}", ls.job.id, ls.step_id);
+        }
+        if let Some(m) = &f.oom_message
+            && let Some(t) = tasks.first()
+        {
+            link.send(&StepdEvent::Output {
+                task: t.rank,
+                stderr: true,
+                data: format!("slurmstepd-{node}: error: {m}\n").into_bytes(),
+            });
+        }
+        if let Some(peak) = f.usage.mem_peak.map(|b| b / 1024)
+            && peak > fin.max_rss_kib
+        {
+            fin.max_rss_kib = peak;
+            fin.max_rss_node = node.clone();
+        }
+        if let Some(cpu) = f.usage.cpu_secs()
+            && cpu > fin.sum_cpu_secs
+        {
+            fin.sum_cpu_secs = cpu;
         }
     }
     fin.ntasks = tasks.len() as u32;
@@ -577,6 +675,8 @@ struct TaskSetup {
     umask: u32,
     user: Option<(CString, u32, u32)>,
     cpus: Option<Vec<usize>>,
+    /// The task's cgroup join (set by the caller when the step is isolated).
+    join: Option<std::sync::Arc<super::isolate::TaskJoin>>,
     /// Base name of the executable, for error messages.
     argv0_name: String,
 }
@@ -663,6 +763,7 @@ impl TaskSetup {
             umask: ls.spec.umask,
             user,
             cpus,
+            join: None,
             argv0_name: argv0,
         })
     }
@@ -803,6 +904,7 @@ struct CloneSetup {
     umask: u32,
     user: Option<(CString, u32, u32)>,
     cpus: Option<Vec<usize>>,
+    join: Option<std::sync::Arc<super::isolate::TaskJoin>>,
 }
 
 impl From<&TaskSetup> for CloneSetup {
@@ -819,6 +921,7 @@ impl From<&TaskSetup> for CloneSetup {
             umask: s.umask,
             user: s.user.clone(),
             cpus: s.cpus.clone(),
+            join: s.join.clone(),
         }
     }
 }
@@ -849,6 +952,9 @@ fn child_setup(c: &Child) -> std::io::Result<()> {
     let io = |e: Errno| std::io::Error::from_raw_os_error(e as i32);
     let s = &c.s;
     let _ = SigSet::all().thread_unblock();
+    if let Some(j) = &s.join {
+        j.enter()?;
+    }
     if let Some(tty) = &c.tty {
         nix::unistd::setsid().map_err(io)?;
         let fd = open(tty.as_c_str(), OFlag::O_RDWR, Mode::empty()).map_err(io)?;

@@ -624,3 +624,34 @@ fn pty_session_under_tmux() {
     });
     let _ = tmux(&["kill-server"]);
 }
+
+#[test]
+fn nothing_a_step_started_outlives_it() {
+    let c = TestCluster::start();
+    c.script(
+        "daemon.sh",
+        "#!/bin/sh\necho $$ > daemon.pid.tmp; mv daemon.pid.tmp daemon.pid\nexec sleep 300\n",
+    );
+    // The task starts a daemon in a session of its own and returns once it runs.
+    let o = c.run(
+        "srun",
+        &["sh", "-c", "setsid ./daemon.sh >/dev/null 2>&1 </dev/null & while [ ! -f daemon.pid ]; do sleep 0.05; done; echo started"],
+    );
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(text(&o.stdout), "started\n");
+    let pid: i32 = std::fs::read_to_string(c.path("daemon.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    wait_until("the daemon to be gone", Duration::from_secs(15), || {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // Gone, or a zombie waiting for its (new) parent to reap it.
+        (stat.is_empty()
+            || stat
+                .rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z')))
+        .then_some(())
+    });
+}
