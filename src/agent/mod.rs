@@ -1,13 +1,14 @@
 //! The node agent (cf. slurmd): registers the node's resources with the controller,
 //! launches a detached `sluice stepd` per job, relays signals to it, and reports how each
 //! job ended. It speaks the protocol over any byte stream: an in-process pipe for the
-//! controller's own node, SSH for remote ones later.
+//! controller's own node, stdin/stdout under SSH for remote ones ([`stdio`]).
 //!
 //! Jobs outlive the agent: each stepd records its state in the job's spool directory
 //! (`proto::spool`), and a restarted agent re-adopts them from there.
 
 pub mod discover;
 mod steps;
+pub mod stdio;
 
 use crate::config::NodeConf;
 use crate::proto::spool::{self, StepResult, TerminateRequest};
@@ -29,8 +30,9 @@ pub struct AgentConfig {
     pub spool_dir: PathBuf,
     /// The sluice binary, run as `sluice stepd <dir>` for each job.
     pub exe: PathBuf,
-    /// How stepd isolates jobs on this node; passed to it in the launch record.
-    pub cgroup: crate::config::CgroupConf,
+    /// Time between heartbeats (the controller sets it to a third of its SlurmdTimeout,
+    /// at most 10 s).
+    pub heartbeat: Duration,
 }
 
 fn job_dir(spool: &Path, id: u32) -> PathBuf {
@@ -46,6 +48,12 @@ where
 {
     std::fs::create_dir_all(&cfg.spool_dir)
         .with_context(|| format!("cannot create spool directory {}", cfg.spool_dir.display()))?;
+    {
+        // Traversable, not listable: jobs reach their own files; nobody lists others'.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&cfg.spool_dir, std::fs::Permissions::from_mode(0o711))
+            .with_context(|| format!("cannot set the mode of {}", cfg.spool_dir.display()))?;
+    }
     link.handshake(Role::Agent, &[Role::Controller]).await?;
     let res = discover::resources();
     let known = known_jobs(&cfg.spool_dir);
@@ -67,7 +75,7 @@ where
         tokio::spawn(watch_adopted(job_dir(&cfg.spool_dir, id), id, etx.clone()));
     }
     let _ = etx.send(heartbeat());
-    let mut beat = tokio::time::interval(Duration::from_secs(10));
+    let mut beat = tokio::time::interval(cfg.heartbeat.max(Duration::from_millis(100)));
     beat.tick().await;
     let mut steps = steps::Steps::default();
     loop {
@@ -207,7 +215,7 @@ fn result_msg(job_id: u32, r: StepResult) -> FromAgent {
 
 /// Writes the launch record and starts a detached stepd for the job.
 fn launch(
-    mut lb: LaunchBatch,
+    lb: LaunchBatch,
     cfg: &AgentConfig,
     etx: mpsc::UnboundedSender<FromAgent>,
 ) -> anyhow::Result<()> {
@@ -218,7 +226,6 @@ fn launch(
         std::fs::remove_dir_all(&dir).ok();
     }
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    lb.cgroup = cfg.cgroup.clone();
     spool::write(&dir, spool::LAUNCH, &lb)?;
     let log = std::fs::File::create(dir.join("stepd.log"))?;
     let mut child = tokio::process::Command::new(&cfg.exe)
@@ -242,7 +249,27 @@ fn collect(dir: &Path, id: u32) -> FromAgent {
         Ok(Some(r)) => result_msg(id, r),
         Ok(None) => {
             let log = std::fs::read_to_string(dir.join("stepd.log")).unwrap_or_default();
-            ended_failed(id, format!("stepd exited without a result: {}", log.trim()))
+            match spool::read_pid(dir, spool::JOB_PID) {
+                // The job had started: nobody supervises it any more, so end it rather
+                // than leave untracked processes holding resources the controller frees.
+                Some(pid) => {
+                    let _ = kill(Pid::from_raw(-pid), Signal::SIGKILL);
+                    FromAgent::Ended {
+                        job_id: id,
+                        kind: EndKind::Exited,
+                        status: crate::model::ExitStatus { code: 0, signal: 9 },
+                        time: chrono::Utc::now().timestamp(),
+                        max_rss_kib: 0,
+                        cpu_secs: 0.0,
+                        oom: false,
+                        message: Some(format!(
+                            "stepd of job {id} died; its processes were killed. {}",
+                            log.trim()
+                        )),
+                    }
+                }
+                None => ended_failed(id, format!("stepd exited without a result: {}", log.trim())),
+            }
         }
         Err(e) => ended_failed(id, format!("unreadable step result: {e}")),
     }

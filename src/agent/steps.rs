@@ -26,12 +26,11 @@ impl Steps {
     /// the step's output and end, so srun learns it.
     pub fn launch(
         &mut self,
-        mut ls: LaunchStep,
+        ls: LaunchStep,
         cfg: &AgentConfig,
         etx: &mpsc::UnboundedSender<FromAgent>,
     ) {
         let (job_id, step_id) = (ls.job.id, ls.step_id);
-        ls.cgroup = cfg.cgroup.clone();
         let first_rank = ls
             .layout
             .tasks

@@ -89,9 +89,33 @@ impl Client {
     }
 
     fn try_connect(cfg: &Config) -> Result<Client, ClientError> {
+        if cfg.mode == Mode::Personal {
+            // Never talk to a socket another user could have planted.
+            if let Some(dir) = cfg.socket.parent() {
+                crate::transport::check_socket_dir(dir).map_err(|e| ClientError::Unreachable {
+                    hint: Some(e.to_string()),
+                })?;
+            }
+        }
         let s = UnixStream::connect(&cfg.socket).map_err(|e| ClientError::Unreachable {
             hint: Some(e.to_string()),
         })?;
+        if cfg.mode == Mode::Personal {
+            let me = nix::unistd::geteuid().as_raw();
+            let peer = nix::sys::socket::getsockopt(&s, nix::sys::socket::sockopt::PeerCredentials)
+                .map(|c| c.uid())
+                .map_err(|e| ClientError::Unreachable {
+                    hint: Some(format!("cannot identify the controller: {e}")),
+                })?;
+            if peer != me && peer != 0 {
+                return Err(ClientError::Unreachable {
+                    hint: Some(format!(
+                        "the process on {} runs as uid {peer}, not as you (uid {me}); refusing to talk to it",
+                        cfg.socket.display()
+                    )),
+                });
+            }
+        }
         s.set_read_timeout(Some(RECV_TIMEOUT)).ok();
         let mut framed = SyncFramed::new(s);
         framed.handshake(Role::Client, &[Role::Controller])?;

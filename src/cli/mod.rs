@@ -8,6 +8,7 @@ pub mod getopt;
 pub mod jobfmt;
 pub mod jobid;
 pub mod multiprog;
+pub mod keygen;
 pub mod sacct;
 pub mod salloc;
 pub mod sbatch;
@@ -55,7 +56,23 @@ pub fn main() -> ExitCode {
     dispatch(&cmd, args)
 }
 
+/// Front-ends die quietly on a closed pipe (`squeue | head -1`), as C programs do;
+/// daemons keep Rust's default (SIGPIPE ignored, EPIPE returned) since a client that
+/// hangs up must not kill them.
+#[allow(unsafe_code)]
+fn default_sigpipe() {
+    use nix::sys::signal::{SigHandler, Signal, signal};
+    // SAFETY: called once at start-up on the main thread before any other thread exists;
+    // SIG_DFL installs no Rust handler.
+    unsafe {
+        let _ = signal(Signal::SIGPIPE, SigHandler::SigDfl);
+    }
+}
+
 fn dispatch(cmd: &str, args: Vec<OsString>) -> ExitCode {
+    if !matches!(cmd, "controller" | "stepd" | "agent") {
+        default_sigpipe();
+    }
     match cmd {
         "sbatch" => sbatch::run(args),
         "squeue" => squeue::run(args),
@@ -65,6 +82,8 @@ fn dispatch(cmd: &str, args: Vec<OsString>) -> ExitCode {
         "sacct" => sacct::run(args),
         "controller" => crate::ctld::cli_main(args),
         "stepd" => crate::stepd::cli_main(args),
+        "agent" => crate::agent::stdio::cli_main(args),
+        "keygen" => keygen::run(args),
         "srun" => srun::run(args),
         "salloc" => salloc::run(args),
         "sstat" => sstat::run(args),
@@ -86,7 +105,7 @@ fn dispatch(cmd: &str, args: Vec<OsString>) -> ExitCode {
 
 fn print_usage() {
     eprintln!(
-        "usage: sluice <command> [args...]\n\ncommands: {} controller stepd\n\
+        "usage: sluice <command> [args...]\n\ncommands: {} controller agent keygen stepd\n\
          Each Slurm command also works under its own name through a symlink (see install.sh).",
         LINKED_COMMANDS.join(" ")
     );

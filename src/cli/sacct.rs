@@ -182,6 +182,9 @@ tresusageinminnode,tresusageinmintask,tresusageintot,tresusageoutmax,tresusageou
 tresusageoutmaxtask,tresusageoutave,tresusageouttot";
 
 /// Slurm's default column width for a field, and whether it is left-justified.
+/// The widest `%W` accepted (wider ones are refused rather than padded into megabytes).
+const MAX_FIELD_WIDTH: usize = 4096;
+
 fn default_width(name: &str) -> (usize, bool) {
     match name {
         "JobID" | "JobIDRaw" => (12, true),
@@ -229,7 +232,9 @@ pub fn parse_format(list: &str) -> Result<Vec<Field>, String> {
             };
             w = digits
                 .parse::<usize>()
-                .map_err(|_| format!("sacct: error: Invalid field requested: \"{item}\""))?;
+                .ok()
+                .filter(|w| *w <= MAX_FIELD_WIDTH)
+                .ok_or_else(|| format!("sacct: error: Invalid field requested: \"{item}\""))?;
             left = neg || left;
         }
         out.push(Field {
@@ -533,6 +538,9 @@ pub fn value(field: &str, job: &Job, step: Option<&StepRecord>, now: i64, cluste
         },
         ("State", Some(s)) => s.state.long().to_string(),
         // The accounting record of a cancelled job keeps no exit status.
+        ("ExitCode", None) if job.state == JobState::Cancelled => "0:0".into(),
+        // slurmdbd records a cancelled job's own exit as 0:0 (scontrol shows the batch
+        // shell's signal); the batch step row keeps it.
         ("ExitCode", None) if job.state == JobState::Cancelled => "0:0".into(),
         ("ExitCode", None) => job.exit.to_string(),
         ("ExitCode", Some(s)) => s.exit.to_string(),

@@ -362,21 +362,34 @@ fn run_inner(argv: &[String]) -> Result<u8, Failure> {
     submit(p, &cfg, &mut out, &mut err)
 }
 
+/// The largest batch script accepted, bytes (Slurm's default `max_script_size`, 4 MiB).
+pub const MAX_SCRIPT_BYTES: usize = 4 * 1024 * 1024;
+
+/// Reads at most one byte more than the limit, so that an endless input (`/dev/zero`)
+/// is refused instead of filling memory.
+fn read_limited(r: impl Read) -> std::io::Result<Vec<u8>> {
+    let mut b = Vec::new();
+    r.take(MAX_SCRIPT_BYTES as u64 + 1).read_to_end(&mut b)?;
+    Ok(b)
+}
+
 /// Reads the script (the only input I/O before connecting) and checks it.
 fn read_script(source: &ScriptSource) -> Result<String, Failure> {
     let bytes = match source {
         ScriptSource::Wrap(cmd) => return Ok(wrap_script(cmd)),
         ScriptSource::File(p) => {
-            std::fs::read(p).map_err(|_| Failure::error(format!("Unable to open file {p}")))?
+            let f = std::fs::File::open(p)
+                .map_err(|_| Failure::error(format!("Unable to open file {p}")))?;
+            read_limited(f).map_err(|e| Failure::error(format!("Unable to read file {p}: {e}")))?
         }
-        ScriptSource::Stdin { .. } => {
-            let mut b = Vec::new();
-            std::io::stdin().read_to_end(&mut b).map_err(|e| {
-                Failure::error(format!("Unable to read the script from stdin: {e}"))
-            })?;
-            b
-        }
+        ScriptSource::Stdin { .. } => read_limited(std::io::stdin())
+            .map_err(|e| Failure::error(format!("Unable to read the script from stdin: {e}")))?,
     };
+    if bytes.len() > MAX_SCRIPT_BYTES {
+        return Err(Failure::error(format!(
+            "Batch script is too large (more than {MAX_SCRIPT_BYTES} bytes, Slurm's default max_script_size)"
+        )));
+    }
     check_script(bytes)
 }
 

@@ -40,8 +40,18 @@ pub enum Mode {
     System,
 }
 
+/// Default known_hosts file the controller checks remote nodes' host keys against.
+pub const SYSTEM_KNOWN_HOSTS: &str = "/etc/sluice/known_hosts";
+
+/// Default remote path the controller pushes its own binary to (`~` is the SSH user's
+/// home directory on the node).
+pub const DEFAULT_PUSH_PATH: &str = "~/.local/lib/sluice/sluice";
+
 /// A node as declared. `None` fields are detected by the node's agent.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+///
+/// A node with `ssh` set is remote: the controller reaches its agent over SSH
+/// (`transport::ssh`); a node without it is served by the controller's in-process agent.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NodeConf {
     pub name: String,
@@ -60,6 +70,48 @@ pub struct NodeConf {
     pub features: Vec<String>,
     #[serde(default)]
     pub weight: Option<u32>,
+    /// `user@host[:port]` (or `host`, `user@[v6addr]:port`) of a remote node.
+    #[serde(default)]
+    pub ssh: Option<String>,
+    /// Private key the controller authenticates with; after loading, defaults to the key
+    /// `sluice keygen` creates (`<state_dir>/ssh/id_ed25519`) for remote nodes.
+    #[serde(default)]
+    pub identity_file: Option<PathBuf>,
+    /// known_hosts file the node's host key must be in; after loading, defaults to
+    /// [`SYSTEM_KNOWN_HOSTS`] for remote nodes.
+    #[serde(default)]
+    pub known_hosts: Option<PathBuf>,
+    /// Whether the controller may copy its own binary to the node when the node has no
+    /// `sluice` or one of another protocol version (default: true; only done when the
+    /// node's OS and architecture are the controller's).
+    #[serde(default)]
+    pub push_binary: Option<bool>,
+    /// The command that runs sluice on the node (default `sluice`, looked up in the SSH
+    /// session's PATH).
+    #[serde(default)]
+    pub sluice_path: Option<String>,
+    /// Where a pushed binary goes on the node (default [`DEFAULT_PUSH_PATH`]).
+    #[serde(default)]
+    pub push_path: Option<String>,
+    /// The remote agent's spool directory (default: the agent's own default,
+    /// `/var/spool/sluice` as root).
+    #[serde(default)]
+    pub spool_dir: Option<String>,
+}
+
+impl NodeConf {
+    /// A node with this name and nothing declared.
+    pub fn named(name: &str) -> NodeConf {
+        NodeConf {
+            name: name.to_string(),
+            ..NodeConf::default()
+        }
+    }
+
+    /// Whether the node is reached over SSH.
+    pub fn is_remote(&self) -> bool {
+        self.ssh.is_some()
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -107,6 +159,10 @@ struct FileConf {
     #[serde(default)]
     sched_interval: Option<u32>,
     #[serde(default)]
+    slurmd_timeout: Option<u32>,
+    #[serde(default)]
+    reconnect_max: Option<u32>,
+    #[serde(default)]
     nodes: Vec<NodeConf>,
     #[serde(default)]
     partitions: Vec<PartitionConf>,
@@ -134,6 +190,13 @@ pub struct Config {
     pub kill_wait: u32,
     /// Seconds between periodic full scheduling passes.
     pub sched_interval: u32,
+    /// Seconds a node's agent may stay silent before the node is set DOWN
+    /// "Not responding" (Slurm's SlurmdTimeout; agents send a heartbeat at least every
+    /// third of it).
+    pub slurmd_timeout: u32,
+    /// Longest wait, in seconds, between attempts to reconnect to a remote node (the
+    /// wait doubles from one second up to this).
+    pub reconnect_max: u32,
     pub nodes: Vec<NodeConf>,
     pub partitions: Vec<Partition>,
     /// How stepd isolates jobs (Slurm's cgroup.conf).
@@ -184,6 +247,24 @@ impl Config {
         let mut nodes = fc.nodes;
         if nodes.is_empty() {
             nodes.push(local_node_conf());
+        }
+        let default_key = state_dir.join("ssh").join(KEY_FILE);
+        for n in &mut nodes {
+            let Some(addr) = &n.ssh else { continue };
+            if let Err(e) = crate::transport::ssh::SshAddr::parse(addr) {
+                return Err(invalid(format!("node '{}': {e}", n.name)));
+            }
+            n.identity_file = Some(abs(n
+                .identity_file
+                .take()
+                .unwrap_or_else(|| default_key.clone())));
+            n.known_hosts = Some(abs(n
+                .known_hosts
+                .take()
+                .unwrap_or_else(|| SYSTEM_KNOWN_HOSTS.into())));
+        }
+        if fc.slurmd_timeout == Some(0) {
+            return Err(invalid("slurmd_timeout must be at least 1".into()));
         }
         let mut seen = std::collections::HashSet::new();
         for n in &nodes {
@@ -265,6 +346,8 @@ impl Config {
             min_job_age: fc.min_job_age.unwrap_or(300),
             kill_wait: fc.kill_wait.unwrap_or(30),
             sched_interval: fc.sched_interval.unwrap_or(60),
+            slurmd_timeout: fc.slurmd_timeout.unwrap_or(DEFAULT_SLURMD_TIMEOUT),
+            reconnect_max: fc.reconnect_max.unwrap_or(30).max(1),
             nodes,
             partitions,
             cgroup: fc.cgroup,
@@ -302,6 +385,8 @@ impl Config {
             min_job_age: 300,
             kill_wait: 30,
             sched_interval: 60,
+            slurmd_timeout: DEFAULT_SLURMD_TIMEOUT,
+            reconnect_max: 30,
             nodes: vec![node],
             partitions: vec![p],
             cgroup: CgroupConf::default(),
@@ -316,28 +401,33 @@ impl Config {
             .or(self.partitions.first())
     }
 
-    /// The name of this machine's node: the declared node whose name is this host's
-    /// short name, else the first declared node.
-    pub fn local_node(&self) -> &NodeConf {
+    /// The node the controller's in-process agent serves: among nodes without `ssh`, the
+    /// one named like this host's short name, else the first. `None` when every node is
+    /// remote (the controller's machine is not a compute node).
+    pub fn local_node(&self) -> Option<&NodeConf> {
         let host = short_hostname();
-        self.nodes
-            .iter()
+        let mut local = self.nodes.iter().filter(|n| !n.is_remote());
+        local
+            .clone()
             .find(|n| n.name == host)
-            .unwrap_or(&self.nodes[0])
+            .or_else(|| local.next())
+    }
+
+    /// The controller's own SSH key pair, as `sluice keygen` creates it and remote nodes
+    /// use by default: `<state_dir>/ssh/id_ed25519` (the public half next to it, `.pub`).
+    pub fn key_file(&self) -> PathBuf {
+        self.state_dir.join("ssh").join(KEY_FILE)
     }
 }
 
+/// File name of the controller's SSH private key inside `<state_dir>/ssh`.
+const KEY_FILE: &str = "id_ed25519";
+
+/// Slurm's default SlurmdTimeout, seconds.
+const DEFAULT_SLURMD_TIMEOUT: u32 = 300;
+
 fn local_node_conf() -> NodeConf {
-    NodeConf {
-        name: short_hostname(),
-        cpus: None,
-        memory: None,
-        sockets: None,
-        cores_per_socket: None,
-        threads_per_core: None,
-        features: Vec::new(),
-        weight: None,
-    }
+    NodeConf::named(&short_hostname())
 }
 
 /// Which cgroup interface stepd uses (Slurm's `CgroupPlugin`).
@@ -557,6 +647,58 @@ state = "down"
     }
 
     #[test]
+    fn remote_nodes_get_ssh_defaults() {
+        let c = Config::from_toml(
+            r#"
+state_dir = "/var/lib/sluice"
+[[nodes]]
+name = "head"
+[[nodes]]
+name = "gpu1"
+ssh = "root@gpu1"
+[[nodes]]
+name = "gpu2"
+ssh = "admin@10.0.0.2:2222"
+identity_file = "keys/id"
+known_hosts = "/srv/kh"
+push_binary = false
+"#,
+            Path::new("/etc/sluice/sluice.toml"),
+        )
+        .unwrap();
+        assert!(!c.nodes[0].is_remote());
+        assert_eq!(c.nodes[0].identity_file, None);
+        let g1 = &c.nodes[1];
+        assert_eq!(
+            g1.identity_file.as_deref(),
+            Some(Path::new("/var/lib/sluice/ssh/id_ed25519"))
+        );
+        assert_eq!(
+            g1.known_hosts.as_deref(),
+            Some(Path::new(SYSTEM_KNOWN_HOSTS))
+        );
+        let g2 = &c.nodes[2];
+        assert_eq!(
+            g2.identity_file.as_deref(),
+            Some(Path::new("/etc/sluice/keys/id"))
+        );
+        assert_eq!(g2.push_binary, Some(false));
+        assert_eq!(
+            c.key_file(),
+            PathBuf::from("/var/lib/sluice/ssh/id_ed25519")
+        );
+        assert_eq!(c.local_node().map(|n| n.name.as_str()), Some("head"));
+        assert_eq!(c.slurmd_timeout, 300);
+        // Every node remote: the controller's machine runs no agent.
+        let all = Config::from_toml(
+            "[[nodes]]\nname='a'\nssh='a'\n[[nodes]]\nname='b'\nssh='b:22'\n",
+            Path::new("/x.toml"),
+        )
+        .unwrap();
+        assert!(all.local_node().is_none());
+    }
+
+    #[test]
     fn rejects_bad_configs() {
         let p = Path::new("/x.toml");
         let cases = [
@@ -567,6 +709,8 @@ state = "down"
             ("[[nodes]]\nname='a'\n[[nodes]]\nname='a'\n", "twice"),
             ("bogus = 1\n", "unknown field"),
             ("[[nodes]]\nname='a'\ncpus=0\n", "at least 1"),
+            ("[[nodes]]\nname='a'\nssh='u@h:0'\n", "bad ssh address"),
+            ("slurmd_timeout = 0\n", "slurmd_timeout"),
             (
                 "[[nodes]]\nname='a'\n[[partitions]]\nname='p'\nnodes='a'\nmax_time='soon'\n",
                 "bad max_time",

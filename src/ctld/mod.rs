@@ -2,11 +2,12 @@
 //! to SQLite, serves front-ends on a Unix socket and drives node agents.
 //!
 //! Runtime shape (STYLE.md): a listener task, one task per front-end connection, one task
-//! per agent link, the actor (sole owner of [`state::Cluster`]) and the store thread.
+//! per agent link (remote nodes' links reconnect through SSH, see [`agents`]), the actor (sole owner of [`state::Cluster`]) and the store thread.
 //! Messages reach the actor on one channel; the actor applies reactor functions and
 //! carries out their [`state::Effects`]. Scheduling runs after each burst of messages
 //! that asked for it, and on a one-second tick (time limits, MinJobAge purge).
 
+pub mod agents;
 pub mod state;
 pub mod steps;
 pub mod store;
@@ -66,6 +67,11 @@ enum Msg {
         cred: PeerCred,
         jobs: Vec<u32>,
     },
+    /// A remote node's link could not be brought up; `reason` says why.
+    LinkFailed {
+        node: String,
+        reason: String,
+    },
 }
 
 /// Tokens naming step streams (one per StepLaunch connection).
@@ -120,6 +126,8 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
         // Leave the caller's session so that its terminal and signals are not ours.
         let _ = nix::unistd::setsid();
     }
+    // Job scripts, environments and the database are private to the controller.
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
     init_tracing();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -159,6 +167,7 @@ fn init_tracing() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
 }
 
@@ -181,14 +190,53 @@ fn start_background(cfg: &Config) -> ExitCode {
     }
 }
 
+/// Stops a controller whose socket does not answer, from the pid it recorded, if that
+/// process is still a sluice controller holding the state directory.
+fn stop_by_pid(cfg: &Config) -> ExitCode {
+    let pid = std::fs::read_to_string(cfg.state_dir.join(PID_FILE))
+        .ok()
+        .and_then(|s| s.trim().parse::<i32>().ok());
+    let alive_controller = |pid: i32| {
+        std::fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|c| {
+                let c = String::from_utf8_lossy(&c);
+                c.contains("sluice") && c.contains("controller")
+            })
+            .unwrap_or(false)
+    };
+    match pid {
+        Some(pid) if alive_controller(pid) => {
+            eprintln!(
+                "sluice controller: no answer on {}; stopping pid {pid} by signal",
+                cfg.socket.display()
+            );
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+            for _ in 0..200 {
+                if !alive_controller(pid) {
+                    return ExitCode::SUCCESS;
+                }
+                std::thread::sleep(Duration::from_millis(25));
+            }
+            eprintln!("sluice controller: pid {pid} still running after 5 s");
+            ExitCode::from(1)
+        }
+        _ => {
+            eprintln!(
+                "sluice controller: not running (no answer on {})",
+                cfg.socket.display()
+            );
+            ExitCode::SUCCESS
+        }
+    }
+}
+
 fn stop_controller(cfg: &Config) -> ExitCode {
     let sock = std::os::unix::net::UnixStream::connect(&cfg.socket);
     if sock.is_err() {
-        eprintln!(
-            "sluice controller: not running (no answer on {})",
-            cfg.socket.display()
-        );
-        return ExitCode::SUCCESS;
+        return stop_by_pid(cfg);
     }
     let mut c = match crate::cli::client::Client::connect_with(cfg) {
         Ok(c) => c,
@@ -239,12 +287,38 @@ fn lock_state_dir(cfg: &Config) -> anyhow::Result<nix::fcntl::Flock<std::fs::Fil
     Ok(lock)
 }
 
+/// Sets the state and spool directories' modes and records the controller's pid.
+/// The state directory is private (0700) in personal mode; in system mode it and the
+/// spool are traversable but not listable (0711) so that jobs can reach their own files,
+/// while every file in them is created private (umask 077).
+fn prepare_dirs(cfg: &Config) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let shared = cfg.mode == Mode::System;
+    let mode = if shared { 0o711 } else { 0o700 };
+    std::fs::set_permissions(&cfg.state_dir, std::fs::Permissions::from_mode(mode))
+        .with_context(|| format!("cannot set the mode of {}", cfg.state_dir.display()))?;
+    std::fs::create_dir_all(&cfg.spool_dir)
+        .with_context(|| format!("cannot create {}", cfg.spool_dir.display()))?;
+    std::fs::set_permissions(&cfg.spool_dir, std::fs::Permissions::from_mode(0o711))
+        .with_context(|| format!("cannot set the mode of {}", cfg.spool_dir.display()))?;
+    std::fs::write(
+        cfg.state_dir.join(PID_FILE),
+        format!("{}\n", std::process::id()),
+    )
+    .context("cannot write the controller's pid file")?;
+    Ok(())
+}
+
+/// The controller's pid, in the state directory (used by `--stop` when the socket is gone).
+const PID_FILE: &str = "controller.pid";
+
 /// Runs the controller until `shutdown` resolves or a client asks it to stop.
 ///
 /// Errors: the state directory is locked by another controller, the database is foreign
 /// or corrupt, the socket cannot be bound.
 pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
     let _lock = lock_state_dir(&cfg)?;
+    prepare_dirs(&cfg)?;
     let db_path = cfg.state_dir.join("sluice.db");
     let store = store::Store::open(&db_path)?;
     let now = crate::cli::timefmt::now();
@@ -266,45 +340,52 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
         .context("cannot start store thread")?;
 
     let (tx, rx) = mpsc::channel::<Msg>(4096);
+    let exe = std::env::current_exe().context("cannot find own executable")?;
+    let heartbeat = agents::heartbeat_secs(cfg.slurmd_timeout);
     // The local node's agent runs in-process over an in-memory pipe speaking the same
     // protocol as a remote one.
-    let local = cfg.local_node().clone();
-    let (ctld_end, agent_end) = tokio::io::duplex(1 << 20);
-    let agent_cfg = crate::agent::AgentConfig {
-        node: local.clone(),
-        spool_dir: cfg.spool_dir.clone(),
-        exe: std::env::current_exe().context("cannot find own executable")?,
-        cgroup: cfg.cgroup.clone(),
-    };
-    tokio::spawn(async move {
-        if let Err(e) = crate::agent::run(Framed::new(agent_end), agent_cfg).await {
-            tracing::error!("local agent stopped: {e:#}");
+    if let Some(local) = cfg.local_node() {
+        let (ctld_end, agent_end) = tokio::io::duplex(1 << 20);
+        let agent_cfg = crate::agent::AgentConfig {
+            node: local.clone(),
+            spool_dir: cfg.spool_dir.clone(),
+            exe: exe.clone(),
+            heartbeat: Duration::from_secs(heartbeat.into()),
+        };
+        tokio::spawn(async move {
+            if let Err(e) = crate::agent::run(Framed::new(agent_end), agent_cfg).await {
+                tracing::error!("local agent stopped: {e:#}");
+            }
+        });
+        let ltx = tx.clone();
+        tokio::spawn(async move {
+            if let Err(e) = agent_link(Framed::new(ctld_end), ltx, None).await {
+                tracing::error!("local agent link: {e:#}");
+            }
+        });
+    }
+    // Each remote node's agent is started and kept linked through SSH.
+    let mut remote = std::collections::HashSet::new();
+    for n in cfg.nodes.iter().filter(|n| n.is_remote()) {
+        let spec = crate::transport::ssh::LinkSpec::from_conf(n, heartbeat, exe.clone())
+            .map_err(anyhow::Error::msg)?;
+        if let Some(node) = cluster.nodes.iter_mut().find(|x| x.name == n.name) {
+            node.addr = spec.addr.host.clone();
         }
-    });
-    tokio::spawn(agent_link(Framed::new(ctld_end), tx.clone()));
+        remote.insert(n.name.clone());
+        tokio::spawn(agents::remote_link(
+            spec,
+            tx.clone(),
+            Duration::from_secs(cfg.reconnect_max.into()),
+        ));
+    }
 
     let listener = transport::bind_unix(&cfg.socket, cfg.mode == Mode::System)
         .with_context(|| format!("cannot listen on {}", cfg.socket.display()))?;
     let (stop_tx, mut stop_rx) = mpsc::channel::<()>(1);
-    let ltx = tx.clone();
-    tokio::spawn(async move {
-        loop {
-            match listener.accept().await {
-                Ok((stream, _)) => {
-                    let tx = ltx.clone();
-                    tokio::spawn(async move {
-                        if let Err(e) = serve_client(stream, tx).await {
-                            tracing::debug!("client connection: {e}");
-                        }
-                    });
-                }
-                Err(e) => {
-                    tracing::warn!("accept failed: {e}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-            }
-        }
-    });
+    spawn_accept(listener, tx.clone());
+    // Kept to re-create the socket if something deletes it (a tmp cleaner, a logout).
+    let rebind_tx = tx.clone();
     drop(tx);
 
     let declared: HashMap<String, crate::config::NodeConf> = cfg
@@ -312,6 +393,7 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
         .iter()
         .map(|n| (n.name.clone(), n.clone()))
         .collect();
+    let health = agents::Health::new(&cluster.nodes, cfg.slurmd_timeout, owner, now);
     let mut actor = Actor {
         cluster,
         store: store_tx,
@@ -322,6 +404,8 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
         alloc_replies: Vec::new(),
         waiters: Vec::new(),
         deferred: Vec::new(),
+        health,
+        remote,
     };
     let mut rx = rx;
     let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -333,7 +417,18 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
             _ = &mut shutdown => break,
             _ = stop_rx.recv() => break,
             _ = tick.tick() => {
-                actor.cluster.tick(crate::cli::timefmt::now(), &mut fx);
+                if !cfg.socket.exists() {
+                    match transport::bind_unix(&cfg.socket, cfg.mode == Mode::System) {
+                        Ok(l) => {
+                            tracing::warn!(socket = %cfg.socket.display(), "socket was removed; listening again");
+                            spawn_accept(l, rebind_tx.clone());
+                        }
+                        Err(e) => tracing::error!(socket = %cfg.socket.display(), "socket was removed and cannot be re-created: {e}"),
+                    }
+                }
+                let now = crate::cli::timefmt::now();
+                actor.check_health(now);
+                actor.cluster.tick(now, &mut fx);
             }
             msg = rx.recv() => {
                 let Some(msg) = msg else { break };
@@ -379,6 +474,10 @@ struct Actor {
     waiters: Vec<(u32, bool, oneshot::Sender<Response>)>,
     /// Replies released after this iteration's records are committed.
     deferred: Vec<(oneshot::Sender<Response>, Response)>,
+    /// Node liveness (SlurmdTimeout, link failures, return to service).
+    health: agents::Health,
+    /// Nodes reached over SSH.
+    remote: std::collections::HashSet<String>,
 }
 
 impl Actor {
@@ -389,23 +488,23 @@ impl Actor {
             Msg::AgentUp { node, reg, tx } => {
                 tracing::info!(node, "agent registered");
                 self.agents.insert(node.clone(), tx);
-                let declared =
-                    self.declared
-                        .get(&node)
-                        .cloned()
-                        .unwrap_or(crate::config::NodeConf {
-                            name: node.clone(),
-                            cpus: None,
-                            memory: None,
-                            sockets: None,
-                            cores_per_socket: None,
-                            threads_per_core: None,
-                            features: vec![],
-                            weight: None,
-                        });
+                let declared = self
+                    .declared
+                    .get(&node)
+                    .cloned()
+                    .unwrap_or_else(|| crate::config::NodeConf::named(&node));
                 self.cluster.agent_registered(reg, &declared, now, fx);
+                self.health.registered(&mut self.cluster.nodes, &node, now);
             }
-            Msg::Agent { node, msg } => self.cluster.from_agent(&node, msg, now, fx),
+            Msg::Agent { node, msg } => {
+                if self.agents.contains_key(&node)
+                    && self.health.heard(&mut self.cluster.nodes, &node, now)
+                {
+                    tracing::info!(node, "node responds again");
+                    fx.schedule = true;
+                }
+                self.cluster.from_agent(&node, msg, now, fx)
+            }
             Msg::AgentDown { node } => {
                 tracing::warn!(node, "agent link lost");
                 self.agents.remove(&node);
@@ -437,6 +536,11 @@ impl Actor {
                     gid: cred.gid,
                 };
                 self.cluster.owner_gone(&jobs, c, now, fx);
+            }
+            Msg::LinkFailed { node, reason } => {
+                self.agents.remove(&node);
+                self.health
+                    .link_failed(&mut self.cluster.nodes, &node, &reason, now);
             }
         }
     }
@@ -609,6 +713,17 @@ impl Actor {
         v
     }
 
+    /// Marks nodes silent past SlurmdTimeout DOWN, and drops remote ones' links so that
+    /// they reconnect.
+    fn check_health(&mut self, now: i64) {
+        for node in self.health.check(&mut self.cluster.nodes, now) {
+            tracing::warn!(node, "node not responding; set DOWN");
+            if self.remote.contains(&node) {
+                self.agents.remove(&node);
+            }
+        }
+    }
+
     fn apply_persist(&mut self, fx: &mut Effects) {
         for j in fx.persist.drain(..) {
             let _ = self.store.send(StoreOp::Put(Box::new(j)));
@@ -643,6 +758,28 @@ impl Actor {
             tracing::error!("state invariant broken: {e}");
         }
     }
+}
+
+/// Serves front-end connections from `listener` until the process ends.
+fn spawn_accept(listener: tokio::net::UnixListener, tx: mpsc::Sender<Msg>) {
+    tokio::spawn(async move {
+        loop {
+            match listener.accept().await {
+                Ok((stream, _)) => {
+                    let tx = tx.clone();
+                    tokio::spawn(async move {
+                        if let Err(e) = serve_client(stream, tx).await {
+                            tracing::debug!("client connection: {e}");
+                        }
+                    });
+                }
+                Err(e) => {
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+    });
 }
 
 /// Looks up user and group names for a uid/gid (numbers when unknown).
@@ -772,29 +909,36 @@ async fn serve_step(
 }
 
 /// Serves one agent link: registration first, then events both ways until it breaks.
-async fn agent_link<S>(mut link: Framed<S>, tx: mpsc::Sender<Msg>)
+/// `expect` is the node the link was opened for (a remote agent must register as it).
+///
+/// Errors (before registration only): the handshake fails, the agent sends something
+/// other than its registration, or registers as another node. A registered link that
+/// ends returns `Ok` after telling the actor.
+async fn agent_link<S>(
+    mut link: Framed<S>,
+    tx: mpsc::Sender<Msg>,
+    expect: Option<String>,
+) -> anyhow::Result<()>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
-    if let Err(e) = link.handshake(Role::Controller, &[Role::Agent]).await {
-        tracing::error!("agent handshake failed: {e}");
-        return;
-    }
+    link.handshake(Role::Controller, &[Role::Agent])
+        .await
+        .context("handshake failed")?;
     let reg: FromAgent = match link.recv().await {
         Ok(r @ FromAgent::Register { .. }) => r,
-        Ok(other) => {
-            tracing::error!(?other, "agent did not register first");
-            return;
-        }
-        Err(e) => {
-            tracing::error!("agent registration failed: {e}");
-            return;
-        }
+        Ok(other) => anyhow::bail!("agent did not register first: {other:?}"),
+        Err(e) => anyhow::bail!("registration failed: {e}"),
     };
     let FromAgent::Register { node, .. } = &reg else {
-        return;
+        anyhow::bail!("agent did not register first");
     };
     let node = node.clone();
+    if let Some(want) = expect
+        && want != node
+    {
+        anyhow::bail!("agent registered as node '{node}', expected '{want}'");
+    }
     let (atx, mut arx) = mpsc::unbounded_channel::<ToAgent>();
     if tx
         .send(Msg::AgentUp {
@@ -805,14 +949,14 @@ where
         .await
         .is_err()
     {
-        return;
+        return Ok(());
     }
     loop {
         tokio::select! {
             m = link.recv::<FromAgent>() => match m {
                 Ok(msg) => {
                     if tx.send(Msg::Agent { node: node.clone(), msg }).await.is_err() {
-                        return;
+                        return Ok(());
                     }
                 }
                 Err(e) => {
@@ -827,9 +971,11 @@ where
                         break;
                     }
                 }
-                None => return,
+                // The actor dropped the link (the node timed out).
+                None => break,
             },
         }
     }
     let _ = tx.send(Msg::AgentDown { node }).await;
+    Ok(())
 }

@@ -69,6 +69,9 @@ pub struct Cluster {
     endings: HashMap<u32, Ending>,
     /// Running jobs whose `--signal` warning has been sent.
     warned: std::collections::HashSet<u32>,
+    /// How stepd isolates jobs (the `[cgroup]` section), sent with every launch so that
+    /// remote nodes need no configuration of their own.
+    pub cgroup: crate::config::CgroupConf,
     /// Extra `scontrol show config` entries.
     pub config_entries: Vec<(String, String)>,
     /// Live and waiting steps (`ctld::steps`).
@@ -139,6 +142,7 @@ impl Cluster {
             next_id: 1,
             endings: HashMap::new(),
             warned: Default::default(),
+            cgroup: cfg.cgroup.clone(),
             config_entries,
             steps: Default::default(),
         }
@@ -473,7 +477,7 @@ impl Cluster {
                 job: Box::new(j),
                 kill_wait: self.kill_wait,
                 cluster: self.cluster_name.clone(),
-                cgroup: Default::default(),
+                cgroup: self.cgroup.clone(),
             }),
         ));
     }
@@ -777,7 +781,12 @@ impl Cluster {
                 j.priority = 0;
                 j.reason = Reason::JobHeldUser;
             }
-        } else if !was_completing {
+        } else if was_completing {
+            // scontrol shows how the batch shell of a cancelled job died (0:15).
+            if j.state == JobState::Cancelled {
+                j.exit = status;
+            }
+        } else {
             j.end_time = Some(end_time);
             match &end {
                 None => {

@@ -333,6 +333,7 @@ impl Cluster {
     ) {
         let kill_wait = self.kill_wait;
         let cluster = self.cluster_name.clone();
+        let cgroup = self.cgroup.clone();
         let Some(job) = self.jobs.get_mut(&job_id) else {
             return;
         };
@@ -380,7 +381,7 @@ impl Cluster {
                     node_index: i as u32,
                     kill_wait,
                     cluster: cluster.clone(),
-                    cgroup: Default::default(),
+                    cgroup: cgroup.clone(),
                 })),
             ));
         }

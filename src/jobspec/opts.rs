@@ -895,8 +895,11 @@ pub fn parse_begin(s: &str, now: &DateTime<FixedOffset>) -> Result<i64, OptError
         if rest.is_empty() {
             return Ok(now.timestamp());
         }
-        let Some(delta) = rest.strip_prefix('+') else {
-            return Err(bad(3));
+        // `now-1hour` is in the past: the job is eligible at once, as in Slurm.
+        let (sign, delta) = match (rest.strip_prefix('+'), rest.strip_prefix('-')) {
+            (Some(d), _) => (1, d),
+            (None, Some(d)) => (-1, d),
+            (None, None) => return Err(bad(3)),
         };
         let digits = delta.bytes().take_while(u8::is_ascii_digit).count();
         let n: i64 = delta[..digits].parse().map_err(|_| bad(4))?;
@@ -909,7 +912,7 @@ pub fn parse_begin(s: &str, now: &DateTime<FixedOffset>) -> Result<i64, OptError
             _ => return Err(bad(4 + digits)),
         };
         return n
-            .checked_mul(unit)
+            .checked_mul(unit * sign)
             .and_then(|d| now.timestamp().checked_add(d))
             .ok_or_else(|| bad(4));
     }
@@ -1389,6 +1392,7 @@ mod tests {
         assert_eq!(t("now + 2 days"), now.timestamp() + 2 * 86400);
         assert_eq!(t("now+3min"), now.timestamp() + 180);
         assert_eq!(t("now+1w"), now.timestamp() + 7 * 86400);
+        assert_eq!(t("now-1hour"), now.timestamp() - 3600);
         assert_eq!(t("16:00"), at("2026-03-10T16:00:00+01:00"));
         assert_eq!(t("14:30"), at("2026-03-11T14:30:00+01:00"));
         assert_eq!(t("09:15:30"), at("2026-03-11T09:15:30+01:00"));
@@ -1413,7 +1417,6 @@ mod tests {
             "garbage",
             "",
             "now+",
-            "now-5",
             "now+5parsecs",
             "25:00",
             "2026-13-01",

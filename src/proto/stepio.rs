@@ -29,7 +29,7 @@ pub struct LaunchStep {
     /// Seconds between SIGTERM and SIGKILL when the step is ended.
     pub kill_wait: u32,
     pub cluster: String,
-    /// The node's `[cgroup]` settings, filled in by the agent for stepd.
+    /// The cluster's `[cgroup]` settings for stepd, from the controller's configuration.
     #[serde(default)]
     pub cgroup: crate::config::CgroupConf,
 }

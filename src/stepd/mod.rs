@@ -347,10 +347,13 @@ fn child_setup(p: &Prepared) -> std::io::Result<()> {
     nix::sys::stat::umask(Mode::from_bits_truncate(p.umask as nix::libc::mode_t));
     nix::unistd::chdir(p.work_dir.as_c_str()).map_err(io)?;
     let inp = open(p.stdin.as_c_str(), OFlag::O_RDONLY, Mode::empty()).map_err(io)?;
+    // Always O_APPEND: stepd appends its own lines (time limit, cancel, OOM) to these
+    // files while the job may still write, and neither may overwrite the other.
     let mode = OFlag::O_WRONLY
         | OFlag::O_CREAT
+        | OFlag::O_APPEND
         | if p.append {
-            OFlag::O_APPEND
+            OFlag::empty()
         } else {
             OFlag::O_TRUNC
         };
@@ -406,11 +409,15 @@ fn supervise(
                 if let Some(m) = &req.message {
                     note_in_stderr(work_dir, &paths.stderr, node, m);
                 }
-                let group = Pid::from_raw(-pid.as_raw());
-                let _ = kill(group, Signal::SIGCONT);
-                let _ = kill(group, Signal::SIGTERM);
-                iso.signal(Signal::SIGCONT);
-                iso.signal(Signal::SIGTERM);
+                // Each process gets each signal once: through its cgroup when the job
+                // has one, else through the batch shell's process group.
+                if iso.signal(Signal::SIGCONT) == 0 {
+                    let group = Pid::from_raw(-pid.as_raw());
+                    let _ = kill(group, Signal::SIGCONT);
+                    let _ = kill(group, Signal::SIGTERM);
+                } else {
+                    iso.signal(Signal::SIGTERM);
+                }
                 nix::unistd::alarm::set(req.kill_wait.max(1));
             }
             Ok(Signal::SIGALRM) => {

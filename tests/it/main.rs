@@ -6,3 +6,5 @@ mod isolation;
 mod personal;
 mod protocol;
 mod steps;
+mod robustness;
+mod ssh;

@@ -302,16 +302,7 @@ fn registration_reconciles_lost_and_unknown_jobs() {
         arch: "x86_64".into(),
         running: vec![77],
     };
-    let decl = crate::config::NodeConf {
-        name: "n1".into(),
-        cpus: None,
-        memory: None,
-        sockets: None,
-        cores_per_socket: None,
-        threads_per_core: None,
-        features: vec![],
-        weight: None,
-    };
+    let decl = crate::config::NodeConf::named("n1");
     let mut fx = Effects::default();
     c.agent_registered(reg, &decl, 5, &mut fx);
     assert_eq!(c.jobs[&id].state, JobState::NodeFail);

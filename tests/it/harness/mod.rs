@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod sshd;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -135,13 +137,60 @@ root = "{cg_root}"
         c
     }
 
+    /// A cluster from a config of the caller's (it must put the socket at
+    /// `<dir>/run/ctld.sock`; `spool_dir` at `<dir>/spool`), started without waiting for
+    /// any node to register.
+    pub fn start_conf(dir: tempfile::TempDir, conf_text: &str) -> TestCluster {
+        let root = dir.path().canonicalize().unwrap();
+        let conf = root.join("sluice.toml");
+        std::fs::write(&conf, conf_text).unwrap();
+        let bin = root.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        for name in sluice::cli::LINKED_COMMANDS.iter().chain(["sluice"].iter()) {
+            let _ = std::os::unix::fs::symlink(sluice_bin(), bin.join(name));
+        }
+        let work = root.join("work");
+        std::fs::create_dir_all(&work).unwrap();
+        let cgroup = sluice::config::Config::from_file(&conf)
+            .map(|c| c.cgroup)
+            .unwrap_or_default();
+        let mut c = TestCluster {
+            dir,
+            conf,
+            bin,
+            work,
+            ctld: None,
+            cgroup,
+        };
+        c.spawn_controller();
+        c
+    }
+
     /// The node's name.
     pub fn node(&self) -> String {
         sluice::config::short_hostname()
     }
 
-    /// Starts (or restarts) the controller and waits until it answers.
+    /// Starts (or restarts) the controller and waits until it answers and every node
+    /// is up.
     pub fn start_controller(&mut self) {
+        self.spawn_controller();
+        // The node is usable once its agent has registered.
+        let cfg = sluice::config::Config::from_file(&self.conf).unwrap();
+        wait_until("node registration", Duration::from_secs(20), || {
+            let mut cl = sluice::cli::client::Client::connect_with(&cfg).ok()?;
+            match cl.request(&sluice::proto::Request::Nodes).ok()? {
+                sluice::proto::Response::Nodes { nodes, .. } => nodes
+                    .iter()
+                    .all(|n| n.state == sluice::model::NodeState::Up)
+                    .then_some(()),
+                _ => None,
+            }
+        });
+    }
+
+    /// Starts (or restarts) the controller and waits until it answers.
+    pub fn spawn_controller(&mut self) {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -161,18 +210,11 @@ root = "{cg_root}"
         wait_until("controller socket", Duration::from_secs(20), || {
             std::os::unix::net::UnixStream::connect(&sock).ok()
         });
-        // The node is usable once its agent has registered.
-        let cfg = sluice::config::Config::from_file(&self.conf).unwrap();
-        wait_until("node registration", Duration::from_secs(20), || {
-            let mut cl = sluice::cli::client::Client::connect_with(&cfg).ok()?;
-            match cl.request(&sluice::proto::Request::Nodes).ok()? {
-                sluice::proto::Response::Nodes { nodes, .. } => nodes
-                    .iter()
-                    .all(|n| n.state == sluice::model::NodeState::Up)
-                    .then_some(()),
-                _ => None,
-            }
-        });
+    }
+
+    /// The controller's log so far.
+    pub fn controller_log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("controller.log")).unwrap_or_default()
     }
 
     /// Kills the controller with SIGKILL (its jobs keep running).

@@ -1,0 +1,362 @@
+//! Remote nodes over real SSH (issue 7): registration, batch jobs on a chosen remote
+//! node, strict host keys, node failure and return to service, SlurmdTimeout, pushing
+//! the controller's binary, and `sluice keygen`.
+
+use crate::harness::sluice_bin;
+use crate::harness::sshd::{NodeSetup, SshCluster};
+use nix::sys::signal::Signal;
+use std::process::Command;
+use std::time::Duration;
+
+fn three() -> Vec<NodeSetup> {
+    ["sn1", "sn2", "sn3"]
+        .iter()
+        .map(|n| NodeSetup::new(n))
+        .collect()
+}
+
+#[test]
+fn ssh_cluster_registers_and_runs_batch_jobs_on_remote_nodes() {
+    let mut setup = three();
+    setup[2].cpus = 3;
+    let Some(c) = SshCluster::start(&setup, 60) else {
+        return;
+    };
+    c.wait_all_idle();
+    let sinfo = c.ok("sinfo", &["-N", "-h", "-o", "%N %c %m %T"]);
+    assert_eq!(
+        sinfo.lines().collect::<Vec<_>>(),
+        vec!["sn1 2 1000 idle", "sn2 2 1000 idle", "sn3 3 1000 idle"],
+        "{sinfo}"
+    );
+    let show = c.ok("scontrol", &["show", "node", "sn2"]);
+    assert!(show.contains("NodeAddr=127.0.0.1"), "{show}");
+    // A job pinned to sn2 is launched by sn2's agent: its spool directory holds the job.
+    for node in ["sn2", "sn3"] {
+        let spool = c
+            .nodes
+            .iter()
+            .find(|n| n.name == node)
+            .unwrap()
+            .spool
+            .clone();
+        let out = format!("{node}.out");
+        let id = c.submit(&[
+            "-w",
+            node,
+            "-o",
+            &out,
+            "--wrap",
+            &format!(
+                "echo node=$SLURMD_NODENAME; test -f {}/job_$SLURM_JOB_ID/launch && echo spooled",
+                spool.display()
+            ),
+        ]);
+        assert_eq!(c.wait_done(id), "COMPLETED");
+        let text = c.wait_file(&out, |s| s.contains("node="));
+        assert!(text.contains(&format!("node={node}")), "{text}");
+        assert!(text.contains("spooled"), "{text}");
+        let listed = c.ok(
+            "squeue",
+            &["-h", "-t", "all", "-j", &id.to_string(), "-o", "%N"],
+        );
+        assert_eq!(listed.trim(), node);
+    }
+    let log = c.controller_log();
+    assert!(log.contains("agent registered"), "{log}");
+}
+
+#[test]
+fn ssh_wrong_host_key_is_refused_and_node_stays_down() {
+    let mut setup = vec![NodeSetup::new("sn1"), NodeSetup::new("sn2")];
+    setup[1].wrong_host_key = true;
+    let Some(c) = SshCluster::start(&setup, 60) else {
+        return;
+    };
+    c.wait_node("sn1", "idle", Duration::from_secs(30), |s, _| s == "IDLE");
+    let fp = c.nodes[1].host_fingerprint.clone();
+    assert!(fp.starts_with("SHA256:"), "{fp}");
+    let (state, reason) = c.wait_node("sn2", "down", Duration::from_secs(30), |s, r| {
+        s.starts_with("DOWN") && !r.is_empty()
+    });
+    assert_eq!(state, "DOWN*");
+    assert!(reason.contains("HOST KEY MISMATCH"), "{reason}");
+    assert!(reason.contains("node sn2"), "{reason}");
+    assert!(
+        reason.contains(&fp),
+        "reason names the presented key {fp}: {reason}"
+    );
+    let r = c.ok("sinfo", &["-R", "-h", "-o", "%N|%E"]);
+    assert!(r.contains("sn2|ssh: HOST KEY MISMATCH"), "{r}");
+    // Work for sn2 waits; nothing was started there.
+    let id = c.submit(&["-w", "sn2", "--wrap", "true"]);
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(c.state(id).as_deref(), Some("PENDING"));
+    assert!(
+        std::fs::read_dir(&c.nodes[1].spool)
+            .unwrap()
+            .next()
+            .is_none(),
+        "the agent on sn2 never ran"
+    );
+    // The admin fixes known_hosts: the node returns on the next attempt and runs the job.
+    let text = std::fs::read_to_string(&c.known_hosts).unwrap();
+    let good = std::fs::read_to_string(c.nodes[1].dir.join("host_key.pub")).unwrap();
+    let good: Vec<&str> = good.split_whitespace().take(2).collect();
+    let fixed: String = text
+        .lines()
+        .map(|l| {
+            if l.starts_with(&format!("[127.0.0.1]:{} ", c.nodes[1].port)) {
+                format!("[127.0.0.1]:{} {}\n", c.nodes[1].port, good.join(" "))
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    std::fs::write(&c.known_hosts, fixed).unwrap();
+    assert_eq!(c.wait_done(id), "COMPLETED");
+    assert_eq!(c.node_state("sn2").1, "");
+}
+
+#[test]
+fn ssh_node_with_killed_sshd_goes_down_and_returns_when_restarted() {
+    let setup = vec![NodeSetup::new("sn1"), NodeSetup::new("sn2")];
+    let Some(mut c) = SshCluster::start(&setup, 60) else {
+        return;
+    };
+    c.wait_all_idle();
+    // A job running on sn1 outlives the SSH drop: its stepd is detached from the agent.
+    let id = c.submit(&[
+        "-w",
+        "sn1",
+        "-o",
+        "long.out",
+        "--wrap",
+        "sleep 5; echo survived",
+    ]);
+    c.wait_state(id, &["RUNNING"], Duration::from_secs(20));
+    c.node_mut("sn1").kill_sshd();
+    let (state, reason) = c.wait_node("sn1", "down", Duration::from_secs(20), |s, r| {
+        s.starts_with("DOWN") && r.contains("cannot connect")
+    });
+    assert_eq!(state, "DOWN*");
+    assert!(reason.contains("127.0.0.1"), "{reason}");
+    let sinfo = c.ok("sinfo", &["-N", "-h", "-o", "%N %T"]);
+    assert!(sinfo.contains("sn1 down*"), "{sinfo}");
+    assert!(sinfo.contains("sn2 idle"), "{sinfo}");
+    c.node_mut("sn1").start_sshd();
+    c.wait_node("sn1", "back in service", Duration::from_secs(20), |s, r| {
+        !s.starts_with("DOWN") && r.is_empty()
+    });
+    assert_eq!(c.wait_done(id), "COMPLETED");
+    assert_eq!(
+        c.wait_file("long.out", |s| s.contains('\n')).trim(),
+        "survived"
+    );
+    // And it takes new work.
+    let id2 = c.submit(&["-w", "sn1", "--wrap", "true"]);
+    assert_eq!(c.wait_done(id2), "COMPLETED");
+}
+
+#[test]
+fn ssh_silent_node_is_down_after_slurmd_timeout_and_returns() {
+    let setup = vec![NodeSetup::new("sn1")];
+    // SlurmdTimeout 3 s: the agent beats every second.
+    let Some(c) = SshCluster::start(&setup, 3) else {
+        return;
+    };
+    c.wait_all_idle();
+    // Freeze the node: its sshd, its session and its agent stop answering, and new
+    // connections hang before the SSH greeting.
+    c.nodes[0].signal_all(Signal::SIGSTOP);
+    let (state, reason) = c.wait_node("sn1", "not responding", Duration::from_secs(20), |s, _| {
+        s.starts_with("DOWN")
+    });
+    c.nodes[0].signal_all(Signal::SIGCONT);
+    assert_eq!(state, "DOWN*");
+    assert_eq!(reason, "Not responding");
+    c.wait_node("sn1", "back in service", Duration::from_secs(40), |s, r| {
+        s == "IDLE" && r.is_empty()
+    });
+}
+
+#[test]
+fn ssh_controller_pushes_its_binary_when_the_node_has_none() {
+    let mut setup = vec![NodeSetup::new("sn1"), NodeSetup::new("sn2")];
+    setup[0].sluice_path = Some("/nonexistent/sluice".into());
+    setup[0].push = Some(true);
+    setup[1].sluice_path = Some("/nonexistent/sluice".into());
+    setup[1].push = Some(false);
+    // A node whose sluice speaks a protocol from the future gets ours too.
+    let mut future = NodeSetup::new("sn3");
+    future.fake_sluice = Some(
+        "#!/bin/sh\necho 'sluice-agent proto=999 min_proto=998 build=9.9.9 os=linux arch=x86_64'\n"
+            .into(),
+    );
+    future.push = Some(true);
+    setup.push(future);
+    let Some(c) = SshCluster::start(&setup, 60) else {
+        return;
+    };
+    c.wait_node("sn1", "idle", Duration::from_secs(60), |s, _| s == "IDLE");
+    let pushed = c.nodes[0].dir.join("bin/sluice");
+    assert_eq!(
+        std::fs::metadata(&pushed).unwrap().len(),
+        std::fs::metadata(sluice_bin()).unwrap().len()
+    );
+    let log = c.controller_log();
+    assert!(
+        log.contains("pushed the controller's binary")
+            && log.contains("/nonexistent/sluice not found"),
+        "{log}"
+    );
+    c.wait_node("sn3", "idle", Duration::from_secs(60), |s, _| s == "IDLE");
+    assert!(c.nodes[2].dir.join("bin/sluice").exists());
+    let log = c.controller_log();
+    assert!(
+        log.contains("speaks protocol 998..999 (build 9.9.9)"),
+        "the log says why sn3 got the binary: {log}"
+    );
+    // The pushed binary runs jobs.
+    let id = c.submit(&["-w", "sn1", "--wrap", "true"]);
+    assert_eq!(c.wait_done(id), "COMPLETED");
+    // Without push_binary the node stays down and says what to do.
+    let (_, reason) = c.wait_node("sn2", "down", Duration::from_secs(30), |s, r| {
+        s.starts_with("DOWN") && !r.is_empty()
+    });
+    assert!(reason.contains("/nonexistent/sluice not found"), "{reason}");
+    assert!(reason.contains("push_binary = true"), "{reason}");
+    assert!(!c.nodes[1].dir.join("bin/sluice").exists());
+}
+
+#[test]
+fn keygen_creates_the_controller_key_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("sluice.toml");
+    std::fs::write(
+        &conf,
+        format!("state_dir = \"{}/state\"\n", dir.path().display()),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        Command::new(sluice_bin())
+            .arg("keygen")
+            .args(args)
+            .env("SLUICE_CONF", &conf)
+            .output()
+            .unwrap()
+    };
+    let o = run(&[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let first = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    assert!(first.starts_with("ssh-ed25519 AAAA"), "{first}");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("authorized_keys"));
+    let key = dir.path().join("state/ssh/id_ed25519");
+    let text = std::fs::read_to_string(&key).unwrap();
+    assert!(text.starts_with("-----BEGIN OPENSSH PRIVATE KEY-----"));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("state/ssh/id_ed25519.pub"))
+            .unwrap()
+            .trim(),
+        first
+    );
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&key).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+    // Again: the same key, not replaced.
+    let o = run(&[]);
+    assert!(o.status.success());
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), first);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("already exists"));
+    // --force makes a new one; -f writes elsewhere.
+    let o = run(&["--force"]);
+    assert!(o.status.success());
+    assert_ne!(String::from_utf8_lossy(&o.stdout).trim(), first);
+    let other = dir.path().join("elsewhere/key");
+    let o = run(&["-f", other.to_str().unwrap()]);
+    assert!(o.status.success());
+    assert!(other.exists());
+    // OpenSSH agrees that it is a valid key pair.
+    if let Ok(o) = Command::new("ssh-keygen")
+        .arg("-y")
+        .arg("-f")
+        .arg(&other)
+        .output()
+        && o.status.success()
+    {
+        let derived = String::from_utf8_lossy(&o.stdout);
+        let written = std::fs::read_to_string(dir.path().join("elsewhere/key.pub")).unwrap();
+        assert_eq!(
+            derived.split_whitespace().nth(1),
+            written.split_whitespace().nth(1)
+        );
+    }
+    let o = run(&["--bogus"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn ssh_controller_kill9_reconnects_and_keeps_the_running_job() {
+    let setup = vec![NodeSetup::new("sn1"), NodeSetup::new("sn2")];
+    let Some(mut c) = SshCluster::start(&setup, 60) else {
+        return;
+    };
+    c.wait_all_idle();
+    let id = c.submit(&["-w", "sn2", "-o", "k.out", "--wrap", "sleep 4; echo done"]);
+    c.wait_state(id, &["RUNNING"], Duration::from_secs(20));
+    c.kill9_controller();
+    c.spawn_controller();
+    c.wait_node(
+        "sn2",
+        "registered again",
+        Duration::from_secs(30),
+        |s, _| s == "MIXED" || s == "ALLOCATED",
+    );
+    assert_eq!(c.state(id).as_deref(), Some("RUNNING"));
+    assert_eq!(c.wait_done(id), "COMPLETED");
+    assert_eq!(c.wait_file("k.out", |s| s.contains('\n')).trim(), "done");
+    // Exactly one job, run once.
+    let all = c.ok("squeue", &["-h", "-t", "all", "-o", "%i %T"]);
+    assert_eq!(all.trim(), format!("{id} COMPLETED"));
+}
+
+/// Not a pass/fail test: prints the submit-to-start latency of batch jobs on a remote
+/// node (`cargo test --test it bench_ssh -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn bench_ssh_submit_to_start_latency() {
+    let Some(c) = SshCluster::start(&[NodeSetup::new("sn1")], 60) else {
+        return;
+    };
+    c.wait_all_idle();
+    let mut ms = Vec::new();
+    for i in 0..20 {
+        let out = format!("t{i}");
+        let t0 = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
+        let id = c.submit(&[
+            "-w",
+            "sn1",
+            "-o",
+            "/dev/null",
+            "--wrap",
+            &format!("date +%s.%N > {out}"),
+        ]);
+        let t1: f64 = c
+            .wait_file(&out, |s| s.ends_with('\n'))
+            .trim()
+            .parse()
+            .unwrap();
+        c.wait_done(id);
+        ms.push((t1 - t0) * 1000.0);
+    }
+    ms.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    eprintln!(
+        "submit-to-start on a remote node over SSH: median {:.1} ms, min {:.1} ms, max {:.1} ms (20 jobs)",
+        ms[10], ms[0], ms[19]
+    );
+}
