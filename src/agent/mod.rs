@@ -7,8 +7,8 @@
 //! (`proto::spool`), and a restarted agent re-adopts them from there.
 
 pub mod discover;
-mod steps;
 pub mod stdio;
+mod steps;
 
 use crate::config::NodeConf;
 use crate::proto::spool::{self, StepResult, TerminateRequest};

@@ -195,11 +195,19 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
             Scope, detect, step::StepIsolation, step::StepRequest, step::node_ram,
         };
         let conf = &ls.cgroup;
+        // Slurm's `step_<S>`; a step on several nodes adds the node's index, so that
+        // nodes sharing one machine (test clusters: several agents on one host) never
+        // share, and kill, each other's step cgroup.
+        let step = if ls.layout.nodes.len() > 1 {
+            format!("{}.{}", ls.step_id, ls.node_index)
+        } else {
+            ls.step_id.to_string()
+        };
         let scope = Scope {
             root: conf.root.clone(),
             uid: ls.job.uid,
             job: ls.job.id,
-            step: ls.step_id.to_string(),
+            step,
         };
         let req = StepRequest {
             cpus: ls.layout.cpus.get(node_index).copied().unwrap_or(0),
@@ -523,9 +531,18 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         for e in &f.errors {
             eprintln!("stepd: step {}.{}: {e}", ls.job.id, ls.step_id);
         }
-        if let Some(m) = &f.oom_message
+        if f.oom_kills > 0
             && let Some(t) = tasks.first()
         {
+            let m = super::isolate::step::oom_message(
+                &super::isolate::Scope {
+                    root: String::new(),
+                    uid: ls.job.uid,
+                    job: ls.job.id,
+                    step: ls.step_id.to_string(),
+                },
+                f.oom_kills,
+            );
             link.send(&StepdEvent::Output {
                 task: t.rank,
                 stderr: true,

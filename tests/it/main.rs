@@ -5,6 +5,6 @@ mod harness;
 mod isolation;
 mod personal;
 mod protocol;
-mod steps;
 mod robustness;
 mod ssh;
+mod steps;
