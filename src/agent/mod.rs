@@ -143,19 +143,7 @@ fn handle(
             if !batch_only {
                 steps.signal_job(job_id, signal);
             }
-            let dir = job_dir(&cfg.spool_dir, job_id);
-            if let (Some(pid), Ok(sig)) = (
-                spool::read_pid(&dir, spool::JOB_PID),
-                Signal::try_from(signal),
-            ) {
-                // The batch shell leads its own process group.
-                let target = if batch_only {
-                    Pid::from_raw(pid)
-                } else {
-                    Pid::from_raw(-pid)
-                };
-                let _ = kill(target, sig);
-            }
+            signal_job(job_dir(&cfg.spool_dir, job_id), signal, batch_only);
         }
         ToAgent::Terminate {
             job_id,
@@ -184,6 +172,40 @@ fn handle(
                 let _ = std::fs::remove_dir_all(&dir);
             }
         }
+    }
+}
+
+/// Sends `signal` to a job's batch shell (`batch_only`) or its whole process group.
+///
+/// stepd records the shell's pid just after starting it; a signal sent in that instant
+/// (the job may already have printed output) waits for the record briefly instead of
+/// being lost. Must run inside a tokio runtime.
+fn signal_job(dir: PathBuf, signal: i32, batch_only: bool) {
+    let Ok(sig) = Signal::try_from(signal) else {
+        return;
+    };
+    // The batch shell leads its own process group.
+    let send = move |pid: i32| {
+        let target = if batch_only { pid } else { -pid };
+        let _ = kill(Pid::from_raw(target), sig);
+    };
+    match spool::read_pid(&dir, spool::JOB_PID) {
+        Some(pid) => send(pid),
+        None if dir.join(spool::LAUNCH).exists() => {
+            tokio::spawn(async move {
+                for _ in 0..100 {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    if let Some(pid) = spool::read_pid(&dir, spool::JOB_PID) {
+                        send(pid);
+                        return;
+                    }
+                    if dir.join(spool::RESULT).exists() {
+                        return;
+                    }
+                }
+            });
+        }
+        None => {}
     }
 }
 
@@ -292,5 +314,38 @@ async fn watch_adopted(dir: PathBuf, id: u32, etx: mpsc::UnboundedSender<FromAge
             return;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_signal_waits_briefly_for_the_shell_pid() {
+        use std::os::unix::process::{CommandExt, ExitStatusExt};
+        let spool = tempfile::tempdir().unwrap();
+        let dir = job_dir(spool.path(), 7);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(spool::LAUNCH), b"launch").unwrap();
+        let mut shell = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        // The signal arrives before stepd has recorded the pid...
+        signal_job(dir.clone(), Signal::SIGTERM as i32, false);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        // ...which comes a moment later.
+        spool::write_pid(&dir, spool::JOB_PID, shell.id()).unwrap();
+        let end = std::time::Instant::now() + Duration::from_secs(5);
+        let status = loop {
+            if let Some(st) = shell.try_wait().unwrap() {
+                break st;
+            }
+            assert!(std::time::Instant::now() < end, "the signal was lost");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        assert_eq!(status.signal(), Some(Signal::SIGTERM as i32));
     }
 }

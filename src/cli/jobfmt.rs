@@ -47,13 +47,13 @@ pub fn cpu_count(job: &Job) -> u32 {
 /// Total memory of the job in MiB (per-CPU requests times CPUs, per-node times nodes).
 pub fn total_mem_mb(job: &Job) -> u64 {
     match job.req_mem {
-        MemReq::PerCpu(m) => m * u64::from(cpu_count(job)),
+        MemReq::PerCpu(m) => m.saturating_mul(u64::from(cpu_count(job))),
         MemReq::PerNode(m) => {
             let per_node = match &job.alloc {
                 Some(a) if m == 0 => a.mem_per_node,
                 _ => m,
             };
-            per_node * u64::from(node_count(job))
+            per_node.saturating_mul(u64::from(node_count(job)))
         }
     }
 }

@@ -537,11 +537,11 @@ pub fn value(field: &str, job: &Job, step: Option<&StepRecord>, now: i64, cluste
             _ => job.state_long().to_string(),
         },
         ("State", Some(s)) => s.state.long().to_string(),
-        // The accounting record of a cancelled job keeps no exit status.
-        ("ExitCode", None) if job.state == JobState::Cancelled => "0:0".into(),
-        // slurmdbd records a cancelled job's own exit as 0:0 (scontrol shows the batch
-        // shell's signal); the batch step row keeps it.
-        ("ExitCode", None) if job.state == JobState::Cancelled => "0:0".into(),
+        // slurmdbd records a cancelled or timed-out job's own exit as 0:0 (scontrol
+        // shows the batch shell's signal, e.g. 0:15); the batch step row keeps it.
+        ("ExitCode", None) if matches!(job.state, JobState::Cancelled | JobState::Timeout) => {
+            "0:0".into()
+        }
         ("ExitCode", None) => job.exit.to_string(),
         ("ExitCode", Some(s)) => s.exit.to_string(),
         ("DerivedExitCode", None) => job.derived_exit.to_string(),
@@ -642,10 +642,12 @@ fn fit(v: &str, f: &Field) -> String {
     } else {
         v.to_string()
     };
+    // Padded by hand: `format!` widths stop at u16::MAX.
+    let pad = " ".repeat(w.saturating_sub(text.chars().count()));
     if f.left {
-        format!("{text:<w$} ")
+        format!("{text}{pad} ")
     } else {
-        format!("{text:>w$} ")
+        format!("{pad}{text} ")
     }
 }
 
@@ -742,7 +744,7 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         }
     };
     if o.version {
-        println!("slurm {}", crate::config::DEFAULT_SLURM_VERSION);
+        println!("slurm {}", crate::config::advertised_slurm_version());
         return ExitCode::SUCCESS;
     }
     if o.helpformat {
@@ -978,6 +980,16 @@ JobID           JobName      State ExitCode    Elapsed
         );
         let s = out("-j 300 -P -n -o Submit,User,NNodes,NCPUS,Timelimit", &jobs);
         assert_eq!(s, format!("{}|alice|1|1|01:00:00\n", fmt_ts(T0)));
+    }
+
+    #[test]
+    fn huge_widths_are_refused_not_a_panic() {
+        assert!(parse_format("jobid%99999999999").is_err());
+        assert!(parse_format("state%70000").is_err());
+        let f = parse_format(&format!("state%{MAX_FIELD_WIDTH}")).unwrap();
+        let cell = fit("COMPLETED", &f[0]);
+        assert_eq!(cell.len(), MAX_FIELD_WIDTH + 1);
+        assert!(cell.ends_with("COMPLETED "));
     }
 
     #[test]

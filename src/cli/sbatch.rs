@@ -332,7 +332,7 @@ fn run_inner(argv: &[String]) -> Result<u8, Failure> {
     let cli: Vec<String> = argv.iter().skip(1).cloned().collect();
     let first = opts::parse_sbatch_argv(std::iter::once(PROG.to_string()).chain(cli.clone()))?;
     if first.version {
-        println!("slurm {}", crate::config::DEFAULT_SLURM_VERSION);
+        println!("slurm {}", crate::config::advertised_slurm_version());
         return Ok(0);
     }
     let source = script_source(&first)?;

@@ -314,7 +314,7 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         }
     };
     if o.version {
-        println!("slurm {}", crate::config::DEFAULT_SLURM_VERSION);
+        println!("slurm {}", crate::config::advertised_slurm_version());
         return ExitCode::SUCCESS;
     }
     if o.help {

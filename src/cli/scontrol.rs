@@ -13,7 +13,7 @@ use super::jobfmt::{self, Stream};
 use super::jobid::parse_job_id;
 use super::timefmt::fmt_ts;
 use crate::jobspec::units::parse_time_limit;
-use crate::model::{Job, JobState, MemReq, Node, Partition, hostlist};
+use crate::model::{Job, JobState, MemReq, Node, Partition, TimeLimit, hostlist};
 use crate::proto::{JobFilter, JobResult, JobUpdate, NodeUpdate, Request, Response};
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -267,6 +267,18 @@ fn parse_update(rest: &[String]) -> Result<Command, String> {
                     Ok(t) => updates.push(JobUpdate::TimeLimit(t)),
                     Err(_) => return Err(format!("Invalid TimeLimit value: {v}\nRequest aborted")),
                 },
+                // `TimeLimit+=30` / `TimeLimit-=30`: relative to the current limit.
+                "timelimit+" | "timelimit-" => match parse_time_limit(v) {
+                    Ok(TimeLimit::Minutes(m)) => {
+                        let m = i64::from(m);
+                        updates.push(JobUpdate::TimeLimitBy(if k.ends_with('-') {
+                            -m
+                        } else {
+                            m
+                        }))
+                    }
+                    _ => return Err(format!("Invalid TimeLimit value: {v}\nRequest aborted")),
+                },
                 "jobname" | "name" => updates.push(JobUpdate::Name(v.clone())),
                 "partition" => updates.push(JobUpdate::Partition(v.clone())),
                 "starttime" | "begintime" => {
@@ -367,7 +379,10 @@ pub fn execute(
     req: &mut Requester<'_>,
 ) -> Output {
     match cmd {
-        Command::Version => Output::ok(format!("slurm {}\n", crate::config::DEFAULT_SLURM_VERSION)),
+        Command::Version => Output::ok(format!(
+            "slurm {}\n",
+            crate::config::advertised_slurm_version()
+        )),
         Command::Show(Show::Hostnames(list)) => {
             let Some(list) = list.as_deref().or(env_nodelist) else {
                 return Output::err("scontrol: error: host list is empty\n".into());
@@ -1492,6 +1507,20 @@ mod tests {
                 ]
             }]
         );
+        let (_, seen) = exec_with(
+            "update JobId=12 TimeLimit+=30 TimeLimit-=1:00:00",
+            Response::Ok,
+        );
+        assert_eq!(
+            seen,
+            vec![Request::UpdateJob {
+                id: 12,
+                updates: vec![JobUpdate::TimeLimitBy(30), JobUpdate::TimeLimitBy(-60)]
+            }]
+        );
+        let (o, seen) = exec_with("update JobId=12 TimeLimit+=UNLIMITED", Response::Ok);
+        assert_eq!(o.code, 1);
+        assert!(seen.is_empty());
         let (o, seen) = exec_with("update JobId=12 TimeLimit=notatime", Response::Ok);
         assert_eq!(o.code, 1);
         assert!(o.stderr.starts_with("Invalid TimeLimit value: notatime"));

@@ -896,13 +896,6 @@ pub(crate) fn getopt_error(cmd: &str, err: &clap::Error, argv: &[OsString]) -> S
     format!("{line}\nTry \"{cmd} --help\" for more information\n")
 }
 
-/// The Slurm version the loaded configuration advertises (default if none loads).
-pub(crate) fn advertised_version() -> String {
-    crate::config::Config::load()
-        .map(|c| c.slurm_version)
-        .unwrap_or_else(|_| crate::config::DEFAULT_SLURM_VERSION.to_string())
-}
-
 fn resolve_user(name: &str) -> Option<u32> {
     if let Ok(uid) = name.parse::<u32>() {
         return Some(uid);
@@ -986,7 +979,7 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     if opts.version {
-        println!("slurm {}", advertised_version());
+        println!("slurm {}", crate::config::advertised_slurm_version());
         return ExitCode::SUCCESS;
     }
     if opts.json {

@@ -14,6 +14,15 @@ use std::path::{Path, PathBuf};
 /// the golden files it is checked against.
 pub const DEFAULT_SLURM_VERSION: &str = "22.05.8";
 
+/// The Slurm version front-ends report (`--version`): the loaded configuration's
+/// `slurm_version`, or [`DEFAULT_SLURM_VERSION`] when no configuration loads. Needs no
+/// controller.
+pub fn advertised_slurm_version() -> String {
+    Config::load()
+        .map(|c| c.slurm_version)
+        .unwrap_or_else(|_| DEFAULT_SLURM_VERSION.to_string())
+}
+
 /// Default path of the system-mode configuration file.
 pub const SYSTEM_CONF: &str = "/etc/sluice/sluice.toml";
 

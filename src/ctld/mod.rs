@@ -172,7 +172,7 @@ fn init_tracing() {
 }
 
 fn start_background(cfg: &Config) -> ExitCode {
-    match crate::cli::client::Client::connect_with(cfg) {
+    match crate::cli::client::Client::start_controller(cfg) {
         Ok(_) => {
             eprintln!(
                 "sluice controller: running (socket {})",
@@ -253,14 +253,23 @@ fn stop_controller(cfg: &Config) -> ExitCode {
         }
         Ok(_) | Err(_) => {}
     }
-    // Wait for the lock on the state directory to be released.
-    for _ in 0..200 {
-        if std::os::unix::net::UnixStream::connect(&cfg.socket).is_err() {
+    // Wait until the controller has exited, i.e. released its lock on the state
+    // directory (the socket goes away earlier, while the store still commits), so that
+    // a controller started right after this returns does not find the lock taken.
+    let lock = cfg.state_dir.join("controller.lock");
+    for _ in 0..400 {
+        let released = match std::fs::File::open(&lock) {
+            Ok(f) => {
+                nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock).is_ok()
+            }
+            Err(_) => true,
+        };
+        if released {
             return ExitCode::SUCCESS;
         }
         std::thread::sleep(Duration::from_millis(25));
     }
-    eprintln!("sluice controller: still running after 5 s");
+    eprintln!("sluice controller: still running after 10 s");
     ExitCode::from(1)
 }
 
@@ -279,7 +288,8 @@ fn lock_state_dir(cfg: &Config) -> anyhow::Result<nix::fcntl::Flock<std::fs::Fil
     let lock = nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock).map_err(
         |(_, e)| {
             anyhow::anyhow!(
-                "another controller already uses {} ({e})",
+                "{} {} ({e})",
+                crate::cli::client::LOCK_HELD,
                 cfg.state_dir.display()
             )
         },

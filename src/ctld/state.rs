@@ -11,7 +11,7 @@ use crate::config::Config;
 use crate::model::job::{Allocation, ExitStatus, StepRecord};
 use crate::model::{
     HoldKind, Job, JobSpec, JobState, MemReq, Node, NodeState, Partition, PartitionState, Reason,
-    hostlist,
+    TimeLimit, hostlist,
 };
 use crate::proto::{
     EndKind, FromAgent, JobFilter, JobResult, JobUpdate, LaunchBatch, NodeUpdate, SlurmError,
@@ -250,11 +250,19 @@ impl Cluster {
         let time_limit = spec.time_limit.unwrap_or_else(|| part.default_limit());
         let cpt = spec.cpus_per_task.unwrap_or(1).max(1);
         let nodes_min = spec.nodes_min.unwrap_or(1).max(1);
+        // Counts come from the user: products that overflow are requests no node can
+        // satisfy, never a reason to panic.
         let ntasks = match (spec.ntasks, spec.ntasks_per_node) {
             (Some(n), _) => n.max(1),
-            (None, Some(per)) => per.max(1) * nodes_min,
+            (None, Some(per)) => per
+                .max(1)
+                .checked_mul(nodes_min)
+                .ok_or(SlurmError::NodeConfigUnavailable)?,
             (None, None) => nodes_min,
         };
+        let req_cpus = ntasks
+            .checked_mul(cpt)
+            .ok_or(SlurmError::NodeConfigUnavailable)?;
         let req_nodes = match (spec.ntasks_per_node, spec.nodes_min) {
             (Some(per), None) => ntasks.div_ceil(per.max(1)),
             _ => nodes_min,
@@ -286,7 +294,7 @@ impl Cluster {
             account: spec.account.clone().unwrap_or_default(),
             qos: spec.qos.clone().unwrap_or_else(|| "normal".into()),
             time_limit,
-            req_cpus: ntasks * cpt,
+            req_cpus,
             req_tasks: ntasks,
             req_nodes,
             req_mem,
@@ -782,8 +790,10 @@ impl Cluster {
                 j.reason = Reason::JobHeldUser;
             }
         } else if was_completing {
-            // scontrol shows how the batch shell of a cancelled job died (0:15).
-            if j.state == JobState::Cancelled {
+            // Cancelled, timed out or node set down: the state stays; the job's exit
+            // code is how the batch shell ended (scontrol `ExitCode=0:15` or `0:9`,
+            // golden scancel.txt and timeout.txt).
+            if end.is_some() {
                 j.exit = status;
             }
         } else {
@@ -898,10 +908,10 @@ impl Cluster {
         match (j.state, signal) {
             (JobState::Pending, None) => {
                 let j = self.jobs.get_mut(&id).expect("checked above");
+                // The last pending reason stays, as in Slurm (`CANCELLED Priority`).
                 j.state = JobState::Cancelled;
                 j.end_time = Some(now);
                 j.cancelled_by = Some(c.uid);
-                j.reason = Reason::None;
                 fx.persist.push(j.clone());
                 fx.schedule = true;
                 Ok(())
@@ -1080,7 +1090,26 @@ impl Cluster {
         }
         let mut new = j.clone();
         for u in updates {
+            // A relative change becomes an absolute one; an unlimited limit or a result
+            // below one minute is invalid.
+            let relative;
+            let u = match u {
+                JobUpdate::TimeLimitBy(delta) => {
+                    let TimeLimit::Minutes(cur) = new.time_limit else {
+                        return Err(SlurmError::InvalidTimeLimit);
+                    };
+                    let m = i64::from(cur) + delta;
+                    if m < 1 || m > i64::from(u32::MAX) {
+                        return Err(SlurmError::InvalidTimeLimit);
+                    }
+                    relative = JobUpdate::TimeLimit(TimeLimit::Minutes(m as u32));
+                    &relative
+                }
+                other => other,
+            };
             match u {
+                // Made absolute above.
+                JobUpdate::TimeLimitBy(_) => {}
                 JobUpdate::TimeLimit(t) => {
                     let raise = match (t.secs(), new.time_limit.secs()) {
                         (Some(a), Some(b)) => a > b,

@@ -540,7 +540,7 @@ impl Job {
     pub fn mem_per_node(&self, cpus_on_node: u32) -> u64 {
         match self.req_mem {
             MemReq::PerNode(m) => m,
-            MemReq::PerCpu(m) => m * u64::from(cpus_on_node),
+            MemReq::PerCpu(m) => m.saturating_mul(u64::from(cpus_on_node)),
         }
     }
 }

@@ -107,6 +107,8 @@ pub enum JobUpdate {
     Nice(i32),
     /// `StartTime=`/`BeginTime=`: the earliest start, epoch seconds (pending jobs).
     BeginTime(i64),
+    /// `TimeLimit+=M` / `TimeLimit-=M`: change the current limit by this many minutes.
+    TimeLimitBy(i64),
 }
 
 /// A change to a node (`scontrol update NodeName=… State=…`).

@@ -98,8 +98,29 @@ pub fn select(
 }
 
 /// Whether the job could run on `members` if they were all empty and up.
+///
+/// A node whose agent has not registered since the controller started (it has just
+/// started, or a remote node is still connecting or unreachable) has no detected CPUs
+/// or memory; what its configuration does not declare is taken as unbounded, so that
+/// jobs are not refused as impossible for want of a measurement.
 pub fn could_ever_fit(job: &Job, members: &[&Node]) -> bool {
-    fit(job, members, |n| Some(Free::full(n))).is_ok()
+    let assumed: Vec<Node> = members
+        .iter()
+        .map(|n| {
+            let mut n = (*n).clone();
+            if n.agent_start_time.is_none() {
+                if n.cpus == 0 {
+                    n.cpus = u32::MAX / 2;
+                }
+                if n.real_memory == 0 {
+                    n.real_memory = u64::MAX / 2;
+                }
+            }
+            n
+        })
+        .collect();
+    let refs: Vec<&Node> = assumed.iter().collect();
+    fit(job, &refs, |n| Some(Free::full(n))).is_ok()
 }
 
 enum FitError {

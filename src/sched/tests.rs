@@ -239,3 +239,31 @@ fn scheduling_is_deterministic() {
         schedule(&refs, &nodes, &parts, 0)
     );
 }
+
+#[test]
+fn nodes_not_yet_registered_do_not_make_jobs_impossible() {
+    // Before its agent registers (here: unreachable, DOWN), a node's undeclared CPUs
+    // and memory are unknown.
+    let mut fresh = Node::new("n1", 0, 0);
+    fresh.state = NodeState::Down;
+    let p = part("p", &["n1"]);
+    let j = job(1, 8, 1000);
+    assert_eq!(static_reason(&j, &p, std::slice::from_ref(&fresh)), None);
+    // Declared values still count.
+    let mut declared = Node::new("n1", 4, 0);
+    declared.state = NodeState::Unknown;
+    assert_eq!(
+        static_reason(&j, &p, std::slice::from_ref(&declared)),
+        Some(Reason::PartitionConfig)
+    );
+    // Once registered, the detected size decides.
+    let mut small = node("n1", 4, 4000);
+    small.agent_start_time = Some(0);
+    assert_eq!(
+        static_reason(&j, &p, std::slice::from_ref(&small)),
+        Some(Reason::PartitionConfig)
+    );
+    // And it is not started before it registers.
+    let d = schedule(&[&j], std::slice::from_ref(&fresh), &[p], 0);
+    assert!(starts(&d).is_empty());
+}

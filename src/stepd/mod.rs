@@ -92,7 +92,6 @@ struct Prepared {
 pub fn run(dir: &Path) -> anyhow::Result<()> {
     let lb: LaunchBatch = spool::read_launch(dir)?.context("no launch record")?;
     let _ = nix::unistd::setsid();
-    spool::write_pid(dir, spool::STEPD_PID, std::process::id())?;
     let mut mask = SigSet::empty();
     for s in [
         Signal::SIGCHLD,
@@ -103,7 +102,28 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
     ] {
         mask.add(s);
     }
+    // Blocked before the pid is published: from then on the agent's SIGTERM means
+    // "terminate", never "die before the job starts".
     mask.thread_block().context("cannot block signals")?;
+    spool::write_pid(dir, spool::STEPD_PID, std::process::id())?;
+    // A terminate request that came before our pid was known was not signalled to us:
+    // the job was cancelled (or timed out) before it started, so it never starts.
+    if dir.join(spool::TERMINATE).exists() {
+        let r = StepResult {
+            kind: EndKind::Exited,
+            status: ExitStatus {
+                code: 0,
+                signal: Signal::SIGTERM as i32,
+            },
+            time: now(),
+            max_rss_kib: 0,
+            cpu_secs: 0.0,
+            oom: false,
+            message: None,
+        };
+        spool::write(dir, spool::RESULT, &r)?;
+        return Ok(());
+    }
 
     let job = &lb.job;
     let node = job
@@ -213,7 +233,7 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         eprintln!("stepd: job {}: {e}", job.id);
     }
     if let Some(line) = &fin.oom_message {
-        note_in_stderr(job.spec.work_dir.as_ref(), &paths.stderr, &node, line);
+        note_in_stderr(job.spec.work_dir.as_ref(), &paths, &node, line);
     }
     let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN).ok();
     let (max_rss_kib, cpu_secs) = match usage {
@@ -266,6 +286,9 @@ struct Paths {
     stdin: String,
     stdout: String,
     stderr: String,
+    /// The job's uid: stepd (root in system mode) writes its notes only into a stderr
+    /// file this user owns.
+    owner: u32,
 }
 
 fn output_paths(job: &crate::model::Job, node: &str) -> Paths {
@@ -287,6 +310,7 @@ fn output_paths(job: &crate::model::Job, node: &str) -> Paths {
         stdin,
         stdout,
         stderr,
+        owner: job.uid,
     }
 }
 
@@ -407,7 +431,7 @@ fn supervise(
                         message: None,
                     });
                 if let Some(m) = &req.message {
-                    note_in_stderr(work_dir, &paths.stderr, node, m);
+                    note_in_stderr(work_dir, paths, node, m);
                 }
                 // Each process gets each signal once: through its cgroup when the job
                 // has one, else through the batch shell's process group.
@@ -431,10 +455,73 @@ fn supervise(
 
 /// Appends `slurmstepd-<node>: error: <msg>` to the job's stderr file, as slurmstepd
 /// does for time limits and cancellations. Best effort.
-fn note_in_stderr(work_dir: &Path, stderr: &str, node: &str, msg: &str) {
+///
+/// stepd may run as root while the file is the user's: it writes only into a regular
+/// file the job's user owns, reached without following a final symlink and without
+/// blocking, so a user cannot point it at a root-owned file (or a FIFO) by swapping
+/// their output file during the job.
+fn note_in_stderr(work_dir: &Path, paths: &Paths, node: &str, msg: &str) {
     use std::io::Write;
-    let path = work_dir.join(stderr);
-    if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(path) {
-        let _ = writeln!(f, "slurmstepd-{node}: error: {msg}");
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let path = work_dir.join(&paths.stderr);
+    let Ok(mut f) = std::fs::OpenOptions::new()
+        .append(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(path)
+    else {
+        return;
+    };
+    match f.metadata() {
+        Ok(m) if m.is_file() && m.uid() == paths.owner => {
+            let _ = writeln!(f, "slurmstepd-{node}: error: {msg}");
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn paths(stderr: &str, owner: u32) -> Paths {
+        Paths {
+            stdin: "/dev/null".into(),
+            stdout: stderr.into(),
+            stderr: stderr.into(),
+            owner,
+        }
+    }
+
+    #[test]
+    fn notes_go_only_into_the_users_own_regular_file() {
+        let d = tempfile::tempdir().unwrap();
+        let me = nix::unistd::geteuid().as_raw();
+        std::fs::write(d.path().join("out"), "job output\n").unwrap();
+        note_in_stderr(d.path(), &paths("out", me), "n1", "*** JOB 5 ***");
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("out")).unwrap(),
+            "job output\nslurmstepd-n1: error: *** JOB 5 ***\n"
+        );
+        // Someone else's file (as the owner check sees it): untouched.
+        note_in_stderr(d.path(), &paths("out", me + 1), "n1", "x");
+        assert!(
+            !std::fs::read_to_string(d.path().join("out"))
+                .unwrap()
+                .contains("x\n")
+        );
+        // A symlink swapped in for the output file: not followed.
+        std::fs::write(d.path().join("victim"), "precious\n").unwrap();
+        std::os::unix::fs::symlink(d.path().join("victim"), d.path().join("link")).unwrap();
+        note_in_stderr(d.path(), &paths("link", me), "n1", "x");
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("victim")).unwrap(),
+            "precious\n"
+        );
+        // A FIFO without reader: no write, and no hang.
+        nix::unistd::mkfifo(&d.path().join("fifo"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        note_in_stderr(d.path(), &paths("fifo", me), "n1", "x");
+        // A missing file is not created.
+        note_in_stderr(d.path(), &paths("missing", me), "n1", "x");
+        assert!(!d.path().join("missing").exists());
     }
 }

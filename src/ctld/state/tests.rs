@@ -177,6 +177,8 @@ fn cancel_pending_and_running() {
     assert_eq!(r[0].error, None);
     assert_eq!(c.jobs[&b].state, JobState::Cancelled);
     assert_eq!(c.jobs[&b].cancelled_by, Some(2001));
+    // A cancelled pending job keeps its last reason (golden scancel.txt).
+    assert_eq!(c.jobs[&b].reason, Reason::Resources);
     // Someone else may not cancel alice's job.
     let f = JobFilter {
         ids: vec![a],
@@ -238,6 +240,8 @@ fn time_limit_ends_job_as_timeout() {
     c.from_agent("n1", ended(id, 0, 15), 61, &mut fx);
     assert_eq!(c.jobs[&id].state_long(), "TIMEOUT");
     assert_eq!(c.jobs[&id].end_time, Some(60));
+    // scontrol's ExitCode is how the shell ended (golden timeout.txt: 0:15 or 0:9).
+    assert_eq!(c.jobs[&id].exit.to_string(), "0:15");
 }
 
 #[test]
@@ -353,4 +357,58 @@ fn batch_signal_is_sent_before_the_limit_once() {
     c.tick(90, &mut fx);
     c.tick(91, &mut fx);
     assert_eq!(sent(&fx), 1);
+}
+
+#[test]
+fn relative_time_limit_updates() {
+    let mut c = cluster();
+    let mut s = spec("t");
+    s.time_limit = Some(TimeLimit::Minutes(30));
+    s.hold = true;
+    let id = submit(&mut c, s, ALICE, 0);
+    let mut fx = Effects::default();
+    // The owner may lower it; raising is for operators.
+    assert_eq!(
+        c.update_job(id, &[JobUpdate::TimeLimitBy(-10)], ALICE, &mut fx),
+        Ok(())
+    );
+    assert_eq!(c.jobs[&id].time_limit, TimeLimit::Minutes(20));
+    assert_eq!(
+        c.update_job(id, &[JobUpdate::TimeLimitBy(5)], ALICE, &mut fx),
+        Err(SlurmError::AccessDenied)
+    );
+    assert_eq!(
+        c.update_job(id, &[JobUpdate::TimeLimitBy(5)], ROOT, &mut fx),
+        Ok(())
+    );
+    assert_eq!(c.jobs[&id].time_limit, TimeLimit::Minutes(25));
+    // Not below one minute.
+    assert_eq!(
+        c.update_job(id, &[JobUpdate::TimeLimitBy(-25)], ROOT, &mut fx),
+        Err(SlurmError::InvalidTimeLimit)
+    );
+    assert_eq!(c.jobs[&id].time_limit, TimeLimit::Minutes(25));
+}
+
+#[test]
+fn overflowing_counts_are_refused_not_a_panic() {
+    let c = cluster();
+    let mut s = spec("huge");
+    s.ntasks_per_node = Some(65536);
+    s.nodes_min = Some(65536);
+    assert_eq!(
+        c.resolve(s, ALICE, 0, &names).err(),
+        Some(SlurmError::NodeConfigUnavailable)
+    );
+    let mut s = spec("wide");
+    s.ntasks = Some(1 << 20);
+    s.cpus_per_task = Some(1 << 20);
+    assert_eq!(
+        c.resolve(s, ALICE, 0, &names).err(),
+        Some(SlurmError::NodeConfigUnavailable)
+    );
+    let mut s = spec("mem");
+    s.ntasks = Some(1 << 16);
+    s.mem = Some(MemReq::PerCpu(999_999_999_999_999));
+    assert!(c.resolve(s, ALICE, 0, &names).is_err());
 }
