@@ -8,6 +8,7 @@
 
 pub mod discover;
 pub mod stdio;
+mod steps;
 
 use crate::config::NodeConf;
 use crate::proto::spool::{self, StepResult, TerminateRequest};
@@ -76,6 +77,7 @@ where
     let _ = etx.send(heartbeat());
     let mut beat = tokio::time::interval(cfg.heartbeat.max(Duration::from_millis(100)));
     beat.tick().await;
+    let mut steps = steps::Steps::default();
     loop {
         tokio::select! {
             m = link.recv::<ToAgent>() => {
@@ -84,9 +86,12 @@ where
                     Err(crate::proto::ProtoError::Closed) => return Ok(()),
                     Err(e) => return Err(e.into()),
                 };
-                handle(msg, &cfg, &etx);
+                handle(msg, &cfg, &etx, &mut steps);
             }
-            Some(ev) = erx.recv() => link.send(&ev).await?,
+            Some(ev) = erx.recv() => {
+                steps.observe(&ev);
+                link.send(&ev).await?
+            }
             _ = beat.tick() => link.send(&heartbeat()).await?,
         }
     }
@@ -110,8 +115,19 @@ fn known_jobs(spool: &Path) -> Vec<u32> {
     ids
 }
 
-fn handle(msg: ToAgent, cfg: &AgentConfig, etx: &mpsc::UnboundedSender<FromAgent>) {
+fn handle(
+    msg: ToAgent,
+    cfg: &AgentConfig,
+    etx: &mpsc::UnboundedSender<FromAgent>,
+    steps: &mut steps::Steps,
+) {
     match msg {
+        ToAgent::LaunchStep(ls) => steps.launch(*ls, cfg, etx),
+        ToAgent::StepInput {
+            job_id,
+            step_id,
+            input,
+        } => steps.input(job_id, step_id, input),
         ToAgent::Launch(lb) => {
             let id = lb.job.id;
             if let Err(e) = launch(lb, cfg, etx.clone()) {
@@ -124,6 +140,9 @@ fn handle(msg: ToAgent, cfg: &AgentConfig, etx: &mpsc::UnboundedSender<FromAgent
             signal,
             batch_only,
         } => {
+            if !batch_only {
+                steps.signal_job(job_id, signal);
+            }
             signal_job(job_dir(&cfg.spool_dir, job_id), signal, batch_only);
         }
         ToAgent::Terminate {
@@ -131,7 +150,11 @@ fn handle(msg: ToAgent, cfg: &AgentConfig, etx: &mpsc::UnboundedSender<FromAgent
             kill_wait,
             reason,
         } => {
+            steps.terminate_job(job_id, kill_wait);
             let dir = job_dir(&cfg.spool_dir, job_id);
+            if !dir.exists() {
+                return;
+            }
             let req = TerminateRequest {
                 kill_wait,
                 message: reason,
@@ -235,6 +258,11 @@ fn launch(
         .stderr(log)
         .spawn()
         .with_context(|| format!("cannot run {} stepd", cfg.exe.display()))?;
+    // Recorded here too (stepd writes the same pid when it starts), so that an agent
+    // restarted right after this launch finds the stepd to adopt.
+    if let Some(pid) = child.id() {
+        let _ = spool::write_pid(&dir, spool::STEPD_PID, pid);
+    }
     tokio::spawn(async move {
         let _ = child.wait().await;
         let _ = etx.send(collect(&dir, id));
@@ -274,6 +302,15 @@ fn collect(dir: &Path, id: u32) -> FromAgent {
     }
 }
 
+/// Whether the job's launch record is less than 30 s old (its stepd may be starting).
+fn recently_launched(dir: &Path) -> bool {
+    std::fs::metadata(dir.join(spool::LAUNCH))
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age < Duration::from_secs(30))
+}
+
 /// Watches a job whose stepd was started by an earlier agent: reports its result once it
 /// appears, or a failure if stepd died without one.
 async fn watch_adopted(dir: PathBuf, id: u32, etx: mpsc::UnboundedSender<FromAgent>) {
@@ -282,8 +319,11 @@ async fn watch_adopted(dir: PathBuf, id: u32, etx: mpsc::UnboundedSender<FromAge
             let _ = etx.send(collect(&dir, id));
             return;
         }
-        let alive = spool::read_pid(&dir, spool::STEPD_PID)
-            .is_some_and(|pid| kill(Pid::from_raw(pid), None).is_ok());
+        let alive = match spool::read_pid(&dir, spool::STEPD_PID) {
+            Some(pid) => kill(Pid::from_raw(pid), None).is_ok(),
+            // Launched but no pid recorded yet: a stepd may still be starting.
+            None => recently_launched(&dir),
+        };
         if !alive {
             // Re-check: stepd may have written its result just before exiting.
             tokio::time::sleep(Duration::from_millis(50)).await;

@@ -161,6 +161,23 @@ impl Client {
         Ok(Client { framed })
     }
 
+    /// The connection itself, for a step stream (no read timeout: a step may be quiet
+    /// for as long as it likes).
+    pub fn into_stream(self) -> UnixStream {
+        let s = self.framed.into_inner();
+        let _ = s.set_read_timeout(None);
+        s
+    }
+
+    /// Like [`Client::request`] for a request whose answer may take arbitrarily long
+    /// (waiting for a job to start or end): no read timeout.
+    pub fn request_waiting(&mut self, req: &Request) -> Result<Response, ClientError> {
+        let _ = self.framed.get_ref().set_read_timeout(None);
+        let r = self.request(req);
+        let _ = self.framed.get_ref().set_read_timeout(Some(RECV_TIMEOUT));
+        r
+    }
+
     /// One request, one response. A controller-side error arrives as `Ok(Response::Error)`.
     pub fn request(&mut self, req: &Request) -> Result<Response, ClientError> {
         self.framed.send(req)?;

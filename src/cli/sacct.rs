@@ -894,6 +894,7 @@ mod tests {
             ntasks: 1,
             max_rss_kib: rss,
             cpu_secs: 0.0,
+            detail: None,
         }
     }
 

@@ -461,7 +461,7 @@ fn read_script(source: &ScriptSource) -> Result<String, Failure> {
 }
 
 /// What this process knows about where it runs.
-fn submit_context() -> Result<SubmitContext, Failure> {
+pub(crate) fn submit_context() -> Result<SubmitContext, Failure> {
     let cwd = std::env::current_dir()
         .map_err(|e| Failure::error(format!("Unable to get the current directory: {e}")))?;
     let env = std::env::vars_os()
@@ -482,7 +482,7 @@ fn submit_context() -> Result<SubmitContext, Failure> {
 }
 
 /// The process umask (read by setting and restoring it; sbatch is single-threaded here).
-fn current_umask() -> u32 {
+pub(crate) fn current_umask() -> u32 {
     use nix::sys::stat::{Mode, umask};
     let old = umask(Mode::from_bits_truncate(0o077));
     umask(old);
@@ -563,6 +563,7 @@ fn response_kind(r: &Response) -> &'static str {
         Response::Config(_) => "Config",
         Response::Ok => "Ok",
         Response::Error(_) => "Error",
+        Response::Allocation(_) => "Allocation",
     }
 }
 

@@ -66,6 +66,8 @@ pub struct Opts {
     /// `-V`, `-h`: print and exit.
     pub version: bool,
     pub help: bool,
+    /// Numbered steps given as `JOB.STEP` operands.
+    pub steps: Vec<(u32, u32)>,
 }
 
 /// Signal names as `kill -l` spells them (without `SIG`), by number.
@@ -146,6 +148,12 @@ pub fn parse_args(
                 for part in a.split(',').filter(|p| !p.is_empty()) {
                     match parse_job_id(part) {
                         Some(s) if s.is_plain() => o.ids.push(s.job),
+                        Some(crate::cli::jobid::JobIdSpec {
+                            job,
+                            array: None,
+                            het: None,
+                            step: Some(crate::cli::jobid::StepSel::Num(n)),
+                        }) => o.steps.push((job, n)),
                         Some(s) if s.step.is_none() && s.het.is_none() => match s.array_tasks() {
                             Some(t) => o.array_tasks.push(t),
                             None => {
@@ -216,7 +224,13 @@ pub fn parse_args(
             }
         }
     }
-    if o.ids.is_empty() && o.array_tasks.is_empty() && !filtered && !o.version && !o.help {
+    if o.ids.is_empty()
+        && o.array_tasks.is_empty()
+        && o.steps.is_empty()
+        && !filtered
+        && !o.version
+        && !o.help
+    {
         return Err("scancel: error: No job identification provided".into());
     }
     Ok(o)
@@ -320,6 +334,37 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         print!("{}", usage());
         return ExitCode::SUCCESS;
     }
+    let mut step_results = Vec::new();
+    if !o.steps.is_empty() {
+        let r = Client::connect().and_then(|(mut c, _)| {
+            c.request(&Request::CancelSteps {
+                steps: o.steps.clone(),
+                signal: o.signal,
+            })
+        });
+        match r {
+            Ok(Response::Results(rs)) => step_results = rs,
+            Ok(Response::Error(e)) => {
+                eprintln!("scancel: error: {e}");
+                return ExitCode::from(1);
+            }
+            Ok(_) => {}
+            Err(e) => {
+                eprintln!("scancel: error: {e}");
+                return ExitCode::from(1);
+            }
+        }
+        if o.ids.is_empty()
+            && o.users.is_empty()
+            && o.names.is_empty()
+            && o.states.is_empty()
+            && o.partitions.is_empty()
+        {
+            let (err, code) = report(&o, &step_results);
+            eprint!("{err}");
+            return ExitCode::from(code);
+        }
+    }
     let resp = Client::connect().and_then(|(mut c, _)| c.request(&request_for(&o)));
     let resp = match resp {
         Ok(r) => r,
@@ -332,7 +377,8 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         }
     };
     match results_of(&o, resp) {
-        Ok(rs) => {
+        Ok(mut rs) => {
+            rs.extend(step_results);
             let (err, code) = report(&o, &rs);
             eprint!("{err}");
             ExitCode::from(code)

@@ -42,6 +42,8 @@ pub enum Show {
     Hostnames(Option<String>),
     Hostlist(String),
     HostlistSorted(String),
+    /// `show step [JOB[.STEP]]`: running steps.
+    Step(Option<String>),
 }
 
 /// One scontrol command, parsed.
@@ -229,6 +231,8 @@ fn parse_show(rest: &[String]) -> Result<Command, String> {
         Show::Node(arg)
     } else if abbrev(e, "partitions", 2) {
         Show::Partition(arg)
+    } else if abbrev(e, "steps", 2) {
+        Show::Step(arg)
     } else if abbrev(e, "config", 1) {
         Show::Config
     } else if abbrev(e, "hostnames", 5) {
@@ -414,6 +418,7 @@ pub fn execute(
             }
         }
         Command::Show(Show::Job(id)) => show_job(id.as_deref(), opts, req),
+        Command::Show(Show::Step(id)) => show_step(id.as_deref(), opts, req),
         Command::Show(Show::Node(name)) => show_nodes(name.as_deref(), opts, req),
         Command::Show(Show::Partition(name)) => show_partitions(name.as_deref(), opts, req),
         Command::Show(Show::Config) => match req(&Request::Config) {
@@ -603,6 +608,94 @@ fn show_job(id: Option<&str>, opts: &Opts, req: &mut Requester<'_>) -> Output {
     }
 }
 
+fn show_step(id: Option<&str>, opts: &Opts, req: &mut Requester<'_>) -> Output {
+    let mut filter = JobFilter::default();
+    let mut want_step = None;
+    if let Some(id) = id {
+        match parse_job_id(id) {
+            Some(s) if s.array.is_none() && s.het.is_none() => {
+                filter.ids.push(s.job);
+                want_step = s.step.map(|x| x.as_record_id());
+            }
+            _ => return Output::err(format!("Invalid job id specified: {id}\n")),
+        }
+    }
+    let (jobs, now) = match req(&Request::Jobs(filter)) {
+        Ok(Response::Jobs { jobs, now }) => (jobs, now),
+        Ok(Response::Error(e)) => return Output::err(format!("slurm_get_job_steps error: {e}\n")),
+        Ok(_) => return Output::err("slurm_get_job_steps error: unexpected answer\n".into()),
+        Err(e) => return client_failure("slurm_get_job_steps error", &e),
+    };
+    let mut out = String::new();
+    for j in jobs.iter().filter(|j| j.is_active()) {
+        for st in j
+            .steps
+            .iter()
+            .filter(|s| s.state == crate::model::JobState::Running)
+        {
+            if want_step.as_ref().is_some_and(|w| *w != st.id) {
+                continue;
+            }
+            out.push_str(&join_record(&step_lines(j, st, now), opts.oneliner, false));
+        }
+    }
+    if out.is_empty() {
+        return match (id, want_step) {
+            (Some(id), Some(_)) => Output::err(format!("Job step {id} not found\n")),
+            (Some(id), None) => Output::err(format!("Job {id} has no steps running\n")),
+            _ => Output::ok("No job steps in the system\n".into()),
+        };
+    }
+    Output::ok(out)
+}
+
+/// The lines of `scontrol show step` for one running step.
+pub fn step_lines(job: &Job, st: &crate::model::StepRecord, _now: i64) -> Vec<String> {
+    let d = st.detail.as_deref();
+    let limit = d
+        .and_then(|d| d.time_limit)
+        .unwrap_or(job.time_limit)
+        .to_hms();
+    let nnodes = hostlist::expand(&st.nodes).map(|v| v.len()).unwrap_or(1);
+    let mem = d.map(|d| d.mem_per_node).unwrap_or(0);
+    let mut tres = format!("cpu={}", st.ncpus);
+    if mem > 0 {
+        tres.push_str(&format!(",mem={}M", mem * nnodes as u64));
+    }
+    tres.push_str(&format!(",node={nnodes}"));
+    let dist = match d.map(|d| d.distribution) {
+        Some(crate::model::step::Distribution::Cyclic) => "Cyclic",
+        Some(crate::model::step::Distribution::Plane(_)) => "Plane",
+        _ => "Block",
+    };
+    let mut v = vec![
+        format!(
+            "StepId={}.{} UserId={} StartTime={} TimeLimit={limit}",
+            job.id,
+            st.id,
+            job.uid,
+            fmt_ts(st.start_time)
+        ),
+        format!(
+            "State={} Partition={} NodeList={}",
+            st.state.long(),
+            job.partition,
+            st.nodes
+        ),
+        format!(
+            "Nodes={nnodes} CPUs={} Tasks={} Name={} Network=(null)",
+            st.ncpus, st.ntasks, st.name
+        ),
+        format!("TRES={tres}"),
+        "ResvPorts=(null)".to_string(),
+        format!("CPUFreqReq=Default Dist={dist}"),
+    ];
+    if let Some(d) = d {
+        v.push(format!("SrunHost:Pid={}", d.srun));
+    }
+    v
+}
+
 fn load_nodes(
     req: &mut Requester<'_>,
     prefix: &str,
@@ -765,9 +858,10 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
             .unwrap_or_else(|| "(null)".into())
     ));
     l.push(format!(
-        "Requeue={} Restarts={} BatchFlag=1 Reboot=0 ExitCode={}",
+        "Requeue={} Restarts={} BatchFlag={} Reboot=0 ExitCode={}",
         u8::from(spec.requeue.unwrap_or(true)),
         job.restarts,
+        u8::from(!spec.alloc_only),
         job.exit
     ));
     if details {

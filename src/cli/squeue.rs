@@ -15,7 +15,7 @@
 //! `123_[5-99%10]`; `-r` and `-j 123_i` show them one per line. An array's id in `-j`
 //! selects every record of the array, a task's own id that task.
 //!
-//! Not yet: GRES (`%b` is `N/A`), `--json`/`--yaml`, `-s` steps, `-i` iteration. `--start` shows the controller's estimate in `start_time` when a
+//! Not yet: GRES (`%b` is `N/A`), `--json`/`--yaml`, `-i` iteration. `--start` shows the controller's estimate in `start_time` when a
 //! pending job has one, else `N/A`; SCHEDNODES is `(null)`.
 
 use crate::cli::client::Client;
@@ -110,6 +110,10 @@ pub struct Args {
     /// Show the expected start time of pending jobs.
     #[arg(long = "start")]
     pub start: bool,
+    /// Show job steps (optionally only these `JOB.STEP`s) instead of jobs.
+    #[arg(short = 's', long = "steps", value_name = "STEPS", num_args = 0..=1,
+          require_equals = true, default_missing_value = "")]
+    pub steps: Option<String>,
     /// Comma separated list of states to view (`all`, `PD`, `running`, …).
     #[arg(short = 't', long = "states", value_name = "STATES")]
     pub states: Option<String>,
@@ -993,6 +997,46 @@ fn resolve_user(name: &str) -> Option<u32> {
         .map(|u| u.uid.as_raw())
 }
 
+/// `squeue -s`.
+fn run_steps(opts: &Args, list: &str) -> ExitCode {
+    use super::squeue_steps as st;
+    let my_uid = nix::unistd::getuid().as_raw();
+    let q = match st::build(opts, list, &resolve_user, my_uid) {
+        Ok(q) => q,
+        Err(e) => {
+            eprintln!("{}", e.trim_end());
+            return ExitCode::from(1);
+        }
+    };
+    let mut client = match Client::connect() {
+        Ok((c, _)) => c,
+        Err(e) => {
+            eprintln!("slurm_load_jobs error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let filter = JobFilter {
+        ids: q.jobs.clone(),
+        ..JobFilter::default()
+    };
+    match client.request(&Request::Jobs(filter)) {
+        Ok(Response::Jobs { jobs, now }) => {
+            print!("{}", st::render(&q, &jobs, now));
+            ExitCode::SUCCESS
+        }
+        Ok(Response::Error(e)) => {
+            eprintln!("slurm_load_jobs error: {e}");
+            ExitCode::from(1)
+        }
+        _ => {
+            eprintln!(
+                "slurm_load_jobs error: Unable to contact slurm controller (connect failure)"
+            );
+            ExitCode::from(1)
+        }
+    }
+}
+
 fn emit(out: &Output) -> ExitCode {
     use std::io::Write;
     let _ = std::io::stderr().write_all(out.stderr.as_bytes());
@@ -1032,6 +1076,9 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
     if opts.json {
         eprintln!("squeue: error: --json is not supported by sluice yet");
         return ExitCode::from(1);
+    }
+    if let Some(list) = &opts.steps {
+        return run_steps(&opts, list);
     }
     let mut stderr = String::new();
     let env = |k: &str| std::env::var(k).ok();

@@ -47,6 +47,8 @@ pub struct Effects {
     pub to_agent: Vec<(String, ToAgent)>,
     /// A scheduling pass is due.
     pub schedule: bool,
+    /// Events for srun step streams, by stream token (`ctld::steps`).
+    pub to_client: Vec<(u64, crate::proto::StepEvent)>,
 }
 
 /// Why a running job is being ended by the controller.
@@ -81,6 +83,8 @@ pub struct Cluster {
     pub max_array_size: u32,
     /// Cancel jobs whose dependency can never be satisfied (`kill_invalid_depend`).
     pub kill_invalid_depend: bool,
+    /// Live and waiting steps (`ctld::steps`).
+    pub steps: super::steps::StepTable,
 }
 
 impl Cluster {
@@ -159,6 +163,7 @@ impl Cluster {
             config_entries,
             max_array_size: cfg.max_array_size,
             kill_invalid_depend: cfg.kill_invalid_depend,
+            steps: Default::default(),
         }
     }
 
@@ -183,6 +188,11 @@ impl Cluster {
 
     fn node_mut(&mut self, name: &str) -> Option<&mut Node> {
         self.nodes.iter_mut().find(|n| n.name == name)
+    }
+
+    /// Removes an allocation from its nodes (the job ended).
+    pub(super) fn uncharge(&mut self, a: &Allocation, completing: bool) {
+        self.charge(a, completing, -1);
     }
 
     /// Adds (`sign` = 1) or removes (`sign` = -1) an allocation from its nodes.
@@ -623,6 +633,12 @@ impl Cluster {
         j.start_time = Some(now);
         j.last_sched_eval = Some(now);
         j.end_time = None;
+        if j.spec.alloc_only {
+            // salloc/srun: the allocation is the job; steps come from its owner.
+            j.alloc = Some(alloc);
+            fx.persist.push(j.clone());
+            return;
+        }
         j.steps.retain(|s| s.id != "batch");
         j.steps.push(StepRecord {
             id: "batch".into(),
@@ -636,6 +652,7 @@ impl Cluster {
             ntasks: 1,
             max_rss_kib: 0,
             cpu_secs: 0.0,
+            detail: None,
         });
         let batch_host = alloc.nodes[0].clone();
         j.alloc = Some(alloc);
@@ -675,9 +692,10 @@ impl Cluster {
 
     /// Periodic work: `--signal` warnings, time limits and MinJobAge purge.
     pub fn tick(&mut self, now: i64, fx: &mut Effects) {
+        self.tick_steps(now, fx);
         // `--signal=B:SIG@secs` goes to the batch shell `secs` before the limit. Without
-        // `B:` Slurm signals the job's steps only; steps arrive with srun.
-        let warn: Vec<(u32, String, i32)> = self
+        // `B:` Slurm signals the job's steps only (those running at that moment).
+        let warn: Vec<(u32, String, i32, bool)> = self
             .jobs
             .values()
             .filter(|j| {
@@ -691,11 +709,15 @@ impl Cluster {
                 let limit = j.time_limit.secs()? as i64;
                 let due = j.start_time? + limit - i64::from(sig.secs_before);
                 let node = j.alloc.as_ref()?.nodes[0].clone();
-                (sig.batch_only && now >= due).then_some((j.id, node, sig.signal))
+                (now >= due).then_some((j.id, node, sig.signal, sig.batch_only))
             })
             .collect();
-        for (id, node, signal) in warn {
+        for (id, node, signal, batch_only) in warn {
             self.warned.insert(id);
+            if !batch_only {
+                self.signal_job_steps(id, signal, fx);
+                continue;
+            }
             fx.to_agent.push((
                 node,
                 ToAgent::Signal {
@@ -776,10 +798,17 @@ impl Cluster {
         now: i64,
         fx: &mut Effects,
     ) -> Option<String> {
-        let j = self.jobs.get_mut(&id)?;
+        let j = self.jobs.get(&id)?;
         if j.state != JobState::Running || j.completing {
             return None;
         }
+        let alloc_only = j.spec.alloc_only;
+        self.end_job_steps(id, state == JobState::Timeout, now, fx);
+        if alloc_only {
+            self.end_alloc_only(id, state, reason, ExitStatus::default(), now, fx);
+            return None;
+        }
+        let j = self.jobs.get_mut(&id)?;
         j.state = state;
         j.reason = reason;
         j.end_time = Some(now);
@@ -904,6 +933,11 @@ impl Cluster {
         match msg {
             FromAgent::Register { .. } => {}
             FromAgent::Started { .. } => {}
+            FromAgent::Step {
+                job_id,
+                step_id,
+                event,
+            } => self.step_event(node, job_id, step_id, event, now, fx),
             FromAgent::Heartbeat { load, free_mem } => {
                 if let Some(n) = self.node_mut(node) {
                     n.cpu_load = Some(load);
@@ -942,6 +976,8 @@ impl Cluster {
     /// the node lost the job (NODE_FAIL).
     fn finish(&mut self, id: u32, end: Option<End>, now: i64, fx: &mut Effects) {
         let ending = self.endings.remove(&id);
+        // Steps still running when the batch script ends are ended with it.
+        self.end_job_steps(id, false, now, fx);
         let Some(j) = self.jobs.get_mut(&id) else {
             return;
         };
@@ -1221,6 +1257,12 @@ impl Cluster {
                 Ok(())
             }
             (_, Some(sig)) => {
+                // Without -b the signal goes to the job's steps (Slurm 22.05); a job
+                // without steps gets it in its batch shell's process group.
+                if !batch_only && self.signal_job_steps(id, sig, fx) > 0 {
+                    return Ok(());
+                }
+                let j = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
                 let node = j.alloc.as_ref().map(|a| a.nodes[0].clone());
                 if let Some(node) = node {
                     fx.to_agent.push((

@@ -299,6 +299,130 @@ pub struct SbatchArgs {
     pub script: Vec<String>,
 }
 
+/// Options only steps have (`srun`; cf. src/srun/opt.c).
+#[derive(Args, Debug, Clone, Default, PartialEq)]
+pub struct StepOpts {
+    /// Prefix each output line with the task's rank
+    #[arg(short = 'l', long = "label")]
+    pub label: bool,
+    /// The command is a configuration file of per-rank programs
+    #[arg(long = "multi-prog")]
+    pub multi_prog: bool,
+    /// Run task 0 on a pseudo-terminal
+    #[arg(long = "pty")]
+    pub pty: bool,
+    /// Do not line-buffer the tasks' output
+    #[arg(short = 'u', long = "unbuffered")]
+    pub unbuffered: bool,
+    /// End the step when a task exits non-zero (0 disables)
+    #[arg(short = 'K', long = "kill-on-bad-exit", value_name = "0|1", num_args = 0..=1,
+          require_equals = true, default_missing_value = "1")]
+    pub kill_on_bad_exit: Option<String>,
+    /// Share CPUs with the job's other steps
+    #[arg(long = "overlap")]
+    pub overlap: bool,
+    /// Use only the CPUs asked for (not all of the job's on each node)
+    #[arg(long = "exact")]
+    pub exact: bool,
+    /// Run in this existing job
+    #[arg(long = "jobid", value_name = "ID")]
+    pub jobid: Option<String>,
+    /// Bind tasks to CPUs: none, cores, threads[,verbose]
+    #[arg(long = "cpu-bind", visible_alias = "cpu_bind", value_name = "TYPE")]
+    pub cpu_bind: Option<String>,
+    /// Seconds to wait after the first task ends before ending the step (accepted)
+    #[arg(short = 'W', long = "wait", value_name = "SECONDS")]
+    pub wait: Option<String>,
+    /// Ctrl-C is forwarded at once instead of printing the step's status
+    #[arg(short = 'X', long = "disable-status")]
+    pub disable_status: bool,
+    /// Take -n/-N from the environment only (accepted)
+    #[arg(short = 'E', long = "preserve-env")]
+    pub preserve_env: bool,
+    /// (not supported) Run without an allocation
+    #[arg(short = 'Z', long = "no-allocate")]
+    pub no_allocate: bool,
+}
+
+/// The whole `srun` command line: options, then the program and its arguments.
+#[derive(Parser, Debug, Clone, Default, PartialEq)]
+#[command(
+    name = "srun",
+    about = "Run parallel tasks under sluice (Slurm-compatible)",
+    infer_long_args = true,
+    args_override_self = true,
+    disable_version_flag = true,
+    override_usage = "srun [OPTIONS...] executable [args...]"
+)]
+pub struct SrunArgs {
+    #[command(flatten)]
+    pub job: JobOpts,
+    #[command(flatten)]
+    pub step: StepOpts,
+    /// Print the version (as `slurm <version>`)
+    #[arg(short = 'V', long = "version")]
+    pub version: bool,
+    /// The program (or, with --multi-prog, the configuration file) and its arguments
+    #[arg(value_name = "EXECUTABLE [ARGS]", trailing_var_arg = true)]
+    pub command: Vec<String>,
+}
+
+/// The whole `salloc` command line.
+#[derive(Parser, Debug, Clone, Default, PartialEq)]
+#[command(
+    name = "salloc",
+    about = "Obtain a job allocation under sluice (Slurm-compatible)",
+    infer_long_args = true,
+    args_override_self = true,
+    disable_version_flag = true,
+    override_usage = "salloc [OPTIONS...] [command [args...]]"
+)]
+pub struct SallocArgs {
+    #[command(flatten)]
+    pub job: JobOpts,
+    /// (not supported) Grant the allocation without running a command
+    #[arg(long = "no-shell")]
+    pub no_shell: bool,
+    /// Ring the terminal bell when the allocation is granted (accepted)
+    #[arg(long = "bell")]
+    pub bell: bool,
+    /// Do not ring the bell (accepted)
+    #[arg(long = "no-bell")]
+    pub no_bell: bool,
+    /// Signal to send the command when the allocation ends (accepted)
+    #[arg(short = 'K', long = "kill-command", value_name = "SIGNAL", num_args = 0..=1,
+          require_equals = true, default_missing_value = "TERM")]
+    pub kill_command: Option<String>,
+    /// Print the version (as `slurm <version>`)
+    #[arg(short = 'V', long = "version")]
+    pub version: bool,
+    /// The command to run (default: the user's shell)
+    #[arg(value_name = "COMMAND [ARGS]", trailing_var_arg = true)]
+    pub command: Vec<String>,
+}
+
+/// Parses an srun command line (argv[0] included).
+///
+/// Errors: [`OptError::Usage`] for unknown options, [`OptError::Help`] for `--help`.
+pub fn parse_srun_argv<I, T>(argv: I) -> Result<SrunArgs, OptError>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    SrunArgs::try_parse_from(argv).map_err(|e| OptError::from_clap(&e))
+}
+
+/// Parses a salloc command line (argv[0] included).
+///
+/// Errors: as [`parse_srun_argv`].
+pub fn parse_salloc_argv<I, T>(argv: I) -> Result<SallocArgs, OptError>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    SallocArgs::try_parse_from(argv).map_err(|e| OptError::from_clap(&e))
+}
+
 /// A user error in options, rendered as Slurm prints it. Exit codes follow Slurm:
 /// 255 for command-line errors, 1 for requests refused after parsing.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -505,7 +629,17 @@ impl JobOpts {
     /// Errors: [`OptError::Unsupported`] (exit 1) for options not implemented yet (the
     /// first one found); otherwise Slurm's message for the first invalid value (exit 255).
     pub fn to_spec(&self, ctx: &SubmitContext) -> Result<Normalised, OptError> {
-        if let Some(first) = self.unsupported().first() {
+        self.to_spec_allowing(ctx, &[])
+    }
+
+    /// Like [`JobOpts::to_spec`], but the not-yet-supported options named in `allow`
+    /// (long names, `--distribution`) are let through for the caller to handle.
+    pub fn to_spec_allowing(
+        &self,
+        ctx: &SubmitContext,
+        allow: &[&str],
+    ) -> Result<Normalised, OptError> {
+        if let Some(first) = self.unsupported().iter().find(|o| !allow.contains(o)) {
             return Err(OptError::Unsupported((*first).to_string()));
         }
         let warnings = self

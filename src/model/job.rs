@@ -191,6 +191,10 @@ pub struct JobSpec {
     /// `--immediate`: refuse the submission unless the job can start at once.
     #[serde(default)]
     pub immediate: bool,
+    /// An allocation without a batch script (salloc, srun outside an allocation): no
+    /// batch step is launched, and the job ends when its owner releases it.
+    #[serde(default)]
+    pub alloc_only: bool,
 }
 
 impl fmt::Debug for JobSpec {
@@ -428,6 +432,29 @@ pub struct StepRecord {
     /// User + system CPU time of the step's tasks, seconds.
     #[serde(default)]
     pub cpu_secs: f64,
+    /// What only `srun` steps have: layout, launcher, limits, live usage.
+    #[serde(default)]
+    pub detail: Option<Box<StepDetail>>,
+}
+
+/// The parts of a numbered step's record beyond accounting (`scontrol show step`,
+/// `squeue -s`, `sstat`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepDetail {
+    /// Owner of the step (the job's user).
+    pub uid: u32,
+    /// Nodes, CPUs and ranks of the step.
+    pub layout: super::step::StepLayout,
+    /// `host:pid` of the srun that launched it.
+    pub srun: String,
+    pub time_limit: Option<TimeLimit>,
+    pub distribution: super::step::Distribution,
+    /// Memory the step holds per node, MiB (0 = not tracked).
+    pub mem_per_node: u64,
+    /// The latest usage sample (final at the end).
+    pub usage: super::step::StepUsage,
+    /// uid that cancelled the step.
+    pub cancelled_by: Option<u32>,
 }
 
 /// The allocation a running job holds on its nodes.
@@ -616,6 +643,61 @@ impl Job {
             MemReq::PerNode(m) => m,
             MemReq::PerCpu(m) => m.saturating_mul(u64::from(cpus_on_node)),
         }
+    }
+}
+
+/// A running job of alice's on nodes `node01…` with `cpus` CPUs each, for tests.
+#[cfg(test)]
+pub(crate) fn sample_running(id: u32, name: &str, cpus: Vec<u32>) -> Job {
+    let nodes = (1..=cpus.len()).map(|i| format!("node{i:02}")).collect();
+    Job {
+        id,
+        spec: JobSpec {
+            name: name.into(),
+            work_dir: "/home/alice/golden-work".into(),
+            submit_dir: "/home/alice/golden-work".into(),
+            submit_host: "vm".into(),
+            ..JobSpec::default()
+        },
+        uid: 2001,
+        gid: 2001,
+        user: "alice".into(),
+        group: "alice".into(),
+        partition: "debug".into(),
+        account: "research".into(),
+        qos: "normal".into(),
+        time_limit: TimeLimit::Minutes(60),
+        req_cpus: cpus.iter().sum(),
+        req_tasks: 1,
+        req_nodes: cpus.len() as u32,
+        req_mem: MemReq::PerCpu(400),
+        state: JobState::Running,
+        completing: false,
+        reason: Reason::None,
+        priority: 1,
+        hold: None,
+        submit_time: 1000,
+        eligible_time: Some(1000),
+        start_time: Some(1003),
+        end_time: None,
+        suspended_secs: 0,
+        alloc: Some(Allocation {
+            nodes,
+            cpus,
+            mem_per_node: 400,
+        }),
+        exit: ExitStatus::default(),
+        derived_exit: ExitStatus::default(),
+        restarts: 0,
+        cancelled_by: None,
+        steps: Vec::new(),
+        last_sched_eval: None,
+        array_job_id: 0,
+        array_task_id: None,
+        array: None,
+        depend: None,
+        past_runs: Vec::new(),
+        het: None,
     }
 }
 

@@ -10,6 +10,7 @@ pub mod hostlist;
 pub mod job;
 pub mod node;
 pub mod partition;
+pub mod step;
 pub mod time;
 
 pub use job::{

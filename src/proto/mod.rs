@@ -11,11 +11,16 @@
 //! controller and a node agent (asynchronous events both ways).
 
 use crate::model::array::IndexSet;
+use crate::model::step::StepSpec;
 use crate::model::{ExitStatus, Job, JobSpec, JobState, Node, Partition};
 use serde::{Deserialize, Serialize};
 
+pub mod bytes;
 pub mod codec;
 pub mod spool;
+pub mod stepio;
+
+pub use stepio::{LaunchStep, StepEvent, StepInput, StepdEvent, StepdInput};
 
 pub use codec::{Framed, ProtoError};
 
@@ -244,6 +249,28 @@ pub enum Request {
     Shutdown,
     /// Liveness check.
     Ping,
+    /// Create a job that only holds an allocation (salloc, srun outside an allocation).
+    /// Answered with [`Response::Allocation`] after the next scheduling pass, so the job
+    /// is either running or pending with its reason. The connection that sent it owns
+    /// the allocation: when it closes without [`Request::Release`], the job is
+    /// cancelled.
+    Allocate { spec: Box<JobSpec> },
+    /// Answered with [`Response::Allocation`] once the job has started (`started`) or
+    /// has ended (`!started`), whichever is asked; at once if that already happened.
+    WaitJob { job_id: u32, started: bool },
+    /// The owner of an allocation-only job gives it back; the job ends COMPLETED (exit
+    /// 0) or FAILED with `exit`, and its steps are ended.
+    ReleaseAllocation { job_id: u32, exit: ExitStatus },
+    /// Launch a step in a running job. The connection then becomes the step's stream:
+    /// the controller sends [`StepEvent`] frames until [`StepEvent::Done`] (or
+    /// [`StepEvent::Error`]); the client sends [`StepInput`] frames. Closing it ends the
+    /// step.
+    StepLaunch { job_id: u32, spec: Box<StepSpec> },
+    /// Signal (`Some`) or cancel (`None`) numbered steps, `(job, step)` pairs.
+    CancelSteps {
+        steps: Vec<(u32, u32)>,
+        signal: Option<i32>,
+    },
 }
 
 /// A user-facing error from the controller; `Display` is Slurm's text.
@@ -355,6 +382,8 @@ pub enum Response {
     Config(Vec<(String, String)>),
     Ok,
     Error(SlurmError),
+    /// The job an [`Request::Allocate`] or [`Request::WaitJob`] is about, as it is now.
+    Allocation(Box<Job>),
 }
 
 /// Everything a node needs to run a batch job's script.
@@ -401,6 +430,14 @@ pub enum ToAgent {
     },
     /// The controller has recorded the end of this job; the agent may forget it.
     Forget { job_id: u32 },
+    /// Start this node's part of a step (one stepd per step per node).
+    LaunchStep(Box<LaunchStep>),
+    /// Input for a running step's stepd (stdin, signals, terminal size, terminate).
+    StepInput {
+        job_id: u32,
+        step_id: u32,
+        input: StepdInput,
+    },
 }
 
 /// How a batch job ended on the node.
@@ -447,4 +484,10 @@ pub enum FromAgent {
     },
     /// Periodic load report.
     Heartbeat { load: f64, free_mem: u64 },
+    /// What a step's stepd on this node reports (output, task exits, usage, the end).
+    Step {
+        job_id: u32,
+        step_id: u32,
+        event: StepdEvent,
+    },
 }

@@ -15,6 +15,8 @@
 
 pub mod env;
 pub mod isolate;
+pub mod step;
+pub mod usage;
 
 use crate::model::job::ExitStatus;
 use crate::proto::spool::{self, StepResult, TerminateRequest};
@@ -34,6 +36,15 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
         eprintln!("usage: sluice stepd <job-spool-dir> (started by the node agent)");
         return ExitCode::from(2);
     };
+    if dir.join(step::STEP_LAUNCH).exists() {
+        return match step::run(&dir) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("stepd: {e:#}");
+                ExitCode::from(1)
+            }
+        };
+    }
     match run(&dir) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -25,4 +25,5 @@ mod sinfo;
 mod squeue;
 mod ssh;
 mod states;
+mod steps;
 mod system_mode;
