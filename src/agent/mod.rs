@@ -162,13 +162,18 @@ fn handle(
             if let Err(e) = spool::write(&dir, spool::TERMINATE, &req) {
                 tracing::warn!(job_id, "cannot write terminate request: {e}");
             }
-            if let Some(pid) = spool::read_pid(&dir, spool::STEPD_PID) {
+            // A stepd that already wrote its result is gone (its pid may be reused).
+            if !dir.join(spool::RESULT).exists()
+                && let Some(pid) = spool::read_pid(&dir, spool::STEPD_PID)
+            {
                 let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
             }
         }
         ToAgent::Forget { job_id } => {
             let dir = job_dir(&cfg.spool_dir, job_id);
-            if dir.join(spool::RESULT).exists() || !dir.join(spool::STEPD_PID).exists() {
+            let stepd_alive = spool::read_pid(&dir, spool::STEPD_PID)
+                .is_some_and(|pid| kill(Pid::from_raw(pid), None).is_ok());
+            if dir.join(spool::RESULT).exists() || !stepd_alive {
                 let _ = std::fs::remove_dir_all(&dir);
             }
         }

@@ -190,10 +190,15 @@ impl Client {
 fn spawn_controller(cfg: &Config) -> std::io::Result<std::process::Child> {
     use std::os::unix::process::CommandExt;
     std::fs::create_dir_all(&cfg.state_dir)?;
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(cfg.state_dir.join("controller.log"))?;
+    let log = {
+        use std::os::unix::fs::OpenOptionsExt;
+        // The log names other users' files in system mode: private to the controller.
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(cfg.state_dir.join("controller.log"))?
+    };
     let exe = std::env::current_exe()?;
     let mut cmd = std::process::Command::new(exe);
     cmd.arg0("sluice")

@@ -413,7 +413,12 @@ impl Config {
             reconnect_max: 30,
             nodes: vec![node],
             partitions: vec![p],
-            cgroup: CgroupConf::default(),
+            // Its own cgroup root, so a personal controller and a system one on the same
+            // machine never share job cgroups (their job ids overlap).
+            cgroup: CgroupConf {
+                root: "sluice-personal".into(),
+                ..CgroupConf::default()
+            },
         }
     }
 
@@ -667,7 +672,7 @@ state = "down"
         assert_eq!(c.max_ram_percent, 80.0);
         assert_eq!(c.plugin, CgroupPlugin::V1);
         assert_eq!(c.root, "sluice_n1");
-        assert!(Config::personal().cgroup == CgroupConf::default());
+        assert_eq!(Config::personal().cgroup.root, "sluice-personal");
     }
 
     #[test]

@@ -360,6 +360,14 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
     // The local node's agent runs in-process over an in-memory pipe speaking the same
     // protocol as a remote one.
     if let Some(local) = cfg.local_node() {
+        let host = crate::config::short_hostname();
+        if local.name != host {
+            tracing::warn!(
+                node = %local.name,
+                host = %host,
+                "no node is named after this host; running the local agent as the first local node"
+            );
+        }
         let (ctld_end, agent_end) = tokio::io::duplex(1 << 20);
         let agent_cfg = crate::agent::AgentConfig {
             node: local.clone(),
@@ -463,6 +471,10 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
         }
         actor.resolve_waiters();
         actor.apply(fx);
+        if actor.store.is_closed() {
+            tracing::error!("the state database is gone; stopping");
+            break;
+        }
     }
     tracing::info!("controller stopping");
     let _ = std::fs::remove_file(&cfg.socket);

@@ -914,6 +914,17 @@ impl Cluster {
                     fx.persist.push(j.clone());
                 }
             } else if !self.jobs.contains_key(&id) {
+                // A job the controller has no record of (its record was never saved)
+                // must not run untracked: end it; its end report then makes the node
+                // forget it.
+                fx.to_agent.push((
+                    node.clone(),
+                    ToAgent::Terminate {
+                        job_id: id,
+                        kill_wait: self.kill_wait,
+                        reason: None,
+                    },
+                ));
                 fx.to_agent
                     .push((node.clone(), ToAgent::Forget { job_id: id }));
             }

@@ -113,6 +113,19 @@ impl Store {
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(corrupt)?;
         conn.pragma_update(None, "synchronous", "FULL")?;
+        // Another process holding the database briefly (a backup, sqlite3) is waited for.
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        if existed {
+            let check: String = conn
+                .query_row("PRAGMA quick_check", [], |r| r.get(0))
+                .map_err(corrupt)?;
+            if check != "ok" {
+                return Err(StoreError::Corrupt {
+                    path: p,
+                    msg: format!("integrity check failed: {check}"),
+                });
+            }
+        }
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS jobs (
                 id INTEGER PRIMARY KEY,
@@ -258,8 +271,20 @@ pub fn run(mut store: Store, mut rx: mpsc::UnboundedReceiver<StoreOp>) -> Result
                 }
             }
         }
-        if !puts.is_empty() {
-            store.put_all(&puts)?;
+        if !puts.is_empty()
+            && let Err(e) = store.put_all(&puts)
+        {
+            // Fail-stop: nothing may be acknowledged that was not saved. Waiting
+            // clients hear why; the controller stops once it sees the store gone.
+            tracing::error!("cannot write the state database: {e}; the controller stops");
+            for op in batch {
+                if let StoreOp::Reply(tx, _) | StoreOp::Query(_, tx, _) = op {
+                    let _ = tx.send(Response::Error(crate::proto::SlurmError::Other(format!(
+                        "the controller could not save its state ({e}) and is stopping"
+                    ))));
+                }
+            }
+            return Err(e);
         }
         for op in batch {
             match op {
