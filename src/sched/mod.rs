@@ -26,6 +26,7 @@ pub mod select;
 pub mod timeline;
 pub mod usage;
 
+use crate::model::depend::DepStatus;
 use crate::model::gres::LicenseReq;
 use crate::model::job::Allocation;
 use crate::model::{HoldKind, Job, JobState, Node, Partition, PartitionState, Reason};
@@ -174,7 +175,10 @@ pub fn static_reason(job: &Job, part: &Partition, nodes: &[Node]) -> Option<Reas
 }
 
 /// Reasons that do not depend on resources. A job becomes eligible at its
-/// `eligible_time` (`--begin`, release, or a requeue's delay).
+/// `eligible_time` (`--begin`, release, or a requeue's delay), once its dependency is
+/// satisfied (the controller evaluates it against other jobs and records each item's
+/// state in `job.depend`), and while its array's `%N` throttle has room (the
+/// controller counts the array's running tasks into `job.array`).
 pub fn pre_check(job: &Job, now: i64) -> Option<Reason> {
     match job.hold {
         Some(HoldKind::User) => return Some(Reason::JobHeldUser),
@@ -183,6 +187,14 @@ pub fn pre_check(job: &Job, now: i64) -> Option<Reason> {
     }
     if job.eligible_time.is_none_or(|e| e > now) {
         return Some(Reason::BeginTime);
+    }
+    match job.depend.as_ref().map(|d| d.status()) {
+        Some(DepStatus::Waiting) => return Some(Reason::Dependency),
+        Some(DepStatus::Never) => return Some(Reason::DependencyNeverSatisfied),
+        Some(DepStatus::Satisfied) | None => {}
+    }
+    if job.array.as_ref().is_some_and(|a| a.throttled()) {
+        return Some(Reason::JobArrayTaskLimit);
     }
     None
 }
@@ -399,27 +411,29 @@ pub fn run(input: &Input) -> Outcome {
     out.stats.main_started = pass.started.len() as u32;
 
     // ---- backfill
-    let mut bf_started: HashMap<u32, (String, Allocation)> = HashMap::new();
+    // Keyed by record address: the controller may pass several copies of one array
+    // record (same id), each standing for a task that may start.
+    let mut bf_started: HashMap<*const Job, (String, Allocation)> = HashMap::new();
     if input.backfill && policy != Policy::Fifo {
         backfill(&mut pass, &pending, &mut reasons, &mut bf_started, &mut out);
     }
 
     // ---- decisions, in queue order
-    let started: HashMap<u32, usize> = pass
+    let started: HashMap<*const Job, usize> = pass
         .started
         .iter()
         .enumerate()
-        .map(|(k, (j, _, _))| (j.id, k))
+        .map(|(k, (j, _, _))| (*j as *const Job, k))
         .collect();
     for (job, reason) in pending.iter().zip(reasons) {
-        if let Some(&k) = started.get(&job.id) {
+        if let Some(&k) = started.get(&(*job as *const Job)) {
             let (_, alloc, part) = &pass.started[k];
             out.decisions.push(Decision::Start {
                 job_id: job.id,
                 partition: part.clone(),
                 alloc: alloc.clone(),
             });
-        } else if let Some((part, alloc)) = bf_started.remove(&job.id) {
+        } else if let Some((part, alloc)) = bf_started.remove(&(*job as *const Job)) {
             out.decisions.push(Decision::Start {
                 job_id: job.id,
                 partition: part,
@@ -654,7 +668,7 @@ fn backfill<'a>(
     pass: &mut Pass<'a>,
     pending: &[&'a Job],
     reasons: &mut [Reason],
-    bf_started: &mut HashMap<u32, (String, Allocation)>,
+    bf_started: &mut HashMap<*const Job, (String, Allocation)>,
     out: &mut Outcome,
 ) {
     let input = pass.input;
@@ -725,12 +739,16 @@ fn backfill<'a>(
             lic_line.change(end, FOREVER, &lic, 1);
         }
     }
-    let started_ids: HashSet<u32> = pass.started.iter().map(|(j, _, _)| j.id).collect();
+    let started_ids: HashSet<*const Job> = pass
+        .started
+        .iter()
+        .map(|(j, _, _)| *j as *const Job)
+        .collect();
     let mut per_user: HashMap<u32, usize> = HashMap::new();
     let mut reserved_parts: HashSet<&str> = HashSet::new();
     let horizon = now.saturating_add(cfg.bf_window.max(cfg.bf_resolution));
     for (k, job) in pending.iter().enumerate() {
-        if started_ids.contains(&job.id) {
+        if started_ids.contains(&(*job as *const Job)) {
             continue;
         }
         if !matches!(
@@ -796,7 +814,7 @@ fn backfill<'a>(
             lic_line.change(now, end, &lic, -1);
             out.backfilled.push(job.id);
             out.stats.bf_started += 1;
-            bf_started.insert(job.id, (pname.to_string(), alloc));
+            bf_started.insert(*job as *const Job, (pname.to_string(), alloc));
             continue;
         }
         out.estimates.push(Estimate {

@@ -33,13 +33,27 @@ pub struct NodeInfo {
     pub usable: bool,
 }
 
+/// CPUs assumed for a node whose agent has not registered and whose configuration
+/// declares none (so that jobs are not refused as impossible for want of a
+/// measurement; such a node is not usable until it registers).
+pub const UNKNOWN_CPUS: u32 = 4096;
+
 impl NodeInfo {
     /// The scheduler's view of `n`.
     pub fn of(n: &Node) -> NodeInfo {
+        let unknown = n.agent_start_time.is_none();
         NodeInfo {
             name: n.name.clone(),
-            cpus: n.cpus,
-            mem: n.real_memory,
+            cpus: if unknown && n.cpus == 0 {
+                UNKNOWN_CPUS
+            } else {
+                n.cpus
+            },
+            mem: if unknown && n.real_memory == 0 {
+                u64::MAX / 4
+            } else {
+                n.real_memory
+            },
             weight: n.weight,
             features: n.features.clone(),
             gres: n
