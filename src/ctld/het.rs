@@ -35,7 +35,10 @@ impl Cluster {
         }
         let leader = self.next_id;
         let size = jobs.len() as u32;
+        // Components rank together: they start together, and they list in order.
+        let prio = jobs.first().map_or(0, |j| j.priority);
         for (k, mut j) in jobs.into_iter().enumerate() {
+            j.priority = prio;
             let id = self.next_id;
             self.next_id += 1;
             j.id = id;

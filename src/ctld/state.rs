@@ -805,10 +805,22 @@ impl Cluster {
             .iter()
             .map(|p| (p.name.clone(), p.priority_job_factor))
             .collect();
+        let mut het: Vec<(u32, u32)> = Vec::new();
         for j in self.jobs.values_mut() {
             if j.state == JobState::Pending && j.hold.is_none() {
                 let pf = factor.get(&j.partition).copied().unwrap_or(1);
                 j.priority = priority::factors(j, pf, &ctx, &w, now).priority();
+                if let Some(h) = j.het.filter(|h| h.offset > 0) {
+                    het.push((j.id, h.job_id));
+                }
+            }
+        }
+        // A heterogeneous job's components take their leader's priority.
+        for (id, leader) in het {
+            if let Some(p) = self.jobs.get(&leader).map(|l| l.priority)
+                && let Some(j) = self.jobs.get_mut(&id)
+            {
+                j.priority = p;
             }
         }
     }
