@@ -1018,6 +1018,24 @@ impl Cluster {
         for leader in het_started {
             self.launch(leader, fx);
         }
+        // Pending components that only wait behind their leader (same priority) say
+        // what the leader waits for.
+        let follow: Vec<(u32, Reason)> = self
+            .jobs
+            .values()
+            .filter(|j| j.state == JobState::Pending && j.reason == Reason::Priority)
+            .filter_map(|j| {
+                let h = j.het.filter(|h| h.offset > 0)?;
+                let l = self.jobs.get(&h.job_id)?;
+                (l.state == JobState::Pending && l.reason == Reason::Resources)
+                    .then(|| (j.id, l.reason.clone()))
+            })
+            .collect();
+        for (id, r) in follow {
+            if let Some(j) = self.jobs.get_mut(&id) {
+                j.reason = r;
+            }
+        }
         // An array that started up to its throttle waits on it from now on.
         for (id, n) in split {
             if let Some(j) = self.jobs.get_mut(&id)
