@@ -33,6 +33,7 @@ fn main() {
         match client.request(&Request::Submit {
             spec: Box::new(spec),
             test_only: false,
+            het: Vec::new(),
         }) {
             Ok(Response::Submitted { .. }) => {}
             other => panic!("submit {i}: {other:?}"),

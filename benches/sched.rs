@@ -60,6 +60,12 @@ fn job(id: u32, tasks: u32, mins: u32, prio: u32) -> Job {
         steps: Vec::new(),
         last_sched_eval: None,
         sched: Default::default(),
+        array_job_id: 0,
+        array_task_id: None,
+        array: None,
+        depend: None,
+        past_runs: Vec::new(),
+        het: None,
     }
 }
 

@@ -9,7 +9,14 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin=${1:-$top/target/debug/sluice}
 shift || true
-conf_dir=${CONFORMANCE_DIR:-$top/../shared/conformance}
+# ../shared next to the checkout, or two levels up for a git worktree (wt/<name>).
+conf_dir=${CONFORMANCE_DIR:-}
+if [ -z "$conf_dir" ]; then
+	for d in "$top/../shared/conformance" "$top/../../shared/conformance"; do
+		if [ -d "$d" ]; then conf_dir=$d; break; fi
+	done
+	conf_dir=${conf_dir:-$top/../shared/conformance}
+fi
 if [ ! -d "$conf_dir" ]; then
 	echo "conformance: $conf_dir not found; skipping"
 	exit 0

@@ -8,6 +8,7 @@
 
 pub mod discover;
 pub mod stdio;
+mod steps;
 
 use crate::config::NodeConf;
 use crate::proto::spool::{self, StepResult, TerminateRequest};
@@ -76,6 +77,7 @@ where
     let _ = etx.send(heartbeat());
     let mut beat = tokio::time::interval(cfg.heartbeat.max(Duration::from_millis(100)));
     beat.tick().await;
+    let mut steps = steps::Steps::default();
     loop {
         tokio::select! {
             m = link.recv::<ToAgent>() => {
@@ -84,9 +86,12 @@ where
                     Err(crate::proto::ProtoError::Closed) => return Ok(()),
                     Err(e) => return Err(e.into()),
                 };
-                handle(msg, &cfg, &etx);
+                handle(msg, &cfg, &etx, &mut steps);
             }
-            Some(ev) = erx.recv() => link.send(&ev).await?,
+            Some(ev) = erx.recv() => {
+                steps.observe(&ev);
+                link.send(&ev).await?
+            }
             _ = beat.tick() => link.send(&heartbeat()).await?,
         }
     }
@@ -110,8 +115,19 @@ fn known_jobs(spool: &Path) -> Vec<u32> {
     ids
 }
 
-fn handle(msg: ToAgent, cfg: &AgentConfig, etx: &mpsc::UnboundedSender<FromAgent>) {
+fn handle(
+    msg: ToAgent,
+    cfg: &AgentConfig,
+    etx: &mpsc::UnboundedSender<FromAgent>,
+    steps: &mut steps::Steps,
+) {
     match msg {
+        ToAgent::LaunchStep(ls) => steps.launch(*ls, cfg, etx),
+        ToAgent::StepInput {
+            job_id,
+            step_id,
+            input,
+        } => steps.input(job_id, step_id, input),
         ToAgent::Launch(lb) => {
             let id = lb.job.id;
             if let Err(e) = launch(lb, cfg, etx.clone()) {
@@ -124,26 +140,21 @@ fn handle(msg: ToAgent, cfg: &AgentConfig, etx: &mpsc::UnboundedSender<FromAgent
             signal,
             batch_only,
         } => {
-            let dir = job_dir(&cfg.spool_dir, job_id);
-            if let (Some(pid), Ok(sig)) = (
-                spool::read_pid(&dir, spool::JOB_PID),
-                Signal::try_from(signal),
-            ) {
-                // The batch shell leads its own process group.
-                let target = if batch_only {
-                    Pid::from_raw(pid)
-                } else {
-                    Pid::from_raw(-pid)
-                };
-                let _ = kill(target, sig);
+            if !batch_only {
+                steps.signal_job(job_id, signal);
             }
+            signal_job(job_dir(&cfg.spool_dir, job_id), signal, batch_only);
         }
         ToAgent::Terminate {
             job_id,
             kill_wait,
             reason,
         } => {
+            steps.terminate_job(job_id, kill_wait);
             let dir = job_dir(&cfg.spool_dir, job_id);
+            if !dir.exists() {
+                return;
+            }
             let req = TerminateRequest {
                 kill_wait,
                 message: reason,
@@ -151,16 +162,55 @@ fn handle(msg: ToAgent, cfg: &AgentConfig, etx: &mpsc::UnboundedSender<FromAgent
             if let Err(e) = spool::write(&dir, spool::TERMINATE, &req) {
                 tracing::warn!(job_id, "cannot write terminate request: {e}");
             }
-            if let Some(pid) = spool::read_pid(&dir, spool::STEPD_PID) {
+            // A stepd that already wrote its result is gone (its pid may be reused).
+            if !dir.join(spool::RESULT).exists()
+                && let Some(pid) = spool::read_pid(&dir, spool::STEPD_PID)
+            {
                 let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
             }
         }
         ToAgent::Forget { job_id } => {
             let dir = job_dir(&cfg.spool_dir, job_id);
-            if dir.join(spool::RESULT).exists() || !dir.join(spool::STEPD_PID).exists() {
+            let stepd_alive = spool::read_pid(&dir, spool::STEPD_PID)
+                .is_some_and(|pid| kill(Pid::from_raw(pid), None).is_ok());
+            if dir.join(spool::RESULT).exists() || !stepd_alive {
                 let _ = std::fs::remove_dir_all(&dir);
             }
         }
+    }
+}
+
+/// Sends `signal` to a job's batch shell (`batch_only`) or its whole process group.
+///
+/// stepd records the shell's pid just after starting it; a signal sent in that instant
+/// (the job may already have printed output) waits for the record briefly instead of
+/// being lost. Must run inside a tokio runtime.
+fn signal_job(dir: PathBuf, signal: i32, batch_only: bool) {
+    let Ok(sig) = Signal::try_from(signal) else {
+        return;
+    };
+    // The batch shell leads its own process group.
+    let send = move |pid: i32| {
+        let target = if batch_only { pid } else { -pid };
+        let _ = kill(Pid::from_raw(target), sig);
+    };
+    match spool::read_pid(&dir, spool::JOB_PID) {
+        Some(pid) => send(pid),
+        None if dir.join(spool::LAUNCH).exists() => {
+            tokio::spawn(async move {
+                for _ in 0..100 {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    if let Some(pid) = spool::read_pid(&dir, spool::JOB_PID) {
+                        send(pid);
+                        return;
+                    }
+                    if dir.join(spool::RESULT).exists() {
+                        return;
+                    }
+                }
+            });
+        }
+        None => {}
     }
 }
 
@@ -213,6 +263,11 @@ fn launch(
         .stderr(log)
         .spawn()
         .with_context(|| format!("cannot run {} stepd", cfg.exe.display()))?;
+    // Recorded here too (stepd writes the same pid when it starts), so that an agent
+    // restarted right after this launch finds the stepd to adopt.
+    if let Some(pid) = child.id() {
+        let _ = spool::write_pid(&dir, spool::STEPD_PID, pid);
+    }
     tokio::spawn(async move {
         let _ = child.wait().await;
         let _ = etx.send(collect(&dir, id));
@@ -252,6 +307,15 @@ fn collect(dir: &Path, id: u32) -> FromAgent {
     }
 }
 
+/// Whether the job's launch record is less than 30 s old (its stepd may be starting).
+fn recently_launched(dir: &Path) -> bool {
+    std::fs::metadata(dir.join(spool::LAUNCH))
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age < Duration::from_secs(30))
+}
+
 /// Watches a job whose stepd was started by an earlier agent: reports its result once it
 /// appears, or a failure if stepd died without one.
 async fn watch_adopted(dir: PathBuf, id: u32, etx: mpsc::UnboundedSender<FromAgent>) {
@@ -260,8 +324,11 @@ async fn watch_adopted(dir: PathBuf, id: u32, etx: mpsc::UnboundedSender<FromAge
             let _ = etx.send(collect(&dir, id));
             return;
         }
-        let alive = spool::read_pid(&dir, spool::STEPD_PID)
-            .is_some_and(|pid| kill(Pid::from_raw(pid), None).is_ok());
+        let alive = match spool::read_pid(&dir, spool::STEPD_PID) {
+            Some(pid) => kill(Pid::from_raw(pid), None).is_ok(),
+            // Launched but no pid recorded yet: a stepd may still be starting.
+            None => recently_launched(&dir),
+        };
         if !alive {
             // Re-check: stepd may have written its result just before exiting.
             tokio::time::sleep(Duration::from_millis(50)).await;
@@ -269,5 +336,38 @@ async fn watch_adopted(dir: PathBuf, id: u32, etx: mpsc::UnboundedSender<FromAge
             return;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_signal_waits_briefly_for_the_shell_pid() {
+        use std::os::unix::process::{CommandExt, ExitStatusExt};
+        let spool = tempfile::tempdir().unwrap();
+        let dir = job_dir(spool.path(), 7);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(spool::LAUNCH), b"launch").unwrap();
+        let mut shell = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        // The signal arrives before stepd has recorded the pid...
+        signal_job(dir.clone(), Signal::SIGTERM as i32, false);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        // ...which comes a moment later.
+        spool::write_pid(&dir, spool::JOB_PID, shell.id()).unwrap();
+        let end = std::time::Instant::now() + Duration::from_secs(5);
+        let status = loop {
+            if let Some(st) = shell.try_wait().unwrap() {
+                break st;
+            }
+            assert!(std::time::Instant::now() < end, "the signal was lost");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        assert_eq!(status.signal(), Some(Signal::SIGTERM as i32));
     }
 }

@@ -52,38 +52,74 @@ impl Client {
         match Client::try_connect(cfg) {
             Ok(c) => return Ok(c),
             Err(e) if cfg.mode == Mode::System => {
+                // The OS's reason (no such file, permission denied), not Slurm's
+                // "Unable to contact" again: the front-end prints that line already.
+                let why = e
+                    .hint()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| e.to_string());
+                let start = match &cfg.source {
+                    Some(p) if p != std::path::Path::new(crate::config::SYSTEM_CONF) => {
+                        format!("SLUICE_CONF={} sluice controller", p.display())
+                    }
+                    _ => "sluice controller".to_string(),
+                };
                 return Err(ClientError::Unreachable {
                     hint: Some(format!(
-                        "sluice: no controller answers on {} ({e}); start it as root with `sluice controller` (config {})",
+                        "sluice: no controller answers on {} ({why}); start it as root: {start}",
                         cfg.socket.display(),
-                        cfg.source
-                            .as_ref()
-                            .map(|p| p.display().to_string())
-                            .unwrap_or_default()
                     )),
                 });
             }
             Err(_) => {}
         }
-        spawn_personal_controller(cfg).map_err(|e| ClientError::Unreachable {
-            hint: Some(format!(
-                "sluice: could not start a personal controller: {e}"
-            )),
+        Client::start_controller(cfg)
+    }
+
+    /// Connects to the controller of `cfg`, starting it in the background first when
+    /// none answers (personal auto-start, and `sluice controller` in either mode).
+    ///
+    /// Errors: `Unreachable` with a hint when the controller cannot be spawned, exits
+    /// (its last log line is quoted), or does not answer within 10 s.
+    pub fn start_controller(cfg: &Config) -> Result<Client, ClientError> {
+        if let Ok(c) = Client::try_connect(cfg) {
+            return Ok(c);
+        }
+        let log = cfg.state_dir.join("controller.log");
+        let mut child = spawn_controller(cfg).map_err(|e| ClientError::Unreachable {
+            hint: Some(format!("sluice: could not start a controller: {e}")),
         })?;
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut deadline = Instant::now() + Duration::from_secs(10);
+        let mut failed = false;
         loop {
             match Client::try_connect(cfg) {
                 Ok(c) => return Ok(c),
                 Err(e) if Instant::now() >= deadline => {
+                    let why = if failed {
+                        last_line(&log).unwrap_or_else(|| "it exited".into())
+                    } else {
+                        e.hint()
+                            .map(str::to_string)
+                            .unwrap_or_else(|| e.to_string())
+                    };
                     return Err(ClientError::Unreachable {
                         hint: Some(format!(
-                            "sluice: started a personal controller but it does not answer on {} ({e}); see {}",
-                            cfg.socket.display(),
-                            cfg.state_dir.join("controller.log").display()
+                            "sluice: the controller did not start ({why}); see {}",
+                            log.display()
                         )),
                     });
                 }
                 Err(_) => std::thread::sleep(Duration::from_millis(5)),
+            }
+            // A controller that exits at once either lost a start race (another one
+            // holds the state lock and is about to answer: keep waiting) or refused to
+            // start (a bad database, say): then wait a little, not the full 10 s.
+            if !failed && matches!(child.try_wait(), Ok(Some(st)) if !st.success()) {
+                failed = true;
+                let lost_race = last_line(&log).is_some_and(|l| l.contains(LOCK_HELD));
+                if !lost_race {
+                    deadline = deadline.min(Instant::now() + Duration::from_secs(2));
+                }
             }
         }
     }
@@ -98,7 +134,10 @@ impl Client {
             }
         }
         let s = UnixStream::connect(&cfg.socket).map_err(|e| ClientError::Unreachable {
-            hint: Some(e.to_string()),
+            hint: Some(match e.raw_os_error() {
+                Some(code) => nix::errno::Errno::from_raw(code).desc().to_string(),
+                None => e.to_string(),
+            }),
         })?;
         if cfg.mode == Mode::Personal {
             let me = nix::unistd::geteuid().as_raw();
@@ -122,6 +161,23 @@ impl Client {
         Ok(Client { framed })
     }
 
+    /// The connection itself, for a step stream (no read timeout: a step may be quiet
+    /// for as long as it likes).
+    pub fn into_stream(self) -> UnixStream {
+        let s = self.framed.into_inner();
+        let _ = s.set_read_timeout(None);
+        s
+    }
+
+    /// Like [`Client::request`] for a request whose answer may take arbitrarily long
+    /// (waiting for a job to start or end): no read timeout.
+    pub fn request_waiting(&mut self, req: &Request) -> Result<Response, ClientError> {
+        let _ = self.framed.get_ref().set_read_timeout(None);
+        let r = self.request(req);
+        let _ = self.framed.get_ref().set_read_timeout(Some(RECV_TIMEOUT));
+        r
+    }
+
     /// One request, one response. A controller-side error arrives as `Ok(Response::Error)`.
     pub fn request(&mut self, req: &Request) -> Result<Response, ClientError> {
         self.framed.send(req)?;
@@ -129,15 +185,20 @@ impl Client {
     }
 }
 
-/// Starts `sluice controller` detached from this process (new session, output to the
-/// controller log in the state directory).
-fn spawn_personal_controller(cfg: &Config) -> std::io::Result<()> {
+/// Starts `sluice controller --detached` (it leaves this session) with its output going
+/// to the controller log in the state directory.
+fn spawn_controller(cfg: &Config) -> std::io::Result<std::process::Child> {
     use std::os::unix::process::CommandExt;
     std::fs::create_dir_all(&cfg.state_dir)?;
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(cfg.state_dir.join("controller.log"))?;
+    let log = {
+        use std::os::unix::fs::OpenOptionsExt;
+        // The log names other users' files in system mode: private to the controller.
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(cfg.state_dir.join("controller.log"))?
+    };
     let exe = std::env::current_exe()?;
     let mut cmd = std::process::Command::new(exe);
     cmd.arg0("sluice")
@@ -146,13 +207,22 @@ fn spawn_personal_controller(cfg: &Config) -> std::io::Result<()> {
         .stdin(std::process::Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);
-    let mut child = cmd.spawn()?;
-    // Reap it in the background if it exits early (lost a start race); the grandchild
-    // detaches itself by becoming a session leader in `ctld::cli_main`.
-    std::thread::spawn(move || {
-        let _ = child.wait();
-    });
-    Ok(())
+    if let Some(src) = &cfg.source {
+        cmd.env("SLUICE_CONF", src);
+    }
+    cmd.spawn()
+}
+
+/// What a controller that finds the state directory locked says (`ctld::run`).
+pub const LOCK_HELD: &str = "another controller already uses";
+
+/// The last non-empty line of a log file.
+fn last_line(path: &std::path::Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    text.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .map(|l| l.trim().to_string())
 }
 
 /// Turns a controller error into Slurm's text, or a transport problem into the text

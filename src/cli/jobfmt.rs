@@ -47,13 +47,13 @@ pub fn cpu_count(job: &Job) -> u32 {
 /// Total memory of the job in MiB (per-CPU requests times CPUs, per-node times nodes).
 pub fn total_mem_mb(job: &Job) -> u64 {
     match job.req_mem {
-        MemReq::PerCpu(m) => m * u64::from(cpu_count(job)),
+        MemReq::PerCpu(m) => m.saturating_mul(u64::from(cpu_count(job))),
         MemReq::PerNode(m) => {
             let per_node = match &job.alloc {
                 Some(a) if m == 0 => a.mem_per_node,
                 _ => m,
             };
-            per_node * u64::from(node_count(job))
+            per_node.saturating_mul(u64::from(node_count(job)))
         }
     }
 }
@@ -118,17 +118,18 @@ pub enum Stream {
 /// with `%%`, `%j`, `%J`, `%A`, `%a`, `%u`, `%x` and, once allocated, `%N` filled in,
 /// made absolute against the working directory. Other patterns stay as written.
 pub fn std_path(job: &Job, which: Stream) -> String {
+    let default_out = crate::jobspec::pattern::default_stdout(job.array.is_some());
     let pattern = match which {
         Stream::In => job.spec.stdin.clone().unwrap_or_else(|| "/dev/null".into()),
         Stream::Out => job
             .spec
             .stdout
             .clone()
-            .unwrap_or_else(|| "slurm-%j.out".into()),
+            .unwrap_or_else(|| default_out.into()),
         Stream::Err => match (&job.spec.stderr, &job.spec.stdout) {
             (Some(e), _) => e.clone(),
             (None, Some(o)) => o.clone(),
-            (None, None) => "slurm-%j.out".into(),
+            (None, None) => default_out.into(),
         },
     };
     let filled = fill_pattern(&pattern, job);
@@ -162,8 +163,10 @@ fn fill_pattern(p: &str, job: &Job) -> String {
         let first_node = job.alloc.as_ref().and_then(|a| a.nodes.first().cloned());
         match spec {
             '%' => out.push('%'),
-            'j' | 'J' | 'A' => out.push_str(&num(u64::from(job.id))),
-            'a' => out.push_str(&num(4_294_967_294)),
+            'j' | 'J' => out.push_str(&num(u64::from(job.id))),
+            'A' if job.array_job_id != 0 => out.push_str(&num(u64::from(job.array_job_id))),
+            'A' => out.push_str(&num(u64::from(job.id))),
+            'a' => out.push_str(&num(job.array_task_id.map_or(4_294_967_294, u64::from))),
             'u' => out.push_str(&job.user),
             'x' => out.push_str(&job.spec.name),
             'N' if first_node.is_some() => out.push_str(&first_node.unwrap_or_default()),
@@ -246,6 +249,12 @@ pub(crate) mod testjobs {
             steps: Vec::new(),
             last_sched_eval: Some(T0),
             sched: Default::default(),
+            array_job_id: 0,
+            array_task_id: None,
+            array: None,
+            depend: None,
+            past_runs: Vec::new(),
+            het: None,
         }
     }
 

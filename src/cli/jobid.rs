@@ -5,6 +5,8 @@
 //!
 //! Invariant: a parsed id has a non-zero job number.
 
+use crate::model::array::IndexSet;
+use crate::proto::ArrayTasks;
 use std::fmt;
 
 /// Which step of a job an id names.
@@ -66,6 +68,41 @@ impl JobIdSpec {
     pub fn is_plain(&self) -> bool {
         self.array.is_none() && self.het.is_none() && self.step.is_none()
     }
+}
+
+impl JobIdSpec {
+    /// The array tasks the id names (`N_i`, `N_[expr]`, a `%N` suffix ignored), as the
+    /// wire carries them; `None` for an id without an array part or with a malformed
+    /// bracket expression.
+    pub fn array_tasks(&self) -> Option<ArrayTasks> {
+        let tasks = match self.array.as_ref()? {
+            ArraySel::Task(t) => IndexSet::of(*t),
+            ArraySel::Expr(e) => {
+                let list = e.split('%').next().unwrap_or("");
+                IndexSet::parse(list, u32::MAX).ok()?
+            }
+        };
+        Some(ArrayTasks {
+            job: self.job,
+            tasks,
+        })
+    }
+}
+
+/// Splits parsed ids into plain job ids and array-task selections, as `JobFilter` and
+/// the hold/release/requeue requests take them. Ids with a step part are left out
+/// (callers refuse or handle those first).
+pub fn split_ids(specs: &[JobIdSpec]) -> (Vec<u32>, Vec<ArrayTasks>) {
+    let mut ids = Vec::new();
+    let mut tasks = Vec::new();
+    for s in specs {
+        match s.array_tasks() {
+            Some(t) => tasks.push(t),
+            None if s.array.is_none() => ids.push(s.job),
+            None => {}
+        }
+    }
+    (ids, tasks)
 }
 
 impl fmt::Display for JobIdSpec {
@@ -163,6 +200,27 @@ mod tests {
         assert_eq!(r.to_string(), "28_[0-6,8-9%2]");
         assert_eq!(parse_job_id("8_1.batch").unwrap().to_string(), "8_1.batch");
         assert!(parse_job_id("168").unwrap().is_plain());
+    }
+
+    #[test]
+    fn array_selections() {
+        let t = parse_job_id("179_7").unwrap().array_tasks().unwrap();
+        assert_eq!((t.job, t.tasks.to_string()), (179, "7".to_string()));
+        let r = parse_job_id("28_[0-6,8-9%2]")
+            .unwrap()
+            .array_tasks()
+            .unwrap();
+        assert_eq!(r.tasks.to_string(), "0-6,8-9");
+        assert_eq!(parse_job_id("28").unwrap().array_tasks(), None);
+        let specs: Vec<JobIdSpec> = ["5", "6_1", "7_[1-3]"]
+            .iter()
+            .map(|s| parse_job_id(s).unwrap())
+            .collect();
+        let (ids, tasks) = split_ids(&specs);
+        assert_eq!(ids, vec![5]);
+        assert_eq!(tasks.len(), 2);
+        assert_eq!(tasks[1].label(), "7_[1-3]");
+        assert_eq!(tasks[0].label(), "6_1");
     }
 
     #[test]

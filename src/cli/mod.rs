@@ -8,7 +8,9 @@ pub mod getopt;
 pub mod jobfmt;
 pub mod jobid;
 pub mod keygen;
+pub mod multiprog;
 pub mod sacct;
+pub mod salloc;
 pub mod sbatch;
 pub mod scancel;
 pub mod scontrol;
@@ -16,6 +18,10 @@ pub mod sdiag;
 pub mod sinfo;
 pub mod sprio;
 pub mod squeue;
+pub mod squeue_steps;
+pub mod srun;
+pub mod sstat;
+pub mod stepio;
 pub mod timefmt;
 pub mod timeparse;
 
@@ -24,7 +30,8 @@ use std::process::ExitCode;
 
 /// The commands `install.sh` links to the binary, with the module that serves each.
 pub const LINKED_COMMANDS: &[&str] = &[
-    "sbatch", "srun", "salloc", "squeue", "scancel", "sinfo", "scontrol", "sacct", "sprio", "sdiag",
+    "sbatch", "srun", "salloc", "squeue", "scancel", "sinfo", "scontrol", "sacct", "sstat",
+    "sprio", "sdiag",
 ];
 
 /// Entry point for every role: picks the command from argv[0], or from argv[1] when
@@ -83,12 +90,9 @@ fn dispatch(cmd: &str, args: Vec<OsString>) -> ExitCode {
         "simulate" => crate::sim::cli_main(args),
         "agent" => crate::agent::stdio::cli_main(args),
         "keygen" => keygen::run(args),
-        "srun" | "salloc" => {
-            eprintln!(
-                "{cmd}: error: {cmd} is not supported yet by sluice (batch jobs only: use sbatch)"
-            );
-            ExitCode::from(1)
-        }
+        "srun" => srun::run(args),
+        "salloc" => salloc::run(args),
+        "sstat" => sstat::run(args),
         "--version" | "-V" | "version" => {
             println!("sluice {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS

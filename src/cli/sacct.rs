@@ -14,6 +14,7 @@ use super::jobfmt;
 use super::jobid::{JobIdSpec, parse_job_id};
 use super::timefmt::fmt_ts;
 use super::timeparse::{TimeParseError, midnight_today, parse_time};
+use crate::model::job::PastRun;
 use crate::model::time::fmt_hms;
 use crate::model::{Job, JobState, StepRecord, hostlist};
 use crate::proto::{AcctQuery, Request, Response};
@@ -285,6 +286,8 @@ pub struct Opts {
     pub noheader: bool,
     /// `-X`: job rows only, no steps.
     pub allocations: bool,
+    /// `-D`: also the earlier runs of requeued jobs (state REQUEUED).
+    pub duplicates: bool,
     /// `-e`, `-V`, `-h`: print and exit.
     pub helpformat: bool,
     pub version: bool,
@@ -325,6 +328,7 @@ pub fn parse_args(args: &[String], lookup: &dyn Fn(&str) -> Option<u32>) -> Resu
                     "parsable2" => o.layout = Layout::Parsable2,
                     "delimiter" => o.delimiter = v,
                     "allocations" => o.allocations = true,
+                    "duplicates" => o.duplicates = true,
                     "starttime" => o.start = Some(v),
                     "endtime" => o.end = Some(v),
                     "name" => o.names.extend(split_list(&v).map(String::from)),
@@ -466,7 +470,7 @@ pub fn select<'a>(
 ) -> Vec<&'a Job> {
     let mut v: Vec<&Job> = jobs
         .iter()
-        .filter(|j| o.jobs.is_empty() || o.jobs.iter().any(|s| s.job == j.id))
+        .filter(|j| o.jobs.is_empty() || o.jobs.iter().any(|s| spec_matches(s, j)))
         .filter(|j| users.is_empty() || users.contains(&j.uid))
         .filter(|j| o.names.is_empty() || o.names.contains(&j.spec.name))
         .filter(|j| o.partitions.is_empty() || o.partitions.contains(&j.partition))
@@ -474,12 +478,37 @@ pub fn select<'a>(
         .collect();
     v.sort_by_key(|j| j.id);
     v.dedup_by_key(|j| j.id);
+    // Array tasks follow their array's id in task order (`151_0` … `151_3`), whatever
+    // their own ids.
+    v.sort_by_key(|j| {
+        let task = j
+            .array_task_id
+            .or_else(|| j.array.as_ref().and_then(|a| a.tasks.min()));
+        match j.array_job_id {
+            0 => (j.id, 0, j.id),
+            a => (a, task.unwrap_or(0), j.id),
+        }
+    });
     v
+}
+
+/// Whether `-j` entry `s` names `job`: its id, or every record of the array with that
+/// id, or (`N_i`, `N_[a-b]`) the array tasks named.
+fn spec_matches(s: &JobIdSpec, job: &Job) -> bool {
+    match s.array_tasks() {
+        Some(t) => t.matches(job),
+        None if s.array.is_some() => false,
+        None => {
+            job.id == s.job
+                || (job.array_job_id == s.job && s.job != 0)
+                || job.het.is_some_and(|h| h.job_id == s.job)
+        }
+    }
 }
 
 /// Which rows of `job` to print: `None` is the job row, `Some(step)` a step row.
 fn rows<'a>(o: &Opts, job: &'a Job) -> Vec<Option<&'a StepRecord>> {
-    let specs: Vec<&JobIdSpec> = o.jobs.iter().filter(|s| s.job == job.id).collect();
+    let specs: Vec<&JobIdSpec> = o.jobs.iter().filter(|s| spec_matches(s, job)).collect();
     let whole = specs.is_empty() || specs.iter().any(|s| s.step.is_none());
     let mut out = Vec::new();
     if whole {
@@ -528,8 +557,10 @@ fn ts_or_unknown(t: Option<i64>) -> String {
 pub fn value(field: &str, job: &Job, step: Option<&StepRecord>, now: i64, cluster: &str) -> String {
     let started = job.start_time.is_some();
     match (field, step) {
-        ("JobID" | "JobIDRaw", None) => job.id.to_string(),
-        ("JobID" | "JobIDRaw", Some(s)) => format!("{}.{}", job.id, s.id),
+        ("JobID", None) => job.display_id(false),
+        ("JobID", Some(s)) => format!("{}.{}", job.display_id(false), s.id),
+        ("JobIDRaw", None) => job.id.to_string(),
+        ("JobIDRaw", Some(s)) => format!("{}.{}", job.id, s.id),
         ("JobName", None) => job.spec.name.clone(),
         ("JobName", Some(s)) => s.name.clone(),
         ("State", None) => match (job.state, job.cancelled_by) {
@@ -537,11 +568,11 @@ pub fn value(field: &str, job: &Job, step: Option<&StepRecord>, now: i64, cluste
             _ => job.state_long().to_string(),
         },
         ("State", Some(s)) => s.state.long().to_string(),
-        // The accounting record of a cancelled job keeps no exit status.
-        ("ExitCode", None) if job.state == JobState::Cancelled => "0:0".into(),
-        // slurmdbd records a cancelled job's own exit as 0:0 (scontrol shows the batch
-        // shell's signal); the batch step row keeps it.
-        ("ExitCode", None) if job.state == JobState::Cancelled => "0:0".into(),
+        // slurmdbd records a cancelled or timed-out job's own exit as 0:0 (scontrol
+        // shows the batch shell's signal, e.g. 0:15); the batch step row keeps it.
+        ("ExitCode", None) if matches!(job.state, JobState::Cancelled | JobState::Timeout) => {
+            "0:0".into()
+        }
         ("ExitCode", None) => job.exit.to_string(),
         ("ExitCode", Some(s)) => s.exit.to_string(),
         ("DerivedExitCode", None) => job.derived_exit.to_string(),
@@ -642,10 +673,12 @@ fn fit(v: &str, f: &Field) -> String {
     } else {
         v.to_string()
     };
+    // Padded by hand: `format!` widths stop at u16::MAX.
+    let pad = " ".repeat(w.saturating_sub(text.chars().count()));
     if f.left {
-        format!("{text:<w$} ")
+        format!("{text}{pad} ")
     } else {
-        format!("{text:>w$} ")
+        format!("{pad}{text} ")
     }
 }
 
@@ -685,6 +718,27 @@ pub fn render(o: &Opts, jobs: &[&Job], now: i64, cluster: &str) -> String {
         }
     }
     for job in jobs {
+        if o.duplicates {
+            for past in &job.past_runs {
+                let run = past_run_job(job, past);
+                let state = if past.node_fail {
+                    "NODE_FAIL"
+                } else {
+                    "REQUEUED"
+                };
+                for step in rows(o, &run) {
+                    let vals: Vec<String> = o
+                        .fields
+                        .iter()
+                        .map(|f| match (f.name, step) {
+                            ("State", None) => state.to_string(),
+                            _ => value(f.name, &run, step, now, cluster),
+                        })
+                        .collect();
+                    out.push_str(&line(o, &vals));
+                }
+            }
+        }
         for step in rows(o, job) {
             let vals: Vec<String> = o
                 .fields
@@ -695,6 +749,19 @@ pub fn render(o: &Opts, jobs: &[&Job], now: i64, cluster: &str) -> String {
         }
     }
     out
+}
+
+/// An earlier run of a requeued job, as a job record for the row printer.
+fn past_run_job(job: &Job, p: &PastRun) -> Job {
+    let mut r = job.clone();
+    r.start_time = Some(p.start_time);
+    r.end_time = Some(p.end_time);
+    r.exit = p.exit;
+    r.alloc = p.alloc.clone();
+    r.steps = p.steps.clone();
+    r.past_runs = Vec::new();
+    r.completing = false;
+    r
 }
 
 /// `sacct -e`: every field name, four to a line.
@@ -742,7 +809,7 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         }
     };
     if o.version {
-        println!("slurm {}", crate::config::DEFAULT_SLURM_VERSION);
+        println!("slurm {}", crate::config::advertised_slurm_version());
         return ExitCode::SUCCESS;
     }
     if o.helpformat {
@@ -827,6 +894,7 @@ mod tests {
             ntasks: 1,
             max_rss_kib: rss,
             cpu_secs: 0.0,
+            detail: None,
         }
     }
 
@@ -977,6 +1045,16 @@ JobID           JobName      State ExitCode    Elapsed
         );
         let s = out("-j 300 -P -n -o Submit,User,NNodes,NCPUS,Timelimit", &jobs);
         assert_eq!(s, format!("{}|alice|1|1|01:00:00\n", fmt_ts(T0)));
+    }
+
+    #[test]
+    fn huge_widths_are_refused_not_a_panic() {
+        assert!(parse_format("jobid%99999999999").is_err());
+        assert!(parse_format("state%70000").is_err());
+        let f = parse_format(&format!("state%{MAX_FIELD_WIDTH}")).unwrap();
+        let cell = fit("COMPLETED", &f[0]);
+        assert_eq!(cell.len(), MAX_FIELD_WIDTH + 1);
+        assert!(cell.ends_with("COMPLETED "));
     }
 
     #[test]

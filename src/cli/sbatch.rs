@@ -168,6 +168,32 @@ pub struct Prepared {
     pub warnings: Vec<String>,
     /// The merged argument vector (directives, SBATCH_* and command line), for `-v`.
     pub argv: Vec<String>,
+    /// The other components of a heterogeneous job (`:` groups, `#SBATCH hetjob`).
+    pub het: Vec<JobSpec>,
+}
+
+/// The option groups of a command line: split at `:` words (heterogeneous job
+/// components) up to the script path, after which every word is the script's.
+///
+/// Errors: an option error in a group, as [`OptError`] renders it.
+pub fn cli_groups(cli: &[String]) -> Result<Vec<Vec<String>>, Failure> {
+    let raw = directives::split_het_groups(cli);
+    let mut out: Vec<Vec<String>> = Vec::new();
+    let mut iter = raw.into_iter();
+    while let Some(g) = iter.next() {
+        let parsed = opts::parse_sbatch_argv(std::iter::once(PROG.to_string()).chain(g.clone()))?;
+        let has_script = !parsed.script.is_empty();
+        out.push(g);
+        if has_script {
+            // `job.sh a : b` passes `:` and `b` to the script.
+            let last = out.last_mut().expect("pushed");
+            for rest in iter.by_ref() {
+                last.push(":".into());
+                last.extend(rest);
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Merges the options of `cli` (command line without argv[0]) with the script's
@@ -182,34 +208,63 @@ pub fn prepare(
     ctx: &SubmitContext,
 ) -> Result<Prepared, Failure> {
     let found = match source {
-        ScriptSource::Wrap(_) => Vec::new(),
-        _ => directives::extract(&script)?,
+        ScriptSource::Wrap(_) => vec![Vec::new()],
+        _ => directives::extract_groups(&script)?,
     };
-    let Merged { args, argv } = directives::merge(&found, &ctx.env, cli)?;
-    let norm = args.job.to_spec(ctx)?;
-    let mut spec = norm.spec;
-    spec.name = args
-        .job
-        .job_name
-        .clone()
-        .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| source.default_name());
-    spec.argv = args.script.iter().skip(1).cloned().collect();
-    spec.command = match source {
-        ScriptSource::File(p) => opts::absolute(&ctx.cwd, p).to_string_lossy().into_owned(),
-        _ => String::new(),
-    };
+    let groups = cli_groups(cli)?;
+    let n = groups.len().max(found.len());
+    let mut specs = Vec::new();
+    let mut merged = Vec::new();
+    for k in 0..n {
+        let dirs = found.get(k).map(Vec::as_slice).unwrap_or(&[]);
+        let words = groups.get(k).map(Vec::as_slice).unwrap_or(&[]);
+        let Merged { args, argv } = directives::merge(dirs, &ctx.env, words)?;
+        let norm = args.job.to_spec(ctx)?;
+        let mut spec = norm.spec;
+        spec.name = args
+            .job
+            .job_name
+            .clone()
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| source.default_name());
+        spec.command = match source {
+            ScriptSource::File(p) => opts::absolute(&ctx.cwd, p).to_string_lossy().into_owned(),
+            _ => String::new(),
+        };
+        specs.push((spec, norm.warnings));
+        merged.push((args, argv));
+    }
+    // Batch options may sit in any group; the script's arguments follow its path.
+    let any = |f: &dyn Fn(&SbatchArgs) -> bool| merged.iter().any(|(a, _)| f(a));
+    let script_args: Vec<String> = merged
+        .iter()
+        .find(|(a, _)| !a.script.is_empty())
+        .map(|(a, _)| a.script.iter().skip(1).cloned().collect())
+        .unwrap_or_default();
+    let (parsable, wait, test_only) = (
+        any(&|a| a.batch.parsable),
+        any(&|a| a.batch.wait),
+        any(&|a| a.batch.test_only),
+    );
+    let quiet = any(&|a| a.job.quiet);
+    let verbose = merged.iter().map(|(a, _)| a.job.verbose).max().unwrap_or(0);
+    let clusters = merged.iter().find_map(|(a, _)| a.job.clusters.clone());
+    let argv = merged.swap_remove(0).1;
+    let mut specs = specs.into_iter();
+    let (mut spec, warnings) = specs.next().expect("one component at least");
+    spec.argv = script_args;
     spec.script = script;
     Ok(Prepared {
         spec,
-        parsable: args.batch.parsable,
-        quiet: args.job.quiet,
-        wait: args.batch.wait,
-        test_only: args.batch.test_only,
-        verbose: args.job.verbose,
-        clusters: args.job.clusters.clone(),
-        warnings: norm.warnings,
+        parsable,
+        quiet,
+        wait,
+        test_only,
+        verbose,
+        clusters,
+        warnings,
         argv,
+        het: specs.map(|(s, _)| s).collect(),
     })
 }
 
@@ -330,16 +385,28 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
 
 fn run_inner(argv: &[String]) -> Result<u8, Failure> {
     let cli: Vec<String> = argv.iter().skip(1).cloned().collect();
-    let first = opts::parse_sbatch_argv(std::iter::once(PROG.to_string()).chain(cli.clone()))?;
-    if first.version {
-        println!("slurm {}", crate::config::DEFAULT_SLURM_VERSION);
+    let mut parsed = Vec::new();
+    for g in cli_groups(&cli)? {
+        parsed.push(opts::parse_sbatch_argv(
+            std::iter::once(PROG.to_string()).chain(g),
+        )?);
+    }
+    if parsed.iter().any(|p| p.version) {
+        println!("slurm {}", crate::config::advertised_slurm_version());
         return Ok(0);
     }
-    let source = script_source(&first)?;
+    // The script (or --wrap) comes with the last group of a heterogeneous job.
+    let first = parsed
+        .iter()
+        .find(|p| p.batch.wrap.is_some() || !p.script.is_empty())
+        .unwrap_or(&parsed[parsed.len() - 1]);
+    let source = script_source(first)?;
     let ctx = submit_context()?;
     // Slurm rejects bad option values before it reads the script (and a script on
     // stdin would otherwise be waited for first).
-    first.job.to_spec(&ctx)?;
+    for p in &parsed {
+        p.job.to_spec(&ctx)?;
+    }
     let script = read_script(&source)?;
     let p = prepare(&cli, &source, script, &ctx)?;
     if p.verbose > 0 {
@@ -394,7 +461,7 @@ fn read_script(source: &ScriptSource) -> Result<String, Failure> {
 }
 
 /// What this process knows about where it runs.
-fn submit_context() -> Result<SubmitContext, Failure> {
+pub(crate) fn submit_context() -> Result<SubmitContext, Failure> {
     let cwd = std::env::current_dir()
         .map_err(|e| Failure::error(format!("Unable to get the current directory: {e}")))?;
     let env = std::env::vars_os()
@@ -415,7 +482,7 @@ fn submit_context() -> Result<SubmitContext, Failure> {
 }
 
 /// The process umask (read by setting and restoring it; sbatch is single-threaded here).
-fn current_umask() -> u32 {
+pub(crate) fn current_umask() -> u32 {
     use nix::sys::stat::{Mode, umask};
     let old = umask(Mode::from_bits_truncate(0o077));
     umask(old);
@@ -456,6 +523,7 @@ fn submit(
     let req = Request::Submit {
         spec: Box::new(p.spec.clone()),
         test_only: p.test_only,
+        het: p.het.clone(),
     };
     match client.request(&req) {
         Err(e) => Err(fail(client_failure_text(&e))),
@@ -497,6 +565,7 @@ fn response_kind(r: &Response) -> &'static str {
         Response::Error(_) => "Error",
         Response::Priority { .. } => "Priority",
         Response::Stats(_) => "Stats",
+        Response::Allocation(_) => "Allocation",
     }
 }
 
@@ -589,14 +658,40 @@ mod tests {
     /// The pure part of `run` for a command line and a script text.
     fn prep(cli: &[&str], script: Option<&str>, env: &[(&str, &str)]) -> Result<Prepared, Failure> {
         let cli = strings(cli);
-        let first =
-            opts::parse_sbatch_argv(std::iter::once("sbatch".to_string()).chain(cli.clone()))?;
+        let groups = cli_groups(&cli)?;
+        let first = opts::parse_sbatch_argv(
+            std::iter::once("sbatch".to_string()).chain(groups[groups.len() - 1].clone()),
+        )?;
         let source = script_source(&first)?;
         let text = match &source {
             ScriptSource::Wrap(c) => wrap_script(c),
             _ => check_script(script.unwrap_or("").as_bytes().to_vec())?,
         };
         prepare(&cli, &source, text, &ctx(env))
+    }
+
+    #[test]
+    fn heterogeneous_components_from_colons_and_hetjob_lines() {
+        let p = prep(
+            &["-n1", "-J", "a", ":", "-n2", "--parsable", "--wrap", "true"],
+            None,
+            &[],
+        )
+        .unwrap();
+        assert_eq!((p.spec.ntasks, p.spec.name.as_str()), (Some(1), "a"));
+        assert_eq!(p.het.len(), 1);
+        assert_eq!((p.het[0].ntasks, p.het[0].name.as_str()), (Some(2), "wrap"));
+        assert!(p.parsable);
+        let script = "#!/bin/sh\n#SBATCH -n1\n#SBATCH hetjob\n#SBATCH -n3 -J b\necho\n";
+        let p = prep(&["job.sh", "x", ":", "y"], Some(script), &[]).unwrap();
+        assert_eq!(p.spec.ntasks, Some(1));
+        assert_eq!((p.het[0].ntasks, p.het[0].name.as_str()), (Some(3), "b"));
+        // After the script path a `:` is the script's.
+        assert_eq!(p.spec.argv, ["x", ":", "y"]);
+        // The command line's groups override the script's, component by component.
+        let p = prep(&["-n4", ":", "-n5", "job.sh"], Some(script), &[]).unwrap();
+        assert_eq!((p.spec.ntasks, p.het[0].ntasks), (Some(4), Some(5)));
+        assert_eq!(p.het[0].name, "b");
     }
 
     #[test]
@@ -722,10 +817,13 @@ mod tests {
             f.stderr,
             "sbatch: unrecognized option '--bogus-option'\nTry \"sbatch --help\" for more information\n"
         );
-        let f = prep(&["--array=0-3", "--wrap", "true"], None, &[]).unwrap_err();
+        let f = prep(&["--reservation=r", "--wrap", "true"], None, &[]).unwrap_err();
         assert_eq!(
             (f.stderr.as_str(), f.code),
-            ("sbatch: error: --array is not supported yet by sluice\n", 1)
+            (
+                "sbatch: error: --reservation is not supported yet by sluice\n",
+                1
+            )
         );
         let f = prep(
             &["job.sh"],
@@ -904,6 +1002,12 @@ mod tests {
             steps: Vec::new(),
             last_sched_eval: None,
             sched: Default::default(),
+            array_job_id: 0,
+            array_task_id: None,
+            array: None,
+            depend: None,
+            past_runs: Vec::new(),
+            het: None,
         }
     }
 

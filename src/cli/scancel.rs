@@ -9,7 +9,7 @@ use super::client::{Client, ClientError};
 use super::getopt::{self, Item, opt};
 use super::jobid::parse_job_id;
 use crate::model::JobState;
-use crate::proto::{JobFilter, JobResult, Request, Response, SlurmError};
+use crate::proto::{ArrayTasks, JobFilter, JobResult, Request, Response, SlurmError};
 use std::ffi::OsString;
 use std::process::ExitCode;
 
@@ -41,8 +41,10 @@ const SPECS: &[getopt::OptSpec] = &[
 /// Parsed scancel options.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Opts {
-    /// Plain job ids given as operands.
+    /// Plain job ids given as operands (an array's id names the whole array).
     pub ids: Vec<u32>,
+    /// `N_i` / `N_[expr]` operands.
+    pub array_tasks: Vec<ArrayTasks>,
     /// `-u`/`--me`, as uids.
     pub users: Vec<u32>,
     /// `-t`.
@@ -64,6 +66,8 @@ pub struct Opts {
     /// `-V`, `-h`: print and exit.
     pub version: bool,
     pub help: bool,
+    /// Numbered steps given as `JOB.STEP` operands.
+    pub steps: Vec<(u32, u32)>,
 }
 
 /// Signal names as `kill -l` spells them (without `SIG`), by number.
@@ -144,9 +148,21 @@ pub fn parse_args(
                 for part in a.split(',').filter(|p| !p.is_empty()) {
                     match parse_job_id(part) {
                         Some(s) if s.is_plain() => o.ids.push(s.job),
+                        Some(crate::cli::jobid::JobIdSpec {
+                            job,
+                            array: None,
+                            het: None,
+                            step: Some(crate::cli::jobid::StepSel::Num(n)),
+                        }) => o.steps.push((job, n)),
+                        Some(s) if s.step.is_none() && s.het.is_none() => match s.array_tasks() {
+                            Some(t) => o.array_tasks.push(t),
+                            None => {
+                                return Err(format!("scancel: error: Invalid job id {part}"));
+                            }
+                        },
                         Some(_) => {
                             return Err(format!(
-                                "scancel: error: job arrays and steps are not supported yet by sluice: {part}"
+                                "scancel: error: job steps and het components are not supported yet by sluice: {part}"
                             ));
                         }
                         None => return Err(format!("scancel: error: Invalid job id {part}")),
@@ -208,7 +224,13 @@ pub fn parse_args(
             }
         }
     }
-    if o.ids.is_empty() && !filtered && !o.version && !o.help {
+    if o.ids.is_empty()
+        && o.array_tasks.is_empty()
+        && o.steps.is_empty()
+        && !filtered
+        && !o.version
+        && !o.help
+    {
         return Err("scancel: error: No job identification provided".into());
     }
     Ok(o)
@@ -223,6 +245,8 @@ pub fn request_for(o: &Opts) -> Request {
             states: o.states.clone(),
             partitions: o.partitions.clone(),
             names: o.names.clone(),
+            array_tasks: o.array_tasks.clone(),
+            active_only: false,
         },
         signal: o.signal,
         batch_only: o.batch && !o.full,
@@ -237,8 +261,8 @@ pub fn report(o: &Opts, results: &[JobResult]) -> (String, u8) {
     for r in results {
         if o.verbose {
             match o.signal {
-                Some(sig) => err.push_str(&format!("scancel: Signal {sig} to job {}\n", r.id)),
-                None => err.push_str(&format!("scancel: Terminating job {}\n", r.id)),
+                Some(sig) => err.push_str(&format!("scancel: Signal {sig} to job {}\n", r.label())),
+                None => err.push_str(&format!("scancel: Terminating job {}\n", r.label())),
             }
         }
         let Some(e) = &r.error else { continue };
@@ -249,7 +273,7 @@ pub fn report(o: &Opts, results: &[JobResult]) -> (String, u8) {
         if (o.verbose || !benign) && !o.quiet {
             err.push_str(&format!(
                 "scancel: error: Kill job error on job id {}: {e}\n",
-                r.id
+                r.label()
             ));
         }
     }
@@ -265,10 +289,7 @@ pub fn results_of(o: &Opts, resp: Response) -> Result<Vec<JobResult>, String> {
         Response::Error(e) if !o.ids.is_empty() => Ok(o
             .ids
             .iter()
-            .map(|&id| JobResult {
-                id,
-                error: Some(e.clone()),
-            })
+            .map(|&id| JobResult::new(id, Some(e.clone())))
             .collect()),
         Response::Error(e) => Err(format!("scancel: error: {e}")),
         _ => Err("scancel: error: unexpected answer from the controller".into()),
@@ -306,12 +327,43 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         }
     };
     if o.version {
-        println!("slurm {}", crate::config::DEFAULT_SLURM_VERSION);
+        println!("slurm {}", crate::config::advertised_slurm_version());
         return ExitCode::SUCCESS;
     }
     if o.help {
         print!("{}", usage());
         return ExitCode::SUCCESS;
+    }
+    let mut step_results = Vec::new();
+    if !o.steps.is_empty() {
+        let r = Client::connect().and_then(|(mut c, _)| {
+            c.request(&Request::CancelSteps {
+                steps: o.steps.clone(),
+                signal: o.signal,
+            })
+        });
+        match r {
+            Ok(Response::Results(rs)) => step_results = rs,
+            Ok(Response::Error(e)) => {
+                eprintln!("scancel: error: {e}");
+                return ExitCode::from(1);
+            }
+            Ok(_) => {}
+            Err(e) => {
+                eprintln!("scancel: error: {e}");
+                return ExitCode::from(1);
+            }
+        }
+        if o.ids.is_empty()
+            && o.users.is_empty()
+            && o.names.is_empty()
+            && o.states.is_empty()
+            && o.partitions.is_empty()
+        {
+            let (err, code) = report(&o, &step_results);
+            eprint!("{err}");
+            return ExitCode::from(code);
+        }
     }
     let resp = Client::connect().and_then(|(mut c, _)| c.request(&request_for(&o)));
     let resp = match resp {
@@ -325,7 +377,8 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         }
     };
     match results_of(&o, resp) {
-        Ok(rs) => {
+        Ok(mut rs) => {
+            rs.extend(step_results);
             let (err, code) = report(&o, &rs);
             eprint!("{err}");
             ExitCode::from(code)
@@ -424,14 +477,8 @@ mod tests {
     #[test]
     fn unknown_or_finished_jobs_are_silent_unless_verbose() {
         let rs = vec![
-            JobResult {
-                id: 999999,
-                error: Some(SlurmError::InvalidJobId),
-            },
-            JobResult {
-                id: 169,
-                error: Some(SlurmError::AlreadyDone),
-            },
+            JobResult::new(999999, Some(SlurmError::InvalidJobId)),
+            JobResult::new(169, Some(SlurmError::AlreadyDone)),
         ];
         let o = p("999999 169").unwrap();
         assert_eq!(report(&o, &rs), (String::new(), 0));
@@ -445,10 +492,7 @@ mod tests {
                 0
             )
         );
-        let ok = vec![JobResult {
-            id: 168,
-            error: None,
-        }];
+        let ok = vec![JobResult::new(168, None)];
         assert_eq!(
             report(&p("-v 168").unwrap(), &ok),
             ("scancel: Terminating job 168\n".to_string(), 0)
@@ -458,10 +502,7 @@ mod tests {
 
     #[test]
     fn other_errors_fail() {
-        let rs = vec![JobResult {
-            id: 175,
-            error: Some(SlurmError::AccessDenied),
-        }];
+        let rs = vec![JobResult::new(175, Some(SlurmError::AccessDenied))];
         let o = p("175").unwrap();
         assert_eq!(
             report(&o, &rs),

@@ -13,8 +13,8 @@ use super::jobfmt::{self, Stream};
 use super::jobid::parse_job_id;
 use super::timefmt::fmt_ts;
 use crate::jobspec::units::parse_time_limit;
-use crate::model::{Job, JobState, MemReq, Node, Partition, hostlist};
-use crate::proto::{JobFilter, JobResult, JobUpdate, NodeUpdate, Request, Response};
+use crate::model::{Job, JobState, MemReq, Node, Partition, Reason, TimeLimit, hostlist};
+use crate::proto::{ArrayTasks, JobFilter, JobResult, JobUpdate, NodeUpdate, Request, Response};
 use std::ffi::OsString;
 use std::process::ExitCode;
 
@@ -42,6 +42,8 @@ pub enum Show {
     Hostnames(Option<String>),
     Hostlist(String),
     HostlistSorted(String),
+    /// `show step [JOB[.STEP]]`: running steps.
+    Step(Option<String>),
 }
 
 /// One scontrol command, parsed.
@@ -229,6 +231,8 @@ fn parse_show(rest: &[String]) -> Result<Command, String> {
         Show::Node(arg)
     } else if abbrev(e, "partitions", 2) {
         Show::Partition(arg)
+    } else if abbrev(e, "steps", 2) {
+        Show::Step(arg)
     } else if abbrev(e, "config", 1) {
         Show::Config
     } else if abbrev(e, "hostnames", 5) {
@@ -263,6 +267,18 @@ fn parse_update(rest: &[String]) -> Result<Command, String> {
                     Ok(t) => updates.push(JobUpdate::TimeLimit(t)),
                     Err(_) => return Err(format!("Invalid TimeLimit value: {v}\nRequest aborted")),
                 },
+                // `TimeLimit+=30` / `TimeLimit-=30`: relative to the current limit.
+                "timelimit+" | "timelimit-" => match parse_time_limit(v) {
+                    Ok(TimeLimit::Minutes(m)) => {
+                        let m = i64::from(m);
+                        updates.push(JobUpdate::TimeLimitBy(if k.ends_with('-') {
+                            -m
+                        } else {
+                            m
+                        }))
+                    }
+                    _ => return Err(format!("Invalid TimeLimit value: {v}\nRequest aborted")),
+                },
                 "jobname" | "name" => updates.push(JobUpdate::Name(v.clone())),
                 "partition" => updates.push(JobUpdate::Partition(v.clone())),
                 "starttime" | "begintime" => {
@@ -273,6 +289,15 @@ fn parse_update(rest: &[String]) -> Result<Command, String> {
                         }
                     }
                 }
+                "dependency" => updates.push(JobUpdate::Dependency(v.clone())),
+                "arraytaskthrottle" => match v.parse::<u32>() {
+                    Ok(n) => updates.push(JobUpdate::ArrayTaskThrottle(n)),
+                    Err(_) => {
+                        return Err(format!(
+                            "Invalid ArrayTaskThrottle value: {v}\nRequest aborted"
+                        ));
+                    }
+                },
                 "nice" => match v.parse::<i32>() {
                     Ok(n) if (-2_147_483_645..=2_147_483_645).contains(&n) => {
                         updates.push(JobUpdate::Nice(n))
@@ -365,7 +390,10 @@ pub fn execute(
     req: &mut Requester<'_>,
 ) -> Output {
     match cmd {
-        Command::Version => Output::ok(format!("slurm {}\n", crate::config::DEFAULT_SLURM_VERSION)),
+        Command::Version => Output::ok(format!(
+            "slurm {}\n",
+            crate::config::advertised_slurm_version()
+        )),
         Command::Show(Show::Hostnames(list)) => {
             let Some(list) = list.as_deref().or(env_nodelist) else {
                 return Output::err("scontrol: error: host list is empty\n".into());
@@ -392,6 +420,7 @@ pub fn execute(
             }
         }
         Command::Show(Show::Job(id)) => show_job(id.as_deref(), opts, req),
+        Command::Show(Show::Step(id)) => show_step(id.as_deref(), opts, req),
         Command::Show(Show::Node(name)) => show_nodes(name.as_deref(), opts, req),
         Command::Show(Show::Partition(name)) => show_partitions(name.as_deref(), opts, req),
         Command::Show(Show::Config) => match req(&Request::Config) {
@@ -411,24 +440,44 @@ pub fn execute(
             },
         },
         Command::Hold { ids, user } => {
-            with_ids(ids, "slurm_suspend error", opts, req, |ids| Request::Hold {
-                ids,
-                user_hold: *user,
+            with_ids(ids, "slurm_suspend error", opts, req, |ids, array_tasks| {
+                Request::Hold {
+                    ids,
+                    user_hold: *user,
+                    array_tasks,
+                }
             })
         }
-        Command::Release(ids) => with_ids(ids, "slurm_suspend error", opts, req, |ids| {
-            Request::Release { ids }
-        }),
-        Command::Requeue { ids, hold } => with_ids(ids, "slurm_requeue error", opts, req, |ids| {
-            Request::Requeue { ids, hold: *hold }
-        }),
+        Command::Release(ids) => {
+            with_ids(ids, "slurm_suspend error", opts, req, |ids, array_tasks| {
+                Request::Release { ids, array_tasks }
+            })
+        }
+        Command::Requeue { ids, hold } => {
+            with_ids(ids, "slurm_requeue error", opts, req, |ids, array_tasks| {
+                Request::Requeue {
+                    ids,
+                    hold: *hold,
+                    array_tasks,
+                }
+            })
+        }
         Command::UpdateJob { id, updates } => {
-            let Some(spec) = parse_job_id(id).filter(|s| s.is_plain()) else {
+            let spec = parse_job_id(id).filter(|s| s.step.is_none() && s.het.is_none());
+            let Some(spec) = spec else {
                 return Output::err(format!("Invalid job id specified: {id}\n"));
+            };
+            let tasks = match &spec.array {
+                None => None,
+                Some(_) => match spec.array_tasks() {
+                    Some(t) => Some(t.tasks),
+                    None => return Output::err(format!("Invalid job id specified: {id}\n")),
+                },
             };
             let r = req(&Request::UpdateJob {
                 id: spec.job,
                 updates: updates.clone(),
+                tasks,
             });
             update_result(r)
         }
@@ -468,16 +517,20 @@ fn with_ids(
     prefix: &str,
     opts: &Opts,
     req: &mut Requester<'_>,
-    make: impl Fn(Vec<u32>) -> Request,
+    make: impl Fn(Vec<u32>, Vec<ArrayTasks>) -> Request,
 ) -> Output {
     let mut out = Output::default();
     let mut nums = Vec::new();
+    let mut tasks = Vec::new();
     for id in ids {
         match parse_job_id(id) {
             Some(s) if s.is_plain() => nums.push(s.job),
+            Some(s) if s.step.is_none() && s.het.is_none() && s.array_tasks().is_some() => {
+                tasks.extend(s.array_tasks());
+            }
             Some(_) => {
                 out.stderr.push_str(&format!(
-                    "scontrol: error: job arrays and steps are not supported yet by sluice: {id}\n"
+                    "Invalid job id specified for job {id}\n{prefix}: Invalid job id specified\n"
                 ));
                 out.code = 1;
             }
@@ -489,27 +542,24 @@ fn with_ids(
             }
         }
     }
-    if nums.is_empty() {
+    if nums.is_empty() && tasks.is_empty() {
         return out;
     }
-    let results: Vec<JobResult> = match req(&make(nums.clone())) {
+    let results: Vec<JobResult> = match req(&make(nums.clone(), tasks)) {
         Ok(Response::Results(rs)) => rs,
         Ok(Response::Ok) => Vec::new(),
         Ok(Response::Error(e)) => nums
             .iter()
-            .map(|&id| JobResult {
-                id,
-                error: Some(e.clone()),
-            })
+            .map(|&id| JobResult::new(id, Some(e.clone())))
             .collect(),
         Ok(_) => Vec::new(),
         Err(e) => return client_failure(prefix, &e),
     };
     for r in results {
-        if let Some(e) = r.error {
+        if let Some(e) = &r.error {
             if !opts.quiet {
                 out.stderr
-                    .push_str(&format!("{e} for job {}\n{prefix}: {e}\n", r.id));
+                    .push_str(&format!("{e} for job {}\n{prefix}: {e}\n", r.label()));
             }
             out.code = 1;
         }
@@ -519,19 +569,29 @@ fn with_ids(
 
 fn show_job(id: Option<&str>, opts: &Opts, req: &mut Requester<'_>) -> Output {
     let mut filter = JobFilter::default();
+    let mut het_offset = None;
     if let Some(id) = id {
         match parse_job_id(id) {
             Some(s) if s.is_plain() => filter.ids.push(s.job),
+            Some(s) if s.step.is_none() && s.het.is_none() && s.array_tasks().is_some() => {
+                filter.array_tasks.extend(s.array_tasks());
+            }
+            // `L+k`: fetch the heterogeneous job, keep component k below.
+            Some(s) if s.step.is_none() && s.array.is_none() && s.het.is_some() => {
+                filter.ids.push(s.job);
+                het_offset = s.het;
+            }
             Some(_) => {
-                return Output::err(format!(
-                    "scontrol: error: job arrays and steps are not supported yet by sluice: {id}\n"
-                ));
+                return Output::err("slurm_load_jobs error: Invalid job id specified\n".into());
             }
             None => return Output::err("slurm_load_jobs error: Invalid job id specified\n".into()),
         }
     }
     match req(&Request::Jobs(filter)) {
-        Ok(Response::Jobs { jobs, now }) => {
+        Ok(Response::Jobs { mut jobs, now }) => {
+            if let Some(k) = het_offset {
+                jobs.retain(|j| j.het.is_some_and(|h| h.offset == k));
+            }
             if jobs.is_empty() {
                 if id.is_some() {
                     return Output::err("slurm_load_jobs error: Invalid job id specified\n".into());
@@ -548,6 +608,94 @@ fn show_job(id: Option<&str>, opts: &Opts, req: &mut Requester<'_>) -> Output {
         Ok(_) => Output::err("slurm_load_jobs error: unexpected answer\n".into()),
         Err(e) => client_failure("slurm_load_jobs error", &e),
     }
+}
+
+fn show_step(id: Option<&str>, opts: &Opts, req: &mut Requester<'_>) -> Output {
+    let mut filter = JobFilter::default();
+    let mut want_step = None;
+    if let Some(id) = id {
+        match parse_job_id(id) {
+            Some(s) if s.array.is_none() && s.het.is_none() => {
+                filter.ids.push(s.job);
+                want_step = s.step.map(|x| x.as_record_id());
+            }
+            _ => return Output::err(format!("Invalid job id specified: {id}\n")),
+        }
+    }
+    let (jobs, now) = match req(&Request::Jobs(filter)) {
+        Ok(Response::Jobs { jobs, now }) => (jobs, now),
+        Ok(Response::Error(e)) => return Output::err(format!("slurm_get_job_steps error: {e}\n")),
+        Ok(_) => return Output::err("slurm_get_job_steps error: unexpected answer\n".into()),
+        Err(e) => return client_failure("slurm_get_job_steps error", &e),
+    };
+    let mut out = String::new();
+    for j in jobs.iter().filter(|j| j.is_active()) {
+        for st in j
+            .steps
+            .iter()
+            .filter(|s| s.state == crate::model::JobState::Running)
+        {
+            if want_step.as_ref().is_some_and(|w| *w != st.id) {
+                continue;
+            }
+            out.push_str(&join_record(&step_lines(j, st, now), opts.oneliner, false));
+        }
+    }
+    if out.is_empty() {
+        return match (id, want_step) {
+            (Some(id), Some(_)) => Output::err(format!("Job step {id} not found\n")),
+            (Some(id), None) => Output::err(format!("Job {id} has no steps running\n")),
+            _ => Output::ok("No job steps in the system\n".into()),
+        };
+    }
+    Output::ok(out)
+}
+
+/// The lines of `scontrol show step` for one running step.
+pub fn step_lines(job: &Job, st: &crate::model::StepRecord, _now: i64) -> Vec<String> {
+    let d = st.detail.as_deref();
+    let limit = d
+        .and_then(|d| d.time_limit)
+        .unwrap_or(job.time_limit)
+        .to_hms();
+    let nnodes = hostlist::expand(&st.nodes).map(|v| v.len()).unwrap_or(1);
+    let mem = d.map(|d| d.mem_per_node).unwrap_or(0);
+    let mut tres = format!("cpu={}", st.ncpus);
+    if mem > 0 {
+        tres.push_str(&format!(",mem={}M", mem * nnodes as u64));
+    }
+    tres.push_str(&format!(",node={nnodes}"));
+    let dist = match d.map(|d| d.distribution) {
+        Some(crate::model::step::Distribution::Cyclic) => "Cyclic",
+        Some(crate::model::step::Distribution::Plane(_)) => "Plane",
+        _ => "Block",
+    };
+    let mut v = vec![
+        format!(
+            "StepId={}.{} UserId={} StartTime={} TimeLimit={limit}",
+            job.id,
+            st.id,
+            job.uid,
+            fmt_ts(st.start_time)
+        ),
+        format!(
+            "State={} Partition={} NodeList={}",
+            st.state.long(),
+            job.partition,
+            st.nodes
+        ),
+        format!(
+            "Nodes={nnodes} CPUs={} Tasks={} Name={} Network=(null)",
+            st.ncpus, st.ntasks, st.name
+        ),
+        format!("TRES={tres}"),
+        "ResvPorts=(null)".to_string(),
+        format!("CPUFreqReq=Default Dist={dist}"),
+    ];
+    if let Some(d) = d {
+        v.push(format!("SrunHost:Pid={}", d.srun));
+    }
+    v
 }
 
 fn load_nodes(
@@ -671,7 +819,30 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
         job.time_limit.secs().map(|l| s + l as i64)
     });
     let mut l = Vec::new();
-    l.push(format!("JobId={} JobName={}", job.id, spec.name));
+    match &job.array {
+        Some(a) => {
+            let task = match job.array_task_id {
+                Some(t) => t.to_string(),
+                None => a.pending_text(true),
+            };
+            let throttle = if a.throttle > 0 {
+                format!(" ArrayTaskThrottle={}", a.throttle)
+            } else {
+                String::new()
+            };
+            l.push(format!(
+                "JobId={} ArrayJobId={} ArrayTaskId={task}{throttle} JobName={}",
+                job.id, job.array_job_id, spec.name
+            ));
+        }
+        None => match &job.het {
+            Some(h) => l.push(format!(
+                "JobId={} HetJobId={} HetJobOffset={} JobName={}",
+                job.id, h.job_id, h.offset, spec.name
+            )),
+            None => l.push(format!("JobId={} JobName={}", job.id, spec.name)),
+        },
+    }
     l.push(format!(
         "UserId={}({}) GroupId={}({}) MCS_label=N/A",
         job.user, job.uid, job.group, job.gid
@@ -681,14 +852,19 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
         job.priority, spec.nice, job.account, job.qos
     ));
     l.push(format!(
-        "JobState={} Reason={} Dependency=(null)",
+        "JobState={} Reason={} Dependency={}",
         job.state_long(),
-        job.reason
+        job.reason,
+        job.depend
+            .as_ref()
+            .map(|d| d.to_string())
+            .unwrap_or_else(|| "(null)".into())
     ));
     l.push(format!(
-        "Requeue={} Restarts={} BatchFlag=1 Reboot=0 ExitCode={}",
+        "Requeue={} Restarts={} BatchFlag={} Reboot=0 ExitCode={}",
         u8::from(spec.requeue.unwrap_or(true)),
         job.restarts,
+        u8::from(!spec.alloc_only),
         job.exit
     ));
     if details {
@@ -699,16 +875,25 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
         crate::model::time::fmt_hms(job.run_secs(now)),
         job.time_limit.to_hms()
     ));
+    // A job waiting on other jobs (or on its array's throttle) is not eligible yet.
+    let blocked = pending
+        && (job.depend.is_some()
+            || matches!(
+                job.reason,
+                Reason::JobArrayTaskLimit | Reason::DependencyNeverSatisfied
+            ));
+    let eligible = job.eligible_time.filter(|_| !blocked);
     l.push(format!(
         "SubmitTime={} EligibleTime={}",
         fmt_ts(job.submit_time),
-        ts_or_unknown(job.eligible_time)
+        ts_or_unknown(eligible)
     ));
-    l.push(format!("AccrueTime={}", ts_or_unknown(job.eligible_time)));
+    l.push(format!("AccrueTime={}", ts_or_unknown(eligible)));
     l.push(format!(
-        "StartTime={} EndTime={} Deadline=N/A",
+        "StartTime={} EndTime={} Deadline={}",
         ts_or_unknown(start),
-        ts_or_unknown(end)
+        ts_or_unknown(end),
+        spec.deadline.map(fmt_ts).unwrap_or_else(|| "N/A".into())
     ));
     l.push(format!(
         "SuspendTime=None SecsPreSuspend=0 LastSchedEval={} Scheduler={}",
@@ -1498,17 +1683,20 @@ mod tests {
 
     #[test]
     fn hold_release_errors_follow_slurm() {
-        let denied = Response::Results(vec![JobResult {
-            id: 175,
-            error: Some(SlurmError::AccessDenied),
-        }]);
+        let denied = Response::Results(vec![JobResult::new(175, Some(SlurmError::AccessDenied))]);
         let (o, seen) = exec_with("release 175", denied);
         assert_eq!(o.code, 1);
         assert_eq!(
             o.stderr,
             "Access/permission denied for job 175\nslurm_suspend error: Access/permission denied\n"
         );
-        assert_eq!(seen, vec![Request::Release { ids: vec![175] }]);
+        assert_eq!(
+            seen,
+            vec![Request::Release {
+                ids: vec![175],
+                array_tasks: vec![]
+            }]
+        );
         let (o, _) = exec_with("hold 999999", Response::Error(SlurmError::InvalidJobId));
         assert_eq!(
             o.stderr,
@@ -1520,7 +1708,8 @@ mod tests {
             seen,
             vec![Request::Hold {
                 ids: vec![174, 176, 177],
-                user_hold: true
+                user_hold: true,
+                array_tasks: vec![]
             }]
         );
         let (_, seen) = exec_with("requeuehold 5", Response::Ok);
@@ -1528,7 +1717,8 @@ mod tests {
             seen,
             vec![Request::Requeue {
                 ids: vec![5],
-                hold: true
+                hold: true,
+                array_tasks: vec![]
             }]
         );
         let (_, seen) = exec_with("requeue 5", Response::Ok);
@@ -1536,7 +1726,8 @@ mod tests {
             seen,
             vec![Request::Requeue {
                 ids: vec![5],
-                hold: false
+                hold: false,
+                array_tasks: vec![]
             }]
         );
     }
@@ -1569,7 +1760,8 @@ mod tests {
                     JobUpdate::TimeLimit(TimeLimit::Minutes(10)),
                     JobUpdate::Name("x".into()),
                     JobUpdate::Nice(5),
-                ]
+                ],
+                tasks: None
             }]
         );
         let (_, seen) = exec_with(
@@ -1583,9 +1775,25 @@ mod tests {
                 updates: vec![
                     JobUpdate::TimeLimit(TimeLimit::Minutes(5)),
                     JobUpdate::Partition("batch".into()),
-                ]
+                ],
+                tasks: None
             }]
         );
+        let (_, seen) = exec_with(
+            "update JobId=12 TimeLimit+=30 TimeLimit-=1:00:00",
+            Response::Ok,
+        );
+        assert_eq!(
+            seen,
+            vec![Request::UpdateJob {
+                id: 12,
+                updates: vec![JobUpdate::TimeLimitBy(30), JobUpdate::TimeLimitBy(-60)],
+                tasks: None,
+            }]
+        );
+        let (o, seen) = exec_with("update JobId=12 TimeLimit+=UNLIMITED", Response::Ok);
+        assert_eq!(o.code, 1);
+        assert!(seen.is_empty());
         let (o, seen) = exec_with("update JobId=12 TimeLimit=notatime", Response::Ok);
         assert_eq!(o.code, 1);
         assert!(o.stderr.starts_with("Invalid TimeLimit value: notatime"));

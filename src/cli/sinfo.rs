@@ -18,7 +18,7 @@
 
 use crate::cli::client::Client;
 use crate::cli::format::{self, Field, Format};
-use crate::cli::squeue::{advertised_version, getopt_error};
+use crate::cli::squeue::getopt_error;
 use crate::cli::timefmt::{fmt_banner, fmt_ts};
 use crate::model::time::fmt_squeue_duration;
 use crate::model::{Node, NodeState, Partition, PartitionState, TimeLimit, hostlist};
@@ -956,7 +956,7 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
     }
     if opts.version {
         // From the configuration alone: no controller needed.
-        println!("slurm {}", advertised_version());
+        println!("slurm {}", crate::config::advertised_slurm_version());
         return ExitCode::SUCCESS;
     }
     if opts.json {

@@ -11,19 +11,26 @@
 //! `slurm_load_jobs error: Invalid job id specified` (exit 1), several just omit it.
 //! An unknown `-u` user prints Slurm's error (with its extra blank line), then the header.
 //!
-//! Not yet: job arrays (`%i` is the plain id, `%K` is `N/A`: the job model has no array
-//! fields), dependencies (`%E`), `--json`/`--yaml`, `-s` steps, `-i` iteration.
-//! `--start` shows the backfill timeline's expected start of a pending job (else
-//! `N/A`) and the nodes it was planned on (SCHEDNODES).
+//! Arrays: an array's pending tasks are one record (the meta record) shown as
+//! `123_[5-99%10]`; `-r` and `-j 123_i` show them one per line. An array's id in `-j`
+//! selects every record of the array, a task's own id that task.
+//!
+//! Not yet: `--json`/`--yaml`, `-i` iteration. `--start` shows the backfill timeline's
+//! expected start of a pending job (else `N/A`) and the nodes it was planned on
+//! (SCHEDNODES).
 
 use crate::cli::client::Client;
 use crate::cli::format::{self, Field, Format};
+use crate::cli::jobid::parse_job_id;
 use crate::cli::timefmt::{fmt_banner, fmt_ts};
+use crate::model::array::IndexSet;
 use crate::model::time::fmt_squeue_duration;
 use crate::model::{Job, JobState, MemReq, hostlist};
+use crate::proto::ArrayTasks;
 use crate::proto::{JobFilter, Request, Response, SlurmError};
 use clap::{ArgAction, CommandFactory, FromArgMatches, Parser};
 use std::cmp::Ordering;
+use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::process::ExitCode;
 
@@ -104,6 +111,10 @@ pub struct Args {
     /// Show the expected start time of pending jobs.
     #[arg(long = "start")]
     pub start: bool,
+    /// Show job steps (optionally only these `JOB.STEP`s) instead of jobs.
+    #[arg(short = 's', long = "steps", value_name = "STEPS", num_args = 0..=1,
+          require_equals = true, default_missing_value = "")]
+    pub steps: Option<String>,
     /// Comma separated list of states to view (`all`, `PD`, `running`, …).
     #[arg(short = 't', long = "states", value_name = "STATES")]
     pub states: Option<String>,
@@ -175,6 +186,18 @@ impl StateFilter {
         Ok(StateFilter::Only(sels))
     }
 
+    /// Whether only jobs still in the queue can match.
+    pub fn active_only(&self) -> bool {
+        match self {
+            StateFilter::Active => true,
+            StateFilter::All => false,
+            StateFilter::Only(sels) => sels.iter().all(|s| match s {
+                StateSel::Base(st) => !st.is_terminal(),
+                StateSel::Completing | StateSel::Never => true,
+            }),
+        }
+    }
+
     fn matches(&self, job: &Job) -> bool {
         match self {
             StateFilter::Active => job.is_active(),
@@ -214,27 +237,57 @@ const NEVER_STATES: &[&str] = &[
     "STOPPED",
 ];
 
-/// One `-j` entry: a job id, optionally an array task (`N_i`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One `-j` entry: a job id (an array's id selects the whole array, a heterogeneous
+/// job's leader every component), optionally array tasks (`N_i`, `N_[a-b]`) or one
+/// component (`N+k`).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobSel {
     pub id: u32,
-    pub task: Option<u32>,
+    pub tasks: Option<IndexSet>,
+    pub het: Option<u32>,
 }
 
 impl JobSel {
-    /// Parses `N` or `N_i`.
+    /// Parses `N`, `N_i`, `N_[expr]` or `N+k`.
     pub fn parse(s: &str) -> Option<JobSel> {
-        let (id, task) = match s.split_once('_') {
-            Some((a, b)) => (a, Some(b.parse::<u32>().ok()?)),
-            None => (s, None),
+        let spec = parse_job_id(s).filter(|p| p.step.is_none())?;
+        let tasks = match &spec.array {
+            None => None,
+            Some(_) => Some(spec.array_tasks()?.tasks),
         };
-        let id = id.parse::<u32>().ok().filter(|&i| i > 0)?;
-        Some(JobSel { id, task })
+        Some(JobSel {
+            id: spec.job,
+            tasks,
+            het: spec.het,
+        })
     }
 
     fn matches(&self, job: &Job) -> bool {
-        // Array tasks are not modelled yet: `N_i` matches nothing.
-        self.task.is_none() && job.id == self.id
+        if let Some(k) = self.het {
+            return job
+                .het
+                .is_some_and(|h| h.job_id == self.id && h.offset == k);
+        }
+        match &self.tasks {
+            None => {
+                job.id == self.id
+                    || (job.array_job_id == self.id && self.id != 0)
+                    || job.het.is_some_and(|h| h.job_id == self.id)
+            }
+            Some(t) => ArrayTasks {
+                job: self.id,
+                tasks: t.clone(),
+            }
+            .matches(job),
+        }
+    }
+
+    /// The pending tasks of meta record `job` this entry selects (`None`: not this
+    /// array, or no task selection).
+    fn tasks_of(&self, job: &Job) -> Option<Vec<u32>> {
+        let t = self.tasks.as_ref()?;
+        let a = job.array.as_ref()?;
+        (job.array_job_id == self.id).then(|| a.tasks.intersection(t))
     }
 }
 
@@ -294,6 +347,8 @@ pub struct Query {
     pub noconvert: bool,
     /// `--start`: pending jobs only, sorted by expected start.
     pub start: bool,
+    /// `-r`: one line per pending array task.
+    pub expand_array: bool,
 }
 
 /// What a run prints, and its exit status.
@@ -429,6 +484,7 @@ pub fn build_query(
         sort,
         noconvert: args.noconvert,
         start: args.start,
+        expand_array: args.array,
     })
 }
 
@@ -452,6 +508,9 @@ impl Query {
 /// One job as the field table sees it.
 pub struct JobRow<'a> {
     pub job: &'a Job,
+    /// For a pending array task shown on its own line (`-r`, `-j N_i`): its index,
+    /// while `job` is the array's meta record.
+    pub task: Option<u32>,
     pub now: i64,
     pub noconvert: bool,
     pub cluster: &'a str,
@@ -588,8 +647,9 @@ pub fn job_fields<'a>() -> Vec<Field<JobRow<'a>>> {
         Field::new(Some('h'), &["oversubscribe"], "OVER_SUBSCRIBE", |r: R| {
             if r.job.spec.exclusive { "NO" } else { "OK" }.into()
         }),
-        Field::new(Some('i'), &["jobarrayid"], "JOBID", |r: R| {
-            r.job.id.to_string()
+        Field::new(Some('i'), &["jobarrayid"], "JOBID", |r: R| match r.task {
+            Some(t) => format!("{}_{t}", r.job.array_job_id),
+            None => r.job.display_id(true),
         }),
         Field::new(Some('j'), &["name"], "NAME", |r: R| r.job.spec.name.clone()),
         Field::new(Some('k'), &["comment"], "COMMENT", |r: R| {
@@ -646,11 +706,19 @@ pub fn job_fields<'a>() -> Vec<Field<JobRow<'a>>> {
         Field::new(Some('D'), &["numnodes"], "NODES", |r: R| {
             nodes_of(r.job).to_string()
         }),
-        Field::new(Some('E'), &["dependency"], "DEPENDENCY", |_: R| {
-            "(null)".into()
+        Field::new(Some('E'), &["dependency"], "DEPENDENCY", |r: R| {
+            r.job
+                .depend
+                .as_ref()
+                .map(|d| d.to_string())
+                .unwrap_or_else(|| "(null)".into())
         }),
         Field::new(Some('F'), &["arrayjobid"], "ARRAY_JOB_ID", |r: R| {
-            r.job.id.to_string()
+            if r.job.array_job_id != 0 {
+                r.job.array_job_id.to_string()
+            } else {
+                r.job.id.to_string()
+            }
         }),
         Field::new(Some('G'), &["groupid"], "GROUP", |r: R| {
             r.job.gid.to_string()
@@ -662,8 +730,13 @@ pub fn job_fields<'a>() -> Vec<Field<JobRow<'a>>> {
         Field::new(Some('J'), &["threads"], "THREADS_PER_CORE", |_: R| {
             "*".into()
         }),
-        Field::new(Some('K'), &["arraytaskid"], "ARRAY_TASK_ID", |_: R| {
-            "N/A".into()
+        Field::new(Some('K'), &["arraytaskid"], "ARRAY_TASK_ID", |r: R| match (
+            r.task.or(r.job.array_task_id),
+            &r.job.array,
+        ) {
+            (Some(t), _) => t.to_string(),
+            (None, Some(a)) => a.pending_text(true),
+            (None, None) => "N/A".into(),
         }),
         Field::new(Some('L'), &["timeleft"], "TIME_LEFT", |r: R| time_left(r)),
         Field::new(Some('M'), &["timeused"], "TIME", |r: R| {
@@ -851,16 +924,39 @@ pub fn render(q: &Query, jobs: &[Job], now: i64, cluster: &str) -> Output {
     let mut shown: Vec<&Job> = jobs.iter().filter(|j| q.matches(j)).collect();
     sort_jobs(&mut shown, &q.sort, now);
     for job in shown {
-        let row = JobRow {
-            job,
-            now,
-            noconvert: q.noconvert,
-            cluster,
-        };
-        out.stdout.push_str(&fmt.row(&table, &row));
-        out.stdout.push('\n');
+        for task in rows_of(q, job) {
+            let row = JobRow {
+                job,
+                task,
+                now,
+                noconvert: q.noconvert,
+                cluster,
+            };
+            out.stdout.push_str(&fmt.row(&table, &row));
+            out.stdout.push('\n');
+        }
     }
     out
+}
+
+/// The lines a job is shown as: one, or for an array's meta record one per pending
+/// task with `-r`, or one per task that `-j N_i` selects.
+fn rows_of(q: &Query, job: &Job) -> Vec<Option<u32>> {
+    if !job.is_array_meta() {
+        return vec![None];
+    }
+    let picked: Vec<Vec<u32>> = q.jobs.iter().filter_map(|s| s.tasks_of(job)).collect();
+    let whole = q.jobs.is_empty() || q.jobs.iter().any(|s| s.tasks.is_none() && s.matches(job));
+    if !whole && !picked.is_empty() {
+        let mut v: Vec<u32> = picked.into_iter().flatten().collect();
+        v.sort_unstable();
+        v.dedup();
+        return v.into_iter().map(Some).collect();
+    }
+    match (&job.array, q.expand_array) {
+        (Some(a), true) => a.tasks.iter().map(Some).collect(),
+        _ => vec![None],
+    }
 }
 
 /// Turns a clap error into the getopt-style text Slurm's commands print, and the exit
@@ -909,13 +1005,6 @@ pub(crate) fn getopt_error(cmd: &str, err: &clap::Error, argv: &[OsString]) -> S
     format!("{line}\nTry \"{cmd} --help\" for more information\n")
 }
 
-/// The Slurm version the loaded configuration advertises (default if none loads).
-pub(crate) fn advertised_version() -> String {
-    crate::config::Config::load()
-        .map(|c| c.slurm_version)
-        .unwrap_or_else(|_| crate::config::DEFAULT_SLURM_VERSION.to_string())
-}
-
 fn resolve_user(name: &str) -> Option<u32> {
     if let Ok(uid) = name.parse::<u32>() {
         return Some(uid);
@@ -924,6 +1013,46 @@ fn resolve_user(name: &str) -> Option<u32> {
         .ok()
         .flatten()
         .map(|u| u.uid.as_raw())
+}
+
+/// `squeue -s`.
+fn run_steps(opts: &Args, list: &str) -> ExitCode {
+    use super::squeue_steps as st;
+    let my_uid = nix::unistd::getuid().as_raw();
+    let q = match st::build(opts, list, &resolve_user, my_uid) {
+        Ok(q) => q,
+        Err(e) => {
+            eprintln!("{}", e.trim_end());
+            return ExitCode::from(1);
+        }
+    };
+    let mut client = match Client::connect() {
+        Ok((c, _)) => c,
+        Err(e) => {
+            eprintln!("slurm_load_jobs error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let filter = JobFilter {
+        ids: q.jobs.clone(),
+        ..JobFilter::default()
+    };
+    match client.request(&Request::Jobs(filter)) {
+        Ok(Response::Jobs { jobs, now }) => {
+            print!("{}", st::render(&q, &jobs, now));
+            ExitCode::SUCCESS
+        }
+        Ok(Response::Error(e)) => {
+            eprintln!("slurm_load_jobs error: {e}");
+            ExitCode::from(1)
+        }
+        _ => {
+            eprintln!(
+                "slurm_load_jobs error: Unable to contact slurm controller (connect failure)"
+            );
+            ExitCode::from(1)
+        }
+    }
 }
 
 fn emit(out: &Output) -> ExitCode {
@@ -959,12 +1088,15 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     if opts.version {
-        println!("slurm {}", advertised_version());
+        println!("slurm {}", crate::config::advertised_slurm_version());
         return ExitCode::SUCCESS;
     }
     if opts.json {
         eprintln!("squeue: error: --json is not supported by sluice yet");
         return ExitCode::from(1);
+    }
+    if let Some(list) = &opts.steps {
+        return run_steps(&opts, list);
     }
     let mut stderr = String::new();
     let env = |k: &str| std::env::var(k).ok();
@@ -989,7 +1121,16 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
     // in `render`. Users are not sent with ids: a known job of another user must come
     // back so that `-j` does not call it invalid.
     let filter = JobFilter {
-        ids: q.jobs.iter().map(|s| s.id).collect(),
+        ids: q
+            .jobs
+            .iter()
+            .map(|s| s.id)
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect(),
+        // Without ids (where an unknown id must be told from a finished one), only the
+        // queue's active jobs are needed for the default or an active-states filter.
+        active_only: q.jobs.is_empty() && q.states.active_only(),
         users: if q.jobs.is_empty() {
             q.users.clone().unwrap_or_default()
         } else {
@@ -1072,6 +1213,12 @@ mod tests {
             steps: Vec::new(),
             last_sched_eval: None,
             sched: Default::default(),
+            array_job_id: 0,
+            array_task_id: None,
+            array: None,
+            depend: None,
+            past_runs: Vec::new(),
+            het: None,
         }
     }
 
@@ -1525,5 +1672,88 @@ mod tests {
         assert_eq!(args(&["-o%i"]).format.as_deref(), Some("%i"));
         assert_eq!(args(&["--format=%i %j"]).format.as_deref(), Some("%i %j"));
         assert_eq!(args(&["--form", "%i"]).format.as_deref(), Some("%i"));
+    }
+
+    /// The golden array 179 (`--array=0-9%2 --time=2`): tasks 0 and 1 running as jobs
+    /// 181 and 182, the rest pending in the meta record (reason JobArrayTaskLimit).
+    fn array_179() -> Vec<Job> {
+        use crate::model::array::{ArrayInfo, ArraySpec};
+        let info = ArrayInfo::from_spec(&ArraySpec::parse("0-9%2", 1001).unwrap());
+        let mut meta = limit(
+            pending(179, "arr", "debug", Reason::JobArrayTaskLimit, 11515),
+            2,
+        );
+        meta.array_job_id = 179;
+        let mut pending_info = info.clone();
+        pending_info.tasks = crate::model::array::IndexSet::parse("2-9", 1001).unwrap();
+        meta.array = Some(Box::new(pending_info));
+        let task = |id: u32, t: u32| {
+            let mut j = limit(running(id, "arr", "debug", 1, T0 + 29), 2);
+            j.array_job_id = 179;
+            j.array_task_id = Some(t);
+            let mut i = info.clone();
+            i.tasks = Default::default();
+            j.array = Some(Box::new(i));
+            j.priority = 11515;
+            j
+        };
+        vec![meta, task(181, 0), task(182, 1)]
+    }
+
+    #[test]
+    fn arrays_collapse_expand_and_select_tasks() {
+        let q = array_179();
+        let out = squeue(&["-u", "alice", "-h", "-o", "%i"], &q);
+        assert_eq!(out.stdout, "179_[2-9%2]\n179_0\n179_1\n");
+        let out = squeue(&["-u", "alice", "-h", "-r", "-o", "%.18i %r"], &q);
+        let want: String = (2..=9)
+            .map(|t| format!("{:>18} JobArrayTaskLimit\n", format!("179_{t}")))
+            .chain([
+                "             179_0 None\n".to_string(),
+                "             179_1 None\n".to_string(),
+            ])
+            .collect();
+        assert_eq!(out.stdout, want);
+        // golden queue_squeue.txt `squeue -j 179_5`.
+        let out = squeue(&["-j", "179_5"], &q);
+        assert_eq!(
+            out.stdout,
+            "             JOBID PARTITION     NAME     USER ST       TIME  NODES NODELIST(REASON)\n\
+             \x20            179_5     debug      arr    alice PD       0:00      1 (JobArrayTaskLimit)\n"
+        );
+        // The array's id selects all of it; a task's own id that task only.
+        assert_eq!(
+            squeue(&["-h", "-j", "179", "-o", "%i"], &q)
+                .stdout
+                .lines()
+                .count(),
+            3
+        );
+        assert_eq!(
+            squeue(&["-h", "-j", "181", "-o", "%i"], &q).stdout,
+            "179_0\n"
+        );
+        assert_eq!(
+            squeue(&["-h", "-j", "179_[1-2]", "-o", "%i"], &q).stdout,
+            "179_2\n179_1\n"
+        );
+        // golden `-o "%i|%A|%a|%F|%K|..."` columns for the array's lines.
+        let out = squeue(&["-u", "alice", "-h", "-o", "%i|%A|%F|%K|%l|%E"], &q);
+        assert_eq!(
+            out.stdout,
+            "179_[2-9%2]|179|179|2-9%2|2:00|(null)\n179_0|181|179|0|2:00|(null)\n179_1|182|179|1|2:00|(null)\n"
+        );
+    }
+
+    #[test]
+    fn dependency_column() {
+        use crate::model::depend::Dependency;
+        let mut j = pending(213, "dep_chain", "debug", Reason::Dependency, 11515);
+        j.depend = Dependency::parse("afterok:209").unwrap();
+        let out = squeue(&["-o", "%i %j %T %r %E"], &[j]);
+        assert_eq!(
+            out.stdout,
+            "JOBID NAME STATE REASON DEPENDENCY\n213 dep_chain PENDING Dependency afterok:209(unfulfilled)\n"
+        );
     }
 }

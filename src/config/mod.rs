@@ -16,6 +16,18 @@ use std::path::{Path, PathBuf};
 /// the golden files it is checked against.
 pub const DEFAULT_SLURM_VERSION: &str = "22.05.8";
 
+/// The Slurm version front-ends report (`--version`): the loaded configuration's
+/// `slurm_version`, or [`DEFAULT_SLURM_VERSION`] when no configuration loads. Needs no
+/// controller.
+pub fn advertised_slurm_version() -> String {
+    Config::load()
+        .map(|c| c.slurm_version)
+        .unwrap_or_else(|_| DEFAULT_SLURM_VERSION.to_string())
+}
+
+/// Slurm's default MaxArraySize: array indices run from 0 to 1000.
+pub const DEFAULT_MAX_ARRAY_SIZE: u32 = 1001;
+
 /// Default path of the system-mode configuration file.
 pub const SYSTEM_CONF: &str = "/etc/sluice/sluice.toml";
 
@@ -277,6 +289,9 @@ struct FileConf {
     #[serde(default)]
     sched_interval: Option<u32>,
     #[serde(default)]
+    max_array_size: Option<u32>,
+    #[serde(default)]
+    kill_invalid_depend: Option<bool>,
     slurmd_timeout: Option<u32>,
     #[serde(default)]
     reconnect_max: Option<u32>,
@@ -318,6 +333,11 @@ pub struct Config {
     pub kill_wait: u32,
     /// Seconds between periodic full scheduling passes.
     pub sched_interval: u32,
+    /// Array task indices must be below this (Slurm's MaxArraySize, default 1001).
+    pub max_array_size: u32,
+    /// Cancel jobs whose dependency can never be satisfied (Slurm's
+    /// `SchedulerParameters=kill_invalid_depend`); `--kill-on-invalid-dep` overrides it.
+    pub kill_invalid_depend: bool,
     /// Seconds a node's agent may stay silent before the node is set DOWN
     /// "Not responding" (Slurm's SlurmdTimeout; agents send a heartbeat at least every
     /// third of it).
@@ -525,6 +545,8 @@ impl Config {
             min_job_age: fc.min_job_age.unwrap_or(300),
             kill_wait: fc.kill_wait.unwrap_or(30),
             sched_interval: fc.sched_interval.unwrap_or(60),
+            max_array_size: fc.max_array_size.unwrap_or(DEFAULT_MAX_ARRAY_SIZE),
+            kill_invalid_depend: fc.kill_invalid_depend.unwrap_or(false),
             slurmd_timeout: fc.slurmd_timeout.unwrap_or(DEFAULT_SLURMD_TIMEOUT),
             reconnect_max: fc.reconnect_max.unwrap_or(30).max(1),
             nodes,
@@ -567,6 +589,8 @@ impl Config {
             min_job_age: 300,
             kill_wait: 30,
             sched_interval: 60,
+            max_array_size: DEFAULT_MAX_ARRAY_SIZE,
+            kill_invalid_depend: false,
             slurmd_timeout: DEFAULT_SLURMD_TIMEOUT,
             reconnect_max: 30,
             nodes: vec![node],
@@ -574,7 +598,12 @@ impl Config {
             licenses: Vec::new(),
             enforce_part_limits: true,
             sched: sched::SchedConfig::default(),
-            cgroup: CgroupConf::default(),
+            // Its own cgroup root, so a personal controller and a system one on the same
+            // machine never share job cgroups (their job ids overlap).
+            cgroup: CgroupConf {
+                root: "sluice-personal".into(),
+                ..CgroupConf::default()
+            },
         }
     }
 
@@ -907,7 +936,7 @@ state = "down"
         assert_eq!(c.max_ram_percent, 80.0);
         assert_eq!(c.plugin, CgroupPlugin::V1);
         assert_eq!(c.root, "sluice_n1");
-        assert!(Config::personal().cgroup == CgroupConf::default());
+        assert_eq!(Config::personal().cgroup.root, "sluice-personal");
     }
 
     #[test]

@@ -8,11 +8,21 @@
 //! that asked for it, and on a one-second tick (time limits, MinJobAge purge).
 
 pub mod agents;
+pub mod array;
+pub mod depend;
+pub mod het;
 pub mod state;
+pub mod steps;
 pub mod store;
+#[cfg(test)]
+mod testutil;
 
 use crate::config::{Config, Mode};
-use crate::proto::{Framed, FromAgent, Request, Response, Role, SlurmError, ToAgent};
+use crate::model::Job;
+use crate::model::step::StepSpec;
+use crate::proto::{
+    Framed, FromAgent, Request, Response, Role, SlurmError, StepEvent, StepInput, ToAgent,
+};
 use crate::transport::{self, PeerCred};
 use anyhow::Context;
 use state::{Caller, Cluster, Effects};
@@ -43,12 +53,35 @@ enum Msg {
     AgentDown {
         node: String,
     },
+    /// A connection asked for a step and became its stream.
+    StepLaunch {
+        cred: PeerCred,
+        job_id: u32,
+        spec: Box<StepSpec>,
+        token: u64,
+        tx: mpsc::UnboundedSender<StepEvent>,
+    },
+    StepInput {
+        token: u64,
+        input: StepInput,
+    },
+    StepClosed {
+        token: u64,
+    },
+    /// A connection that owned allocation-only jobs closed without releasing them.
+    OwnerGone {
+        cred: PeerCred,
+        jobs: Vec<u32>,
+    },
     /// A remote node's link could not be brought up; `reason` says why.
     LinkFailed {
         node: String,
         reason: String,
     },
 }
+
+/// Tokens naming step streams (one per StepLaunch connection).
+static NEXT_TOKEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// `sluice controller [--foreground] [--stop] [--detached]`.
 ///
@@ -145,7 +178,7 @@ fn init_tracing() {
 }
 
 fn start_background(cfg: &Config) -> ExitCode {
-    match crate::cli::client::Client::connect_with(cfg) {
+    match crate::cli::client::Client::start_controller(cfg) {
         Ok(_) => {
             eprintln!(
                 "sluice controller: running (socket {})",
@@ -226,14 +259,23 @@ fn stop_controller(cfg: &Config) -> ExitCode {
         }
         Ok(_) | Err(_) => {}
     }
-    // Wait for the lock on the state directory to be released.
-    for _ in 0..200 {
-        if std::os::unix::net::UnixStream::connect(&cfg.socket).is_err() {
+    // Wait until the controller has exited, i.e. released its lock on the state
+    // directory (the socket goes away earlier, while the store still commits), so that
+    // a controller started right after this returns does not find the lock taken.
+    let lock = cfg.state_dir.join("controller.lock");
+    for _ in 0..400 {
+        let released = match std::fs::File::open(&lock) {
+            Ok(f) => {
+                nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock).is_ok()
+            }
+            Err(_) => true,
+        };
+        if released {
             return ExitCode::SUCCESS;
         }
         std::thread::sleep(Duration::from_millis(25));
     }
-    eprintln!("sluice controller: still running after 5 s");
+    eprintln!("sluice controller: still running after 10 s");
     ExitCode::from(1)
 }
 
@@ -252,7 +294,8 @@ fn lock_state_dir(cfg: &Config) -> anyhow::Result<nix::fcntl::Flock<std::fs::Fil
     let lock = nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock).map_err(
         |(_, e)| {
             anyhow::anyhow!(
-                "another controller already uses {} ({e})",
+                "{} {} ({e})",
+                crate::cli::client::LOCK_HELD,
                 cfg.state_dir.display()
             )
         },
@@ -318,6 +361,14 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
     // The local node's agent runs in-process over an in-memory pipe speaking the same
     // protocol as a remote one.
     if let Some(local) = cfg.local_node() {
+        let host = crate::config::short_hostname();
+        if local.name != host {
+            tracing::warn!(
+                node = %local.name,
+                host = %host,
+                "no node is named after this host; running the local agent as the first local node"
+            );
+        }
         let (ctld_end, agent_end) = tokio::io::duplex(1 << 20);
         let agent_cfg = crate::agent::AgentConfig {
             node: local.clone(),
@@ -373,6 +424,10 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
         agents: HashMap::new(),
         declared,
         stop: stop_tx,
+        streams: HashMap::new(),
+        alloc_replies: Vec::new(),
+        waiters: Vec::new(),
+        deferred: Vec::new(),
         health,
         remote,
     };
@@ -432,7 +487,12 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
             last_end = tokio::time::Instant::now();
             last_cost = last_end - t0;
         }
+        actor.resolve_waiters();
         actor.apply(fx);
+        if actor.store.is_closed() {
+            tracing::error!("the state database is gone; stopping");
+            break;
+        }
     }
     tracing::info!("controller stopping");
     let _ = std::fs::remove_file(&cfg.socket);
@@ -451,6 +511,14 @@ struct Actor {
     agents: HashMap<String, mpsc::UnboundedSender<ToAgent>>,
     declared: HashMap<String, crate::config::NodeConf>,
     stop: mpsc::Sender<()>,
+    /// srun step streams by token.
+    streams: HashMap<u64, mpsc::UnboundedSender<StepEvent>>,
+    /// Allocate requests answered after this iteration's scheduling pass.
+    alloc_replies: Vec<(u32, oneshot::Sender<Response>)>,
+    /// WaitJob requests: job, wait for start (else end), reply.
+    waiters: Vec<(u32, bool, oneshot::Sender<Response>)>,
+    /// Replies released after this iteration's records are committed.
+    deferred: Vec<(oneshot::Sender<Response>, Response)>,
     /// Node liveness (SlurmdTimeout, link failures, return to service).
     health: agents::Health,
     /// Nodes reached over SSH.
@@ -486,6 +554,33 @@ impl Actor {
                 tracing::warn!(node, "agent link lost");
                 self.agents.remove(&node);
                 self.cluster.agent_lost(&node);
+                self.cluster.steps_lost_on(&node, now, fx);
+            }
+            Msg::StepLaunch {
+                cred,
+                job_id,
+                spec,
+                token,
+                tx,
+            } => {
+                self.streams.insert(token, tx);
+                let c = Caller {
+                    uid: cred.uid,
+                    gid: cred.gid,
+                };
+                self.cluster.step_launch(job_id, *spec, c, token, now, fx);
+            }
+            Msg::StepInput { token, input } => self.cluster.step_input(token, input, now, fx),
+            Msg::StepClosed { token } => {
+                self.streams.remove(&token);
+                self.cluster.step_stream_closed(token, now, fx);
+            }
+            Msg::OwnerGone { cred, jobs } => {
+                let c = Caller {
+                    uid: cred.uid,
+                    gid: cred.gid,
+                };
+                self.cluster.owner_gone(&jobs, c, now, fx);
             }
             Msg::LinkFailed { node, reason } => {
                 self.agents.remove(&node);
@@ -493,6 +588,39 @@ impl Actor {
                     .link_failed(&mut self.cluster.nodes, &node, &reason, now);
             }
         }
+    }
+
+    /// Answers Allocate requests (after the scheduling pass that may have started
+    /// their jobs) and WaitJob requests whose condition now holds.
+    fn resolve_waiters(&mut self) {
+        for (id, reply) in std::mem::take(&mut self.alloc_replies) {
+            let resp = match self.cluster.jobs.get(&id) {
+                Some(j) => Response::Allocation(Box::new(Job::clone(j))),
+                None => Response::Error(SlurmError::InvalidJobId),
+            };
+            self.deferred.push((reply, resp));
+        }
+        let jobs = &self.cluster.jobs;
+        let mut keep = Vec::new();
+        for (id, started, reply) in std::mem::take(&mut self.waiters) {
+            if reply.is_closed() {
+                continue;
+            }
+            match jobs.get(&id) {
+                None => self
+                    .deferred
+                    .push((reply, Response::Error(SlurmError::InvalidJobId))),
+                Some(j)
+                    if (started && j.state != crate::model::JobState::Pending)
+                        || (!started && !j.is_active()) =>
+                {
+                    self.deferred
+                        .push((reply, Response::Allocation(Box::new(Job::clone(j)))))
+                }
+                Some(_) => keep.push((id, started, reply)),
+            }
+        }
+        self.waiters = keep;
     }
 
     fn on_request(
@@ -509,10 +637,48 @@ impl Actor {
         };
         let resp = match req {
             Request::Ping => Response::Ok,
-            Request::Submit { spec, test_only } => {
+            Request::Submit {
+                spec,
+                test_only,
+                het,
+            } if !het.is_empty() => {
+                let mut jobs = Vec::new();
+                let mut err = None;
+                for s in std::iter::once(*spec).chain(het) {
+                    match self.cluster.resolve(s, c, now, &user_group_names) {
+                        Ok(j) => jobs.push(j),
+                        Err(e) => {
+                            err = Some(e);
+                            break;
+                        }
+                    }
+                }
+                match err {
+                    Some(e) => Response::Error(e),
+                    None if test_only => {
+                        Response::TestOnly(self.cluster.test_only(jobs.swap_remove(0), now))
+                    }
+                    None => match self.cluster.submit_het(jobs, fx) {
+                        Err(e) => Response::Error(e),
+                        Ok(id) => {
+                            self.apply_persist(fx);
+                            let _ = self
+                                .store
+                                .send(StoreOp::Reply(reply, Response::Submitted { job_id: id }));
+                            return;
+                        }
+                    },
+                }
+            }
+            Request::Submit {
+                spec, test_only, ..
+            } => {
                 match self.cluster.resolve(*spec, c, now, &user_group_names) {
                     Err(e) => Response::Error(e),
                     Ok(job) if test_only => Response::TestOnly(self.cluster.test_only(job, now)),
+                    Ok(job) if job.spec.immediate && !self.cluster.can_start_now(&job, now) => {
+                        Response::Error(SlurmError::CannotStartImmediately)
+                    }
                     Ok(job) => {
                         let id = self.cluster.submit(job, fx);
                         // The reply waits for the commit of this job's record.
@@ -544,15 +710,21 @@ impl Actor {
                 signal,
                 batch_only,
             } => Response::Results(self.cluster.cancel(&filter, signal, batch_only, c, now, fx)),
-            Request::Hold { ids, user_hold } => {
-                Response::Results(self.cluster.hold(&ids, user_hold, c, fx))
+            Request::Hold {
+                ids,
+                user_hold,
+                array_tasks,
+            } => Response::Results(self.cluster.hold(&ids, &array_tasks, user_hold, c, fx)),
+            Request::Release { ids, array_tasks } => {
+                Response::Results(self.cluster.release(&ids, &array_tasks, c, now, fx))
             }
-            Request::Release { ids } => Response::Results(self.cluster.release(&ids, c, now, fx)),
-            Request::Requeue { ids, hold } => {
-                Response::Results(self.cluster.requeue(&ids, hold, c, now, fx))
-            }
-            Request::UpdateJob { id, updates } => {
-                match self.cluster.update_job(id, &updates, c, fx) {
+            Request::Requeue {
+                ids,
+                hold,
+                array_tasks,
+            } => Response::Results(self.cluster.requeue(&ids, &array_tasks, hold, c, now, fx)),
+            Request::UpdateJob { id, updates, tasks } => {
+                match self.cluster.update_job(id, tasks.as_ref(), &updates, c, fx) {
                     Ok(()) => Response::Ok,
                     Err(e) => Response::Error(e),
                 }
@@ -575,6 +747,38 @@ impl Actor {
                 Response::Priority { rows, weights }
             }
             Request::Stats => Response::Stats(Box::new(self.cluster.stats_at(now))),
+            Request::Allocate { spec } => {
+                let mut spec = *spec;
+                spec.alloc_only = true;
+                match self.cluster.resolve(spec, c, now, &user_group_names) {
+                    Err(e) => Response::Error(e),
+                    Ok(job) => {
+                        let id = self.cluster.submit(job, fx);
+                        self.alloc_replies.push((id, reply));
+                        return;
+                    }
+                }
+            }
+            Request::WaitJob { job_id, started } => {
+                if !self.cluster.jobs.contains_key(&job_id) {
+                    Response::Error(SlurmError::InvalidJobId)
+                } else {
+                    self.waiters.push((job_id, started, reply));
+                    return;
+                }
+            }
+            Request::ReleaseAllocation { job_id, exit } => {
+                match self.cluster.release_allocation(job_id, exit, c, now, fx) {
+                    Ok(()) => Response::Ok,
+                    Err(e) => Response::Error(e),
+                }
+            }
+            Request::StepLaunch { .. } => {
+                Response::Error(SlurmError::Other("step launch out of place".into()))
+            }
+            Request::CancelSteps { steps, signal } => {
+                Response::Results(self.cluster.cancel_steps(&steps, signal, c, now, fx))
+            }
             Request::Shutdown => {
                 if self.cluster.is_operator(c) {
                     let _ = self.stop.try_send(());
@@ -622,6 +826,18 @@ impl Actor {
 
     fn apply(&mut self, mut fx: Effects) {
         self.apply_persist(&mut fx);
+        for (reply, resp) in self.deferred.drain(..) {
+            let _ = self.store.send(StoreOp::Reply(reply, resp));
+        }
+        for (token, ev) in fx.to_client.drain(..) {
+            let last = matches!(ev, StepEvent::Done { .. } | StepEvent::Error(_));
+            if let Some(tx) = self.streams.get(&token) {
+                let _ = tx.send(ev);
+            }
+            if last {
+                self.streams.remove(&token);
+            }
+        }
         for (node, msg) in fx.to_agent {
             match self.agents.get(&node) {
                 Some(tx) => {
@@ -680,6 +896,21 @@ async fn serve_client(stream: tokio::net::UnixStream, tx: mpsc::Sender<Msg>) -> 
     let cred = transport::peer_cred(&stream)?;
     let mut framed = Framed::new(stream);
     framed.handshake(Role::Controller, &[Role::Client]).await?;
+    // Allocation-only jobs this connection owns (cancelled if it closes first).
+    let mut owned: Vec<u32> = Vec::new();
+    let res = serve_requests(&mut framed, cred, &tx, &mut owned).await;
+    if !owned.is_empty() {
+        let _ = tx.send(Msg::OwnerGone { cred, jobs: owned }).await;
+    }
+    res
+}
+
+async fn serve_requests(
+    framed: &mut Framed<tokio::net::UnixStream>,
+    cred: PeerCred,
+    tx: &mpsc::Sender<Msg>,
+    owned: &mut Vec<u32>,
+) -> anyhow::Result<()> {
     loop {
         let req: Request = match framed.recv().await {
             Ok(r) => r,
@@ -694,6 +925,14 @@ async fn serve_client(stream: tokio::net::UnixStream, tx: mpsc::Sender<Msg>) -> 
                 return Err(e.into());
             }
         };
+        if let Request::StepLaunch { job_id, spec } = req {
+            return serve_step(framed, cred, tx, job_id, spec).await;
+        }
+        let releasing = match &req {
+            Request::ReleaseAllocation { job_id, .. } => Some(*job_id),
+            _ => None,
+        };
+        let allocating = matches!(req, Request::Allocate { .. });
         let (rtx, rrx) = oneshot::channel();
         tx.send(Msg::Client {
             cred,
@@ -705,8 +944,62 @@ async fn serve_client(stream: tokio::net::UnixStream, tx: mpsc::Sender<Msg>) -> 
         let resp = rrx
             .await
             .map_err(|_| anyhow::anyhow!("controller is stopping"))?;
+        match (&resp, allocating, releasing) {
+            (Response::Allocation(j), true, _) => owned.push(j.id),
+            (_, _, Some(id)) => owned.retain(|&o| o != id),
+            _ => {}
+        }
         framed.send(&resp).await?;
     }
+}
+
+/// A step stream: events from the actor to srun, input from srun to the actor, until
+/// the step is done or either side goes away.
+async fn serve_step(
+    framed: &mut Framed<tokio::net::UnixStream>,
+    cred: PeerCred,
+    tx: &mpsc::Sender<Msg>,
+    job_id: u32,
+    spec: Box<StepSpec>,
+) -> anyhow::Result<()> {
+    let token = NEXT_TOKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let (etx, mut erx) = mpsc::unbounded_channel::<StepEvent>();
+    tx.send(Msg::StepLaunch {
+        cred,
+        job_id,
+        spec,
+        token,
+        tx: etx,
+    })
+    .await
+    .map_err(|_| anyhow::anyhow!("controller is stopping"))?;
+    let res: anyhow::Result<()> = loop {
+        tokio::select! {
+            ev = erx.recv() => match ev {
+                Some(ev) => {
+                    let last = matches!(ev, StepEvent::Done { .. } | StepEvent::Error(_));
+                    if let Err(e) = framed.send(&ev).await {
+                        break Err(e.into());
+                    }
+                    if last {
+                        break Ok(());
+                    }
+                }
+                None => break Ok(()),
+            },
+            m = framed.recv::<StepInput>() => match m {
+                Ok(input) => {
+                    if tx.send(Msg::StepInput { token, input }).await.is_err() {
+                        break Ok(());
+                    }
+                }
+                Err(crate::proto::ProtoError::Closed) => break Ok(()),
+                Err(e) => break Err(e.into()),
+            },
+        }
+    };
+    let _ = tx.send(Msg::StepClosed { token }).await;
+    res
 }
 
 /// Serves one agent link: registration first, then events both ways until it breaks.

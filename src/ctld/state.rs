@@ -8,11 +8,14 @@
 //! allocations.
 
 use crate::config::Config;
-use crate::model::job::{Allocation, ExitStatus, StepRecord};
+use crate::model::array::{ArrayInfo, ArraySpec, IndexSet};
+use crate::model::depend::DepStatus;
+use crate::model::job::{Allocation, ExitStatus, PastRun, StepRecord};
 use crate::model::{
     HoldKind, Job, JobSpec, JobState, MemReq, Node, NodeState, Partition, PartitionState, Reason,
-    hostlist,
+    TimeLimit, hostlist,
 };
+use crate::proto::ArrayTasks;
 use crate::proto::{
     EndKind, FromAgent, JobFilter, JobResult, JobUpdate, LaunchBatch, NodeUpdate, SlurmError,
     TestOnly, ToAgent,
@@ -20,7 +23,7 @@ use crate::proto::{
 use crate::proto::{PriorityRow, PriorityWeights, SchedStats};
 use crate::sched::priority::{self, PriorityContext};
 use crate::sched::{self, Decision, SchedConfig};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Pending jobs up to which every pass also runs backfill; above it, backfill runs
 /// every `bf_interval` seconds (Slurm runs it only on its interval; sluice plans small
@@ -47,12 +50,16 @@ pub struct Effects {
     pub to_agent: Vec<(String, ToAgent)>,
     /// A scheduling pass is due.
     pub schedule: bool,
+    /// Events for srun step streams, by stream token (`ctld::steps`).
+    pub to_client: Vec<(u64, crate::proto::StepEvent)>,
 }
 
 /// Why a running job is being ended by the controller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ending {
-    Requeue { hold: bool },
+    /// Back to the queue once the node confirms the end; `node_fail` when its node
+    /// failed (the ended run is recorded as NODE_FAIL rather than REQUEUED).
+    Requeue { hold: bool, node_fail: bool },
 }
 
 /// The whole cluster as the controller knows it.
@@ -94,6 +101,12 @@ pub struct Cluster {
     envs: HashMap<u64, crate::model::Env>,
     /// Seconds between periodic passes (`sched_interval`).
     pub sched_interval: u32,
+    /// Array indices must be below this (MaxArraySize).
+    pub max_array_size: u32,
+    /// Cancel jobs whose dependency can never be satisfied (`kill_invalid_depend`).
+    pub kill_invalid_depend: bool,
+    /// Live and waiting steps (`ctld::steps`).
+    pub steps: super::steps::StepTable,
 }
 
 impl Cluster {
@@ -194,7 +207,15 @@ impl Cluster {
                 "AccountingStorageType".into(),
                 "accounting_storage/sluice".into(),
             ),
-            ("MaxArraySize".into(), "1001".into()),
+            ("MaxArraySize".into(), cfg.max_array_size.to_string()),
+            (
+                "SchedulerParameters".into(),
+                if cfg.kill_invalid_depend {
+                    "kill_invalid_depend".into()
+                } else {
+                    "(null)".into()
+                },
+            ),
             ("SchedulerTimeSlice".into(), "30 sec".into()),
         ];
         Cluster {
@@ -220,6 +241,9 @@ impl Cluster {
             last_pass: i64::MIN / 2,
             envs: HashMap::new(),
             sched_interval: cfg.sched_interval,
+            max_array_size: cfg.max_array_size,
+            kill_invalid_depend: cfg.kill_invalid_depend,
+            steps: Default::default(),
         }
     }
 
@@ -247,6 +271,11 @@ impl Cluster {
 
     fn node_mut(&mut self, name: &str) -> Option<&mut Node> {
         self.nodes.iter_mut().find(|n| n.name == name)
+    }
+
+    /// Removes an allocation from its nodes (the job ended).
+    pub(super) fn uncharge(&mut self, a: &Allocation, completing: bool) {
+        self.charge(a, completing, -1);
     }
 
     /// Adds (`sign` = 1) or removes (`sign` = -1) an allocation from its nodes.
@@ -336,11 +365,19 @@ impl Cluster {
         let time_limit = spec.time_limit.unwrap_or_else(|| part.default_limit());
         let cpt = spec.cpus_per_task.unwrap_or(1).max(1);
         let nodes_min = spec.nodes_min.unwrap_or(1).max(1);
+        // Counts come from the user: products that overflow are requests no node can
+        // satisfy, never a reason to panic.
         let ntasks = match (spec.ntasks, spec.ntasks_per_node) {
             (Some(n), _) => n.max(1),
-            (None, Some(per)) => per.max(1) * nodes_min,
+            (None, Some(per)) => per
+                .max(1)
+                .checked_mul(nodes_min)
+                .ok_or(SlurmError::NodeConfigUnavailable)?,
             (None, None) => nodes_min,
         };
+        let req_cpus = ntasks
+            .checked_mul(cpt)
+            .ok_or(SlurmError::NodeConfigUnavailable)?;
         let req_nodes = match (spec.ntasks_per_node, spec.nodes_min) {
             (Some(per), None) => ntasks.div_ceil(per.max(1)),
             _ => nodes_min,
@@ -394,7 +431,7 @@ impl Cluster {
             account: spec.account.clone().unwrap_or_default(),
             qos: spec.qos.clone().unwrap_or_else(|| "normal".into()),
             time_limit,
-            req_cpus: ntasks * cpt,
+            req_cpus,
             req_tasks: ntasks,
             req_nodes,
             req_mem,
@@ -416,10 +453,29 @@ impl Cluster {
             steps: Vec::new(),
             last_sched_eval: None,
             sched: Default::default(),
+            array_job_id: 0,
+            array_task_id: None,
+            array: None,
+            depend: None,
+            past_runs: Vec::new(),
+            het: None,
             spec,
         };
         if job.spec.nice < 0 && !self.is_operator(caller) {
             return Err(SlurmError::AccessDenied);
+        }
+        if let Some(text) = &job.spec.array {
+            let a = ArraySpec::parse(text, self.max_array_size)
+                .map_err(|_| SlurmError::InvalidArraySpec)?;
+            job.array = Some(Box::new(ArrayInfo::from_spec(&a)));
+        }
+        if let Some(text) = &job.spec.dependency {
+            job.depend = self.parse_dependency(text, 0)?;
+        }
+        if let Some(d) = job.spec.deadline
+            && (d <= now || job.spec.begin.is_some_and(|b| b > d))
+        {
+            return Err(SlurmError::InvalidTimeValue);
         }
         job.priority = self.priority_of(&job, now);
         if job.spec.hold {
@@ -674,7 +730,8 @@ impl Cluster {
         }
     }
 
-    /// Inserts a resolved job under a new id; returns the id.
+    /// Inserts a resolved job under a new id; returns the id. An array is inserted as
+    /// its meta record (see `ctld::array`).
     pub fn submit(&mut self, mut job: Job, fx: &mut Effects) -> u32 {
         let mut env = std::mem::take(&mut job.spec.environment);
         self.intern_env(&mut env);
@@ -682,6 +739,9 @@ impl Cluster {
         let id = self.next_id;
         self.next_id += 1;
         job.id = id;
+        if job.array.is_some() {
+            job.array_job_id = id;
+        }
         fx.persist.push(job.clone());
         fx.schedule = true;
         self.jobs.insert(id, Box::new(job));
@@ -742,65 +802,6 @@ impl Cluster {
 
     // ------------------------------------------------------------------ scheduling
 
-    /// Runs one scheduling pass and applies its decisions: priorities are refreshed,
-    /// the main cycle runs, and backfill too when it is due (every pass for queues up
-    /// to [`BACKFILL_EVERY_PASS`] jobs, else every `bf_interval` seconds). Pending jobs
-    /// get their reason and, from backfill, their expected start.
-    pub fn schedule(&mut self, now: i64, fx: &mut Effects) {
-        let pending = self
-            .jobs
-            .values()
-            .filter(|j| j.state == JobState::Pending)
-            .count();
-        self.last_pass = now;
-        if pending == 0 {
-            return;
-        }
-        self.refresh_priorities(now);
-        if self.stats.since == 0 {
-            self.stats.since = now;
-        }
-        let backfill = self.sched_cfg.policy != sched::Policy::Fifo
-            && (pending <= BACKFILL_EVERY_PASS
-                || now - self.last_backfill >= self.sched_cfg.bf_interval);
-        let t0 = std::time::Instant::now();
-        let main = self.run_pass(now, false);
-        let main_us = t0.elapsed().as_micros() as u64;
-        let s = &mut self.stats;
-        s.main_cycles += 1;
-        s.main_last_us = main_us;
-        s.main_max_us = s.main_max_us.max(main_us);
-        s.main_sum_us += main_us;
-        s.main_depth_sum += u64::from(main.stats.main_depth);
-        s.main_last_queue = u64::from(main.stats.queue_len);
-        if s.main_first == 0 {
-            s.main_first = now;
-        }
-        self.apply_outcome(main, false, now, fx);
-        if backfill {
-            let t0 = std::time::Instant::now();
-            let bf = self.run_pass(now, true);
-            let bf_us = t0.elapsed().as_micros() as u64;
-            self.last_backfill = now;
-            let s = &mut self.stats;
-            s.bf_cycles += 1;
-            s.bf_last_when = Some(now);
-            s.bf_last_us = bf_us;
-            s.bf_max_us = s.bf_max_us.max(bf_us);
-            s.bf_sum_us += bf_us;
-            s.bf_jobs += u64::from(bf.stats.bf_started);
-            s.bf_last_depth = u64::from(bf.stats.bf_depth);
-            s.bf_last_depth_try = u64::from(bf.stats.bf_depth_try);
-            s.bf_depth_sum += u64::from(bf.stats.bf_depth);
-            s.bf_depth_try_sum += u64::from(bf.stats.bf_depth_try);
-            s.bf_last_queue = u64::from(bf.stats.bf_queue_len);
-            s.bf_queue_sum += u64::from(bf.stats.bf_queue_len);
-            s.bf_last_table = u64::from(bf.stats.bf_table_size);
-            s.bf_table_sum += u64::from(bf.stats.bf_table_size);
-            self.apply_outcome(bf, true, now, fx);
-        }
-    }
-
     /// Recomputes the multifactor priority of every pending, unheld job.
     fn refresh_priorities(&mut self, now: i64) {
         let ctx = self.priority_context(now);
@@ -818,43 +819,214 @@ impl Cluster {
         }
     }
 
-    fn run_pass(&self, now: i64, backfill: bool) -> sched::Outcome {
-        let jobs: Vec<&Job> = self
-            .jobs
-            .values()
-            .filter(|j| j.is_active())
-            .map(|j| &**j)
-            .collect();
-        sched::run(&sched::Input {
-            jobs: &jobs,
-            nodes: &self.nodes,
-            partitions: &self.partitions,
-            licenses: &self.licenses,
-            config: &self.sched_cfg,
-            now,
-            backfill,
-        })
+    /// Updates the sdiag counters after a pass that took `us` microseconds.
+    fn record_pass_stats(&mut self, out: &sched::Outcome, backfill: bool, us: u64, now: i64) {
+        let s = &mut self.stats;
+        s.main_cycles += 1;
+        s.main_last_us = us;
+        s.main_max_us = s.main_max_us.max(us);
+        s.main_sum_us += us;
+        s.main_depth_sum += u64::from(out.stats.main_depth);
+        s.main_last_queue = u64::from(out.stats.queue_len);
+        if s.main_first == 0 {
+            s.main_first = now;
+        }
+        if backfill {
+            self.last_backfill = now;
+            s.bf_cycles += 1;
+            s.bf_last_when = Some(now);
+            s.bf_last_us = us;
+            s.bf_max_us = s.bf_max_us.max(us);
+            s.bf_sum_us += us;
+            s.bf_jobs += u64::from(out.stats.bf_started);
+            s.bf_last_depth = u64::from(out.stats.bf_depth);
+            s.bf_last_depth_try = u64::from(out.stats.bf_depth_try);
+            s.bf_depth_sum += u64::from(out.stats.bf_depth);
+            s.bf_depth_try_sum += u64::from(out.stats.bf_depth_try);
+            s.bf_last_queue = u64::from(out.stats.bf_queue_len);
+            s.bf_queue_sum += u64::from(out.stats.bf_queue_len);
+            s.bf_last_table = u64::from(out.stats.bf_table_size);
+            s.bf_table_sum += u64::from(out.stats.bf_table_size);
+        }
     }
 
-    fn apply_outcome(&mut self, out: sched::Outcome, backfill: bool, now: i64, fx: &mut Effects) {
+    /// Whether a resolved, not yet inserted job would start in a scheduling pass now,
+    /// behind the jobs already queued (`--immediate`).
+    pub fn can_start_now(&self, job: &Job, now: i64) -> bool {
+        let mut job = job.clone();
+        job.id = u32::MAX;
+        if job
+            .depend
+            .as_ref()
+            .is_some_and(|d| d.status() != DepStatus::Satisfied)
+        {
+            return false;
+        }
+        // Running jobs are in the input too: the scheduler plans around them.
+        let mut jobs: Vec<&Job> = self
+            .jobs
+            .values()
+            .map(|j| &**j)
+            .filter(|j| j.is_active())
+            .collect();
+        jobs.push(&job);
+        sched::schedule(&jobs, &self.nodes, &self.partitions, now)
+            .iter()
+            .any(|d| matches!(d, Decision::Start { job_id, .. } if *job_id == u32::MAX))
+    }
+
+    /// Runs one scheduling pass and applies its decisions: first dependencies and
+    /// deadlines are brought up to date, then the pure scheduler decides, with copies
+    /// of array meta records standing for the tasks that may start (`ctld::array`).
+    ///
+    /// Priorities are refreshed first (multifactor), and the pass runs the main cycle,
+    /// then backfill when it is due (every pass for queues up to
+    /// [`BACKFILL_EVERY_PASS`] jobs, else every `bf_interval` seconds); pending jobs get
+    /// their reason and, from backfill, their expected start.
+    pub fn schedule(&mut self, now: i64, fx: &mut Effects) {
+        let corr = self.evaluate_dependencies(now, fx);
+        self.expire_deadlines(now, fx);
+        let pending = self
+            .jobs
+            .values()
+            .filter(|j| j.state == JobState::Pending)
+            .count();
+        self.last_pass = now;
+        if pending == 0 {
+            return;
+        }
+        self.refresh_priorities(now);
+        if self.stats.since == 0 {
+            self.stats.since = now;
+        }
+        let backfill = self.sched_cfg.policy != sched::Policy::Fifo
+            && (pending <= BACKFILL_EVERY_PASS
+                || now - self.last_backfill >= self.sched_cfg.bf_interval);
+        let mut plan = self.array_plan(&corr);
+        let mut copies: Vec<Job> = plan
+            .iter()
+            .flat_map(|(id, picks)| std::iter::repeat_n(*id, picks.len().saturating_sub(1)))
+            .collect::<Vec<u32>>()
+            .into_iter()
+            .filter_map(|id| self.jobs.get_mut(&id).map(|j| super::array::sched_copy(j)))
+            .collect();
+        // Each copy gets an id of its own for the pass (the scheduler keys what it
+        // started by id), mapped back to its array's meta record below.
+        let mut alias: HashMap<u32, u32> = HashMap::new();
+        for (k, copy) in copies.iter_mut().enumerate() {
+            let fake = u32::MAX - 1 - k as u32;
+            alias.insert(fake, copy.id);
+            copy.id = fake;
+        }
+        // A heterogeneous job starts whole or not at all: a pass that would start it in
+        // part runs again without it (it waits with its blocked component's reason).
+        let check_het = self.has_pending_het();
+        let mut left_out: HashMap<u32, Reason> = HashMap::new();
+        let t0 = std::time::Instant::now();
+        let out = loop {
+            // Running jobs are in the input too: backfill plans around their limits.
+            let jobs: Vec<&Job> = self
+                .jobs
+                .values()
+                .map(|j| &**j)
+                .filter(|j| j.is_active() && !left_out.contains_key(&j.id))
+                .chain(copies.iter())
+                .collect();
+            if !jobs.iter().any(|j| j.state == JobState::Pending) {
+                break sched::Outcome::default();
+            }
+            let out = sched::run(&sched::Input {
+                jobs: &jobs,
+                nodes: &self.nodes,
+                partitions: &self.partitions,
+                licenses: &self.licenses,
+                config: &self.sched_cfg,
+                now,
+                backfill,
+            });
+            let d = &out.decisions;
+            let partial = if check_het {
+                self.partial_het_starts(d)
+            } else {
+                Vec::new()
+            };
+            if partial.is_empty() {
+                break out;
+            }
+            for leader in partial {
+                let members = self.het_members(leader).unwrap_or_default();
+                let reason = d
+                    .iter()
+                    .find_map(|x| match x {
+                        Decision::Pending { job_id, reason } if members.contains(job_id) => {
+                            Some(reason.clone())
+                        }
+                        _ => None,
+                    })
+                    .unwrap_or(Reason::Resources);
+                for m in members {
+                    left_out.insert(m, reason.clone());
+                }
+            }
+        };
+        for (id, reason) in left_out {
+            if let Some(j) = self.jobs.get_mut(&id)
+                && j.state == JobState::Pending
+            {
+                j.reason = reason;
+                j.last_sched_eval = Some(now);
+            }
+        }
+        self.record_pass_stats(&out, backfill, t0.elapsed().as_micros() as u64, now);
+        let backfilled: HashSet<u32> = out.backfilled.iter().copied().collect();
         let est: HashMap<u32, &sched::Estimate> =
             out.estimates.iter().map(|e| (e.job_id, e)).collect();
-        for d in out.decisions {
+        let mut het_started = Vec::new();
+        let mut split: HashMap<u32, u32> = HashMap::new();
+        for d in out.decisions.iter().cloned() {
             match d {
                 Decision::Start {
                     job_id,
                     partition,
                     alloc,
                 } => {
-                    self.start_job(job_id, partition, alloc, now, fx);
-                    if let Some(j) = self.jobs.get_mut(&job_id) {
-                        j.sched.backfilled = backfill;
+                    let job_id = alias.get(&job_id).copied().unwrap_or(job_id);
+                    let id = match plan.get_mut(&job_id) {
+                        Some(picks) => {
+                            let Some(t) = picks.pop_front() else { continue };
+                            *split.entry(job_id).or_default() += 1;
+                            match self.split_task(job_id, t, fx) {
+                                Some(id) => id,
+                                None => continue,
+                            }
+                        }
+                        None => job_id,
+                    };
+                    let mut launch = true;
+                    if let Some(j) = self.jobs.get_mut(&id) {
+                        // A task started from a satisfied meta record waits for nothing.
+                        if id != job_id || j.array_task_id.is_some() {
+                            j.depend = None;
+                        }
+                        if let Some(h) = j.het {
+                            launch = false;
+                            if h.offset == 0 {
+                                het_started.push(id);
+                            }
+                        }
+                    }
+                    self.start_job(id, partition, alloc, launch, now, fx);
+                    if let Some(j) = self.jobs.get_mut(&id) {
+                        j.sched.backfilled = backfilled.contains(&job_id);
                         j.sched.est_start = None;
                         j.sched.sched_nodes = None;
                     }
                 }
                 Decision::Pending { job_id, reason } => {
-                    if let Some(j) = self.jobs.get_mut(&job_id) {
+                    let job_id = alias.get(&job_id).copied().unwrap_or(job_id);
+                    if let Some(j) = self.jobs.get_mut(&job_id)
+                        && j.state == JobState::Pending
+                    {
                         j.last_sched_eval = Some(now);
                         if reason == Reason::BeginTime {
                             j.sched.est_start = j.eligible_time.filter(|e| *e > now);
@@ -878,13 +1050,52 @@ impl Cluster {
                 }
             }
         }
+        // Heterogeneous jobs launch once every component has its allocation.
+        for leader in het_started {
+            self.launch(leader, fx);
+        }
+        // An array that started up to its throttle waits on it from now on.
+        for (id, n) in split {
+            if let Some(j) = self.jobs.get_mut(&id)
+                && j.state == JobState::Pending
+                && let Some(a) = j.array.as_mut()
+            {
+                a.running += n;
+                if a.throttled() {
+                    j.reason = Reason::JobArrayTaskLimit;
+                    j.last_sched_eval = Some(now);
+                }
+            }
+        }
     }
 
+    /// Removes pending jobs that can no longer end before their `--deadline` (state
+    /// DEADLINE): those whose time limit, counted from now, ends after it.
+    fn expire_deadlines(&mut self, now: i64, fx: &mut Effects) {
+        for j in self.jobs.values_mut() {
+            let Some(d) = j.spec.deadline else { continue };
+            if j.state != JobState::Pending {
+                continue;
+            }
+            let need = j.time_limit.secs().unwrap_or(0) as i64;
+            if now + need > d {
+                j.state = JobState::Deadline;
+                j.reason = Reason::DeadLine;
+                j.end_time = Some(now);
+                fx.persist.push(Job::clone(j));
+                shed_after_end(j);
+            }
+        }
+    }
+
+    /// Allocates and records a job's start; with `launch`, sends its batch script to
+    /// the batch host (a heterogeneous job's components are launched with the leader).
     fn start_job(
         &mut self,
         id: u32,
         partition: String,
         alloc: Allocation,
+        launch: bool,
         now: i64,
         fx: &mut Effects,
     ) {
@@ -899,6 +1110,12 @@ impl Cluster {
         j.start_time = Some(now);
         j.last_sched_eval = Some(now);
         j.end_time = None;
+        if j.spec.alloc_only {
+            // salloc/srun: the allocation is the job; steps come from its owner.
+            j.alloc = Some(alloc);
+            fx.persist.push(Job::clone(j));
+            return;
+        }
         j.steps.retain(|s| s.id != "batch");
         j.steps.push(StepRecord {
             id: "batch".into(),
@@ -912,45 +1129,72 @@ impl Cluster {
             ntasks: 1,
             max_rss_kib: 0,
             cpu_secs: 0.0,
+            detail: None,
         });
         let batch_host = alloc.nodes[0].clone();
         j.alloc = Some(alloc);
         for n in self.nodes.iter_mut().filter(|n| n.name == batch_host) {
             n.last_busy_time = Some(now);
         }
-        let j = self.jobs[&id].clone();
-        fx.persist.push(Job::clone(&j));
+        let j = &self.jobs[&id];
+        fx.persist.push(Job::clone(j));
+        if launch {
+            self.launch(id, fx);
+        }
+    }
+
+    /// Sends job `id`'s batch script to its batch host (with a heterogeneous job's
+    /// other components).
+    fn launch(&mut self, id: u32, fx: &mut Effects) {
+        let Some(j) = self.jobs.get(&id) else { return };
+        let Some(batch_host) = j.alloc.as_ref().and_then(|a| a.nodes.first().cloned()) else {
+            return;
+        };
+        let het = if j.het.is_some() {
+            self.het_components(id)
+        } else {
+            Vec::new()
+        };
         fx.to_agent.push((
             batch_host,
             ToAgent::Launch(LaunchBatch {
-                job: j,
+                job: Box::new(Job::clone(j)),
                 kill_wait: self.kill_wait,
                 cluster: self.cluster_name.clone(),
                 cgroup: self.cgroup.clone(),
+                het,
             }),
         ));
     }
 
     /// Periodic work: `--signal` warnings, time limits and MinJobAge purge.
     pub fn tick(&mut self, now: i64, fx: &mut Effects) {
+        self.tick_steps(now, fx);
         // `--signal=B:SIG@secs` goes to the batch shell `secs` before the limit. Without
-        // `B:` Slurm signals the job's steps only; steps arrive with srun.
-        let warn: Vec<(u32, String, i32)> = self
+        // `B:` Slurm signals the job's steps only (those running at that moment).
+        let warn: Vec<(u32, String, i32, bool)> = self
             .jobs
             .values()
             .filter(|j| {
-                j.state == JobState::Running && !j.completing && !self.warned.contains(&j.id)
+                j.state == JobState::Running
+                    && !j.completing
+                    && !self.warned.contains(&j.id)
+                    && j.het.is_none_or(|h| h.offset == 0)
             })
             .filter_map(|j| {
                 let sig = j.spec.signal?;
                 let limit = j.time_limit.secs()? as i64;
                 let due = j.start_time? + limit - i64::from(sig.secs_before);
                 let node = j.alloc.as_ref()?.nodes[0].clone();
-                (sig.batch_only && now >= due).then_some((j.id, node, sig.signal))
+                (now >= due).then_some((j.id, node, sig.signal, sig.batch_only))
             })
             .collect();
-        for (id, node, signal) in warn {
+        for (id, node, signal, batch_only) in warn {
             self.warned.insert(id);
+            if !batch_only {
+                self.signal_job_steps(id, signal, fx);
+                continue;
+            }
             fx.to_agent.push((
                 node,
                 ToAgent::Signal {
@@ -969,6 +1213,7 @@ impl Cluster {
             .jobs
             .values()
             .filter(|j| j.state == JobState::Running && !j.completing)
+            .filter(|j| j.het.is_none_or(|h| h.offset == 0))
             .filter(|j| match (j.start_time, j.time_limit.secs()) {
                 (Some(s), Some(l)) => now >= s + l as i64,
                 _ => false,
@@ -988,6 +1233,28 @@ impl Cluster {
                         job_id: id,
                         kill_wait: self.kill_wait,
                         reason: Some(msg),
+                    },
+                ));
+            }
+        }
+        // A running job past its `--deadline` ends as DEADLINE.
+        let late: Vec<u32> = self
+            .jobs
+            .values()
+            .filter(|j| j.state == JobState::Running && !j.completing)
+            .filter(|j| j.spec.deadline.is_some_and(|d| now >= d))
+            .filter(|j| j.het.is_none_or(|h| h.offset == 0))
+            .map(|j| j.id)
+            .collect();
+        for id in late {
+            if let Some(node) = self.end_running(id, JobState::Deadline, Reason::DeadLine, now, fx)
+            {
+                fx.to_agent.push((
+                    node,
+                    ToAgent::Terminate {
+                        job_id: id,
+                        kill_wait: self.kill_wait,
+                        reason: None,
                     },
                 ));
             }
@@ -1022,15 +1289,25 @@ impl Cluster {
         now: i64,
         fx: &mut Effects,
     ) -> Option<String> {
-        let j = self.jobs.get_mut(&id)?;
+        let j = self.jobs.get(&id)?;
         if j.state != JobState::Running || j.completing {
             return None;
         }
+        let alloc_only = j.spec.alloc_only;
+        self.end_job_steps(id, state == JobState::Timeout, now, fx);
+        if alloc_only {
+            self.end_alloc_only(id, state, reason, ExitStatus::default(), now, fx);
+            return None;
+        }
+        let j = self.jobs.get_mut(&id)?;
         j.state = state;
         j.reason = reason;
         j.end_time = Some(now);
         j.completing = true;
         let alloc = j.alloc.clone();
+        // A heterogeneous job's other components have no processes to end: they
+        // follow the leader when its node reports the end.
+        let follower = j.het.is_some_and(|h| h.offset != 0);
         fx.persist.push(Job::clone(j));
         if let Some(a) = &alloc {
             for name in &a.nodes {
@@ -1038,6 +1315,9 @@ impl Cluster {
                     n.completing_jobs += 1;
                 }
             }
+        }
+        if follower {
+            return None;
         }
         alloc.map(|a| a.nodes[0].clone())
     }
@@ -1094,6 +1374,7 @@ impl Cluster {
             .filter(|j| j.state == JobState::Running || j.completing)
             .filter(|j| j.alloc.as_ref().is_some_and(|a| a.nodes[0] == node))
             .filter(|j| !running.contains(&j.id))
+            .filter(|j| j.het.is_none_or(|h| h.offset == 0))
             .map(|j| j.id)
             .collect();
         for id in lost {
@@ -1125,6 +1406,17 @@ impl Cluster {
                     fx.persist.push(Job::clone(j));
                 }
             } else if !self.jobs.contains_key(&id) {
+                // A job the controller has no record of (its record was never saved)
+                // must not run untracked: end it; its end report then makes the node
+                // forget it.
+                fx.to_agent.push((
+                    node.clone(),
+                    ToAgent::Terminate {
+                        job_id: id,
+                        kill_wait: self.kill_wait,
+                        reason: None,
+                    },
+                ));
                 fx.to_agent
                     .push((node.clone(), ToAgent::Forget { job_id: id }));
             }
@@ -1144,6 +1436,11 @@ impl Cluster {
         match msg {
             FromAgent::Register { .. } => {}
             FromAgent::Started { .. } => {}
+            FromAgent::Step {
+                job_id,
+                step_id,
+                event,
+            } => self.step_event(node, job_id, step_id, event, now, fx),
             FromAgent::Heartbeat { load, free_mem } => {
                 if let Some(n) = self.node_mut(node) {
                     n.cpu_load = Some(load);
@@ -1182,6 +1479,8 @@ impl Cluster {
     /// the node lost the job (NODE_FAIL).
     fn finish(&mut self, id: u32, end: Option<End>, now: i64, fx: &mut Effects) {
         let ending = self.endings.remove(&id);
+        // Steps still running when the batch script ends are ended with it.
+        self.end_job_steps(id, false, now, fx);
         let Some(j) = self.jobs.get_mut(&id) else {
             return;
         };
@@ -1212,7 +1511,24 @@ impl Cluster {
             }
         }
         j.completing = false;
-        if let Some(Ending::Requeue { hold }) = ending {
+        // A node that lost a requeueable job puts it back in the queue (JobRequeue=1).
+        let ending = match (ending, &end) {
+            (None, None) if j.spec.requeue != Some(false) => Some(Ending::Requeue {
+                hold: false,
+                node_fail: true,
+            }),
+            (e, _) => e,
+        };
+        if let Some(Ending::Requeue { hold, node_fail }) = ending {
+            // The run that ended stays in the history (sacct -D shows it REQUEUED).
+            j.past_runs.push(PastRun {
+                start_time: j.start_time.unwrap_or(end_time),
+                end_time,
+                exit: status,
+                alloc: j.alloc.clone(),
+                steps: std::mem::take(&mut j.steps),
+                node_fail,
+            });
             j.state = JobState::Pending;
             j.restarts += 1;
             j.alloc = None;
@@ -1227,8 +1543,10 @@ impl Cluster {
                 j.reason = Reason::JobHeldUser;
             }
         } else if was_completing {
-            // scontrol shows how the batch shell of a cancelled job died (0:15).
-            if j.state == JobState::Cancelled {
+            // Cancelled, timed out or node set down: the state stays; the job's exit
+            // code is how the batch shell ended (scontrol `ExitCode=0:15` or `0:9`,
+            // golden scancel.txt and timeout.txt).
+            if end.is_some() {
                 j.exit = status;
             }
         } else {
@@ -1271,8 +1589,10 @@ impl Cluster {
             }
         }
         fx.persist.push(Job::clone(j));
+        shed_after_end(j);
         fx.schedule = true;
         let (uid, state, ran) = (j.uid, j.state, j.run_secs(end_time));
+        let het_leader = j.het.filter(|h| h.offset == 0).map(|h| h.job_id);
         if let Some(a) = alloc {
             self.charge(&a, was_completing, -1);
             // Fair-share usage: CPU-seconds held.
@@ -1283,6 +1603,27 @@ impl Cluster {
             JobState::Completed => self.stats.jobs_completed += 1,
             JobState::Cancelled => self.stats.jobs_canceled += 1,
             _ => self.stats.jobs_failed += 1,
+        }
+        // The other components of a heterogeneous job end (or are requeued) with it.
+        if let Some(leader) = het_leader {
+            for m in self.het_members(leader).unwrap_or_default() {
+                if m == leader {
+                    continue;
+                }
+                if let Some(e) = ending {
+                    self.endings.insert(m, e);
+                }
+                self.finish(m, end.clone(), now, fx);
+            }
+            self.het_follow_leader(leader);
+            for m in self.het_members(leader).unwrap_or_default() {
+                if let Some(j) = self.jobs.get_mut(&m)
+                    && m != leader
+                {
+                    fx.persist.push(Job::clone(j));
+                    shed_after_end(j);
+                }
+            }
         }
     }
 
@@ -1308,19 +1649,62 @@ impl Cluster {
         fx: &mut Effects,
     ) -> Vec<JobResult> {
         let mut results = Vec::new();
-        let ids: Vec<u32> = if filter.ids.is_empty() {
-            self.jobs
+        if filter.ids.is_empty() && filter.array_tasks.is_empty() {
+            let ids: Vec<u32> = self
+                .jobs
                 .values()
                 .filter(|j| j.is_active() && filter.matches(j))
                 .filter(|j| self.is_operator(c) || j.uid == c.uid)
                 .map(|j| j.id)
-                .collect()
-        } else {
-            filter.ids.clone()
-        };
-        for id in ids {
-            let r = self.cancel_one(id, filter, signal, batch_only, c, now, fx);
-            results.push(JobResult { id, error: r.err() });
+                .collect();
+            for id in ids {
+                let r = self.cancel_one(id, filter, signal, batch_only, c, now, fx);
+                results.push(JobResult::new(id, r.err()));
+            }
+            return results;
+        }
+        // Ids: the job, or every record of the array with that id.
+        for &id in &filter.ids {
+            let recs = self.records_of(id);
+            let rs: Vec<Result<(), SlurmError>> = recs
+                .iter()
+                .map(|&r| self.cancel_one(r, filter, signal, batch_only, c, now, fx))
+                .collect();
+            results.push(JobResult::new(id, fold_results(rs)));
+        }
+        // `N_i`, `N_[...]`: started tasks are cancelled, pending ones leave the array.
+        for sel in &filter.array_tasks {
+            let mut rs = Vec::new();
+            for rid in self.records_of(sel.job) {
+                let Some(j) = self.jobs.get(&rid) else {
+                    continue;
+                };
+                if j.array_job_id != sel.job {
+                    continue;
+                }
+                match j.array_task_id {
+                    Some(t) if sel.tasks.contains(t) => {
+                        rs.push(self.cancel_one(rid, filter, signal, batch_only, c, now, fx));
+                    }
+                    None if j.is_array_meta() && j.state == JobState::Pending => {
+                        let hit = j.array.as_ref().map(|a| a.tasks.intersection(&sel.tasks));
+                        let Some(hit) = hit.filter(|h| !h.is_empty()) else {
+                            continue;
+                        };
+                        rs.push(if signal.is_some_and(|s| s != 9) {
+                            Err(SlurmError::JobPending)
+                        } else {
+                            self.cancel_pending_tasks(rid, &hit, c, now, fx)
+                        });
+                    }
+                    _ => {}
+                }
+            }
+            results.push(JobResult {
+                id: sel.job,
+                error: fold_results(rs),
+                task: (sel.tasks.len() == 1).then(|| sel.tasks.min().unwrap_or(0)),
+            });
         }
         results
     }
@@ -1339,6 +1723,7 @@ impl Cluster {
         let j = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
         let others = JobFilter {
             ids: vec![],
+            array_tasks: vec![],
             ..filter.clone()
         };
         if !others.matches(j) {
@@ -1352,12 +1737,13 @@ impl Cluster {
         match (j.state, signal) {
             (JobState::Pending, None) => {
                 let j = self.jobs.get_mut(&id).expect("checked above");
+                // The last pending reason stays, as in Slurm (`CANCELLED Priority`).
                 j.state = JobState::Cancelled;
                 j.end_time = Some(now);
                 j.cancelled_by = Some(c.uid);
                 self.stats.jobs_canceled += 1;
-                j.reason = Reason::None;
                 fx.persist.push(Job::clone(j));
+                shed_after_end(j);
                 fx.schedule = true;
                 Ok(())
             }
@@ -1384,6 +1770,12 @@ impl Cluster {
                 Ok(())
             }
             (_, Some(sig)) => {
+                // Without -b the signal goes to the job's steps (Slurm 22.05); a job
+                // without steps gets it in its batch shell's process group.
+                if !batch_only && self.signal_job_steps(id, sig, fx) > 0 {
+                    return Ok(());
+                }
+                let j = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
                 let node = j.alloc.as_ref().map(|a| a.nodes[0].clone());
                 if let Some(node) = node {
                     fx.to_agent.push((
@@ -1404,12 +1796,13 @@ impl Cluster {
     pub fn hold(
         &mut self,
         ids: &[u32],
+        tasks: &[ArrayTasks],
         user_hold: bool,
         c: Caller,
         fx: &mut Effects,
     ) -> Vec<JobResult> {
         let op = self.is_operator(c);
-        self.each_job(ids, c, fx, |j| {
+        self.each_job(ids, tasks, c, fx, |j| {
             if j.state != JobState::Pending {
                 return Err(SlurmError::NotPending);
             }
@@ -1432,12 +1825,13 @@ impl Cluster {
     pub fn release(
         &mut self,
         ids: &[u32],
+        tasks: &[ArrayTasks],
         c: Caller,
         now: i64,
         fx: &mut Effects,
     ) -> Vec<JobResult> {
         let op = self.is_operator(c);
-        self.each_job(ids, c, fx, |j| {
+        self.each_job(ids, tasks, c, fx, |j| {
             if j.state != JobState::Pending {
                 return Err(SlurmError::NotPending);
             }
@@ -1454,64 +1848,133 @@ impl Cluster {
     }
 
     /// Requeues running jobs (`scontrol requeue`, `requeuehold` with `hold`). A pending
-    /// job can be requeue-held.
+    /// job can be requeue-held. An array's id requeues its running tasks.
     pub fn requeue(
         &mut self,
         ids: &[u32],
+        tasks: &[ArrayTasks],
         hold: bool,
         c: Caller,
         now: i64,
         fx: &mut Effects,
     ) -> Vec<JobResult> {
         let mut out = Vec::new();
-        for &id in ids {
-            let r = (|| {
-                let j = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
-                self.check_owner(j, c)?;
-                if j.spec.requeue == Some(false) && !self.is_operator(c) {
-                    return Err(SlurmError::Other(
-                        "Requested operation is presently disabled".into(),
-                    ));
+        for t in self.targets(ids, tasks, false, c, fx) {
+            let error = match t.records {
+                Err(e) => Some(e),
+                Ok(recs) => {
+                    let rs = recs
+                        .into_iter()
+                        .map(|id| self.requeue_one(id, hold, c, now, fx))
+                        .collect();
+                    fold_results(rs)
                 }
-                match j.state {
-                    JobState::Pending if hold => {
-                        let j = self.jobs.get_mut(&id).expect("checked");
-                        j.hold = Some(HoldKind::User);
-                        j.priority = 0;
-                        j.reason = Reason::JobHeldUser;
-                        fx.persist.push(Job::clone(j));
-                        Ok(())
-                    }
-                    JobState::Pending => Err(SlurmError::JobPending),
-                    JobState::Running if !j.completing => {
-                        let node = self.end_running(id, JobState::Running, Reason::None, now, fx);
-                        // Keep showing RUNNING+COMPLETING until the node confirms.
-                        if let Some(j) = self.jobs.get_mut(&id) {
-                            j.end_time = None;
-                        }
-                        self.endings.insert(id, Ending::Requeue { hold });
-                        if let Some(node) = node {
-                            fx.to_agent.push((
-                                node,
-                                ToAgent::Terminate {
-                                    job_id: id,
-                                    kill_wait: self.kill_wait,
-                                    reason: None,
-                                },
-                            ));
-                        }
-                        Ok(())
-                    }
-                    _ => Err(SlurmError::AlreadyDone),
-                }
-            })();
-            out.push(JobResult { id, error: r.err() });
+            };
+            out.push(JobResult { error, ..t.result });
         }
         out
     }
 
-    /// Applies `scontrol update JobId=…` changes.
+    fn requeue_one(
+        &mut self,
+        id: u32,
+        hold: bool,
+        c: Caller,
+        now: i64,
+        fx: &mut Effects,
+    ) -> Result<(), SlurmError> {
+        let j = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
+        self.check_owner(j, c)?;
+        if j.spec.requeue == Some(false) && !self.is_operator(c) {
+            return Err(SlurmError::Other(
+                "Requested operation is presently disabled".into(),
+            ));
+        }
+        match j.state {
+            JobState::Pending if hold => {
+                let j = self.jobs.get_mut(&id).expect("checked");
+                j.hold = Some(HoldKind::User);
+                j.priority = 0;
+                j.reason = Reason::JobHeldUser;
+                fx.persist.push(Job::clone(j));
+                Ok(())
+            }
+            JobState::Pending => Err(SlurmError::JobPending),
+            JobState::Running if !j.completing => {
+                self.requeue_running(id, hold, false, now, fx);
+                Ok(())
+            }
+            _ => Err(SlurmError::AlreadyDone),
+        }
+    }
+
+    /// Ends a running job's processes and puts it back in the queue once its node
+    /// confirms the end (RUNNING+COMPLETING until then).
+    fn requeue_running(
+        &mut self,
+        id: u32,
+        hold: bool,
+        node_fail: bool,
+        now: i64,
+        fx: &mut Effects,
+    ) {
+        let node = self.end_running(id, JobState::Running, Reason::None, now, fx);
+        if let Some(j) = self.jobs.get_mut(&id) {
+            j.end_time = None;
+        }
+        self.endings.insert(id, Ending::Requeue { hold, node_fail });
+        if let Some(node) = node {
+            fx.to_agent.push((
+                node,
+                ToAgent::Terminate {
+                    job_id: id,
+                    kill_wait: self.kill_wait,
+                    reason: None,
+                },
+            ));
+        }
+    }
+
+    /// Applies `scontrol update JobId=…` changes: to one job, to every active record of
+    /// an array (its id), or to tasks `N_i` (split off the meta record when pending).
     pub fn update_job(
+        &mut self,
+        id: u32,
+        tasks: Option<&IndexSet>,
+        updates: &[JobUpdate],
+        c: Caller,
+        fx: &mut Effects,
+    ) -> Result<(), SlurmError> {
+        let sel: Vec<ArrayTasks> = tasks
+            .map(|t| ArrayTasks {
+                job: id,
+                tasks: t.clone(),
+            })
+            .into_iter()
+            .collect();
+        let ids = if sel.is_empty() { vec![id] } else { vec![] };
+        // A throttle belongs to the whole array: no splitting for it.
+        let split = !updates
+            .iter()
+            .all(|u| matches!(u, JobUpdate::ArrayTaskThrottle(_)));
+        let mut errors = Vec::new();
+        for t in self.targets(&ids, &sel, split, c, fx) {
+            match t.records {
+                Err(e) => errors.push(Err(e)),
+                Ok(recs) => {
+                    for r in recs {
+                        errors.push(self.update_one(r, updates, c, fx));
+                    }
+                }
+            }
+        }
+        match fold_results(errors) {
+            None => Ok(()),
+            Some(e) => Err(e),
+        }
+    }
+
+    fn update_one(
         &mut self,
         id: u32,
         updates: &[JobUpdate],
@@ -1520,6 +1983,13 @@ impl Cluster {
     ) -> Result<(), SlurmError> {
         let op = self.is_operator(c);
         let parts = self.partitions.clone();
+        // Parsed before borrowing the job mutably: it looks at other jobs.
+        let mut new_dep = None;
+        for u in updates {
+            if let JobUpdate::Dependency(text) = u {
+                new_dep = Some(self.parse_dependency(text, id)?);
+            }
+        }
         let j = self.jobs.get_mut(&id).ok_or(SlurmError::InvalidJobId)?;
         if j.uid != c.uid && !op {
             return Err(SlurmError::AccessDenied);
@@ -1529,7 +1999,26 @@ impl Cluster {
         }
         let mut new = j.clone();
         for u in updates {
+            // A relative change becomes an absolute one; an unlimited limit or a result
+            // below one minute is invalid.
+            let relative;
+            let u = match u {
+                JobUpdate::TimeLimitBy(delta) => {
+                    let TimeLimit::Minutes(cur) = new.time_limit else {
+                        return Err(SlurmError::InvalidTimeLimit);
+                    };
+                    let m = i64::from(cur) + delta;
+                    if m < 1 || m > i64::from(u32::MAX) {
+                        return Err(SlurmError::InvalidTimeLimit);
+                    }
+                    relative = JobUpdate::TimeLimit(TimeLimit::Minutes(m as u32));
+                    &relative
+                }
+                other => other,
+            };
             match u {
+                // Made absolute above.
+                JobUpdate::TimeLimitBy(_) => {}
                 JobUpdate::TimeLimit(t) => {
                     let raise = match (t.secs(), new.time_limit.secs()) {
                         (Some(a), Some(b)) => a > b,
@@ -1566,6 +2055,22 @@ impl Cluster {
                         new.priority = new.priority.max(1);
                     }
                 }
+                JobUpdate::Dependency(_) => {
+                    if new.state != JobState::Pending {
+                        return Err(SlurmError::NotPending);
+                    }
+                    new.depend = new_dep.clone().flatten();
+                    new.spec.dependency = new.depend.as_ref().map(|d| d.to_string());
+                    if new.reason == Reason::Dependency
+                        || new.reason == Reason::DependencyNeverSatisfied
+                    {
+                        new.reason = Reason::None;
+                    }
+                }
+                JobUpdate::ArrayTaskThrottle(n) => match new.array.as_mut() {
+                    Some(a) => a.throttle = *n,
+                    None => return Err(SlurmError::InvalidArraySpec),
+                },
                 JobUpdate::Partition(p) => {
                     if new.state != JobState::Pending {
                         return Err(SlurmError::NotPending);
@@ -1653,7 +2158,25 @@ impl Cluster {
                     .then(|| (j.id, a.nodes[0].clone()))
             })
             .collect();
+        // A heterogeneous job is ended through its leader (on whatever node).
+        let mut victims: Vec<(u32, String)> = victims
+            .into_iter()
+            .filter_map(|(id, node)| match self.jobs[&id].het {
+                Some(h) if h.offset != 0 => {
+                    let l = self.jobs.get(&h.job_id)?;
+                    Some((h.job_id, l.alloc.as_ref()?.nodes[0].clone()))
+                }
+                _ => Some((id, node)),
+            })
+            .collect();
+        victims.sort();
+        victims.dedup();
         for (id, node) in victims {
+            // Requeueable jobs go back to the queue (JobRequeue=1); others fail.
+            if self.jobs[&id].spec.requeue != Some(false) {
+                self.requeue_running(id, false, true, now, fx);
+                continue;
+            }
             self.end_running(id, JobState::NodeFail, Reason::NodeDown, now, fx);
             fx.to_agent.push((
                 node,
@@ -1668,34 +2191,47 @@ impl Cluster {
         Ok(())
     }
 
+    /// Applies `f` to every record the references name (splitting pending array tasks
+    /// off their meta record), checking ownership; one result per reference.
     fn each_job(
         &mut self,
         ids: &[u32],
+        tasks: &[ArrayTasks],
         c: Caller,
         fx: &mut Effects,
         mut f: impl FnMut(&mut Job) -> Result<(), SlurmError>,
     ) -> Vec<JobResult> {
         let op = self.is_operator(c);
         let mut out = Vec::new();
-        for &id in ids {
-            let r = match self.jobs.get_mut(&id) {
-                None => Err(SlurmError::InvalidJobId),
-                Some(j) if j.uid != c.uid && !op => Err(SlurmError::AccessDenied),
-                Some(j) => {
-                    let r = f(j);
-                    if r.is_ok() {
-                        fx.persist.push(Job::clone(j));
-                        fx.schedule = true;
+        for t in self.targets(ids, tasks, true, c, fx) {
+            let error = match t.records {
+                Err(e) => Some(e),
+                Ok(recs) => {
+                    let mut rs = Vec::new();
+                    for id in recs {
+                        rs.push(match self.jobs.get_mut(&id) {
+                            None => Err(SlurmError::InvalidJobId),
+                            Some(j) if j.uid != c.uid && !op => Err(SlurmError::AccessDenied),
+                            Some(j) => {
+                                let r = f(j);
+                                if r.is_ok() {
+                                    fx.persist.push(Job::clone(j));
+                                    fx.schedule = true;
+                                }
+                                r
+                            }
+                        });
                     }
-                    r
+                    fold_results(rs)
                 }
             };
-            out.push(JobResult { id, error: r.err() });
+            out.push(JobResult { error, ..t.result });
         }
         out
     }
 }
 
+#[derive(Clone)]
 struct End {
     kind: EndKind,
     status: ExitStatus,
@@ -1703,6 +2239,30 @@ struct End {
     max_rss_kib: u64,
     cpu_secs: f64,
     oom: bool,
+}
+
+/// Drops the script and environment of a job that has ended from the in-memory record
+/// (its stored record keeps them): nothing reads them any more, and a queue of many
+/// finished jobs, such as a drained array whose tasks all copied the submission's
+/// environment, would otherwise hold them until MinJobAge.
+pub(super) fn shed_after_end(j: &mut Job) {
+    if !j.is_active() {
+        j.spec.script = String::new();
+        j.spec.environment = Default::default();
+    }
+}
+
+/// One outcome for a reference that named several records: success when any record
+/// was acted on, else the first error (`InvalidJobId` when it named none).
+fn fold_results(rs: Vec<Result<(), SlurmError>>) -> Option<SlurmError> {
+    if rs.iter().any(|r| r.is_ok()) {
+        return None;
+    }
+    Some(
+        rs.into_iter()
+            .find_map(|r| r.err())
+            .unwrap_or(SlurmError::InvalidJobId),
+    )
 }
 
 #[cfg(test)]

@@ -16,8 +16,9 @@ use tokio::sync::{mpsc, oneshot};
 
 /// SQLite `application_id` marking a sluice database ("SLUC").
 const APP_ID: i64 = 0x534c_5543;
-/// Schema version stored in `user_version`.
-const SCHEMA: i64 = 1;
+/// Schema version stored in `user_version` (2 added `jobs.array_job_id`: the array
+/// or heterogeneous job a record belongs to, so that its id finds all of them).
+const SCHEMA: i64 = 2;
 
 /// Errors opening the database.
 #[derive(Debug, thiserror::Error)]
@@ -43,6 +44,16 @@ pub enum StoreError {
     Sql(#[from] rusqlite::Error),
     #[error("undecodable job record {id}: {msg}")]
     Record { id: i64, msg: String },
+}
+
+/// The id that names a job's whole group in the `array_job_id` column: its array's
+/// id, its heterogeneous job's leader, or 0.
+fn group_id(j: &Job) -> u32 {
+    if j.array_job_id != 0 {
+        j.array_job_id
+    } else {
+        j.het.map(|h| h.job_id).unwrap_or(0)
+    }
 }
 
 /// One unit of work for the store thread.
@@ -102,6 +113,19 @@ impl Store {
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(corrupt)?;
         conn.pragma_update(None, "synchronous", "FULL")?;
+        // Another process holding the database briefly (a backup, sqlite3) is waited for.
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        if existed {
+            let check: String = conn
+                .query_row("PRAGMA quick_check", [], |r| r.get(0))
+                .map_err(corrupt)?;
+            if check != "ok" {
+                return Err(StoreError::Corrupt {
+                    path: p,
+                    msg: format!("integrity check failed: {check}"),
+                });
+            }
+        }
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS jobs (
                 id INTEGER PRIMARY KEY,
@@ -110,10 +134,23 @@ impl Store {
                 start INTEGER,
                 end INTEGER,
                 active INTEGER NOT NULL,
-                data BLOB NOT NULL
+                data BLOB NOT NULL,
+                array_job_id INTEGER NOT NULL DEFAULT 0
              );
              CREATE INDEX IF NOT EXISTS jobs_end ON jobs(end);
              CREATE INDEX IF NOT EXISTS jobs_active ON jobs(active);",
+        )?;
+        // Schema 1 databases lack the array column; arrays did not exist then.
+        let has_array: bool = conn
+            .prepare("SELECT 1 FROM pragma_table_info('jobs') WHERE name = 'array_job_id'")?
+            .exists([])?;
+        if !has_array {
+            conn.execute_batch(
+                "ALTER TABLE jobs ADD COLUMN array_job_id INTEGER NOT NULL DEFAULT 0",
+            )?;
+        }
+        conn.execute_batch(
+            "CREATE INDEX IF NOT EXISTS jobs_array ON jobs(array_job_id) WHERE array_job_id != 0",
         )?;
         conn.pragma_update(None, "application_id", APP_ID)?;
         conn.pragma_update(None, "user_version", SCHEMA)?;
@@ -149,8 +186,8 @@ impl Store {
         let tx = self.conn.transaction()?;
         {
             let mut stmt = tx.prepare_cached(
-                "INSERT OR REPLACE INTO jobs (id, uid, submit, start, end, active, data)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT OR REPLACE INTO jobs (id, uid, submit, start, end, active, data, array_job_id)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             )?;
             for j in jobs {
                 let data = encode(j.as_ref()).map_err(|e| StoreError::Record {
@@ -164,7 +201,8 @@ impl Store {
                     j.start_time,
                     j.end_time,
                     j.is_active(),
-                    data
+                    data,
+                    group_id(j)
                 ])?;
             }
         }
@@ -183,7 +221,9 @@ impl Store {
         }
         if !q.ids.is_empty() {
             let ids: Vec<String> = q.ids.iter().map(|i| i.to_string()).collect();
-            sql.push_str(&format!(" AND id IN ({})", ids.join(",")));
+            // An array's (or heterogeneous job's) id names every record of it.
+            let ids = ids.join(",");
+            sql.push_str(&format!(" AND (id IN ({ids}) OR array_job_id IN ({ids}))"));
         }
         if !q.users.is_empty() {
             let u: Vec<String> = q.users.iter().map(|i| i.to_string()).collect();
@@ -231,8 +271,20 @@ pub fn run(mut store: Store, mut rx: mpsc::UnboundedReceiver<StoreOp>) -> Result
                 }
             }
         }
-        if !puts.is_empty() {
-            store.put_all(&puts)?;
+        if !puts.is_empty()
+            && let Err(e) = store.put_all(&puts)
+        {
+            // Fail-stop: nothing may be acknowledged that was not saved. Waiting
+            // clients hear why; the controller stops once it sees the store gone.
+            tracing::error!("cannot write the state database: {e}; the controller stops");
+            for op in batch {
+                if let StoreOp::Reply(tx, _) | StoreOp::Query(_, tx, _) = op {
+                    let _ = tx.send(Response::Error(crate::proto::SlurmError::Other(format!(
+                        "the controller could not save its state ({e}) and is stopping"
+                    ))));
+                }
+            }
+            return Err(e);
         }
         for op in batch {
             match op {

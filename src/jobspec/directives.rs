@@ -101,12 +101,27 @@ pub fn split_words(s: &str) -> Result<Vec<String>, SplitError> {
 }
 
 /// The `#SBATCH` directives of `script`, in order, up to the first line that is
-/// neither blank nor a comment.
+/// neither blank nor a comment, for a job of one component.
 ///
 /// Errors: [`OptError::Fatal`] for a line with an unclosed quote;
-/// [`OptError::Unsupported`] for a `#SBATCH hetjob` separator (heterogeneous jobs).
+/// [`OptError::Unsupported`] for a `#SBATCH hetjob` separator (use [`extract_groups`]).
 pub fn extract(script: &str) -> Result<Vec<Directive>, OptError> {
-    let mut out = Vec::new();
+    let mut groups = extract_groups(script)?;
+    if groups.len() > 1 {
+        return Err(OptError::Unsupported(
+            "#SBATCH hetjob (heterogeneous jobs)".into(),
+        ));
+    }
+    Ok(groups.pop().unwrap_or_default())
+}
+
+/// The `#SBATCH` directives of `script` split into the components of a heterogeneous
+/// job at `#SBATCH hetjob` (or the older `packjob`) lines: one group per component,
+/// one group for an ordinary job.
+///
+/// Errors: [`OptError::Fatal`] for a line with an unclosed quote.
+pub fn extract_groups(script: &str) -> Result<Vec<Vec<Directive>>, OptError> {
+    let mut groups = vec![Vec::new()];
     for (i, raw) in script.split('\n').enumerate() {
         let line = raw.strip_suffix('\r').unwrap_or(raw);
         let t = line.trim_start();
@@ -129,15 +144,35 @@ pub fn extract(script: &str) -> Result<Vec<Directive>, OptError> {
             words.first().map(String::as_str),
             Some("hetjob" | "packjob")
         ) {
-            return Err(OptError::Unsupported(
-                "#SBATCH hetjob (heterogeneous jobs)".into(),
-            ));
+            groups.push(Vec::new());
+            continue;
         }
         if !words.is_empty() {
-            out.push(Directive { line: i + 1, words });
+            groups
+                .last_mut()
+                .expect("one group at least")
+                .push(Directive { line: i + 1, words });
         }
     }
-    Ok(out)
+    Ok(groups)
+}
+
+/// Splits a command line at standalone `:` words into the option groups of a
+/// heterogeneous job's components (`sbatch -n1 : -n2 job.sh`); one group when there is
+/// no `:`.
+pub fn split_het_groups(cli: &[String]) -> Vec<Vec<String>> {
+    let mut groups = vec![Vec::new()];
+    for a in cli {
+        if a == ":" {
+            groups.push(Vec::new());
+        } else {
+            groups
+                .last_mut()
+                .expect("one group at least")
+                .push(a.clone());
+        }
+    }
+    groups
 }
 
 /// How an input variable becomes an option.
@@ -321,6 +356,30 @@ mod tests {
                     words: strings(&["--time=5", "-o", "out.txt"])
                 },
             ]
+        );
+    }
+
+    #[test]
+    fn hetjob_splits_components() {
+        let g = extract_groups(
+            "#!/bin/sh\n#SBATCH -n1\n#SBATCH hetjob\n#SBATCH -n2 -c2\n#SBATCH packjob\necho\n",
+        )
+        .unwrap();
+        assert_eq!(g.len(), 3);
+        assert_eq!(g[0][0].words, ["-n1"]);
+        assert_eq!(g[1][0].words, ["-n2", "-c2"]);
+        assert!(g[2].is_empty());
+        assert_eq!(
+            extract_groups("#!/bin/sh\n#SBATCH -J x\n").unwrap().len(),
+            1
+        );
+        let cli: Vec<String> = ["-n1", ":", "-n2", "job.sh", "a"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(
+            split_het_groups(&cli),
+            vec![vec!["-n1".to_string()], strings(&["-n2", "job.sh", "a"])]
         );
     }
 

@@ -133,6 +133,23 @@ pub struct JobOpts {
     /// Cluster(s) to submit to (only this cluster exists)
     #[arg(short = 'M', long = "clusters", value_name = "NAMES")]
     pub clusters: Option<String>,
+    /// Job array indices: LIST of N, A-B, A-B:STEP, with an optional %MAX_RUNNING
+    #[arg(short = 'a', long = "array", value_name = "INDICES")]
+    pub array: Option<String>,
+    /// Start after other jobs: TYPE:JOB[:JOB...] joined by `,` (all) or `?` (any);
+    /// TYPE is after, afterany, afterok, afternotok, aftercorr; or `singleton`
+    #[arg(short = 'd', long = "dependency", value_name = "LIST")]
+    pub dependency: Option<String>,
+    /// Cancel the job if a dependency can never be satisfied
+    #[arg(long = "kill-on-invalid-dep", value_name = "yes|no")]
+    pub kill_on_invalid_dep: Option<String>,
+    /// Remove the job if it cannot end before TIME (same forms as --begin)
+    #[arg(long = "deadline", value_name = "TIME")]
+    pub deadline: Option<String>,
+    /// Submit only if the job can start at once
+    #[arg(short = 'I', long = "immediate", value_name = "SECS", num_args = 0..=1,
+          require_equals = true, default_missing_value = "")]
+    pub immediate: Option<String>,
 
     #[command(flatten)]
     pub later: LaterOpts,
@@ -144,12 +161,6 @@ pub struct JobOpts {
 /// precise message instead of `unrecognized option`) and refused at normalisation.
 #[derive(Args, Debug, Clone, Default, PartialEq)]
 pub struct LaterOpts {
-    /// (not supported yet) Job array indices
-    #[arg(short = 'a', long = "array", value_name = "INDICES")]
-    pub array: Option<String>,
-    /// (not supported yet) Dependencies on other jobs
-    #[arg(short = 'd', long = "dependency", value_name = "LIST")]
-    pub dependency: Option<String>,
     /// Generic resources per node: NAME[:TYPE][:COUNT],...
     #[arg(long = "gres", value_name = "LIST")]
     pub gres: Option<String>,
@@ -192,15 +203,9 @@ pub struct LaterOpts {
     /// (not supported yet) Explicit priority
     #[arg(long = "priority", value_name = "N")]
     pub priority: Option<String>,
-    /// (not supported yet) Deadline
-    #[arg(long = "deadline", value_name = "TIME")]
-    pub deadline: Option<String>,
     /// (not supported yet) Minimum time limit
     #[arg(long = "time-min", value_name = "TIME")]
     pub time_min: Option<String>,
-    /// (not supported yet) Cancel the job if a dependency can never be satisfied
-    #[arg(long = "kill-on-invalid-dep", value_name = "yes|no")]
-    pub kill_on_invalid_dep: Option<String>,
     /// Task distribution: block, cyclic, plane=N
     #[arg(short = 'm', long = "distribution", value_name = "TYPE")]
     pub distribution: Option<String>,
@@ -299,6 +304,130 @@ pub struct SbatchArgs {
     pub script: Vec<String>,
 }
 
+/// Options only steps have (`srun`; cf. src/srun/opt.c).
+#[derive(Args, Debug, Clone, Default, PartialEq)]
+pub struct StepOpts {
+    /// Prefix each output line with the task's rank
+    #[arg(short = 'l', long = "label")]
+    pub label: bool,
+    /// The command is a configuration file of per-rank programs
+    #[arg(long = "multi-prog")]
+    pub multi_prog: bool,
+    /// Run task 0 on a pseudo-terminal
+    #[arg(long = "pty")]
+    pub pty: bool,
+    /// Do not line-buffer the tasks' output
+    #[arg(short = 'u', long = "unbuffered")]
+    pub unbuffered: bool,
+    /// End the step when a task exits non-zero (0 disables)
+    #[arg(short = 'K', long = "kill-on-bad-exit", value_name = "0|1", num_args = 0..=1,
+          require_equals = true, default_missing_value = "1")]
+    pub kill_on_bad_exit: Option<String>,
+    /// Share CPUs with the job's other steps
+    #[arg(long = "overlap")]
+    pub overlap: bool,
+    /// Use only the CPUs asked for (not all of the job's on each node)
+    #[arg(long = "exact")]
+    pub exact: bool,
+    /// Run in this existing job
+    #[arg(long = "jobid", value_name = "ID")]
+    pub jobid: Option<String>,
+    /// Bind tasks to CPUs: none, cores, threads[,verbose]
+    #[arg(long = "cpu-bind", visible_alias = "cpu_bind", value_name = "TYPE")]
+    pub cpu_bind: Option<String>,
+    /// Seconds to wait after the first task ends before ending the step (accepted)
+    #[arg(short = 'W', long = "wait", value_name = "SECONDS")]
+    pub wait: Option<String>,
+    /// Ctrl-C is forwarded at once instead of printing the step's status
+    #[arg(short = 'X', long = "disable-status")]
+    pub disable_status: bool,
+    /// Take -n/-N from the environment only (accepted)
+    #[arg(short = 'E', long = "preserve-env")]
+    pub preserve_env: bool,
+    /// (not supported) Run without an allocation
+    #[arg(short = 'Z', long = "no-allocate")]
+    pub no_allocate: bool,
+}
+
+/// The whole `srun` command line: options, then the program and its arguments.
+#[derive(Parser, Debug, Clone, Default, PartialEq)]
+#[command(
+    name = "srun",
+    about = "Run parallel tasks under sluice (Slurm-compatible)",
+    infer_long_args = true,
+    args_override_self = true,
+    disable_version_flag = true,
+    override_usage = "srun [OPTIONS...] executable [args...]"
+)]
+pub struct SrunArgs {
+    #[command(flatten)]
+    pub job: JobOpts,
+    #[command(flatten)]
+    pub step: StepOpts,
+    /// Print the version (as `slurm <version>`)
+    #[arg(short = 'V', long = "version")]
+    pub version: bool,
+    /// The program (or, with --multi-prog, the configuration file) and its arguments
+    #[arg(value_name = "EXECUTABLE [ARGS]", trailing_var_arg = true)]
+    pub command: Vec<String>,
+}
+
+/// The whole `salloc` command line.
+#[derive(Parser, Debug, Clone, Default, PartialEq)]
+#[command(
+    name = "salloc",
+    about = "Obtain a job allocation under sluice (Slurm-compatible)",
+    infer_long_args = true,
+    args_override_self = true,
+    disable_version_flag = true,
+    override_usage = "salloc [OPTIONS...] [command [args...]]"
+)]
+pub struct SallocArgs {
+    #[command(flatten)]
+    pub job: JobOpts,
+    /// (not supported) Grant the allocation without running a command
+    #[arg(long = "no-shell")]
+    pub no_shell: bool,
+    /// Ring the terminal bell when the allocation is granted (accepted)
+    #[arg(long = "bell")]
+    pub bell: bool,
+    /// Do not ring the bell (accepted)
+    #[arg(long = "no-bell")]
+    pub no_bell: bool,
+    /// Signal to send the command when the allocation ends (accepted)
+    #[arg(short = 'K', long = "kill-command", value_name = "SIGNAL", num_args = 0..=1,
+          require_equals = true, default_missing_value = "TERM")]
+    pub kill_command: Option<String>,
+    /// Print the version (as `slurm <version>`)
+    #[arg(short = 'V', long = "version")]
+    pub version: bool,
+    /// The command to run (default: the user's shell)
+    #[arg(value_name = "COMMAND [ARGS]", trailing_var_arg = true)]
+    pub command: Vec<String>,
+}
+
+/// Parses an srun command line (argv[0] included).
+///
+/// Errors: [`OptError::Usage`] for unknown options, [`OptError::Help`] for `--help`.
+pub fn parse_srun_argv<I, T>(argv: I) -> Result<SrunArgs, OptError>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    SrunArgs::try_parse_from(argv).map_err(|e| OptError::from_clap(&e))
+}
+
+/// Parses a salloc command line (argv[0] included).
+///
+/// Errors: as [`parse_srun_argv`].
+pub fn parse_salloc_argv<I, T>(argv: I) -> Result<SallocArgs, OptError>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    SallocArgs::try_parse_from(argv).map_err(|e| OptError::from_clap(&e))
+}
+
 /// A user error in options, rendered as Slurm prints it. Exit codes follow Slurm:
 /// 255 for command-line errors, 1 for requests refused after parsing.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -316,6 +445,9 @@ pub enum OptError {
     Fatal(String),
     /// An option sluice parses but does not implement yet; exit 1.
     Unsupported(String),
+    /// A value refused when the options are checked as a whole (sbatch's
+    /// `_opt_verify`), printed after `error: `; exit 1.
+    Verify(String),
     /// Help text for stdout; exit 0.
     Help(String),
 }
@@ -324,7 +456,7 @@ impl OptError {
     /// The process exit code for this error.
     pub fn exit_code(&self) -> u8 {
         match self {
-            OptError::Unsupported(_) => 1,
+            OptError::Unsupported(_) | OptError::Verify(_) => 1,
             OptError::Help(_) => 0,
             _ => 255,
         }
@@ -344,7 +476,7 @@ impl OptError {
             OptError::InvalidBegin { value, pos } => format!(
                 "Invalid time specification (pos={pos}): {value}\n{prog}: error: Invalid --begin specification\n"
             ),
-            OptError::Fatal(m) => format!("{prog}: error: {m}\n"),
+            OptError::Fatal(m) | OptError::Verify(m) => format!("{prog}: error: {m}\n"),
             OptError::Unsupported(o) => {
                 format!("{prog}: error: {o} is not supported yet by sluice\n")
             }
@@ -446,17 +578,13 @@ impl JobOpts {
     pub fn unsupported(&self) -> Vec<&'static str> {
         let l = &self.later;
         let opt = [
-            ("--array", l.array.is_some()),
-            ("--dependency", l.dependency.is_some()),
             ("--gpus-per-socket", l.gpus_per_socket.is_some()),
             ("--ntasks-per-gpu", l.ntasks_per_gpu.is_some()),
             ("--gpu-bind", l.gpu_bind.is_some()),
             ("--reservation", l.reservation.is_some()),
             ("--switches", l.switches.is_some()),
             ("--priority", l.priority.is_some()),
-            ("--deadline", l.deadline.is_some()),
             ("--time-min", l.time_min.is_some()),
-            ("--kill-on-invalid-dep", l.kill_on_invalid_dep.is_some()),
             ("--mincpus", l.mincpus.is_some()),
             ("--tmp", l.tmp.is_some()),
             ("--threads-per-core", l.threads_per_core.is_some()),
@@ -495,7 +623,17 @@ impl JobOpts {
     /// Errors: [`OptError::Unsupported`] (exit 1) for options not implemented yet (the
     /// first one found); otherwise Slurm's message for the first invalid value (exit 255).
     pub fn to_spec(&self, ctx: &SubmitContext) -> Result<Normalised, OptError> {
-        if let Some(first) = self.unsupported().first() {
+        self.to_spec_allowing(ctx, &[])
+    }
+
+    /// Like [`JobOpts::to_spec`], but the not-yet-supported options named in `allow`
+    /// (long names, `--distribution`) are let through for the caller to handle.
+    pub fn to_spec_allowing(
+        &self,
+        ctx: &SubmitContext,
+        allow: &[&str],
+    ) -> Result<Normalised, OptError> {
+        if let Some(first) = self.unsupported().iter().find(|o| !allow.contains(o)) {
             return Err(OptError::Unsupported((*first).to_string()));
         }
         let warnings = self
@@ -536,6 +674,25 @@ impl JobOpts {
             Some(n) => parse_nice(n)?,
             None => 0,
         };
+        let deadline = match &self.deadline {
+            Some(d) => {
+                Some(parse_begin(d, &ctx.now).map_err(|_| OptError::InvalidSpec("--deadline"))?)
+            }
+            None => None,
+        };
+        let kill_on_invalid_dep = match self.kill_on_invalid_dep.as_deref() {
+            None => None,
+            Some(v) => match v.to_ascii_lowercase().as_str() {
+                "yes" | "y" | "1" | "true" => Some(true),
+                "no" | "n" | "0" | "false" => Some(false),
+                _ => return Err(OptError::InvalidSpec("--kill-on-invalid-dep")),
+            },
+        };
+        if let Some(a) = &self.array
+            && !valid_array_syntax(a)
+        {
+            return Err(OptError::Verify("Invalid --array specification".into()));
+        }
         let open_append = match self.open_mode.as_deref() {
             None => false,
             Some(m) => match m.chars().next().map(|c| c.to_ascii_lowercase()) {
@@ -653,10 +810,25 @@ impl JobOpts {
             overcommit: l.overcommit,
             oversubscribe: l.oversubscribe,
             licenses,
+            array: non_empty(&self.array),
+            dependency: non_empty(&self.dependency),
+            kill_on_invalid_dep,
+            deadline,
+            immediate: self.immediate.is_some(),
             ..JobSpec::default()
         };
         Ok(Normalised { spec, warnings })
     }
+}
+
+/// Whether an `--array` value uses only the characters Slurm's index lists are made of
+/// (digits, `-`, `,`, `:` and one `%`); ranges, steps and MaxArraySize are the
+/// controller's to check ("Invalid job array specification").
+pub fn valid_array_syntax(v: &str) -> bool {
+    !v.is_empty()
+        && v.bytes()
+            .all(|b| b.is_ascii_digit() || matches!(b, b'-' | b',' | b':' | b'%'))
+        && v.matches('%').count() <= 1
 }
 
 /// `dir` made absolute against `cwd`, with `.` components removed (`..` is kept, as
@@ -1218,10 +1390,7 @@ mod tests {
     #[test]
     fn later_options_are_refused_not_ignored() {
         for (args, name) in [
-            (&["--array=0-3"][..], "--array"),
-            (&["-a", "1"], "--array"),
-            (&["-d", "afterok:1"], "--dependency"),
-            (&["--gpus-per-socket=1"], "--gpus-per-socket"),
+            (&["--gpus-per-socket=1"][..], "--gpus-per-socket"),
             (&["--switches=2"], "--switches"),
             (&["--reservation=r"], "--reservation"),
             (&["--exclusive=user"], "--exclusive=<mode>"),
@@ -1296,6 +1465,53 @@ mod tests {
         ] {
             assert_eq!(spec(args).unwrap_err().render("sbatch"), want, "{args:?}");
         }
+    }
+
+    #[test]
+    fn arrays_dependencies_deadline_immediate() {
+        let n = spec(&[
+            "-a",
+            "0-9%2",
+            "-d",
+            "afterok:5",
+            "--kill-on-invalid-dep=yes",
+        ])
+        .unwrap();
+        assert_eq!(n.array.as_deref(), Some("0-9%2"));
+        assert_eq!(n.dependency.as_deref(), Some("afterok:5"));
+        assert_eq!(n.kill_on_invalid_dep, Some(true));
+        assert!(!n.immediate);
+        let n = spec(&["--kill-on-invalid-dep=no", "-I", "--deadline=now+1hour"]).unwrap();
+        assert_eq!(n.kill_on_invalid_dep, Some(false));
+        assert!(n.immediate);
+        assert_eq!(n.deadline, Some(ctx().now.timestamp() + 3600));
+        assert!(spec(&["--immediate=5"]).unwrap().immediate);
+        assert!(
+            spec(&["--deadline=2020-01-01T00:00"])
+                .unwrap()
+                .deadline
+                .is_some()
+        );
+        for bad in ["--array=abc", "--array=1%2%3"] {
+            let e = spec(&[bad]).unwrap_err();
+            assert_eq!(
+                e.render("sbatch"),
+                "sbatch: error: Invalid --array specification\n"
+            );
+            assert_eq!(e.exit_code(), 1);
+        }
+        for (args, opt) in [
+            (&["--deadline=garbage"][..], "--deadline"),
+            (&["--kill-on-invalid-dep=maybe"], "--kill-on-invalid-dep"),
+        ] {
+            assert_eq!(
+                spec(args).unwrap_err(),
+                OptError::InvalidSpec(opt),
+                "{args:?}"
+            );
+        }
+        // Ranges and sizes are the controller's to judge.
+        assert!(spec(&["--array=5-2"]).is_ok());
     }
 
     #[test]

@@ -6,6 +6,8 @@
 //! which wins over the base state when shown (`CG`). A job in a terminal base state has
 //! `end_time` set.
 
+use super::array::ArrayInfo;
+use super::depend::Dependency;
 use super::gres::{GresReq, LicenseReq};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -238,6 +240,27 @@ pub struct JobSpec {
     /// The submitting process's umask (SLURM_UMASK).
     #[serde(default)]
     pub umask: u32,
+    /// `--array` as given (`0-9%2`); parsed and checked by the controller.
+    #[serde(default)]
+    pub array: Option<String>,
+    /// `--dependency` as given; parsed and checked by the controller.
+    #[serde(default)]
+    pub dependency: Option<String>,
+    /// `--kill-on-invalid-dep=yes|no`; `None` follows the controller's
+    /// `kill_invalid_depend` setting.
+    #[serde(default)]
+    pub kill_on_invalid_dep: Option<bool>,
+    /// `--deadline` as epoch seconds: the job is removed (state DEADLINE) once it can
+    /// no longer end before it.
+    #[serde(default)]
+    pub deadline: Option<i64>,
+    /// `--immediate`: refuse the submission unless the job can start at once.
+    #[serde(default)]
+    pub immediate: bool,
+    /// An allocation without a batch script (salloc, srun outside an allocation): no
+    /// batch step is launched, and the job ends when its owner releases it.
+    #[serde(default)]
+    pub alloc_only: bool,
     /// `--gres`: generic resources per node.
     #[serde(default)]
     pub gres: Vec<GresReq>,
@@ -438,6 +461,14 @@ pub enum Reason {
     /// Could start now, but the resources are reserved for a higher-priority job's
     /// planned start (Slurm prints this long text as the reason).
     NodesReserved,
+    /// Waiting for another job (`--dependency`).
+    Dependency,
+    /// A dependency that can never be satisfied.
+    DependencyNeverSatisfied,
+    /// The array's `%N` throttle is reached.
+    JobArrayTaskLimit,
+    /// `--deadline` passed.
+    DeadLine,
 }
 
 impl Reason {
@@ -466,6 +497,10 @@ impl Reason {
             Reason::NodesReserved => {
                 "Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority partitions"
             }
+            Reason::Dependency => "Dependency",
+            Reason::DependencyNeverSatisfied => "DependencyNeverSatisfied",
+            Reason::JobArrayTaskLimit => "JobArrayTaskLimit",
+            Reason::DeadLine => "DeadLine",
         }
     }
 }
@@ -532,6 +567,29 @@ pub struct StepRecord {
     /// User + system CPU time of the step's tasks, seconds.
     #[serde(default)]
     pub cpu_secs: f64,
+    /// What only `srun` steps have: layout, launcher, limits, live usage.
+    #[serde(default)]
+    pub detail: Option<Box<StepDetail>>,
+}
+
+/// The parts of a numbered step's record beyond accounting (`scontrol show step`,
+/// `squeue -s`, `sstat`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepDetail {
+    /// Owner of the step (the job's user).
+    pub uid: u32,
+    /// Nodes, CPUs and ranks of the step.
+    pub layout: super::step::StepLayout,
+    /// `host:pid` of the srun that launched it.
+    pub srun: String,
+    pub time_limit: Option<TimeLimit>,
+    pub distribution: super::step::Distribution,
+    /// Memory the step holds per node, MiB (0 = not tracked).
+    pub mem_per_node: u64,
+    /// The latest usage sample (final at the end).
+    pub usage: super::step::StepUsage,
+    /// uid that cancelled the step.
+    pub cancelled_by: Option<u32>,
 }
 
 /// Units of one GRES device held by a job.
@@ -682,6 +740,54 @@ pub struct Job {
     /// Expected start and planned nodes while pending; how it was started.
     #[serde(default)]
     pub sched: SchedInfo,
+    /// The array's master id (`SLURM_ARRAY_JOB_ID`, squeue `%F`); 0 for a job that is
+    /// not part of an array.
+    #[serde(default)]
+    pub array_job_id: u32,
+    /// This record's task index (`SLURM_ARRAY_TASK_ID`); `None` for a job that is not
+    /// an array task and for an array's meta record of not-yet-started tasks.
+    #[serde(default)]
+    pub array_task_id: Option<u32>,
+    /// Array data (every record of an array has it; see [`ArrayInfo`]).
+    #[serde(default)]
+    pub array: Option<Box<ArrayInfo>>,
+    /// The parsed `--dependency` with each item's last evaluated state; `None` when the
+    /// job has none (or it was satisfied and cleared).
+    #[serde(default)]
+    pub depend: Option<Dependency>,
+    /// Earlier runs of a requeued job, oldest first (sacct `--duplicates` shows them as
+    /// REQUEUED).
+    #[serde(default)]
+    pub past_runs: Vec<PastRun>,
+    /// Heterogeneous job membership; `None` for an ordinary job.
+    #[serde(default)]
+    pub het: Option<HetInfo>,
+}
+
+/// A component of a heterogeneous job (`sbatch A : B`, `#SBATCH hetjob`). Components
+/// have consecutive job ids from the leader's (`123+0` is 123, `123+1` is 124), are
+/// started together or not at all, and only the leader runs the batch script.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HetInfo {
+    /// The leader's id (scontrol's `HetJobId`).
+    pub job_id: u32,
+    /// This component's offset (`+k`).
+    pub offset: u32,
+    /// Number of components (`SLURM_HET_SIZE`).
+    pub size: u32,
+}
+
+/// One run of a job that was requeued afterwards.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PastRun {
+    pub start_time: i64,
+    pub end_time: i64,
+    pub exit: ExitStatus,
+    pub alloc: Option<Allocation>,
+    pub steps: Vec<StepRecord>,
+    /// The run ended because its node failed (sacct shows NODE_FAIL, not REQUEUED).
+    #[serde(default)]
+    pub node_fail: bool,
 }
 
 impl Job {
@@ -736,12 +842,91 @@ impl Job {
         }
     }
 
+    /// True for an array's meta record: the pending tasks that have not been split off
+    /// into records of their own (squeue shows it as `N_[2-9%2]`).
+    pub fn is_array_meta(&self) -> bool {
+        self.array_task_id.is_none() && self.array.as_ref().is_some_and(|a| !a.tasks.is_empty())
+    }
+
+    /// The id as squeue `%i` and sacct `JobID` print it: `N`, `A_i`, `L+k` for a
+    /// heterogeneous job's component, or `A_[set]` for
+    /// an array's meta record (with `%N` when `throttle` and the array has one).
+    pub fn display_id(&self, throttle: bool) -> String {
+        if let Some(h) = &self.het {
+            return format!("{}+{}", h.job_id, h.offset);
+        }
+        match (&self.array, self.array_task_id) {
+            (Some(_), Some(t)) => format!("{}_{t}", self.array_job_id),
+            (Some(a), None) if !a.tasks.is_empty() => {
+                format!("{}_[{}]", self.array_job_id, a.pending_text(throttle))
+            }
+            _ => self.id.to_string(),
+        }
+    }
+
     /// Memory per node in MiB this job asks for, given its CPUs per node.
     pub fn mem_per_node(&self, cpus_on_node: u32) -> u64 {
         match self.req_mem {
             MemReq::PerNode(m) => m,
-            MemReq::PerCpu(m) => m * u64::from(cpus_on_node),
+            MemReq::PerCpu(m) => m.saturating_mul(u64::from(cpus_on_node)),
         }
+    }
+}
+
+/// A running job of alice's on nodes `node01…` with `cpus` CPUs each, for tests.
+#[cfg(test)]
+pub(crate) fn sample_running(id: u32, name: &str, cpus: Vec<u32>) -> Job {
+    let nodes = (1..=cpus.len()).map(|i| format!("node{i:02}")).collect();
+    Job {
+        id,
+        spec: JobSpec {
+            name: name.into(),
+            work_dir: "/home/alice/golden-work".into(),
+            submit_dir: "/home/alice/golden-work".into(),
+            submit_host: "vm".into(),
+            ..JobSpec::default()
+        },
+        uid: 2001,
+        gid: 2001,
+        user: "alice".into(),
+        group: "alice".into(),
+        partition: "debug".into(),
+        account: "research".into(),
+        qos: "normal".into(),
+        time_limit: TimeLimit::Minutes(60),
+        req_cpus: cpus.iter().sum(),
+        req_tasks: 1,
+        req_nodes: cpus.len() as u32,
+        req_mem: MemReq::PerCpu(400),
+        state: JobState::Running,
+        completing: false,
+        reason: Reason::None,
+        priority: 1,
+        hold: None,
+        submit_time: 1000,
+        eligible_time: Some(1000),
+        start_time: Some(1003),
+        end_time: None,
+        suspended_secs: 0,
+        alloc: Some(Allocation {
+            nodes,
+            cpus,
+            mem_per_node: 400,
+            ..Allocation::default()
+        }),
+        exit: ExitStatus::default(),
+        derived_exit: ExitStatus::default(),
+        restarts: 0,
+        cancelled_by: None,
+        steps: Vec::new(),
+        last_sched_eval: None,
+        array_job_id: 0,
+        array_task_id: None,
+        array: None,
+        depend: None,
+        past_runs: Vec::new(),
+        het: None,
+        sched: Default::default(),
     }
 }
 

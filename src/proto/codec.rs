@@ -132,6 +132,16 @@ impl<S: Read + Write> SyncFramed<S> {
         decode(&body)
     }
 
+    /// The underlying stream, borrowed.
+    pub fn get_ref(&self) -> &S {
+        &self.stream
+    }
+
+    /// The underlying stream.
+    pub fn into_inner(self) -> S {
+        self.stream
+    }
+
     /// Sends our hello and checks the peer's (sent before ours is read, so one round trip).
     pub fn handshake(&mut self, me: Role, expect: &[Role]) -> Result<Hello, ProtoError> {
         self.send(&Hello::new(me))?;

@@ -10,11 +10,17 @@
 //! one response, repeatable on one connection); [`ToAgent`]/[`FromAgent`] between the
 //! controller and a node agent (asynchronous events both ways).
 
+use crate::model::array::IndexSet;
+use crate::model::step::StepSpec;
 use crate::model::{ExitStatus, Job, JobSpec, JobState, Node, Partition};
 use serde::{Deserialize, Serialize};
 
+pub mod bytes;
 pub mod codec;
 pub mod spool;
+pub mod stepio;
+
+pub use stepio::{LaunchStep, StepEvent, StepInput, StepdEvent, StepdInput};
 
 pub use codec::{Framed, ProtoError};
 
@@ -72,7 +78,43 @@ impl Hello {
     }
 }
 
-/// Which jobs a query or a signal is about. Empty vectors mean "any".
+/// Tasks of one array as a command line names them: `N_i` or `N_[expr]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArrayTasks {
+    /// The array's master id.
+    pub job: u32,
+    pub tasks: IndexSet,
+}
+
+impl ArrayTasks {
+    /// Whether `job` is, or (as the meta record) still holds, one of these tasks.
+    pub fn matches(&self, job: &Job) -> bool {
+        if job.array_job_id != self.job || job.array_job_id == 0 {
+            return false;
+        }
+        match (job.array_task_id, &job.array) {
+            (Some(t), _) => self.tasks.contains(t),
+            (None, Some(a)) => !a.tasks.intersection(&self.tasks).is_empty(),
+            (None, None) => false,
+        }
+    }
+
+    /// `N_i` or `N_[expr]` as written back to the user.
+    pub fn label(&self) -> String {
+        if self.tasks.len() == 1 {
+            format!("{}_{}", self.job, self.tasks.min().unwrap_or(0))
+        } else {
+            format!("{}_[{}]", self.job, self.tasks)
+        }
+    }
+}
+
+/// Which jobs a query or a signal is about. Empty vectors mean "any"; `ids` and
+/// `array_tasks` together are one "any of these" criterion.
+///
+/// An id matches the job with that id and, when it is an array's id (or a
+/// heterogeneous job's leader), every record of the array (every component; Slurm:
+/// `scancel N` cancels the whole array, `scancel <task's own id>` that task only).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobFilter {
     pub ids: Vec<u32>,
@@ -80,12 +122,27 @@ pub struct JobFilter {
     pub states: Vec<JobState>,
     pub partitions: Vec<String>,
     pub names: Vec<String>,
+    /// `N_i` / `N_[expr]` selections.
+    #[serde(default)]
+    pub array_tasks: Vec<ArrayTasks>,
+    /// Only jobs still in the queue (pending, running, suspended or completing), so
+    /// that a busy queue's finished jobs do not travel to every `squeue`.
+    #[serde(default)]
+    pub active_only: bool,
 }
 
 impl JobFilter {
     /// Whether `job` passes every non-empty criterion.
     pub fn matches(&self, job: &Job) -> bool {
-        (self.ids.is_empty() || self.ids.contains(&job.id))
+        let by_id = self.ids.is_empty() && self.array_tasks.is_empty()
+            || self.ids.iter().any(|&i| {
+                job.id == i
+                    || (job.array_job_id == i && i != 0)
+                    || job.het.is_some_and(|h| h.job_id == i)
+            })
+            || self.array_tasks.iter().any(|t| t.matches(job));
+        by_id
+            && (!self.active_only || job.is_active())
             && (self.users.is_empty() || self.users.contains(&job.uid))
             && (self.states.is_empty() || self.states.contains(&job.state))
             && (self.partitions.is_empty() || self.partitions.contains(&job.partition))
@@ -102,6 +159,12 @@ pub enum JobUpdate {
     Nice(i32),
     /// `StartTime=`/`BeginTime=`: the earliest start, epoch seconds (pending jobs).
     BeginTime(i64),
+    /// `TimeLimit+=M` / `TimeLimit-=M`: change the current limit by this many minutes.
+    TimeLimitBy(i64),
+    /// `Dependency=`: a new dependency list (empty clears it).
+    Dependency(String),
+    /// `ArrayTaskThrottle=`: most tasks of the array running at once (0 = no limit).
+    ArrayTaskThrottle(u32),
 }
 
 /// A change to a node (`scontrol update NodeName=… State=…`).
@@ -143,6 +206,9 @@ pub enum Request {
     Submit {
         spec: Box<JobSpec>,
         test_only: bool,
+        /// The other components of a heterogeneous job (`spec` is the first).
+        #[serde(default)]
+        het: Vec<JobSpec>,
     },
     /// Jobs still in the queue or finished within MinJobAge (without their script and
     /// environment: see `Job::for_query`).
@@ -159,17 +225,26 @@ pub enum Request {
     Hold {
         ids: Vec<u32>,
         user_hold: bool,
+        #[serde(default)]
+        array_tasks: Vec<ArrayTasks>,
     },
     Release {
         ids: Vec<u32>,
+        #[serde(default)]
+        array_tasks: Vec<ArrayTasks>,
     },
     Requeue {
         ids: Vec<u32>,
         hold: bool,
+        #[serde(default)]
+        array_tasks: Vec<ArrayTasks>,
     },
+    /// `scontrol update JobId=N` (with `tasks`: `JobId=N_i`).
     UpdateJob {
         id: u32,
         updates: Vec<JobUpdate>,
+        #[serde(default)]
+        tasks: Option<IndexSet>,
     },
     UpdateNode {
         names: Vec<String>,
@@ -184,12 +259,31 @@ pub enum Request {
     /// Liveness check.
     Ping,
     /// Priority factors of pending jobs (sprio); empty lists mean all.
-    Priority {
-        ids: Vec<u32>,
-        users: Vec<u32>,
-    },
+    Priority { ids: Vec<u32>, users: Vec<u32> },
     /// Scheduler statistics (sdiag).
     Stats,
+    /// Create a job that only holds an allocation (salloc, srun outside an allocation).
+    /// Answered with [`Response::Allocation`] after the next scheduling pass, so the job
+    /// is either running or pending with its reason. The connection that sent it owns
+    /// the allocation: when it closes without [`Request::Release`], the job is
+    /// cancelled.
+    Allocate { spec: Box<JobSpec> },
+    /// Answered with [`Response::Allocation`] once the job has started (`started`) or
+    /// has ended (`!started`), whichever is asked; at once if that already happened.
+    WaitJob { job_id: u32, started: bool },
+    /// The owner of an allocation-only job gives it back; the job ends COMPLETED (exit
+    /// 0) or FAILED with `exit`, and its steps are ended.
+    ReleaseAllocation { job_id: u32, exit: ExitStatus },
+    /// Launch a step in a running job. The connection then becomes the step's stream:
+    /// the controller sends [`StepEvent`] frames until [`StepEvent::Done`] (or
+    /// [`StepEvent::Error`]); the client sends [`StepInput`] frames. Closing it ends the
+    /// step.
+    StepLaunch { job_id: u32, spec: Box<StepSpec> },
+    /// Signal (`Some`) or cancel (`None`) numbered steps, `(job, step)` pairs.
+    CancelSteps {
+        steps: Vec<(u32, u32)>,
+        signal: Option<i32>,
+    },
 }
 
 /// A user-facing error from the controller; `Display` is Slurm's text.
@@ -224,6 +318,14 @@ pub enum SlurmError {
     /// Any other error, shown verbatim.
     #[error("{0}")]
     Other(String),
+    #[error("Invalid job array specification")]
+    InvalidArraySpec,
+    #[error("Job dependency problem")]
+    DependencyProblem,
+    #[error("Job can not start immediately")]
+    CannotStartImmediately,
+    #[error("Invalid time specification")]
+    InvalidTimeValue,
 }
 
 /// Per-job outcome of a multi-job operation (cancel, hold, …).
@@ -231,6 +333,28 @@ pub enum SlurmError {
 pub struct JobResult {
     pub id: u32,
     pub error: Option<SlurmError>,
+    /// The array task the result is about (`N_i` in messages), when one was named.
+    #[serde(default)]
+    pub task: Option<u32>,
+}
+
+impl JobResult {
+    /// A result for plain job `id`.
+    pub fn new(id: u32, error: Option<SlurmError>) -> JobResult {
+        JobResult {
+            id,
+            error,
+            task: None,
+        }
+    }
+
+    /// The job as messages name it: `N` or `N_i`.
+    pub fn label(&self) -> String {
+        match self.task {
+            Some(t) => format!("{}_{t}", self.id),
+            None => self.id.to_string(),
+        }
+    }
 }
 
 /// What `sbatch --test-only` learns.
@@ -271,6 +395,8 @@ pub enum Response {
     Config(Vec<(String, String)>),
     Ok,
     Error(SlurmError),
+    /// The job an [`Request::Allocate`] or [`Request::WaitJob`] is about, as it is now.
+    Allocation(Box<Job>),
     Priority {
         rows: Vec<PriorityRow>,
         weights: PriorityWeights,
@@ -347,6 +473,10 @@ pub struct LaunchBatch {
     /// The cluster's `[cgroup]` settings for stepd, from the controller's configuration.
     #[serde(default)]
     pub cgroup: crate::config::CgroupConf,
+    /// For a heterogeneous job's leader: the other components, allocated (for the
+    /// `_HET_GROUP_<k>` variables).
+    #[serde(default)]
+    pub het: Vec<Job>,
 }
 
 impl std::fmt::Debug for LaunchBatch {
@@ -377,6 +507,14 @@ pub enum ToAgent {
     },
     /// The controller has recorded the end of this job; the agent may forget it.
     Forget { job_id: u32 },
+    /// Start this node's part of a step (one stepd per step per node).
+    LaunchStep(Box<LaunchStep>),
+    /// Input for a running step's stepd (stdin, signals, terminal size, terminate).
+    StepInput {
+        job_id: u32,
+        step_id: u32,
+        input: StepdInput,
+    },
 }
 
 /// How a batch job ended on the node.
@@ -423,4 +561,10 @@ pub enum FromAgent {
     },
     /// Periodic load report.
     Heartbeat { load: f64, free_mem: u64 },
+    /// What a step's stepd on this node reports (output, task exits, usage, the end).
+    Step {
+        job_id: u32,
+        step_id: u32,
+        event: StepdEvent,
+    },
 }

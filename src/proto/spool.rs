@@ -22,6 +22,8 @@ pub const JOB_PID: &str = "job.pid";
 pub const TERMINATE: &str = "terminate";
 /// The [`StepResult`], written by stepd when the batch shell is gone.
 pub const RESULT: &str = "result";
+/// The [`super::LaunchStep`] of a numbered step's directory (`step_<job>.<step>`).
+pub const STEP_LAUNCH: &str = "launch_step";
 
 /// Asks stepd to end the job: SIGCONT+SIGTERM to its processes, SIGKILL after
 /// `kill_wait` seconds, and `message` appended to the job's stderr first.

@@ -26,6 +26,7 @@ pub mod select;
 pub mod timeline;
 pub mod usage;
 
+use crate::model::depend::DepStatus;
 use crate::model::gres::LicenseReq;
 use crate::model::job::Allocation;
 use crate::model::{HoldKind, Job, JobState, Node, Partition, PartitionState, Reason};
@@ -142,7 +143,24 @@ pub fn static_reason(job: &Job, part: &Partition, nodes: &[Node]) -> Option<Reas
     {
         return Some(Reason::PartitionNodeLimit);
     }
-    let infos: Vec<NodeInfo> = nodes.iter().map(NodeInfo::of).collect();
+    // A node whose agent has not registered since the controller started has no
+    // detected CPUs or memory: what its configuration does not declare counts as
+    // plentiful, so that jobs are not refused as impossible for want of a measurement.
+    let infos: Vec<NodeInfo> = nodes
+        .iter()
+        .map(|n| {
+            let mut i = NodeInfo::of(n);
+            if n.agent_start_time.is_none() {
+                if i.cpus == 0 {
+                    i.cpus = 1 << 20;
+                }
+                if i.mem == 0 {
+                    i.mem = 1 << 40;
+                }
+            }
+            i
+        })
+        .collect();
     let index = |name: &str| nodes.iter().position(|n| n.name == name);
     let req = match Req::new(job, part, &index) {
         Ok(r) => r,
@@ -174,7 +192,10 @@ pub fn static_reason(job: &Job, part: &Partition, nodes: &[Node]) -> Option<Reas
 }
 
 /// Reasons that do not depend on resources. A job becomes eligible at its
-/// `eligible_time` (`--begin`, release, or a requeue's delay).
+/// `eligible_time` (`--begin`, release, or a requeue's delay), once its dependency is
+/// satisfied (the controller evaluates it against other jobs and records each item's
+/// state in `job.depend`), and while its array's `%N` throttle has room (the
+/// controller counts the array's running tasks into `job.array`).
 pub fn pre_check(job: &Job, now: i64) -> Option<Reason> {
     match job.hold {
         Some(HoldKind::User) => return Some(Reason::JobHeldUser),
@@ -183,6 +204,14 @@ pub fn pre_check(job: &Job, now: i64) -> Option<Reason> {
     }
     if job.eligible_time.is_none_or(|e| e > now) {
         return Some(Reason::BeginTime);
+    }
+    match job.depend.as_ref().map(|d| d.status()) {
+        Some(DepStatus::Waiting) => return Some(Reason::Dependency),
+        Some(DepStatus::Never) => return Some(Reason::DependencyNeverSatisfied),
+        Some(DepStatus::Satisfied) | None => {}
+    }
+    if job.array.as_ref().is_some_and(|a| a.throttled()) {
+        return Some(Reason::JobArrayTaskLimit);
     }
     None
 }

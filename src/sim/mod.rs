@@ -105,6 +105,12 @@ fn sim_job(i: usize, j: &swf::SwfJob, partition: &str) -> Job {
         steps: Vec::new(),
         last_sched_eval: None,
         sched: Default::default(),
+        array_job_id: 0,
+        array_task_id: None,
+        array: None,
+        depend: None,
+        past_runs: Vec::new(),
+        het: None,
     }
 }
 

@@ -86,8 +86,7 @@ pub const STALE_JOB_VARS: &[&str] = &[
     "SLURM_DISTRIBUTION",
 ];
 
-/// The array task a batch shell belongs to, for the `SLURM_ARRAY_*` variables. `Job`
-/// does not carry array data yet, so the launcher passes it alongside.
+/// The array task a batch shell belongs to, for the `SLURM_ARRAY_*` variables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ArrayTask {
     /// The array's master job id (`%A`, `SLURM_ARRAY_JOB_ID`).
@@ -110,7 +109,72 @@ pub struct ArrayTask {
 /// on (normally the allocation's first node), `now` the time used when the job has no
 /// recorded start time yet.
 pub fn batch_env(job: &Job, cluster: &str, node: &str, now: i64) -> Vec<(String, String)> {
-    batch_env_with_array(job, None, cluster, node, now)
+    batch_env_with_array(job, array_task_of(job).as_ref(), cluster, node, now)
+}
+
+/// Variables that describe one job's allocation; a heterogeneous job's batch shell
+/// gets each of them once per component with a `_HET_GROUP_<k>` suffix.
+const HET_GROUP_VARS: &[&str] = &[
+    "SLURM_JOB_ID",
+    "SLURM_JOB_NAME",
+    "SLURM_JOB_NODELIST",
+    "SLURM_NODELIST",
+    "SLURM_JOB_NUM_NODES",
+    "SLURM_NNODES",
+    "SLURM_JOB_CPUS_PER_NODE",
+    "SLURM_JOB_PARTITION",
+    "SLURM_JOB_ACCOUNT",
+    "SLURM_JOB_QOS",
+    "SLURM_NTASKS",
+    "SLURM_NPROCS",
+    "SLURM_NTASKS_PER_NODE",
+    "SLURM_TASKS_PER_NODE",
+    "SLURM_CPUS_PER_TASK",
+    "SLURM_MEM_PER_CPU",
+    "SLURM_MEM_PER_NODE",
+];
+
+/// The batch environment of a heterogeneous job's leader: its own variables, plus
+/// `SLURM_HET_SIZE` and, for every component (the leader is group 0, `others` follow
+/// in offset order), the allocation variables suffixed `_HET_GROUP_<k>`.
+pub fn het_batch_env(
+    leader: &Job,
+    others: &[Job],
+    cluster: &str,
+    node: &str,
+    now: i64,
+) -> Vec<(String, String)> {
+    let mut env: BTreeMap<String, String> =
+        batch_env(leader, cluster, node, now).into_iter().collect();
+    let size = 1 + others.len();
+    env.insert("SLURM_HET_SIZE".into(), size.to_string());
+    for (k, comp) in std::iter::once(leader).chain(others).enumerate() {
+        let comp_node = comp
+            .alloc
+            .as_ref()
+            .and_then(|a| a.nodes.first().cloned())
+            .unwrap_or_else(|| node.to_string());
+        for (key, value) in batch_env(comp, cluster, &comp_node, now) {
+            if HET_GROUP_VARS.contains(&key.as_str()) {
+                env.insert(format!("{key}_HET_GROUP_{k}"), value);
+            }
+        }
+    }
+    env.into_iter().collect()
+}
+
+/// The array task `job` is, from its array fields; `None` for a job that is not a
+/// started array task.
+pub fn array_task_of(job: &Job) -> Option<ArrayTask> {
+    let a = job.array.as_ref()?;
+    Some(ArrayTask {
+        array_job_id: job.array_job_id,
+        task_id: job.array_task_id?,
+        min: a.min,
+        max: a.max,
+        step: a.step,
+        count: a.count,
+    })
 }
 
 /// Like [`batch_env`], for a job that may be an array task.
@@ -126,6 +190,9 @@ pub fn batch_env_with_array(
     for k in STALE_JOB_VARS {
         env.remove(*k);
     }
+    env.retain(|k, _| {
+        k != "SLURM_HET_SIZE" && !(k.starts_with("SLURM_") && k.contains("_HET_GROUP_"))
+    });
     let mut set = |k: &str, v: String| {
         env.insert(k.to_string(), v);
     };
@@ -322,50 +389,177 @@ pub fn compress_counts(values: &[u32]) -> String {
     out.join(",")
 }
 
-/// How many of `ntasks` tasks land on each node under block distribution: nodes are
-/// filled round by round, each up to the tasks its CPUs hold (`cpus / cpus_per_task`,
-/// capped by `--ntasks-per-node`); tasks beyond every node's capacity are spread in
-/// further rounds, as Slurm's step layout over-subscribes.
-pub fn tasks_per_node(
-    ntasks: u32,
-    cpus: &[u32],
-    cpus_per_task: u32,
-    ntasks_per_node: Option<u32>,
-) -> Vec<u32> {
-    let mut out = vec![0u32; cpus.len()];
-    if cpus.is_empty() {
-        return out;
+pub use crate::model::step::tasks_per_node;
+
+/// Step and task variables removed from a step's inherited environment (srun's, which
+/// inside a job carries the batch shell's or an enclosing step's) before the step's own
+/// are set.
+pub const STALE_STEP_VARS: &[&str] = &[
+    "SLURM_NTASKS",
+    "SLURM_NPROCS",
+    "SLURM_NNODES",
+    "SLURM_NODELIST",
+    "SLURM_TASKS_PER_NODE",
+    "SLURM_NTASKS_PER_NODE",
+    "SLURM_CPUS_PER_TASK",
+    "SLURM_PROCID",
+    "SLURM_LOCALID",
+    "SLURM_NODEID",
+    "SLURM_GTIDS",
+    "SLURM_TASK_PID",
+    "SLURM_STEP_ID",
+    "SLURM_STEPID",
+    "SLURM_STEP_NODELIST",
+    "SLURM_STEP_NUM_NODES",
+    "SLURM_STEP_NUM_TASKS",
+    "SLURM_STEP_TASKS_PER_NODE",
+    "SLURM_STEP_LAUNCHER_PORT",
+    "SLURM_SRUN_COMM_HOST",
+    "SLURM_SRUN_COMM_PORT",
+    "SLURM_LAUNCH_NODE_IPADDR",
+    "SLURM_LABELIO",
+    "SLURM_UNBUFFEREDIO",
+    "SLURM_DISTRIBUTION",
+    "SLURM_CPU_BIND",
+    "SLURM_CPU_BIND_LIST",
+    "SLURM_CPU_BIND_TYPE",
+    "SLURM_CPU_BIND_VERBOSE",
+    "SLURM_UMASK",
+];
+
+/// The port srun "listens" on, for `SLURM_SRUN_COMM_PORT` and `SLURM_STEP_LAUNCHER_PORT`.
+/// sluice's srun opens no port (its I/O goes through the controller); 0 keeps the
+/// variables numeric for scripts that parse them.
+pub const SRUN_PORT: u16 = 0;
+
+/// The environment shared by every task of step `ls` on `node`: srun's environment
+/// (after `--export`) with the job's variables (as in a batch shell of the job) and the
+/// step's, sorted by name. Cf. src/common/env.c `setup_env` as srun and slurmstepd
+/// apply it.
+pub fn step_env(ls: &crate::proto::LaunchStep, node: &str) -> Vec<(String, String)> {
+    let job = &ls.job;
+    let spec = &ls.spec;
+    let mut env: BTreeMap<String, String> = spec.environment.clone();
+    for k in STALE_STEP_VARS {
+        env.remove(*k);
     }
-    let cpt = cpus_per_task.max(1);
-    let cap: Vec<u32> = cpus
-        .iter()
-        .map(|&c| {
-            let by_cpu = c / cpt;
-            ntasks_per_node.map_or(by_cpu, |n| by_cpu.min(n))
-        })
-        .collect();
-    let mut left = ntasks;
-    // Rounds within capacity.
-    let max_cap = cap.iter().copied().max().unwrap_or(0);
-    for round in 0..max_cap {
-        for (i, c) in cap.iter().enumerate() {
-            if left == 0 {
-                return out;
-            }
-            if round < *c {
-                out[i] += 1;
-                left -= 1;
-            }
+    // The job's identity and allocation, from the job's record: the same values a batch
+    // shell of the job gets (without the batch-only ones).
+    let job_vars = batch_env(job, &ls.cluster, node, job.start_time.unwrap_or(0));
+    const FROM_JOB: &[&str] = &[
+        "SLURM_CLUSTER_NAME",
+        "SLURM_CONF",
+        "SLURM_WORKING_CLUSTER",
+        "SLURM_JOB_ID",
+        "SLURM_JOBID",
+        "SLURM_JOB_NAME",
+        "SLURM_JOB_ACCOUNT",
+        "SLURM_JOB_PARTITION",
+        "SLURM_JOB_QOS",
+        "SLURM_JOB_USER",
+        "SLURM_JOB_UID",
+        "SLURM_JOB_GID",
+        "SLURM_SUBMIT_DIR",
+        "SLURM_SUBMIT_HOST",
+        "SLURM_PRIO_PROCESS",
+        "SLURM_JOB_NODELIST",
+        "SLURM_JOB_NUM_NODES",
+        "SLURM_JOB_CPUS_PER_NODE",
+        "SLURM_CPUS_ON_NODE",
+        "SLURMD_NODENAME",
+        "SLURM_TOPOLOGY_ADDR",
+        "SLURM_TOPOLOGY_ADDR_PATTERN",
+        "SLURM_JOB_START_TIME",
+        "SLURM_JOB_END_TIME",
+        "TMPDIR",
+    ];
+    for (k, v) in job_vars {
+        if FROM_JOB.contains(&k.as_str()) {
+            env.insert(k, v);
         }
     }
-    // Over-subscription: one more task per node per round.
-    let n = cpus.len() as u32;
-    let each = left / n;
-    let extra = (left % n) as usize;
-    for (i, o) in out.iter_mut().enumerate() {
-        *o += each + u32::from(i < extra);
+    let mut set = |k: &str, v: String| {
+        env.insert(k.to_string(), v);
+    };
+    let layout = &ls.layout;
+    let nodelist = hostlist::compress(&layout.nodes);
+    let nnodes = layout.nodes.len().to_string();
+    let ntasks = layout.ntasks().to_string();
+    let per_node = compress_counts(&layout.tasks_per_node());
+    set("SLURM_STEP_ID", ls.step_id.to_string());
+    set("SLURM_STEPID", ls.step_id.to_string());
+    set("SLURM_STEP_NODELIST", nodelist.clone());
+    set("SLURM_STEP_NUM_NODES", nnodes.clone());
+    set("SLURM_STEP_NUM_TASKS", ntasks.clone());
+    set("SLURM_STEP_TASKS_PER_NODE", per_node.clone());
+    set("SLURM_NODELIST", nodelist);
+    set("SLURM_NNODES", nnodes);
+    set("SLURM_NTASKS", ntasks.clone());
+    set("SLURM_NPROCS", ntasks);
+    set("SLURM_TASKS_PER_NODE", per_node);
+    set("SLURM_DISTRIBUTION", spec.distribution.to_string());
+    let ip = if spec.srun_ip.is_empty() {
+        "127.0.0.1".to_string()
+    } else {
+        spec.srun_ip.clone()
+    };
+    set("SLURM_LAUNCH_NODE_IPADDR", ip.clone());
+    set("SLURM_SRUN_COMM_HOST", ip);
+    set("SLURM_SRUN_COMM_PORT", SRUN_PORT.to_string());
+    set("SLURM_STEP_LAUNCHER_PORT", SRUN_PORT.to_string());
+    set("SLURM_UMASK", format!("{:04o}", spec.umask & 0o7777));
+    if spec.label {
+        set("SLURM_LABELIO", "1".into());
     }
-    out
+    if spec.unbuffered {
+        set("SLURM_UNBUFFEREDIO", "1".into());
+    }
+    if let Some(c) = spec.cpus_per_task.filter(|&c| c > 0) {
+        set("SLURM_CPUS_PER_TASK", c.to_string());
+    }
+    if let Some(n) = spec.ntasks_per_node.filter(|&n| n > 0) {
+        set("SLURM_NTASKS_PER_NODE", n.to_string());
+    }
+    if let Some(ranks) = layout.tasks.get(ls.node_index as usize) {
+        let g: Vec<String> = ranks.iter().map(u32::to_string).collect();
+        set("SLURM_GTIDS", g.join(","));
+    }
+    env.into_iter().collect()
+}
+
+/// The environment of task `rank` (local index `local`, on the step's node
+/// `node_index`): the step's plus SLURM_PROCID, SLURM_LOCALID and SLURM_NODEID.
+/// (SLURM_TASK_PID is added by the launcher after fork.)
+pub fn task_env(
+    step: &[(String, String)],
+    rank: u32,
+    local: u32,
+    node_index: u32,
+) -> Vec<(String, String)> {
+    let mut env: BTreeMap<String, String> = step.iter().cloned().collect();
+    env.insert("SLURM_PROCID".into(), rank.to_string());
+    env.insert("SLURM_LOCALID".into(), local.to_string());
+    env.insert("SLURM_NODEID".into(), node_index.to_string());
+    env.into_iter().collect()
+}
+
+/// The SLURM_CPU_BIND* variables of a task bound to `cpus` (as a hexadecimal mask).
+pub fn cpu_bind_env(bind: &crate::model::step::CpuBind, cpus: &[usize]) -> Vec<(String, String)> {
+    let mask: u128 = cpus
+        .iter()
+        .filter(|&&c| c < 128)
+        .fold(0, |m, &c| m | (1u128 << c));
+    let verbose = if bind.verbose { "verbose" } else { "quiet" };
+    let list = format!("0x{mask:x}");
+    vec![
+        ("SLURM_CPU_BIND_VERBOSE".into(), verbose.into()),
+        ("SLURM_CPU_BIND_TYPE".into(), "mask_cpu:".into()),
+        ("SLURM_CPU_BIND_LIST".into(), list.clone()),
+        (
+            "SLURM_CPU_BIND".into(),
+            format!("{verbose},mask_cpu:{list}"),
+        ),
+    ]
 }
 
 #[cfg(test)]
@@ -449,6 +643,12 @@ mod tests {
             steps: Vec::new(),
             last_sched_eval: None,
             sched: Default::default(),
+            array_job_id: 0,
+            array_task_id: None,
+            array: None,
+            depend: None,
+            past_runs: Vec::new(),
+            het: None,
         }
     }
 
@@ -712,5 +912,88 @@ mod tests {
         j.alloc.as_mut().unwrap().cpus.clear();
         let env = batch_env(&j, "c", "node01", 0);
         assert_eq!(get(&env, "SLURM_CPUS_ON_NODE"), Some("1"));
+    }
+
+    /// Task 0's environment under `srun -n 3 --label env` in an `sbatch -n 3` job
+    /// (golden env_srun_in_batch): the batch shell's environment is srun's, the step
+    /// adds its own and the task's.
+    #[test]
+    fn step_task_environment_matches_golden() {
+        let Some(dir) = golden_dir() else {
+            return;
+        };
+        let text = std::fs::read_to_string(dir.join("env_srun_in_batch.txt")).unwrap();
+        let golden: BTreeMap<String, String> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("0: "))
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        assert!(golden.len() > 40);
+        let mut j = job(158, "srun_env.sh", vec![3]);
+        j.spec.ntasks = Some(3);
+        j.spec.environment = golden
+            .iter()
+            .filter(|(k, _)| !k.starts_with("SLURM") && !NOT_OURS.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        // srun runs in the batch shell, so its environment is the shell's.
+        let shell: BTreeMap<String, String> = batch_env(&j, "anchor", "node01", 5000)
+            .into_iter()
+            .collect();
+        let ls = crate::proto::LaunchStep {
+            job: Box::new(j),
+            step_id: 0,
+            spec: Box::new(crate::model::step::StepSpec {
+                name: "env".into(),
+                argv: vec!["env".into()],
+                environment: shell,
+                work_dir: "/home/alice/golden-work".into(),
+                ntasks: Some(3),
+                label: true,
+                srun_ip: "127.0.0.1".into(),
+                umask: 0o022,
+                ..Default::default()
+            }),
+            layout: crate::model::step::StepLayout {
+                nodes: vec!["node01".into()],
+                cpus: vec![3],
+                tasks: vec![vec![0, 1, 2]],
+            },
+            node_index: 0,
+            kill_wait: 30,
+            cluster: "anchor".into(),
+            cgroup: Default::default(),
+        };
+        let got: BTreeMap<String, String> = task_env(&step_env(&ls, "node01"), 0, 0, 0)
+            .into_iter()
+            .collect();
+        // Differences on purpose: no slurm.conf, no srun port, no het-job pack
+        // variables, SLURM_TASK_PID set after fork; plus the shell's own variables.
+        let differ = [
+            "SLURM_CONF",
+            "SLURM_SRUN_COMM_PORT",
+            "SLURM_STEP_LAUNCHER_PORT",
+            "SLURM_JOB_CPUS_PER_NODE_PACK_GROUP_0",
+            "SLURM_TASK_PID",
+            "SRUN_DEBUG",
+        ];
+        for (k, v) in golden.iter().filter(|(k, _)| !differ.contains(&k.as_str())) {
+            if NOT_OURS.contains(&k.as_str()) {
+                continue;
+            }
+            assert_eq!(got.get(k), Some(v), "{k}");
+        }
+        assert_eq!(
+            got.get("SLURM_SRUN_COMM_PORT").map(String::as_str),
+            Some("0")
+        );
+        for k in got.keys() {
+            assert!(
+                golden.contains_key(k) || EXTRAS.contains(&k.as_str()),
+                "unexpected {k}={}",
+                got[k]
+            );
+        }
     }
 }

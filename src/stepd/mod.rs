@@ -15,6 +15,8 @@
 
 pub mod env;
 pub mod isolate;
+pub mod step;
+pub mod usage;
 
 use crate::model::job::ExitStatus;
 use crate::proto::spool::{self, StepResult, TerminateRequest};
@@ -34,6 +36,15 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
         eprintln!("usage: sluice stepd <job-spool-dir> (started by the node agent)");
         return ExitCode::from(2);
     };
+    if dir.join(step::STEP_LAUNCH).exists() {
+        return match step::run(&dir) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("stepd: {e:#}");
+                ExitCode::from(1)
+            }
+        };
+    }
     match run(&dir) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -81,7 +92,6 @@ struct Prepared {
 pub fn run(dir: &Path) -> anyhow::Result<()> {
     let lb: LaunchBatch = spool::read_launch(dir)?.context("no launch record")?;
     let _ = nix::unistd::setsid();
-    spool::write_pid(dir, spool::STEPD_PID, std::process::id())?;
     let mut mask = SigSet::empty();
     for s in [
         Signal::SIGCHLD,
@@ -92,7 +102,28 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
     ] {
         mask.add(s);
     }
+    // Blocked before the pid is published: from then on the agent's SIGTERM means
+    // "terminate", never "die before the job starts".
     mask.thread_block().context("cannot block signals")?;
+    spool::write_pid(dir, spool::STEPD_PID, std::process::id())?;
+    // A terminate request that came before our pid was known was not signalled to us:
+    // the job was cancelled (or timed out) before it started, so it never starts.
+    if dir.join(spool::TERMINATE).exists() {
+        let r = StepResult {
+            kind: EndKind::Exited,
+            status: ExitStatus {
+                code: 0,
+                signal: Signal::SIGTERM as i32,
+            },
+            time: now(),
+            max_rss_kib: 0,
+            cpu_secs: 0.0,
+            oom: false,
+            message: None,
+        };
+        spool::write(dir, spool::RESULT, &r)?;
+        return Ok(());
+    }
 
     let job = &lb.job;
     let node = job
@@ -119,7 +150,11 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711))?;
     }
     let start = job.start_time.unwrap_or_else(now);
-    let env = env::batch_env(job, &lb.cluster, &node, start);
+    let env = if lb.het.is_empty() {
+        env::batch_env(job, &lb.cluster, &node, start)
+    } else {
+        env::het_batch_env(job, &lb.het, &lb.cluster, &node, start)
+    };
     let paths = output_paths(job, &node);
     let cs = |s: &str| CString::new(s).context("NUL byte in a path or argument");
     let mut argv = vec![cs(&script_path.to_string_lossy())?];
@@ -202,7 +237,7 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         eprintln!("stepd: job {}: {e}", job.id);
     }
     if let Some(line) = &fin.oom_message {
-        note_in_stderr(job.spec.work_dir.as_ref(), &paths.stderr, &node, line);
+        note_in_stderr(job.spec.work_dir.as_ref(), &paths, &node, line);
     }
     let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN).ok();
     let (max_rss_kib, cpu_secs) = match usage {
@@ -255,14 +290,15 @@ struct Paths {
     stdin: String,
     stdout: String,
     stderr: String,
+    /// The job's uid: stepd (root in system mode) writes its notes only into a stderr
+    /// file this user owns.
+    owner: u32,
 }
 
 fn output_paths(job: &crate::model::Job, node: &str) -> Paths {
-    let out_pat = job
-        .spec
-        .stdout
-        .clone()
-        .unwrap_or_else(|| "slurm-%j.out".to_string());
+    let out_pat = job.spec.stdout.clone().unwrap_or_else(|| {
+        crate::jobspec::pattern::default_stdout(job.array_task_id.is_some()).to_string()
+    });
     let stdout = expand(&out_pat, job, node);
     let stderr = match &job.spec.stderr {
         Some(p) => expand(p, job, node),
@@ -276,6 +312,7 @@ fn output_paths(job: &crate::model::Job, node: &str) -> Paths {
         stdin,
         stdout,
         stderr,
+        owner: job.uid,
     }
 }
 
@@ -284,7 +321,13 @@ pub fn expand(pattern: &str, job: &crate::model::Job, node: &str) -> String {
     use crate::jobspec::pattern::{PatternCtx, expand_pattern};
     expand_pattern(
         pattern,
-        &PatternCtx::batch(job.id, None, &job.spec.name, &job.user, node),
+        &PatternCtx::batch(
+            job.id,
+            job.array_task_id.map(|t| (job.array_job_id, t)),
+            &job.spec.name,
+            &job.user,
+            node,
+        ),
     )
 }
 
@@ -396,7 +439,7 @@ fn supervise(
                         message: None,
                     });
                 if let Some(m) = &req.message {
-                    note_in_stderr(work_dir, &paths.stderr, node, m);
+                    note_in_stderr(work_dir, paths, node, m);
                 }
                 // Each process gets each signal once: through its cgroup when the job
                 // has one, else through the batch shell's process group.
@@ -420,10 +463,73 @@ fn supervise(
 
 /// Appends `slurmstepd-<node>: error: <msg>` to the job's stderr file, as slurmstepd
 /// does for time limits and cancellations. Best effort.
-fn note_in_stderr(work_dir: &Path, stderr: &str, node: &str, msg: &str) {
+///
+/// stepd may run as root while the file is the user's: it writes only into a regular
+/// file the job's user owns, reached without following a final symlink and without
+/// blocking, so a user cannot point it at a root-owned file (or a FIFO) by swapping
+/// their output file during the job.
+fn note_in_stderr(work_dir: &Path, paths: &Paths, node: &str, msg: &str) {
     use std::io::Write;
-    let path = work_dir.join(stderr);
-    if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(path) {
-        let _ = writeln!(f, "slurmstepd-{node}: error: {msg}");
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let path = work_dir.join(&paths.stderr);
+    let Ok(mut f) = std::fs::OpenOptions::new()
+        .append(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(path)
+    else {
+        return;
+    };
+    match f.metadata() {
+        Ok(m) if m.is_file() && m.uid() == paths.owner => {
+            let _ = writeln!(f, "slurmstepd-{node}: error: {msg}");
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn paths(stderr: &str, owner: u32) -> Paths {
+        Paths {
+            stdin: "/dev/null".into(),
+            stdout: stderr.into(),
+            stderr: stderr.into(),
+            owner,
+        }
+    }
+
+    #[test]
+    fn notes_go_only_into_the_users_own_regular_file() {
+        let d = tempfile::tempdir().unwrap();
+        let me = nix::unistd::geteuid().as_raw();
+        std::fs::write(d.path().join("out"), "job output\n").unwrap();
+        note_in_stderr(d.path(), &paths("out", me), "n1", "*** JOB 5 ***");
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("out")).unwrap(),
+            "job output\nslurmstepd-n1: error: *** JOB 5 ***\n"
+        );
+        // Someone else's file (as the owner check sees it): untouched.
+        note_in_stderr(d.path(), &paths("out", me + 1), "n1", "x");
+        assert!(
+            !std::fs::read_to_string(d.path().join("out"))
+                .unwrap()
+                .contains("x\n")
+        );
+        // A symlink swapped in for the output file: not followed.
+        std::fs::write(d.path().join("victim"), "precious\n").unwrap();
+        std::os::unix::fs::symlink(d.path().join("victim"), d.path().join("link")).unwrap();
+        note_in_stderr(d.path(), &paths("link", me), "n1", "x");
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("victim")).unwrap(),
+            "precious\n"
+        );
+        // A FIFO without reader: no write, and no hang.
+        nix::unistd::mkfifo(&d.path().join("fifo"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        note_in_stderr(d.path(), &paths("fifo", me), "n1", "x");
+        // A missing file is not created.
+        note_in_stderr(d.path(), &paths("missing", me), "n1", "x");
+        assert!(!d.path().join("missing").exists());
     }
 }

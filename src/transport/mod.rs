@@ -31,8 +31,21 @@ pub fn peer_cred(s: &UnixStream) -> io::Result<PeerCred> {
 /// sticky bit (like /tmp, where only owners may remove entries).
 pub fn check_socket_dir(dir: &Path) -> io::Result<()> {
     use std::os::unix::fs::MetadataExt;
-    let m = std::fs::metadata(dir)?;
     let me = nix::unistd::geteuid().as_raw();
+    // A symlink planted by someone else (e.g. /tmp/sluice-<uid> -> their dir) is refused
+    // before its target is looked at.
+    let link = std::fs::symlink_metadata(dir)?;
+    if link.file_type().is_symlink() && link.uid() != me && link.uid() != 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "refusing to use socket directory {}: it is a symlink owned by uid {}",
+                dir.display(),
+                link.uid()
+            ),
+        ));
+    }
+    let m = std::fs::metadata(dir)?;
     let sticky = m.mode() & 0o1000 != 0;
     if m.uid() != me && m.uid() != 0 {
         return Err(io::Error::new(

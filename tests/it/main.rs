@@ -1,10 +1,30 @@
 //! End-to-end tests: real controller, agent and stepd processes driven through the real
 //! front-ends (see `harness`).
 
+mod arrays;
+mod depend;
+mod env;
+mod errors;
+mod examples;
 mod harness;
+mod hetjob;
+mod holds;
 mod isolation;
+mod limits;
+mod outputs;
 mod personal;
 mod protocol;
+mod recovery;
+mod requeue;
 mod robustness;
+mod sacct;
+mod sbatch;
+mod scancel;
 mod sched;
+mod scontrol;
+mod sinfo;
+mod squeue;
 mod ssh;
+mod states;
+mod steps;
+mod system_mode;

@@ -53,6 +53,81 @@ fn concurrent_auto_starts_start_one_controller_and_stop_cleanly() {
 }
 
 #[test]
+fn the_first_front_end_starts_a_personal_controller_with_the_detected_node() {
+    if std::path::Path::new(sluice::config::SYSTEM_CONF).exists() {
+        eprintln!(
+            "skipping: {} exists, so personal mode is off",
+            sluice::config::SYSTEM_CONF
+        );
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let work = h.join("work");
+    std::fs::create_dir(&work).unwrap();
+    // `sbatch --wait` as README's first command does: starts the controller, runs the
+    // job, returns its exit code.
+    let o = personal_cmd(h)
+        .args([
+            "sbatch",
+            "--wait",
+            "-o",
+            "hello.out",
+            "--wrap",
+            "echo hello from $SLURM_JOB_ID",
+        ])
+        .current_dir(&work)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let id: u32 = String::from_utf8_lossy(&o.stdout)
+        .trim()
+        .strip_prefix("Submitted batch job ")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(work.join("hello.out")).unwrap(),
+        format!("hello from {id}\n")
+    );
+    // One node: this machine, with its detected CPUs; partition `debug`, no limit.
+    let o = personal_cmd(h)
+        .args(["sinfo", "-h", "-o", "%P %l %D %c %N"])
+        .output()
+        .unwrap();
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        format!(
+            "debug* infinite 1 {cpus} {}\n",
+            sluice::config::short_hostname()
+        )
+    );
+    let st = personal_cmd(h)
+        .args(["controller", "--stop"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    wait_until("socket removal", Duration::from_secs(10), || {
+        (!h.join("run/sluice/sluice.sock").exists()).then_some(())
+    });
+    // State survives the stop; the next front-end starts it again.
+    let o = personal_cmd(h)
+        .args(["sacct", "-n", "-X", "-P", "-o", "JobID,State"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        format!("{id}|COMPLETED\n")
+    );
+    let st = personal_cmd(h)
+        .args(["controller", "--stop"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
+
+#[test]
 fn a_corrupt_database_is_refused_not_replaced() {
     let home = tempfile::tempdir().unwrap();
     let root = home.path();

@@ -29,6 +29,7 @@ fn submit(cl: &mut sluice::cli::client::Client, s: JobSpec) -> u32 {
         .request(&Request::Submit {
             spec: Box::new(s),
             test_only: false,
+            het: vec![],
         })
         .unwrap()
     {
@@ -89,7 +90,12 @@ fn jobs_survive_a_controller_kill9() {
     let out = std::fs::read_to_string(c.path(&format!("slurm-{running}.out"))).unwrap();
     assert_eq!(out, "survived\n");
     assert_eq!(job_state(&mut cl, queued).unwrap().state.long(), "PENDING");
-    let r = cl.request(&Request::Release { ids: vec![queued] }).unwrap();
+    let r = cl
+        .request(&Request::Release {
+            ids: vec![queued],
+            array_tasks: vec![],
+        })
+        .unwrap();
     assert!(
         matches!(r, Response::Results(ref v) if v[0].error.is_none()),
         "{r:?}"

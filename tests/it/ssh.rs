@@ -360,3 +360,50 @@ fn bench_ssh_submit_to_start_latency() {
         ms[10], ms[0], ms[19]
     );
 }
+
+/// Steps across two remote nodes: tasks laid out block and cyclic, each task's output
+/// relayed stepd → remote agent → SSH → controller → srun.
+#[test]
+fn ssh_steps_span_remote_nodes_and_stream_their_output() {
+    let setup = vec![NodeSetup::new("sn1"), NodeSetup::new("sn2")];
+    let Some(c) = SshCluster::start(&setup, 60) else {
+        return;
+    };
+    c.wait_all_idle();
+    let id = c.submit(&[
+        "-N2",
+        "-n4",
+        "-o",
+        "multi.out",
+        "--wrap",
+        "srun -l sh -c 'echo block $SLURMD_NODENAME $SLURM_NODEID $SLURM_LOCALID'; \
+         srun -l -m cyclic sh -c 'echo cyclic $SLURMD_NODENAME $SLURM_STEP_NODELIST'",
+    ]);
+    let state = c.wait_done(id);
+    let out = std::fs::read_to_string(c.path("multi.out")).unwrap_or_default();
+    assert_eq!(state, "COMPLETED", "{out}");
+    let out = c.wait_file("multi.out", |s| s.matches("cyclic").count() == 4);
+    let mut lines: Vec<&str> = out.lines().map(str::trim_start).collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        vec![
+            "0: block sn1 0 0",
+            "0: cyclic sn1 sn[1-2]",
+            "1: block sn1 0 1",
+            "1: cyclic sn2 sn[1-2]",
+            "2: block sn2 1 0",
+            "2: cyclic sn1 sn[1-2]",
+            "3: block sn2 1 1",
+            "3: cyclic sn2 sn[1-2]",
+        ],
+        "{out}"
+    );
+    // srun from the front-end, outside an allocation, on a chosen remote node.
+    let o = c.run(
+        "srun",
+        &["-w", "sn2", "sh", "-c", "echo on=$SLURMD_NODENAME"],
+    );
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "on=sn2\n");
+}

@@ -177,6 +177,8 @@ fn cancel_pending_and_running() {
     assert_eq!(r[0].error, None);
     assert_eq!(c.jobs[&b].state, JobState::Cancelled);
     assert_eq!(c.jobs[&b].cancelled_by, Some(2001));
+    // A cancelled pending job keeps its last reason (golden scancel.txt).
+    assert_eq!(c.jobs[&b].reason, Reason::Resources);
     // Someone else may not cancel alice's job.
     let f = JobFilter {
         ids: vec![a],
@@ -238,6 +240,8 @@ fn time_limit_ends_job_as_timeout() {
     c.from_agent("n1", ended(id, 0, 15), 61, &mut fx);
     assert_eq!(c.jobs[&id].state_long(), "TIMEOUT");
     assert_eq!(c.jobs[&id].end_time, Some(60));
+    // scontrol's ExitCode is how the shell ended (golden timeout.txt: 0:15 or 0:9).
+    assert_eq!(c.jobs[&id].exit.to_string(), "0:15");
 }
 
 #[test]
@@ -251,15 +255,15 @@ fn hold_release_and_admin_hold() {
     let mut fx = Effects::default();
     c.schedule(0, &mut fx);
     assert!(launches(&fx).is_empty());
-    assert_eq!(c.release(&[id], ALICE, 1, &mut fx)[0].error, None);
+    assert_eq!(c.release(&[id], &[], ALICE, 1, &mut fx)[0].error, None);
     assert!(c.jobs[&id].priority > 0);
-    c.hold(&[id], false, ROOT, &mut fx);
+    c.hold(&[id], &[], false, ROOT, &mut fx);
     assert_eq!(c.jobs[&id].reason, Reason::JobHeldAdmin);
     assert_eq!(
-        c.release(&[id], ALICE, 1, &mut fx)[0].error,
+        c.release(&[id], &[], ALICE, 1, &mut fx)[0].error,
         Some(SlurmError::AccessDenied)
     );
-    assert_eq!(c.release(&[id], ROOT, 1, &mut fx)[0].error, None);
+    assert_eq!(c.release(&[id], &[], ROOT, 1, &mut fx)[0].error, None);
     let mut fx = Effects::default();
     c.schedule(2, &mut fx);
     assert_eq!(launches(&fx), vec![id]);
@@ -271,7 +275,10 @@ fn requeue_runs_the_job_again() {
     let id = submit(&mut c, spec("r"), ALICE, 0);
     let mut fx = Effects::default();
     c.schedule(0, &mut fx);
-    assert_eq!(c.requeue(&[id], false, ALICE, 1, &mut fx)[0].error, None);
+    assert_eq!(
+        c.requeue(&[id], &[], false, ALICE, 1, &mut fx)[0].error,
+        None
+    );
     c.from_agent("n1", ended(id, 0, 15), 2, &mut fx);
     assert_eq!(c.jobs[&id].state, JobState::Pending);
     assert_eq!(c.jobs[&id].restarts, 1);
@@ -287,7 +294,11 @@ fn requeue_runs_the_job_again() {
 #[test]
 fn registration_reconciles_lost_and_unknown_jobs() {
     let mut c = cluster();
-    let id = submit(&mut c, spec("l"), ALICE, 0);
+    let mut s = spec("l");
+    s.requeue = Some(false);
+    let id = submit(&mut c, s, ALICE, 0);
+    // A requeueable job lost by its node goes back to the queue instead.
+    let back = submit(&mut c, spec("r"), ALICE, 0);
     let mut fx = Effects::default();
     c.schedule(0, &mut fx);
     let reg = FromAgent::Register {
@@ -306,6 +317,9 @@ fn registration_reconciles_lost_and_unknown_jobs() {
     let mut fx = Effects::default();
     c.agent_registered(reg, &decl, 5, &mut fx);
     assert_eq!(c.jobs[&id].state, JobState::NodeFail);
+    let b = &c.jobs[&back];
+    assert_eq!((b.state, b.restarts), (JobState::Pending, 1));
+    assert!(b.past_runs[0].node_fail);
     assert!(
         fx.to_agent
             .iter()
@@ -467,4 +481,58 @@ fn identical_environments_are_stored_once() {
     // Queries leave the environment and script out.
     let q = c.jobs[&a].for_query();
     assert!(q.spec.environment.is_empty() && q.spec.script.is_empty());
+}
+
+#[test]
+fn relative_time_limit_updates() {
+    let mut c = cluster();
+    let mut s = spec("t");
+    s.time_limit = Some(TimeLimit::Minutes(30));
+    s.hold = true;
+    let id = submit(&mut c, s, ALICE, 0);
+    let mut fx = Effects::default();
+    // The owner may lower it; raising is for operators.
+    assert_eq!(
+        c.update_job(id, None, &[JobUpdate::TimeLimitBy(-10)], ALICE, &mut fx),
+        Ok(())
+    );
+    assert_eq!(c.jobs[&id].time_limit, TimeLimit::Minutes(20));
+    assert_eq!(
+        c.update_job(id, None, &[JobUpdate::TimeLimitBy(5)], ALICE, &mut fx),
+        Err(SlurmError::AccessDenied)
+    );
+    assert_eq!(
+        c.update_job(id, None, &[JobUpdate::TimeLimitBy(5)], ROOT, &mut fx),
+        Ok(())
+    );
+    assert_eq!(c.jobs[&id].time_limit, TimeLimit::Minutes(25));
+    // Not below one minute.
+    assert_eq!(
+        c.update_job(id, None, &[JobUpdate::TimeLimitBy(-25)], ROOT, &mut fx),
+        Err(SlurmError::InvalidTimeLimit)
+    );
+    assert_eq!(c.jobs[&id].time_limit, TimeLimit::Minutes(25));
+}
+
+#[test]
+fn overflowing_counts_are_refused_not_a_panic() {
+    let c = cluster();
+    let mut s = spec("huge");
+    s.ntasks_per_node = Some(65536);
+    s.nodes_min = Some(65536);
+    assert_eq!(
+        c.resolve(s, ALICE, 0, &names).err(),
+        Some(SlurmError::NodeConfigUnavailable)
+    );
+    let mut s = spec("wide");
+    s.ntasks = Some(1 << 20);
+    s.cpus_per_task = Some(1 << 20);
+    assert_eq!(
+        c.resolve(s, ALICE, 0, &names).err(),
+        Some(SlurmError::NodeConfigUnavailable)
+    );
+    let mut s = spec("mem");
+    s.ntasks = Some(1 << 16);
+    s.mem = Some(MemReq::PerCpu(999_999_999_999_999));
+    assert!(c.resolve(s, ALICE, 0, &names).is_err());
 }

@@ -60,6 +60,12 @@ pub fn job(id: u32, tasks: u32, mem_per_cpu: u64) -> Job {
         steps: vec![],
         last_sched_eval: None,
         sched: Default::default(),
+        array_job_id: 0,
+        array_task_id: None,
+        array: None,
+        depend: None,
+        past_runs: Vec::new(),
+        het: None,
     }
 }
 
@@ -289,4 +295,74 @@ fn scheduling_is_deterministic() {
         schedule(&refs, &nodes, &parts, 0),
         schedule(&refs, &nodes, &parts, 0)
     );
+}
+
+#[test]
+fn nodes_not_yet_registered_do_not_make_jobs_impossible() {
+    // Before its agent registers (here: unreachable, DOWN), a node's undeclared CPUs
+    // and memory are unknown.
+    let mut fresh = Node::new("n1", 0, 0);
+    fresh.state = NodeState::Down;
+    let p = part("p", &["n1"]);
+    let j = job(1, 8, 1000);
+    assert_eq!(static_reason(&j, &p, std::slice::from_ref(&fresh)), None);
+    // Declared values still count.
+    let mut declared = Node::new("n1", 4, 0);
+    declared.state = NodeState::Unknown;
+    assert_eq!(
+        static_reason(&j, &p, std::slice::from_ref(&declared)),
+        Some(Reason::PartitionConfig)
+    );
+    // Once registered, the detected size decides.
+    let mut small = node("n1", 4, 4000);
+    small.agent_start_time = Some(0);
+    assert_eq!(
+        static_reason(&j, &p, std::slice::from_ref(&small)),
+        Some(Reason::PartitionConfig)
+    );
+    // And it is not started before it registers.
+    let d = schedule(&[&j], std::slice::from_ref(&fresh), &[p], 0);
+    assert!(starts(&d).is_empty());
+}
+
+#[test]
+fn dependency_state_and_array_throttle_keep_jobs_pending() {
+    use crate::model::array::{ArrayInfo, ArraySpec};
+    use crate::model::depend::{DepState, Dependency};
+    let nodes = vec![node("n1", 8, 8000)];
+    let parts = vec![part("p", &["n1"])];
+    let mut waiting = job(1, 1, 100);
+    waiting.depend = Dependency::parse("afterok:9").unwrap();
+    let mut never = job(2, 1, 100);
+    never.depend = Dependency::parse("afterok:9").unwrap();
+    never.depend.as_mut().unwrap().items[0].state = DepState::Failed;
+    let mut throttled = job(3, 1, 100);
+    let mut info = ArrayInfo::from_spec(&ArraySpec::parse("0-9%2", 1001).unwrap());
+    info.running = 2;
+    throttled.array = Some(Box::new(info.clone()));
+    let mut room = job(4, 1, 100);
+    info.running = 1;
+    room.array = Some(Box::new(info));
+    let mut satisfied = job(5, 1, 100);
+    satisfied.depend = Dependency::parse("afterany:9").unwrap();
+    satisfied.depend.as_mut().unwrap().items[0].state = DepState::Fulfilled;
+    let jobs = [&waiting, &never, &throttled, &room, &satisfied];
+    let d = schedule(&jobs, &nodes, &parts, 10);
+    let reason = |id: u32| {
+        d.iter().find_map(|x| match x {
+            Decision::Pending { job_id, reason } if *job_id == id => Some(reason.clone()),
+            _ => None,
+        })
+    };
+    assert_eq!(reason(1), Some(Reason::Dependency));
+    assert_eq!(reason(2), Some(Reason::DependencyNeverSatisfied));
+    assert_eq!(reason(3), Some(Reason::JobArrayTaskLimit));
+    let started: Vec<u32> = d
+        .iter()
+        .filter_map(|x| match x {
+            Decision::Start { job_id, .. } => Some(*job_id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(started, vec![4, 5]);
 }

@@ -45,6 +45,10 @@ pub fn number(path: &Path) -> Option<u64> {
 pub fn mkdir(dir: &Path) -> Result<bool, IsolateError> {
     match std::fs::create_dir(dir) {
         Ok(()) => {
+            // Readable by the job's user (tools size themselves from their cgroup's
+            // limits), whatever the creating process's umask.
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755));
             if !on_cgroupfs(dir) {
                 let _ = std::fs::write(dir.join("cgroup.procs"), "");
             }

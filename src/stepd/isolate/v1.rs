@@ -103,8 +103,14 @@ impl V1 {
                 ));
                 continue;
             };
-            match files::mkdir(&base.join(&scope.root)) {
-                Ok(_) => bases.push((c, base)),
+            // Usable only if this process can make and write its user's subtree: a tree
+            // made by another (root) instance is not ours to use.
+            let uid_dir = base.join(&scope.root).join(format!("uid_{}", scope.uid));
+            match files::mkdir(&base.join(&scope.root)).and_then(|_| files::mkdir(&uid_dir)) {
+                Ok(_) if nix::unistd::access(&uid_dir, nix::unistd::AccessFlags::W_OK).is_ok() => {
+                    bases.push((c, base))
+                }
+                Ok(_) => unusable.push((c, format!("{} is not writable", uid_dir.display()))),
                 Err(e) => unusable.push((c, e.to_string())),
             }
         }

@@ -46,12 +46,16 @@ pub struct TestCluster {
 pub struct Setup {
     pub cpus: u32,
     pub memory: u64,
+    /// TOML appended after the `debug` partition (`NODE` stands for the node's name).
     pub extra_partitions: &'static str,
+    /// Seconds between SIGTERM and SIGKILL (KillWait).
     pub kill_wait: u32,
+    /// Seconds finished jobs stay visible (MinJobAge).
+    pub min_job_age: u32,
+    /// Extra top-level TOML lines (e.g. `slurm_version = "23.11.1"`).
+    pub top: &'static str,
     /// More lines of the `[cgroup]` section (Slurm's defaults: nothing constrained).
     pub cgroup: &'static str,
-    /// Top-level settings placed before any table (`enforce_part_limits = "NO"`).
-    pub top: &'static str,
     /// More keys of the node's `[[nodes]]` entry (`gres = "gpu:2"`).
     pub node_extra: &'static str,
 }
@@ -63,8 +67,9 @@ impl Default for Setup {
             memory: 4000,
             extra_partitions: "",
             kill_wait: 2,
-            cgroup: "",
+            min_job_age: 300,
             top: "",
+            cgroup: "",
             node_extra: "",
         }
     }
@@ -93,11 +98,12 @@ impl TestCluster {
             &conf,
             format!(
                 r#"cluster_name = "testc"
-{top}
 state_dir = "{root}/state"
 spool_dir = "{root}/spool"
 socket = "{root}/run/ctld.sock"
 kill_wait = {kw}
+min_job_age = {age}
+{top}
 [[nodes]]
 name = "{node}"
 cpus = {cpus}
@@ -115,12 +121,13 @@ root = "{cg_root}"
 "#,
                 root = root.display(),
                 kw = s.kill_wait,
+                age = s.min_job_age,
+                top = s.top,
                 cpus = s.cpus,
                 mem = s.memory,
                 extra = s.extra_partitions.replace("NODE", &node),
                 cg_root = cg_root,
                 cg = s.cgroup,
-                top = s.top,
                 node_extra = s.node_extra,
             ),
         )
@@ -268,6 +275,59 @@ root = "{cg_root}"
         String::from_utf8_lossy(&o.stdout).into_owned()
     }
 
+    /// Runs a front-end with `input` on its stdin.
+    pub fn run_stdin(&self, name: &str, args: &[&str], input: &[u8]) -> Output {
+        use std::io::Write;
+        let mut child = self
+            .cmd(name)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run front-end");
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(input).unwrap();
+        drop(stdin);
+        child.wait_with_output().unwrap()
+    }
+
+    /// Runs a front-end that must fail: returns (exit code, stdout, stderr).
+    pub fn fails(&self, name: &str, args: &[&str]) -> (i32, String, String) {
+        let o = self.run(name, args);
+        assert!(
+            !o.status.success(),
+            "{name} {args:?} succeeded: {}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+        (
+            o.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    }
+
+    /// Every job the controller knows (any user, any state), by id.
+    pub fn job_ids(&self) -> Vec<u32> {
+        let cfg = sluice::config::Config::from_file(&self.conf).unwrap();
+        let mut cl = sluice::cli::client::Client::connect_with(&cfg).unwrap();
+        match cl
+            .request(&sluice::proto::Request::Jobs(
+                sluice::proto::JobFilter::default(),
+            ))
+            .unwrap()
+        {
+            sluice::proto::Response::Jobs { jobs, .. } => jobs.iter().map(|j| j.id).collect(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// A job's field from `scontrol show job -o` (e.g. `TimeLimit`).
+    pub fn show_field(&self, id: u32, key: &str) -> String {
+        let out = self.ok("scontrol", &["-o", "show", "job", &id.to_string()]);
+        field(&out, key).unwrap_or_else(|| panic!("no {key}= in {out}"))
+    }
+
     /// `sbatch --parsable ARGS` → job id.
     pub fn submit(&self, args: &[&str]) -> u32 {
         let mut a = vec!["--parsable"];
@@ -295,6 +355,39 @@ root = "{cg_root}"
         })
     }
 
+    /// Runs a front-end that must fail; returns (exit code, stderr).
+    pub fn fails_err(&self, name: &str, args: &[&str]) -> (i32, String) {
+        let o = self.run(name, args);
+        assert!(
+            !o.status.success(),
+            "{name} {args:?} succeeded: {}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+        (
+            o.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    }
+
+    /// One field of `scontrol -o show job ID` (first record), e.g. `Reason`.
+    pub fn field(&self, id: &str, key: &str) -> Option<String> {
+        let o = self.run("scontrol", &["-o", "show", "job", id]);
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        let line = text.lines().next()?.to_string();
+        let pat = format!("{key}=");
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix(&pat).map(str::to_string))
+    }
+
+    /// Waits until `scontrol` shows `key=value` for the job.
+    pub fn wait_field(&self, id: &str, key: &str, value: &str) {
+        wait_until(
+            &format!("job {id} {key}={value}"),
+            Duration::from_secs(30),
+            || (self.field(id, key).as_deref() == Some(value)).then_some(()),
+        )
+    }
+
     /// Waits until the job has finished.
     pub fn wait_done(&self, id: u32) -> String {
         self.wait_state(
@@ -306,6 +399,7 @@ root = "{cg_root}"
                 "TIMEOUT",
                 "NODE_FAIL",
                 "OUT_OF_MEMORY",
+                "DEADLINE",
             ],
             Duration::from_secs(30),
         )
@@ -338,6 +432,35 @@ root = "{cg_root}"
     fn spool(&self) -> PathBuf {
         self.dir.path().join("spool")
     }
+}
+
+/// The value of `key=` in a `Key=Value` line (up to the next space).
+pub fn field(text: &str, key: &str) -> Option<String> {
+    let pat = format!("{key}=");
+    text.split([' ', '\n'])
+        .find_map(|tok| tok.trim().strip_prefix(&pat).map(str::to_string))
+}
+
+/// The stdout of a finished command.
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The stderr of a finished command.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The real Slurm transcripts (`../shared/golden`), when present.
+pub fn golden_dir() -> Option<PathBuf> {
+    let mut cands = Vec::new();
+    if let Some(d) = std::env::var_os("SLUICE_GOLDEN_DIR") {
+        cands.push(PathBuf::from(d));
+    }
+    let top = Path::new(env!("CARGO_MANIFEST_DIR"));
+    cands.push(top.join("../shared/golden"));
+    cands.push(top.join("../../shared/golden"));
+    cands.into_iter().find(|d| d.join("README.md").is_file())
 }
 
 fn kill_spooled_jobs(spool: &Path) {

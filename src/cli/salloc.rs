@@ -1,0 +1,261 @@
+//! `salloc`: obtain an allocation, run a command in it (default: the user's shell) with
+//! the job's `SLURM_*` environment, and give the allocation back when the command ends
+//! (cf. src/salloc/). `srun` inside the command uses the allocation.
+//!
+//! The connection that asked for the allocation stays open while the command runs: if
+//! salloc dies, the controller sees it close and cancels the job. A second connection
+//! waits for the job to end on its own (scancel, time limit); then salloc says the
+//! allocation was revoked and ends the command.
+//!
+//! Exit code: the command's (128+N when a signal killed it); 1 when no allocation was
+//! had; 255 for command-line errors.
+
+use super::client::Client;
+use super::sbatch;
+use super::srun::{self, Failure};
+use crate::jobspec::opts::{self, OptError};
+use crate::model::ExitStatus;
+use crate::proto::{Request, Response};
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+const PROG: &str = "salloc";
+
+/// The environment of salloc's command for `job` (cf. golden env_salloc): the job's
+/// identity and allocation, none of the task or node-local variables.
+pub fn command_env(job: &crate::model::Job, cluster: &str) -> Vec<(String, String)> {
+    const KEEP: &[&str] = &[
+        "SLURM_CLUSTER_NAME",
+        "SLURM_CONF",
+        "SLURM_JOBID",
+        "SLURM_JOB_ID",
+        "SLURM_JOB_ACCOUNT",
+        "SLURM_JOB_CPUS_PER_NODE",
+        "SLURM_JOB_NAME",
+        "SLURM_JOB_NODELIST",
+        "SLURM_JOB_NUM_NODES",
+        "SLURM_JOB_PARTITION",
+        "SLURM_JOB_QOS",
+        "SLURM_NNODES",
+        "SLURM_NODELIST",
+        "SLURM_NODE_ALIASES",
+        "SLURM_NPROCS",
+        "SLURM_NTASKS",
+        "SLURM_NTASKS_PER_NODE",
+        "SLURM_CPUS_PER_TASK",
+        "SLURM_MEM_PER_CPU",
+        "SLURM_MEM_PER_NODE",
+        "SLURM_SUBMIT_DIR",
+        "SLURM_SUBMIT_HOST",
+        "SLURM_TASKS_PER_NODE",
+        "SLURM_JOB_START_TIME",
+        "SLURM_JOB_END_TIME",
+    ];
+    let node = job
+        .alloc
+        .as_ref()
+        .and_then(|a| a.nodes.first().cloned())
+        .unwrap_or_default();
+    crate::stepd::env::batch_env(job, cluster, &node, job.start_time.unwrap_or(0))
+        .into_iter()
+        .filter(|(k, _)| KEEP.contains(&k.as_str()))
+        .collect()
+}
+
+/// Runs `salloc` with its full argv (argv[0] included).
+pub fn run(args: Vec<OsString>) -> ExitCode {
+    let argv: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let code = match run_inner(&argv) {
+        Ok(c) => c,
+        Err(f) => {
+            eprint!("{}", f.stderr);
+            f.code
+        }
+    };
+    ExitCode::from(code)
+}
+
+fn run_inner(argv: &[String]) -> Result<u8, Failure> {
+    let a = opts::parse_salloc_argv(
+        std::iter::once(PROG.to_string()).chain(argv.iter().skip(1).cloned()),
+    )
+    .map_err(|e| match e {
+        OptError::Help(t) => {
+            print!("{t}");
+            Failure {
+                stderr: String::new(),
+                code: 0,
+            }
+        }
+        e => Failure {
+            stderr: e.render(PROG),
+            code: e.exit_code(),
+        },
+    })?;
+    if a.version {
+        println!("slurm {}", crate::config::DEFAULT_SLURM_VERSION);
+        return Ok(0);
+    }
+    if a.no_shell {
+        let e = OptError::Unsupported("--no-shell".into());
+        return Err(Failure {
+            stderr: e.render(PROG),
+            code: e.exit_code(),
+        });
+    }
+    let ctx = sbatch::submit_context().map_err(|f| Failure {
+        stderr: f.stderr.replace("sbatch:", "salloc:"),
+        code: 1,
+    })?;
+    let norm = a.job.to_spec(&ctx).map_err(|e| Failure {
+        stderr: e.render(PROG),
+        code: e.exit_code(),
+    })?;
+    let mut spec = norm.spec;
+    spec.name = a
+        .job
+        .job_name
+        .clone()
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "interactive".into());
+    spec.stdout = None;
+    spec.stderr = None;
+    spec.stdin = None;
+    if !a.job.quiet {
+        for w in &norm.warnings {
+            eprintln!("{PROG}: warning: {w}");
+        }
+    }
+    let command = if a.command.is_empty() {
+        vec![user_shell()]
+    } else {
+        a.command.clone()
+    };
+    let cfg = crate::config::Config::load().map_err(|e| Failure {
+        stderr: format!("{PROG}: error: {e}\n"),
+        code: 1,
+    })?;
+    let connect = || {
+        Client::connect_with(&cfg).map_err(|e| Failure {
+            stderr: format!("{PROG}: error: {e}\n"),
+            code: 1,
+        })
+    };
+    let mut owner = connect()?;
+    let job_id = srun::allocate(&mut owner, PROG, &spec, a.job.quiet)?;
+    let job = match owner.request(&Request::Jobs(crate::proto::JobFilter {
+        ids: vec![job_id],
+        ..Default::default()
+    })) {
+        Ok(Response::Jobs { jobs, .. }) => jobs.into_iter().find(|j| j.id == job_id),
+        _ => None,
+    };
+    let Some(job) = job else {
+        return Err(Failure {
+            stderr: format!("{PROG}: Job allocation {job_id} has been revoked.\n"),
+            code: 1,
+        });
+    };
+    // salloc itself ignores the terminal's Ctrl-C (the command gets it).
+    let mut set = nix::sys::signal::SigSet::empty();
+    set.add(nix::sys::signal::Signal::SIGINT);
+    set.add(nix::sys::signal::Signal::SIGQUIT);
+    let _ = set.thread_block();
+    let mut cmd = std::process::Command::new(&command[0]);
+    cmd.args(&command[1..])
+        .envs(command_env(&job, &cfg.cluster_name));
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{PROG}: error: {}: {e}", command[0]);
+            let _ = owner.request(&Request::ReleaseAllocation {
+                job_id,
+                exit: ExitStatus { code: 1, signal: 0 },
+            });
+            return Ok(1);
+        }
+    };
+    // Watch for the allocation ending under the command.
+    let pid = child.id() as i32;
+    let quiet = a.job.quiet;
+    if let Ok(mut watcher) = connect() {
+        std::thread::spawn(move || {
+            let r = watcher.request_waiting(&Request::WaitJob {
+                job_id,
+                started: false,
+            });
+            if matches!(r, Ok(Response::Allocation(_))) {
+                if !quiet {
+                    eprintln!("{PROG}: Job allocation {job_id} has been revoked.");
+                }
+                let p = nix::unistd::Pid::from_raw(pid);
+                let _ = nix::sys::signal::kill(p, nix::sys::signal::Signal::SIGHUP);
+                let _ = nix::sys::signal::kill(p, nix::sys::signal::Signal::SIGTERM);
+                std::thread::sleep(std::time::Duration::from_secs(2));
+                let _ = nix::sys::signal::kill(p, nix::sys::signal::Signal::SIGKILL);
+            }
+        });
+    }
+    let status = child.wait();
+    let code: u8 = match status {
+        Ok(s) => {
+            use std::os::unix::process::ExitStatusExt;
+            match (s.code(), s.signal()) {
+                (Some(c), _) => c.clamp(0, 255) as u8,
+                (None, Some(sig)) => (128 + sig).clamp(0, 255) as u8,
+                _ => 1,
+            }
+        }
+        Err(_) => 1,
+    };
+    if !a.job.quiet {
+        eprintln!("{PROG}: Relinquishing job allocation {job_id}");
+    }
+    let _ = owner.request(&Request::ReleaseAllocation {
+        job_id,
+        exit: ExitStatus {
+            code: i32::from(code),
+            signal: 0,
+        },
+    });
+    Ok(code)
+}
+
+/// `$SHELL`, else the user's login shell, else /bin/sh.
+fn user_shell() -> String {
+    if let Ok(s) = std::env::var("SHELL")
+        && !s.is_empty()
+    {
+        return s;
+    }
+    nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten()
+        .map(|u| u.shell.to_string_lossy().into_owned())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "/bin/sh".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_env_has_the_job_but_no_task_variables() {
+        let mut j = crate::model::job::sample_running(9, "interactive", vec![2]);
+        j.spec.ntasks = Some(2);
+        let env: std::collections::BTreeMap<_, _> = command_env(&j, "c").into_iter().collect();
+        assert_eq!(env.get("SLURM_JOB_ID").map(String::as_str), Some("9"));
+        assert_eq!(env.get("SLURM_NTASKS").map(String::as_str), Some("2"));
+        assert_eq!(
+            env.get("SLURM_JOB_NAME").map(String::as_str),
+            Some("interactive")
+        );
+        assert!(!env.contains_key("SLURM_PROCID"));
+        assert!(!env.contains_key("SLURMD_NODENAME"));
+        assert!(!env.contains_key("HOME") || env["HOME"].is_empty());
+    }
+}

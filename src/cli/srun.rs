@@ -1,0 +1,500 @@
+//! `srun`: run a parallel step (cf. src/srun/). Inside an allocation (`SLURM_JOB_ID`,
+//! or `--jobid`) it creates a step of that job; outside one it first asks for an
+//! allocation-only job (printing Slurm's "queued and waiting" / "has been allocated
+//! resources" lines when it had to wait), runs the step in it, and gives it back.
+//!
+//! The step's I/O goes through the controller on the step stream ([`super::stepio`]).
+//! Exit code: the highest task exit code (128+N for a task killed by signal N); 1 when
+//! the step or allocation could not be had; 255 for command-line errors.
+
+use super::client::{Client, ClientError};
+use super::sbatch;
+use super::stepio::{self, StreamOpts};
+use crate::jobspec::opts::{self, OptError, SrunArgs};
+use crate::model::step::{CpuBind, Distribution, StdinMode, StepSpec};
+use crate::model::{ExitStatus, JobSpec, JobState, Reason};
+use crate::proto::codec::SyncFramed;
+use crate::proto::{Request, Response, SlurmError};
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+const PROG: &str = "srun";
+
+/// A finished srun that did not run a step: stderr text and exit code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub stderr: String,
+    pub code: u8,
+}
+
+impl Failure {
+    fn error(msg: impl std::fmt::Display) -> Failure {
+        Failure {
+            stderr: format!("{PROG}: error: {msg}\n"),
+            code: 1,
+        }
+    }
+}
+
+impl From<OptError> for Failure {
+    fn from(e: OptError) -> Failure {
+        Failure {
+            stderr: e.render(PROG),
+            code: e.exit_code(),
+        }
+    }
+}
+
+/// Everything srun decided before talking to the controller.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The job to run in (`None`: get an allocation first).
+    pub job_id: Option<u32>,
+    /// The allocation request (used without `job_id`).
+    pub job: JobSpec,
+    pub step: StepSpec,
+    pub stream: StreamOpts,
+    pub quiet: bool,
+    pub warnings: Vec<String>,
+}
+
+/// Turns srun's command line and environment into a [`Plan`].
+///
+/// Errors: option errors as Slurm prints them; an unreadable or invalid `--multi-prog`
+/// file; a bad `SLURM_JOB_ID`.
+pub fn plan(args: &SrunArgs, ctx: &opts::SubmitContext) -> Result<Plan, Failure> {
+    let s = &args.step;
+    if args.command.is_empty() {
+        return Err(Failure {
+            stderr: format!("{PROG}: fatal: No command given to execute.\n"),
+            code: 1,
+        });
+    }
+    if s.no_allocate {
+        return Err(OptError::Unsupported("--no-allocate".into()).into());
+    }
+    let norm = args.job.to_spec_allowing(ctx, &["--distribution"])?;
+    let spec = norm.spec;
+    let distribution = match &args.job.later.distribution {
+        Some(d) => Distribution::parse(d).ok_or(OptError::InvalidSpec("--distribution"))?,
+        None => Distribution::Block,
+    };
+    let cpu_bind = match &s.cpu_bind {
+        Some(b) => CpuBind::parse(b).ok_or(OptError::InvalidSpec("--cpu-bind"))?,
+        None => CpuBind::default(),
+    };
+    let env_num = |k: &str| ctx.env.get(k).and_then(|v| v.trim().parse::<u32>().ok());
+    let job_id = match &s.jobid {
+        Some(j) => Some(
+            j.trim()
+                .parse::<u32>()
+                .map_err(|_| Failure::error(format!("Invalid job id specified: {j}")))?,
+        ),
+        None => env_num("SLURM_JOB_ID").or_else(|| env_num("SLURM_JOBID")),
+    };
+    // Inside an allocation the job's task count is srun's default (SLURM_NTASKS).
+    let ntasks = spec.ntasks.or_else(|| {
+        if job_id.is_some() && spec.nodes_min.is_none() && spec.ntasks_per_node.is_none() {
+            env_num("SLURM_NTASKS").or_else(|| env_num("SLURM_NPROCS"))
+        } else {
+            None
+        }
+    });
+    let exe = args.command[0].clone();
+    let base = std::path::Path::new(&exe)
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_else(|| exe.clone());
+    let name = args
+        .job
+        .job_name
+        .clone()
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| base.clone());
+    let (argv, task_argv) = if s.multi_prog {
+        let path = opts::absolute(&ctx.cwd, &exe);
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| Failure::error(format!("Unable to open configuration file {exe}: {e}")))?;
+        let n = ntasks.unwrap_or(spec.nodes_min.unwrap_or(1)).max(1);
+        let per = super::multiprog::parse(&text, n).map_err(|e| Failure {
+            stderr: format!(
+                "{PROG}: error: {e}\n{PROG}: error: Configuration file {exe} invalid\n"
+            ),
+            code: 1,
+        })?;
+        (vec![exe.clone()], per)
+    } else {
+        (args.command.clone(), Vec::new())
+    };
+    let stdin = match spec.stdin.as_deref() {
+        None => StdinMode::Task0,
+        Some(i) if i.eq_ignore_ascii_case("all") => StdinMode::All,
+        Some(i) if i.eq_ignore_ascii_case("none") => StdinMode::None,
+        Some(i) if !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()) => {
+            StdinMode::Task(i.parse().unwrap_or(0))
+        }
+        Some(f) => StdinMode::File(f.to_string()),
+    };
+    let forward_stdin = !matches!(stdin, StdinMode::None | StdinMode::File(_));
+    let kill_on_bad_exit = match s.kill_on_bad_exit.as_deref() {
+        Some(v) => v.trim() != "0",
+        None => ctx
+            .env
+            .get("SLURM_KILL_BAD_EXIT")
+            .is_some_and(|v| v.trim() != "0"),
+    };
+    let overlap = s.overlap || ctx.env.contains_key("SLURM_OVERLAP");
+    let exact = s.exact || ctx.env.contains_key("SLURM_EXACT");
+    let winsize = if s.pty { stepio::term_size() } else { None };
+    let step = StepSpec {
+        name,
+        argv,
+        task_argv,
+        environment: spec
+            .environment
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        work_dir: spec.work_dir.clone(),
+        ntasks,
+        nodes_min: spec.nodes_min,
+        nodes_max: spec.nodes_max,
+        cpus_per_task: spec.cpus_per_task,
+        ntasks_per_node: spec.ntasks_per_node,
+        mem: spec.mem,
+        nodelist: spec.nodelist.clone(),
+        exclude: spec.exclude.clone(),
+        exact,
+        exclusive: spec.exclusive,
+        overlap,
+        distribution,
+        distribution_set: args.job.later.distribution.is_some(),
+        cpu_bind,
+        label: s.label,
+        unbuffered: s.unbuffered,
+        pty: s.pty,
+        winsize,
+        stdin,
+        stdout: spec.stdout.clone(),
+        stderr: spec.stderr.clone(),
+        open_append: spec.open_append,
+        time_limit: spec.time_limit,
+        srun_host: ctx.host.clone(),
+        srun_ip: launch_ip(&ctx.host),
+        srun_pid: std::process::id(),
+        umask: ctx.umask,
+    };
+    let mut job = spec;
+    job.name = args
+        .job
+        .job_name
+        .clone()
+        .filter(|n| !n.is_empty())
+        .unwrap_or(base);
+    job.ntasks = ntasks.or(job.ntasks);
+    // Task I/O files belong to the step, not to the allocation.
+    job.stdout = None;
+    job.stderr = None;
+    job.stdin = None;
+    Ok(Plan {
+        job_id,
+        job,
+        step,
+        stream: StreamOpts {
+            label: s.label,
+            unbuffered: s.unbuffered,
+            pty: s.pty,
+            kill_on_bad_exit,
+            quiet: args.job.quiet,
+            disable_status: s.disable_status,
+            forward_stdin,
+        },
+        quiet: args.job.quiet,
+        warnings: norm.warnings,
+    })
+}
+
+/// The IPv4 address tasks see as SLURM_LAUNCH_NODE_IPADDR: the submit host's, or
+/// loopback when it does not resolve.
+pub fn launch_ip(host: &str) -> String {
+    use std::net::ToSocketAddrs;
+    (host, 0)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.find(|x| x.is_ipv4()))
+        .map(|a| a.ip().to_string())
+        .unwrap_or_else(|| "127.0.0.1".into())
+}
+
+/// The line srun prints before waiting, for a job pending for `reason`.
+pub fn pending_lines(prog: &str, job_id: u32, reason: &Reason) -> String {
+    let mut s = String::new();
+    if matches!(
+        reason,
+        Reason::PartitionConfig | Reason::PartitionNodeLimit | Reason::PartitionTimeLimit
+    ) {
+        s.push_str(&format!(
+            "{prog}: Requested partition configuration not available now\n"
+        ));
+    }
+    s.push_str(&format!(
+        "{prog}: job {job_id} queued and waiting for resources\n"
+    ));
+    s
+}
+
+/// Runs `srun` with its full argv (argv[0] included).
+pub fn run(args: Vec<OsString>) -> ExitCode {
+    let argv: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let code = match run_inner(&argv) {
+        Ok(c) => c,
+        Err(f) => {
+            eprint!("{}", f.stderr);
+            f.code
+        }
+    };
+    ExitCode::from(code)
+}
+
+fn run_inner(argv: &[String]) -> Result<u8, Failure> {
+    let a = opts::parse_srun_argv(
+        std::iter::once(PROG.to_string()).chain(argv.iter().skip(1).cloned()),
+    )
+    .map_err(|e| match e {
+        OptError::Help(t) => {
+            print!("{t}");
+            Failure {
+                stderr: String::new(),
+                code: 0,
+            }
+        }
+        e => e.into(),
+    })?;
+    if a.version {
+        println!("slurm {}", crate::config::DEFAULT_SLURM_VERSION);
+        return Ok(0);
+    }
+    let ctx = sbatch::submit_context().map_err(|f| Failure {
+        stderr: f.stderr.replace("sbatch:", "srun:"),
+        code: 1,
+    })?;
+    let p = plan(&a, &ctx)?;
+    if !p.quiet {
+        for w in &p.warnings {
+            eprintln!("{PROG}: warning: {w}");
+        }
+    }
+    let cfg = crate::config::Config::load().map_err(|e| Failure::error(e.to_string()))?;
+    let unreachable = |e: ClientError| {
+        let mut s = format!("{PROG}: error: {e}\n");
+        if let Some(h) = e.hint() {
+            s.push_str(h);
+            s.push('\n');
+        }
+        Failure { stderr: s, code: 1 }
+    };
+    match p.job_id {
+        Some(job_id) => {
+            let c = Client::connect_with(&cfg).map_err(unreachable)?;
+            Ok(launch(c, job_id, &p))
+        }
+        None => {
+            let mut owner = Client::connect_with(&cfg).map_err(unreachable)?;
+            let job = allocate(&mut owner, PROG, &p.job, p.quiet)?;
+            let c = Client::connect_with(&cfg).map_err(unreachable)?;
+            let code = launch(c, job, &p);
+            let _ = owner.request(&Request::ReleaseAllocation {
+                job_id: job,
+                exit: ExitStatus {
+                    code: i32::from(code),
+                    signal: 0,
+                },
+            });
+            Ok(code)
+        }
+    }
+}
+
+/// Asks for an allocation-only job and waits until it runs; returns its id. Prints
+/// Slurm's lines about waiting (`prog` is `srun` or `salloc`).
+///
+/// Errors: the request is refused, or the job ends before it starts.
+pub fn allocate(
+    owner: &mut Client,
+    prog: &str,
+    spec: &JobSpec,
+    quiet: bool,
+) -> Result<u32, Failure> {
+    let fail = |m: String| Failure { stderr: m, code: 1 };
+    let resp = owner
+        .request(&Request::Allocate {
+            spec: Box::new(spec.clone()),
+        })
+        .map_err(|e| fail(format!("{prog}: error: {e}\n")))?;
+    let job = match resp {
+        Response::Allocation(j) => j,
+        Response::Error(e) => {
+            let mut s = String::new();
+            if let (SlurmError::InvalidPartition, Some(p)) = (&e, &spec.partition) {
+                s.push_str(&format!(
+                    "{prog}: error: invalid partition specified: {p}\n"
+                ));
+            }
+            s.push_str(&format!(
+                "{prog}: error: Unable to allocate resources: {e}\n"
+            ));
+            return Err(fail(s));
+        }
+        other => {
+            return Err(fail(format!(
+                "{prog}: error: unexpected answer {other:?}\n"
+            )));
+        }
+    };
+    let id = job.id;
+    if job.state == JobState::Running {
+        if prog == "salloc" && !quiet {
+            eprintln!("{prog}: Granted job allocation {id}");
+        }
+        return Ok(id);
+    }
+    if !quiet {
+        if prog == "salloc" {
+            eprintln!("{prog}: Pending job allocation {id}");
+        }
+        eprint!("{}", pending_lines(prog, id, &job.reason));
+    }
+    let resp = owner
+        .request_waiting(&Request::WaitJob {
+            job_id: id,
+            started: true,
+        })
+        .map_err(|e| fail(format!("{prog}: error: {e}\n")))?;
+    match resp {
+        Response::Allocation(j) if j.state == JobState::Running => {
+            if !quiet {
+                eprintln!("{prog}: job {id} has been allocated resources");
+                if prog == "salloc" {
+                    eprintln!("{prog}: Granted job allocation {id}");
+                }
+            }
+            Ok(id)
+        }
+        _ => Err(fail(format!(
+            "{prog}: Job allocation {id} has been revoked\n"
+        ))),
+    }
+}
+
+/// Sends the step request on `c` and runs the step stream; returns srun's exit code.
+fn launch(c: Client, job_id: u32, p: &Plan) -> u8 {
+    let mut f = SyncFramed::new(c.into_stream());
+    if let Err(e) = f.send(&Request::StepLaunch {
+        job_id,
+        spec: Box::new(p.step.clone()),
+    }) {
+        eprintln!("{PROG}: error: Unable to create step for job {job_id}: {e}");
+        return 1;
+    }
+    stepio::run(f.into_inner(), job_id, &p.stream)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+    use std::path::PathBuf;
+
+    fn ctx(env: &[(&str, &str)]) -> opts::SubmitContext {
+        opts::SubmitContext {
+            cwd: PathBuf::from("/tmp"),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<BTreeMap<_, _>>(),
+            host: "localhost".into(),
+            umask: 0o022,
+            now: chrono::DateTime::parse_from_rfc3339("2026-03-10T14:30:00+01:00").unwrap(),
+        }
+    }
+
+    fn plan_of(args: &[&str], env: &[(&str, &str)]) -> Result<Plan, Failure> {
+        let a = opts::parse_srun_argv(std::iter::once("srun").chain(args.iter().copied()))?;
+        plan(&a, &ctx(env))
+    }
+
+    #[test]
+    fn inside_an_allocation_the_job_and_its_task_count_are_inherited() {
+        let p = plan_of(
+            &["hostname"],
+            &[("SLURM_JOB_ID", "42"), ("SLURM_NTASKS", "2")],
+        )
+        .unwrap();
+        assert_eq!(p.job_id, Some(42));
+        assert_eq!(p.step.ntasks, Some(2));
+        assert_eq!(p.step.name, "hostname");
+        let p = plan_of(
+            &["-n1", "true"],
+            &[("SLURM_JOB_ID", "42"), ("SLURM_NTASKS", "2")],
+        )
+        .unwrap();
+        assert_eq!(p.step.ntasks, Some(1));
+        let p = plan_of(&["--jobid=7", "-l", "-K", "true"], &[]).unwrap();
+        assert_eq!(p.job_id, Some(7));
+        assert!(p.stream.label && p.stream.kill_on_bad_exit && p.step.label);
+        let p = plan_of(&["-n3", "-J", "nm", "-m", "cyclic", "true"], &[]).unwrap();
+        assert_eq!(p.job_id, None);
+        assert_eq!((p.job.name.as_str(), p.job.ntasks), ("nm", Some(3)));
+        assert_eq!(p.step.distribution, Distribution::Cyclic);
+    }
+
+    #[test]
+    fn options_and_errors() {
+        let e = plan_of(&[], &[]).unwrap_err();
+        assert!(e.stderr.contains("No command given"), "{e:?}");
+        let e = plan_of(&["--time=abc", "true"], &[]).unwrap_err();
+        assert_eq!(
+            (e.stderr.as_str(), e.code),
+            ("srun: error: Invalid --time specification\n", 255)
+        );
+        let e = plan_of(&["--bogus", "true"], &[]).unwrap_err();
+        assert_eq!(e.code, 255);
+        let p = plan_of(&["-i", "none", "-o", "out-%t", "true"], &[]).unwrap();
+        assert_eq!(p.step.stdin, StdinMode::None);
+        assert!(!p.stream.forward_stdin);
+        assert_eq!(p.step.stdout.as_deref(), Some("out-%t"));
+        assert_eq!(p.job.stdout, None);
+        let p = plan_of(&["--input=1", "cat"], &[]).unwrap();
+        assert_eq!(p.step.stdin, StdinMode::Task(1));
+        // The command's own options are not srun's.
+        let p = plan_of(&["sh", "-c", "echo -n"], &[]).unwrap();
+        assert_eq!(p.step.argv, ["sh", "-c", "echo -n"]);
+    }
+
+    #[test]
+    fn multi_prog_files_are_read_and_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("mp.conf");
+        std::fs::write(&f, "0 echo zero\n1 echo one %t\n").unwrap();
+        let fs = f.to_string_lossy().into_owned();
+        let p = plan_of(&["-n2", "--multi-prog", &fs], &[]).unwrap();
+        assert_eq!(p.step.argv_of(1), ["echo", "one", "1"]);
+        let e = plan_of(&["-n3", "--multi-prog", &fs], &[]).unwrap_err();
+        assert!(e.stderr.contains("invalid"), "{e:?}");
+    }
+
+    #[test]
+    fn waiting_lines() {
+        assert_eq!(
+            pending_lines("srun", 5, &Reason::Resources),
+            "srun: job 5 queued and waiting for resources\n"
+        );
+        assert!(
+            pending_lines("salloc", 5, &Reason::PartitionConfig)
+                .starts_with("salloc: Requested partition")
+        );
+    }
+}

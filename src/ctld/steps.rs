@@ -1,0 +1,953 @@
+//! Steps in the controller (cf. slurmctld/step_mgr.c): creating a step inside a running
+//! job's allocation, routing its I/O between the node agents and the srun that owns it,
+//! recording its end for accounting, and the allocation-only jobs of salloc and srun.
+//!
+//! Like the rest of [`Cluster`], these are reactor functions: they take `now` and
+//! record what must happen in [`Effects`] (messages to agents, events to an srun's step
+//! stream by its token, records to persist). An srun's stream is known only by its
+//! token; the actor owns the channels.
+//!
+//! Step resources follow Slurm 22.05: a step holds, on each of its nodes, all of the
+//! job's CPUs there unless `--exact`/`--exclusive` (then only what it asked for);
+//! `--overlap` steps hold nothing and never wait. A step that does not fit now waits
+//! ("Requested nodes are busy"); one that can never fit in the job is refused. The
+//! batch step holds nothing. Memory is held only when the step asks for it.
+//!
+//! Invariants: every live step's `held` CPUs on a node plus the other live steps' never
+//! exceed the job's CPUs there; a live step has a `Running` record in its job's
+//! `steps`; its record is finalised exactly once.
+
+use super::state::{Caller, Cluster, Effects};
+use crate::model::job::{ExitStatus, StepDetail, StepRecord};
+use crate::model::step::{StepLayout, StepSpec, StepUsage, layout_tasks};
+use crate::model::{Job, JobState, MemReq, Reason, hostlist};
+use crate::proto::{
+    JobResult, LaunchStep, SlurmError, StepEvent, StepInput, StepdEvent, StepdInput, ToAgent,
+};
+use std::collections::HashMap;
+
+/// Slurm's text for a step that must wait.
+pub const BUSY: &str = "Requested nodes are busy";
+
+/// A step that is running on its nodes.
+#[derive(Debug)]
+struct LiveStep {
+    token: u64,
+    layout: StepLayout,
+    /// CPUs held on each node of `layout.nodes` (0 for `--overlap`).
+    held: Vec<u32>,
+    /// MiB held per node.
+    held_mem: u64,
+    /// Nodes that have not reported the end yet.
+    nodes_left: usize,
+    statuses: Vec<ExitStatus>,
+    usage: HashMap<String, StepUsage>,
+    /// Ended by scancel or by the end of the job.
+    cancelled: bool,
+    timed_out: bool,
+}
+
+/// A step request waiting for resources.
+#[derive(Debug)]
+struct PendingStep {
+    token: u64,
+    job_id: u32,
+    spec: StepSpec,
+    caller: Caller,
+}
+
+/// The controller's steps.
+#[derive(Debug, Default)]
+pub struct StepTable {
+    live: HashMap<(u32, u32), LiveStep>,
+    pending: Vec<PendingStep>,
+}
+
+impl StepTable {
+    /// Live step ids of `job_id`.
+    fn of_job(&self, job_id: u32) -> Vec<u32> {
+        let mut v: Vec<u32> = self
+            .live
+            .keys()
+            .filter(|(j, _)| *j == job_id)
+            .map(|(_, s)| *s)
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    fn by_token(&self, token: u64) -> Option<(u32, u32)> {
+        self.live
+            .iter()
+            .find(|(_, l)| l.token == token)
+            .map(|(k, _)| *k)
+    }
+
+    /// Number of live steps (all jobs).
+    pub fn live_count(&self) -> usize {
+        self.live.len()
+    }
+}
+
+/// Why a step cannot be placed.
+#[derive(Debug, PartialEq)]
+enum Placement {
+    Now(StepLayout, Vec<u32>, u64),
+    Busy,
+    Never(SlurmError),
+}
+
+impl Cluster {
+    /// `srun` asks for a step in `job_id`; the outcome goes to stream `token`:
+    /// `Launched` (and the step starts), `Pending` (it waits), or `Error`.
+    pub fn step_launch(
+        &mut self,
+        job_id: u32,
+        spec: StepSpec,
+        caller: Caller,
+        token: u64,
+        now: i64,
+        fx: &mut Effects,
+    ) {
+        let Some(job) = self.jobs.get(&job_id) else {
+            fx.to_client
+                .push((token, StepEvent::Error(SlurmError::InvalidJobId)));
+            return;
+        };
+        if job.uid != caller.uid && !self.is_operator(caller) {
+            fx.to_client
+                .push((token, StepEvent::Error(SlurmError::AccessDenied)));
+            return;
+        }
+        if job.state != JobState::Running || job.completing {
+            let e = if job.state == JobState::Pending {
+                SlurmError::Other("Job is pending execution".into())
+            } else {
+                SlurmError::AlreadyDone
+            };
+            fx.to_client.push((token, StepEvent::Error(e)));
+            return;
+        }
+        match self.place_step(job, &spec) {
+            Placement::Now(layout, held, mem) => {
+                self.start_step(job_id, spec, layout, held, mem, token, now, fx)
+            }
+            Placement::Busy => {
+                fx.to_client.push((
+                    token,
+                    StepEvent::Pending {
+                        reason: BUSY.into(),
+                    },
+                ));
+                self.steps.pending.push(PendingStep {
+                    token,
+                    job_id,
+                    spec,
+                    caller,
+                });
+            }
+            Placement::Never(e) => fx.to_client.push((token, StepEvent::Error(e))),
+        }
+    }
+
+    /// Where a step of `job` would run now.
+    fn place_step(&self, job: &Job, spec: &StepSpec) -> Placement {
+        let Some(alloc) = &job.alloc else {
+            return Placement::Never(SlurmError::AlreadyDone);
+        };
+        let mut cands: Vec<usize> = (0..alloc.nodes.len()).collect();
+        if let Some(w) = &spec.nodelist {
+            let Ok(want) = hostlist::expand(w) else {
+                return Placement::Never(SlurmError::InvalidNodeName);
+            };
+            if want.iter().any(|n| !alloc.nodes.contains(n)) {
+                return Placement::Never(SlurmError::NodeConfigUnavailable);
+            }
+            cands.retain(|&i| want.contains(&alloc.nodes[i]));
+        }
+        if let Some(x) = &spec.exclude {
+            let Ok(skip) = hostlist::expand(x) else {
+                return Placement::Never(SlurmError::InvalidNodeName);
+            };
+            cands.retain(|&i| !skip.contains(&alloc.nodes[i]));
+        }
+        let cpt = spec.cpus_per_task.unwrap_or(1).max(1);
+        let ntpn = spec.ntasks_per_node.filter(|&n| n > 0);
+        let nnodes = match (spec.nodes_min, spec.ntasks) {
+            (Some(n), _) => n,
+            (None, Some(t)) => match ntpn {
+                Some(p) => t.div_ceil(p),
+                None => t.min(cands.len() as u32),
+            },
+            (None, None) => cands.len() as u32,
+        }
+        .max(1);
+        if nnodes as usize > cands.len() || cands.is_empty() {
+            return Placement::Never(SlurmError::NodeConfigUnavailable);
+        }
+        let ntasks = spec
+            .ntasks
+            .unwrap_or(nnodes * ntpn.unwrap_or(1))
+            .max(nnodes);
+        // What the job has on each candidate and what other steps hold there.
+        let mut used = vec![0u32; alloc.nodes.len()];
+        let mut used_mem = vec![0u64; alloc.nodes.len()];
+        for ((j, _), l) in &self.steps.live {
+            if *j != job.id {
+                continue;
+            }
+            for (k, n) in l.layout.nodes.iter().enumerate() {
+                if let Some(i) = alloc.nodes.iter().position(|x| x == n) {
+                    used[i] += l.held[k];
+                    used_mem[i] += l.held_mem;
+                }
+            }
+        }
+        let total_cpus: u32 = cands
+            .iter()
+            .take(nnodes as usize)
+            .map(|&i| alloc.cpus[i])
+            .sum();
+        let largest: Vec<u32> = {
+            let mut c: Vec<u32> = cands.iter().map(|&i| alloc.cpus[i]).collect();
+            c.sort_unstable_by(|a, b| b.cmp(a));
+            c
+        };
+        let best: u32 = largest.iter().take(nnodes as usize).sum();
+        if ntasks.saturating_mul(cpt) > best.max(total_cpus) {
+            return Placement::Never(SlurmError::Other(
+                "More processors requested than permitted".into(),
+            ));
+        }
+        let exact = spec.exact || spec.exclusive;
+        // Choose nodes: the candidates in allocation order that can take tasks now.
+        let free = |i: usize| {
+            if spec.overlap {
+                alloc.cpus[i]
+            } else {
+                alloc.cpus[i].saturating_sub(used[i])
+            }
+        };
+        let usable: Vec<usize> = cands
+            .iter()
+            .copied()
+            .filter(|&i| {
+                if spec.overlap {
+                    true
+                } else if exact {
+                    free(i) >= cpt
+                } else {
+                    used[i] == 0
+                }
+            })
+            .collect();
+        if usable.len() < nnodes as usize {
+            return Placement::Busy;
+        }
+        let chosen: Vec<usize> = usable.into_iter().take(nnodes as usize).collect();
+        let caps: Vec<u32> = chosen.iter().map(|&i| free(i)).collect();
+        let counts = match ntpn {
+            Some(p) => {
+                let mut c = vec![p; chosen.len()];
+                // -n smaller than N×ntpn trims the last nodes.
+                let mut over = (p * chosen.len() as u32).saturating_sub(ntasks);
+                for x in c.iter_mut().rev() {
+                    let cut = over.min(x.saturating_sub(1));
+                    *x -= cut;
+                    over -= cut;
+                }
+                c
+            }
+            None => crate::model::step::tasks_per_node(ntasks, &caps, cpt, None),
+        };
+        if !spec.overlap
+            && counts
+                .iter()
+                .zip(&caps)
+                .any(|(&n, &cap)| n.saturating_mul(cpt) > cap)
+        {
+            // Fits in the job, but not beside the steps running now.
+            return Placement::Busy;
+        }
+        let held: Vec<u32> = chosen
+            .iter()
+            .zip(&counts)
+            .map(|(&i, &n)| {
+                if spec.overlap {
+                    0
+                } else if exact {
+                    (n * cpt).min(alloc.cpus[i])
+                } else {
+                    alloc.cpus[i]
+                }
+            })
+            .collect();
+        let mem = match spec.mem {
+            None => 0,
+            Some(MemReq::PerNode(m)) => m,
+            Some(MemReq::PerCpu(m)) => m * u64::from(held.iter().copied().max().unwrap_or(cpt)),
+        };
+        if mem > 0 {
+            if alloc.mem_per_node > 0 && mem > alloc.mem_per_node {
+                return Placement::Never(SlurmError::Other(
+                    "Memory required by task is not available".into(),
+                ));
+            }
+            if alloc.mem_per_node > 0
+                && chosen
+                    .iter()
+                    .any(|&i| used_mem[i] + mem > alloc.mem_per_node)
+            {
+                return Placement::Busy;
+            }
+        }
+        let layout = StepLayout {
+            nodes: chosen.iter().map(|&i| alloc.nodes[i].clone()).collect(),
+            cpus: chosen
+                .iter()
+                .zip(&counts)
+                .map(|(&i, &n)| {
+                    if exact || spec.overlap {
+                        (n * cpt).min(alloc.cpus[i]).max(n)
+                    } else {
+                        alloc.cpus[i]
+                    }
+                })
+                .collect(),
+            tasks: layout_tasks(&counts, spec.distribution),
+        };
+        Placement::Now(layout, held, mem)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn start_step(
+        &mut self,
+        job_id: u32,
+        spec: StepSpec,
+        layout: StepLayout,
+        held: Vec<u32>,
+        held_mem: u64,
+        token: u64,
+        now: i64,
+        fx: &mut Effects,
+    ) {
+        let kill_wait = self.kill_wait;
+        let cluster = self.cluster_name.clone();
+        let cgroup = self.cgroup.clone();
+        let Some(job) = self.jobs.get_mut(&job_id) else {
+            return;
+        };
+        let step_id = job
+            .steps
+            .iter()
+            .filter_map(|s| s.id.parse::<u32>().ok())
+            .max()
+            .map_or(0, |m| m + 1);
+        let detail = StepDetail {
+            uid: job.uid,
+            layout: layout.clone(),
+            srun: format!("{}:{}", spec.srun_host, spec.srun_pid),
+            time_limit: spec.time_limit,
+            distribution: spec.distribution,
+            mem_per_node: held_mem,
+            usage: StepUsage::default(),
+            cancelled_by: None,
+        };
+        job.steps.push(StepRecord {
+            id: step_id.to_string(),
+            name: spec.name.clone(),
+            state: JobState::Running,
+            exit: ExitStatus::default(),
+            start_time: now,
+            end_time: None,
+            nodes: hostlist::compress(&layout.nodes),
+            ncpus: layout.cpus.iter().sum(),
+            ntasks: layout.ntasks(),
+            max_rss_kib: 0,
+            cpu_secs: 0.0,
+            detail: Some(Box::new(detail)),
+        });
+        fx.persist.push(Job::clone(job));
+        let job_copy = Box::new(Job::clone(job));
+        let spec = Box::new(spec);
+        for (i, node) in layout.nodes.iter().enumerate() {
+            fx.to_agent.push((
+                node.clone(),
+                ToAgent::LaunchStep(Box::new(LaunchStep {
+                    job: job_copy.clone(),
+                    step_id,
+                    spec: spec.clone(),
+                    layout: layout.clone(),
+                    node_index: i as u32,
+                    kill_wait,
+                    cluster: cluster.clone(),
+                    cgroup: cgroup.clone(),
+                })),
+            ));
+        }
+        fx.to_client.push((
+            token,
+            StepEvent::Launched {
+                job_id,
+                step_id,
+                layout: layout.clone(),
+            },
+        ));
+        self.steps.live.insert(
+            (job_id, step_id),
+            LiveStep {
+                token,
+                nodes_left: layout.nodes.len(),
+                layout,
+                held,
+                held_mem,
+                statuses: Vec::new(),
+                usage: HashMap::new(),
+                cancelled: false,
+                timed_out: false,
+            },
+        );
+    }
+
+    /// Starts the waiting steps of `job_id` that fit now, in arrival order.
+    fn retry_pending(&mut self, job_id: u32, now: i64, fx: &mut Effects) {
+        let mut i = 0;
+        while i < self.steps.pending.len() {
+            if self.steps.pending[i].job_id != job_id {
+                i += 1;
+                continue;
+            }
+            let placement = match self.jobs.get(&job_id) {
+                Some(job) => self.place_step(job, &self.steps.pending[i].spec),
+                None => Placement::Never(SlurmError::InvalidJobId),
+            };
+            match placement {
+                Placement::Busy => i += 1,
+                Placement::Now(layout, held, mem) => {
+                    let p = self.steps.pending.remove(i);
+                    let _ = p.caller;
+                    self.start_step(job_id, p.spec, layout, held, mem, p.token, now, fx);
+                }
+                Placement::Never(e) => {
+                    let p = self.steps.pending.remove(i);
+                    fx.to_client.push((p.token, StepEvent::Error(e)));
+                }
+            }
+        }
+    }
+
+    /// An event from a step's stepd on `node`.
+    pub fn step_event(
+        &mut self,
+        node: &str,
+        job_id: u32,
+        step_id: u32,
+        ev: StepdEvent,
+        now: i64,
+        fx: &mut Effects,
+    ) {
+        let Some(live) = self.steps.live.get_mut(&(job_id, step_id)) else {
+            return;
+        };
+        let token = live.token;
+        match ev {
+            StepdEvent::Started { .. } => {}
+            StepdEvent::Output { task, stderr, data } => {
+                fx.to_client
+                    .push((token, StepEvent::Output { task, stderr, data }));
+            }
+            StepdEvent::TaskExit { task, status } => {
+                live.statuses.push(status);
+                fx.to_client.push((
+                    token,
+                    StepEvent::TaskExit {
+                        node: node.to_string(),
+                        task,
+                        status,
+                    },
+                ));
+            }
+            StepdEvent::Usage(u) => {
+                live.usage.insert(node.to_string(), u);
+                let total = merged(&live.usage);
+                if let Some(rec) = self.step_record(job_id, step_id)
+                    && let Some(d) = rec.detail.as_mut()
+                {
+                    d.usage = total;
+                }
+            }
+            StepdEvent::Done { usage } => {
+                if usage.ntasks > 0 || !live.usage.contains_key(node) {
+                    live.usage.insert(node.to_string(), usage);
+                }
+                live.nodes_left = live.nodes_left.saturating_sub(1);
+                if live.nodes_left == 0 {
+                    self.finish_step(job_id, step_id, now, fx);
+                }
+            }
+        }
+    }
+
+    fn step_record(&mut self, job_id: u32, step_id: u32) -> Option<&mut StepRecord> {
+        let id = step_id.to_string();
+        self.jobs
+            .get_mut(&job_id)?
+            .steps
+            .iter_mut()
+            .find(|s| s.id == id)
+    }
+
+    /// Records the end of a step on all its nodes and frees what it held.
+    fn finish_step(&mut self, job_id: u32, step_id: u32, now: i64, fx: &mut Effects) {
+        let Some(live) = self.steps.live.remove(&(job_id, step_id)) else {
+            return;
+        };
+        let usage = merged(&live.usage);
+        // The step's exit: the highest exit code; a signal when a task was killed.
+        let code = live.statuses.iter().map(|s| s.code).max().unwrap_or(0);
+        let signal = live
+            .statuses
+            .iter()
+            .map(|s| s.signal)
+            .find(|&s| s != 0)
+            .unwrap_or(0);
+        let exit = ExitStatus {
+            code,
+            signal: if code == 0 { signal } else { 0 },
+        };
+        let state = if live.timed_out {
+            JobState::Timeout
+        } else if live.cancelled {
+            JobState::Cancelled
+        } else if code != 0 {
+            JobState::Failed
+        } else if signal != 0 {
+            JobState::Cancelled
+        } else {
+            JobState::Completed
+        };
+        if let Some(job) = self.jobs.get_mut(&job_id) {
+            if exit.code > job.derived_exit.code
+                || (job.derived_exit.code == 0 && job.derived_exit.signal == 0 && exit.signal != 0)
+            {
+                job.derived_exit = exit;
+            }
+            let id = step_id.to_string();
+            if let Some(rec) = job.steps.iter_mut().find(|s| s.id == id) {
+                rec.state = state;
+                rec.exit = exit;
+                rec.end_time = Some(now);
+                rec.max_rss_kib = usage.max_rss_kib;
+                rec.cpu_secs = usage.sum_cpu_secs;
+                if let Some(d) = rec.detail.as_mut() {
+                    d.usage = usage;
+                }
+            }
+            fx.persist.push(Job::clone(job));
+        }
+        fx.to_client.push((live.token, StepEvent::Done { state }));
+        self.retry_pending(job_id, now, fx);
+    }
+
+    /// Input from the srun of stream `token`.
+    pub fn step_input(&mut self, token: u64, input: StepInput, now: i64, fx: &mut Effects) {
+        let Some((job_id, step_id)) = self.steps.by_token(token) else {
+            if matches!(input, StepInput::Terminate) {
+                self.drop_pending(token, fx);
+            }
+            return;
+        };
+        let live = &self.steps.live[&(job_id, step_id)];
+        let to_nodes = |ranks: &dyn Fn(u32) -> bool| -> Vec<String> {
+            live.layout
+                .nodes
+                .iter()
+                .zip(&live.layout.tasks)
+                .filter(|(_, t)| t.iter().any(|&r| ranks(r)))
+                .map(|(n, _)| n.clone())
+                .collect()
+        };
+        let (nodes, msg) = match input {
+            StepInput::Stdin { data } => (to_nodes(&|_| true), StepdInput::Stdin { data }),
+            StepInput::StdinEof => (to_nodes(&|_| true), StepdInput::StdinEof),
+            StepInput::Signal(s) => (live.layout.nodes.clone(), StepdInput::Signal(s)),
+            StepInput::WinSize { rows, cols } => {
+                (to_nodes(&|r| r == 0), StepdInput::WinSize { rows, cols })
+            }
+            StepInput::Terminate => {
+                self.terminate_step(job_id, step_id, None, now, fx);
+                return;
+            }
+        };
+        for n in nodes {
+            fx.to_agent.push((
+                n,
+                ToAgent::StepInput {
+                    job_id,
+                    step_id,
+                    input: msg.clone(),
+                },
+            ));
+        }
+    }
+
+    /// The srun of stream `token` went away: its step ends (a waiting one is dropped).
+    pub fn step_stream_closed(&mut self, token: u64, now: i64, fx: &mut Effects) {
+        if let Some((job_id, step_id)) = self.steps.by_token(token) {
+            self.terminate_step(job_id, step_id, None, now, fx);
+        } else {
+            self.drop_pending(token, fx);
+        }
+    }
+
+    fn drop_pending(&mut self, token: u64, fx: &mut Effects) {
+        if let Some(i) = self.steps.pending.iter().position(|p| p.token == token) {
+            self.steps.pending.remove(i);
+            fx.to_client.push((
+                token,
+                StepEvent::Error(SlurmError::Other("Job step creation cancelled".into())),
+            ));
+        }
+    }
+
+    /// Ends a live step: SIGTERM, then SIGKILL after KillWait, with `message` (if any)
+    /// in its first task's stderr.
+    fn terminate_step(
+        &mut self,
+        job_id: u32,
+        step_id: u32,
+        message: Option<String>,
+        _now: i64,
+        fx: &mut Effects,
+    ) {
+        let kill_wait = self.kill_wait;
+        let Some(live) = self.steps.live.get(&(job_id, step_id)) else {
+            return;
+        };
+        for n in &live.layout.nodes {
+            fx.to_agent.push((
+                n.clone(),
+                ToAgent::StepInput {
+                    job_id,
+                    step_id,
+                    input: StepdInput::Terminate {
+                        kill_wait,
+                        message: message.clone(),
+                    },
+                },
+            ));
+        }
+    }
+
+    /// `scancel JOB.STEP` (and `--signal`): per pair, `InvalidJobId` when the job or
+    /// step is unknown, `AlreadyDone` when the step has ended.
+    pub fn cancel_steps(
+        &mut self,
+        steps: &[(u32, u32)],
+        signal: Option<i32>,
+        c: Caller,
+        now: i64,
+        fx: &mut Effects,
+    ) -> Vec<JobResult> {
+        let mut out = Vec::new();
+        for &(job_id, step_id) in steps {
+            let r = (|| {
+                let job = self.jobs.get(&job_id).ok_or(SlurmError::InvalidJobId)?;
+                if job.uid != c.uid && !self.is_operator(c) {
+                    return Err(SlurmError::AccessDenied);
+                }
+                if !self.steps.live.contains_key(&(job_id, step_id)) {
+                    let known = job.steps.iter().any(|s| s.id == step_id.to_string());
+                    return Err(if known {
+                        SlurmError::AlreadyDone
+                    } else {
+                        SlurmError::InvalidJobId
+                    });
+                }
+                match signal.filter(|&s| s != 9) {
+                    Some(sig) => {
+                        let nodes = self.steps.live[&(job_id, step_id)].layout.nodes.clone();
+                        for n in nodes {
+                            fx.to_agent.push((
+                                n,
+                                ToAgent::StepInput {
+                                    job_id,
+                                    step_id,
+                                    input: StepdInput::Signal(sig),
+                                },
+                            ));
+                        }
+                    }
+                    None => {
+                        let node = self.steps.live[&(job_id, step_id)]
+                            .layout
+                            .nodes
+                            .first()
+                            .cloned()
+                            .unwrap_or_default();
+                        if let Some(l) = self.steps.live.get_mut(&(job_id, step_id)) {
+                            l.cancelled = true;
+                        }
+                        if let Some(d) = self
+                            .step_record(job_id, step_id)
+                            .and_then(|r| r.detail.as_mut())
+                        {
+                            d.cancelled_by = Some(c.uid);
+                        }
+                        let msg = format!(
+                            "*** STEP {job_id}.{step_id} ON {node} CANCELLED AT {} ***",
+                            crate::cli::timefmt::fmt_ts(now)
+                        );
+                        self.terminate_step(job_id, step_id, Some(msg), now, fx);
+                    }
+                }
+                Ok(())
+            })();
+            out.push(JobResult::new(job_id, r.err()));
+        }
+        out
+    }
+
+    /// Signals every live step of a job (scancel --signal without -b).
+    pub fn signal_job_steps(&mut self, job_id: u32, signal: i32, fx: &mut Effects) -> usize {
+        let ids = self.steps.of_job(job_id);
+        for &s in &ids {
+            for n in self.steps.live[&(job_id, s)].layout.nodes.clone() {
+                fx.to_agent.push((
+                    n,
+                    ToAgent::StepInput {
+                        job_id,
+                        step_id: s,
+                        input: StepdInput::Signal(signal),
+                    },
+                ));
+            }
+        }
+        ids.len()
+    }
+
+    /// The job is ending: its live steps are ended (marked cancelled, or timed out with
+    /// `timeout`), and its waiting step requests fail.
+    pub fn end_job_steps(&mut self, job_id: u32, timeout: bool, now: i64, fx: &mut Effects) {
+        for s in self.steps.of_job(job_id) {
+            let node = match self.steps.live.get_mut(&(job_id, s)) {
+                Some(l) => {
+                    l.cancelled = true;
+                    l.timed_out = timeout;
+                    l.layout.nodes.first().cloned().unwrap_or_default()
+                }
+                None => continue,
+            };
+            let msg = format!(
+                "*** STEP {job_id}.{s} ON {node} CANCELLED AT {}{} ***",
+                crate::cli::timefmt::fmt_ts(now),
+                if timeout { " DUE TO TIME LIMIT" } else { "" }
+            );
+            self.terminate_step(job_id, s, Some(msg), now, fx);
+        }
+        let mut i = 0;
+        while i < self.steps.pending.len() {
+            if self.steps.pending[i].job_id == job_id {
+                let p = self.steps.pending.remove(i);
+                fx.to_client
+                    .push((p.token, StepEvent::Error(SlurmError::AlreadyDone)));
+            } else {
+                i += 1;
+            }
+        }
+        // Records of steps nobody runs any more (their stepd went with a controller
+        // restart) end with the job.
+        let live = self.steps.of_job(job_id);
+        if let Some(j) = self.jobs.get_mut(&job_id) {
+            let mut changed = false;
+            for r in j.steps.iter_mut().filter(|r| r.state == JobState::Running) {
+                if r.id.parse::<u32>().is_ok_and(|s| !live.contains(&s)) {
+                    r.state = JobState::Cancelled;
+                    r.end_time = Some(now);
+                    changed = true;
+                }
+            }
+            if changed {
+                fx.persist.push(Job::clone(j));
+            }
+        }
+    }
+
+    /// Ends steps that ran past their own `--time` (SIGTERM, then SIGKILL after
+    /// KillWait, `*** STEP … DUE TO TIME LIMIT ***`); the step is recorded TIMEOUT.
+    pub fn tick_steps(&mut self, now: i64, fx: &mut Effects) {
+        let mut due = Vec::new();
+        for ((j, s), l) in &self.steps.live {
+            if l.timed_out {
+                continue;
+            }
+            let id = s.to_string();
+            let rec = self
+                .jobs
+                .get(j)
+                .and_then(|job| job.steps.iter().find(|r| r.id == id));
+            let limit = rec
+                .and_then(|r| r.detail.as_ref())
+                .and_then(|d| d.time_limit)
+                .and_then(|t| t.secs());
+            if let (Some(r), Some(limit)) = (rec, limit)
+                && now >= r.start_time + limit as i64
+            {
+                due.push((*j, *s, l.layout.nodes.first().cloned().unwrap_or_default()));
+            }
+        }
+        for (j, s, node) in due {
+            if let Some(l) = self.steps.live.get_mut(&(j, s)) {
+                l.timed_out = true;
+            }
+            let msg = format!(
+                "*** STEP {j}.{s} ON {node} CANCELLED AT {} DUE TO TIME LIMIT ***",
+                crate::cli::timefmt::fmt_ts(now)
+            );
+            self.terminate_step(j, s, Some(msg), now, fx);
+        }
+    }
+
+    /// A node's agent went away or re-registered without these steps: they are over.
+    pub fn steps_lost_on(&mut self, node: &str, now: i64, fx: &mut Effects) {
+        let keys: Vec<(u32, u32)> = self
+            .steps
+            .live
+            .iter()
+            .filter(|(_, l)| l.layout.nodes.iter().any(|n| n == node))
+            .map(|(k, _)| *k)
+            .collect();
+        for (j, s) in keys {
+            if let Some(l) = self.steps.live.get_mut(&(j, s)) {
+                l.cancelled = true;
+                l.nodes_left = 1;
+            }
+            self.step_event(
+                node,
+                j,
+                s,
+                StepdEvent::Done {
+                    usage: StepUsage::default(),
+                },
+                now,
+                fx,
+            );
+        }
+    }
+
+    // ------------------------------------------------------------ allocation-only jobs
+
+    /// The owner gives an allocation-only job back: it ends COMPLETED (or FAILED with
+    /// `exit`), its steps are ended, its resources freed. A pending one is cancelled.
+    pub fn release_allocation(
+        &mut self,
+        job_id: u32,
+        exit: ExitStatus,
+        c: Caller,
+        now: i64,
+        fx: &mut Effects,
+    ) -> Result<(), SlurmError> {
+        let job = self.jobs.get(&job_id).ok_or(SlurmError::InvalidJobId)?;
+        if job.uid != c.uid && !self.is_operator(c) {
+            return Err(SlurmError::AccessDenied);
+        }
+        if !job.spec.alloc_only {
+            return Err(SlurmError::NotBatch);
+        }
+        match job.state {
+            JobState::Pending => {
+                let j = self.jobs.get_mut(&job_id).expect("checked");
+                j.state = JobState::Cancelled;
+                j.end_time = Some(now);
+                j.cancelled_by = Some(c.uid);
+                fx.persist.push(Job::clone(j));
+                fx.schedule = true;
+                Ok(())
+            }
+            JobState::Running if !job.completing => {
+                let (state, reason) = if exit.success() {
+                    (JobState::Completed, Reason::None)
+                } else {
+                    (JobState::Failed, Reason::NonZeroExitCode)
+                };
+                self.end_job_steps(job_id, false, now, fx);
+                self.end_alloc_only(job_id, state, reason, exit, now, fx);
+                Ok(())
+            }
+            _ => Err(SlurmError::AlreadyDone),
+        }
+    }
+
+    /// Ends a running allocation-only job at once (there is no batch step whose end
+    /// the node would report) and frees its allocation.
+    pub fn end_alloc_only(
+        &mut self,
+        job_id: u32,
+        state: JobState,
+        reason: Reason,
+        exit: ExitStatus,
+        now: i64,
+        fx: &mut Effects,
+    ) {
+        let Some(j) = self.jobs.get_mut(&job_id) else {
+            return;
+        };
+        let was_completing = j.completing;
+        j.state = state;
+        j.reason = reason;
+        j.exit = exit;
+        j.end_time = Some(now);
+        j.completing = false;
+        let alloc = j.alloc.clone();
+        fx.persist.push(Job::clone(j));
+        fx.schedule = true;
+        if let Some(a) = alloc {
+            self.uncharge(&a, was_completing);
+        }
+    }
+
+    /// The connection that owned these allocations closed without releasing them.
+    pub fn owner_gone(&mut self, jobs: &[u32], c: Caller, now: i64, fx: &mut Effects) {
+        for &id in jobs {
+            let active = self
+                .jobs
+                .get(&id)
+                .is_some_and(|j| j.is_active() && !j.completing);
+            if !active {
+                continue;
+            }
+            let pending = self.jobs[&id].state == JobState::Pending;
+            self.end_job_steps(id, false, now, fx);
+            if pending {
+                let _ = self.release_allocation(id, ExitStatus::default(), c, now, fx);
+            } else {
+                self.end_alloc_only(
+                    id,
+                    JobState::Cancelled,
+                    Reason::None,
+                    ExitStatus::default(),
+                    now,
+                    fx,
+                );
+            }
+            if let Some(j) = self.jobs.get_mut(&id) {
+                j.cancelled_by = Some(c.uid);
+                fx.persist.push(Job::clone(j));
+            }
+        }
+    }
+}
+
+/// Usage of all nodes of a step combined.
+fn merged(by_node: &HashMap<String, StepUsage>) -> StepUsage {
+    let mut names: Vec<&String> = by_node.keys().collect();
+    names.sort();
+    let mut total = StepUsage::default();
+    for n in names {
+        total.merge(&by_node[n]);
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,459 @@
+//! Step reactor scenarios: placement (default, --exact, --overlap, waiting, refused),
+//! I/O routing by stream token, the step record at the end, scancel of a step, the end
+//! of a job with live steps, and allocation-only jobs.
+
+use super::*;
+use crate::config::Config;
+use crate::model::step::StepSpec;
+use crate::model::{JobSpec, NodeState};
+use crate::proto::FromAgent;
+use std::path::Path;
+
+const ALICE: Caller = Caller {
+    uid: 2001,
+    gid: 2001,
+};
+const BOB: Caller = Caller {
+    uid: 2002,
+    gid: 2002,
+};
+
+fn cluster() -> Cluster {
+    let cfg = Config::from_toml(
+        r#"
+[[nodes]]
+name = "n1"
+cpus = 4
+memory = 4000
+[[partitions]]
+name = "debug"
+nodes = "n1"
+default = true
+max_time = "1:00:00"
+"#,
+        Path::new("/x/sluice.toml"),
+    )
+    .unwrap();
+    let mut c = Cluster::new(&cfg, 999);
+    c.nodes[0].state = NodeState::Up;
+    c
+}
+
+fn names(uid: u32, gid: u32) -> (String, String) {
+    (format!("u{uid}"), format!("g{gid}"))
+}
+
+/// A running job of alice's with `ntasks` one-CPU tasks.
+fn running(c: &mut Cluster, ntasks: u32, alloc_only: bool) -> u32 {
+    let spec = JobSpec {
+        name: "j".into(),
+        script: "#!/bin/sh\ntrue\n".into(),
+        work_dir: "/tmp".into(),
+        ntasks: Some(ntasks),
+        alloc_only,
+        ..JobSpec::default()
+    };
+    let j = c.resolve(spec, ALICE, 10, &names).unwrap();
+    let mut fx = Effects::default();
+    let id = c.submit(j, &mut fx);
+    c.schedule(10, &mut fx);
+    assert_eq!(c.jobs[&id].state, JobState::Running);
+    id
+}
+
+fn step(n: u32) -> StepSpec {
+    StepSpec {
+        name: "sleep".into(),
+        argv: vec!["sleep".into(), "9".into()],
+        work_dir: "/tmp".into(),
+        ntasks: Some(n),
+        ..StepSpec::default()
+    }
+}
+
+/// The events stream `token` got.
+fn events(fx: &Effects, token: u64) -> Vec<&StepEvent> {
+    fx.to_client
+        .iter()
+        .filter(|(t, _)| *t == token)
+        .map(|(_, e)| e)
+        .collect()
+}
+
+fn launched(fx: &Effects, token: u64) -> Option<u32> {
+    events(fx, token).iter().find_map(|e| match e {
+        StepEvent::Launched { step_id, .. } => Some(*step_id),
+        _ => None,
+    })
+}
+
+fn launch(c: &mut Cluster, job: u32, s: StepSpec, token: u64) -> Effects {
+    let mut fx = Effects::default();
+    c.step_launch(job, s, ALICE, token, 11, &mut fx);
+    fx
+}
+
+fn node_event(c: &mut Cluster, job: u32, step: u32, ev: StepdEvent) -> Effects {
+    let mut fx = Effects::default();
+    c.from_agent(
+        "n1",
+        FromAgent::Step {
+            job_id: job,
+            step_id: step,
+            event: ev,
+        },
+        12,
+        &mut fx,
+    );
+    fx
+}
+
+fn done() -> StepdEvent {
+    StepdEvent::Done {
+        usage: StepUsage::default(),
+    }
+}
+
+#[test]
+fn a_default_step_takes_the_job_and_the_next_one_waits() {
+    let mut c = cluster();
+    let id = running(&mut c, 4, false);
+    let fx = launch(&mut c, id, step(1), 1);
+    assert_eq!(launched(&fx, 1), Some(0));
+    let ls: Vec<&LaunchStep> = fx
+        .to_agent
+        .iter()
+        .filter_map(|(n, m)| match m {
+            ToAgent::LaunchStep(l) if n == "n1" => Some(&**l),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ls.len(), 1);
+    assert_eq!(ls[0].layout.tasks, vec![vec![0]]);
+    assert_eq!(
+        ls[0].layout.cpus,
+        vec![4],
+        "a default step holds all the job's CPUs"
+    );
+    let rec = c.jobs[&id].steps.iter().find(|s| s.id == "0").unwrap();
+    assert_eq!(
+        (rec.state, rec.ntasks, rec.name.as_str()),
+        (JobState::Running, 1, "sleep")
+    );
+    // A second default step waits, an overlapping one does not.
+    let fx = launch(&mut c, id, step(1), 2);
+    assert_eq!(
+        events(&fx, 2),
+        vec![&StepEvent::Pending {
+            reason: BUSY.into()
+        }]
+    );
+    let mut ovl = step(2);
+    ovl.overlap = true;
+    let fx = launch(&mut c, id, ovl, 3);
+    assert_eq!(launched(&fx, 3), Some(1));
+    // The end of step 0 lets the waiting one start, as step 2.
+    let fx = node_event(&mut c, id, 0, done());
+    assert!(events(&fx, 1).contains(&&StepEvent::Done {
+        state: JobState::Completed
+    }));
+    assert_eq!(launched(&fx, 2), Some(2));
+}
+
+#[test]
+fn exact_steps_share_the_job_and_oversized_ones_are_refused() {
+    let mut c = cluster();
+    let id = running(&mut c, 4, false);
+    let mut half = step(2);
+    half.exact = true;
+    assert_eq!(launched(&launch(&mut c, id, half.clone(), 1), 1), Some(0));
+    assert_eq!(launched(&launch(&mut c, id, half.clone(), 2), 2), Some(1));
+    let fx = launch(&mut c, id, half, 3);
+    assert!(matches!(events(&fx, 3)[..], [StepEvent::Pending { .. }]));
+    let fx = launch(&mut c, id, step(8), 4);
+    assert_eq!(
+        events(&fx, 4),
+        vec![&StepEvent::Error(SlurmError::Other(
+            "More processors requested than permitted".into()
+        ))]
+    );
+    let mut fx = Effects::default();
+    c.step_launch(id, step(1), BOB, 5, 11, &mut fx);
+    assert_eq!(
+        events(&fx, 5),
+        vec![&StepEvent::Error(SlurmError::AccessDenied)]
+    );
+    let mut fx = Effects::default();
+    c.step_launch(999, step(1), ALICE, 6, 11, &mut fx);
+    assert_eq!(
+        events(&fx, 6),
+        vec![&StepEvent::Error(SlurmError::InvalidJobId)]
+    );
+}
+
+#[test]
+fn io_is_routed_by_token_and_the_end_is_recorded() {
+    let mut c = cluster();
+    let id = running(&mut c, 2, false);
+    let fx = launch(&mut c, id, step(2), 7);
+    assert_eq!(launched(&fx, 7), Some(0));
+    let fx = node_event(
+        &mut c,
+        id,
+        0,
+        StepdEvent::Output {
+            task: 1,
+            stderr: false,
+            data: b"hi\n".to_vec(),
+        },
+    );
+    assert_eq!(
+        events(&fx, 7),
+        vec![&StepEvent::Output {
+            task: 1,
+            stderr: false,
+            data: b"hi\n".to_vec()
+        }]
+    );
+    // Input from srun goes to the node as stepd input.
+    let mut fx = Effects::default();
+    c.step_input(7, StepInput::Signal(10), 12, &mut fx);
+    assert!(fx.to_agent.iter().any(|(n, m)| n == "n1"
+        && matches!(
+            m,
+            ToAgent::StepInput {
+                input: StepdInput::Signal(10),
+                step_id: 0,
+                ..
+            }
+        )));
+    for (task, code) in [(0, 0), (1, 7)] {
+        node_event(
+            &mut c,
+            id,
+            0,
+            StepdEvent::TaskExit {
+                task,
+                status: ExitStatus { code, signal: 0 },
+            },
+        );
+    }
+    let mut usage = StepUsage::from_tasks("n1", &[Default::default(), Default::default()]);
+    usage.max_rss_kib = 1234;
+    let fx = node_event(&mut c, id, 0, StepdEvent::Done { usage });
+    assert_eq!(
+        events(&fx, 7),
+        vec![&StepEvent::Done {
+            state: JobState::Failed
+        }]
+    );
+    let j = &c.jobs[&id];
+    let rec = j.steps.iter().find(|s| s.id == "0").unwrap();
+    assert_eq!(
+        (rec.state, rec.exit),
+        (JobState::Failed, ExitStatus { code: 7, signal: 0 })
+    );
+    assert_eq!((rec.max_rss_kib, rec.end_time), (1234, Some(12)));
+    assert_eq!(j.derived_exit, ExitStatus { code: 7, signal: 0 });
+    assert!(fx.persist.iter().any(|p| p.id == id));
+    // The step is gone: later events for it are ignored.
+    assert!(node_event(&mut c, id, 0, done()).to_client.is_empty());
+}
+
+#[test]
+fn scancel_of_a_step_and_the_end_of_its_job() {
+    let mut c = cluster();
+    let id = running(&mut c, 2, false);
+    let mut a = step(1);
+    a.exact = true;
+    launch(&mut c, id, a.clone(), 1);
+    let mut fx = Effects::default();
+    let r = c.cancel_steps(&[(id, 0), (id, 5)], None, ALICE, 20, &mut fx);
+    assert_eq!(r[0].error, None);
+    assert_eq!(r[1].error, Some(SlurmError::InvalidJobId));
+    let msg = fx.to_agent.iter().find_map(|(_, m)| match m {
+        ToAgent::StepInput {
+            input: StepdInput::Terminate { message, .. },
+            ..
+        } => message.clone(),
+        _ => None,
+    });
+    assert!(
+        msg.unwrap()
+            .starts_with(&format!("*** STEP {id}.0 ON n1 CANCELLED AT "))
+    );
+    node_event(
+        &mut c,
+        id,
+        0,
+        StepdEvent::TaskExit {
+            task: 0,
+            status: ExitStatus {
+                code: 0,
+                signal: 15,
+            },
+        },
+    );
+    node_event(&mut c, id, 0, done());
+    let rec = c.jobs[&id].steps.iter().find(|s| s.id == "0").unwrap();
+    assert_eq!(rec.state, JobState::Cancelled);
+    assert_eq!(rec.detail.as_ref().unwrap().cancelled_by, Some(2001));
+    let mut fx = Effects::default();
+    assert_eq!(
+        c.cancel_steps(&[(id, 0)], None, ALICE, 21, &mut fx)[0].error,
+        Some(SlurmError::AlreadyDone)
+    );
+    // Cancelling the job ends its live steps and fails its waiting ones.
+    launch(&mut c, id, a.clone(), 2);
+    launch(&mut c, id, a.clone(), 3);
+    let fx = launch(&mut c, id, a, 4);
+    assert!(matches!(events(&fx, 4)[..], [StepEvent::Pending { .. }]));
+    let mut fx = Effects::default();
+    c.cancel(
+        &crate::proto::JobFilter {
+            ids: vec![id],
+            ..Default::default()
+        },
+        None,
+        false,
+        ALICE,
+        22,
+        &mut fx,
+    );
+    assert_eq!(
+        events(&fx, 4),
+        vec![&StepEvent::Error(SlurmError::AlreadyDone)]
+    );
+    let terminated = fx
+        .to_agent
+        .iter()
+        .filter(|(_, m)| {
+            matches!(
+                m,
+                ToAgent::StepInput {
+                    input: StepdInput::Terminate { .. },
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(terminated, 2);
+}
+
+#[test]
+fn allocation_only_jobs_start_without_a_script_and_end_on_release() {
+    let mut c = cluster();
+    let id = running(&mut c, 2, true);
+    assert!(c.jobs[&id].steps.is_empty(), "no batch step");
+    assert_eq!(c.nodes[0].alloc_cpus, 2);
+    let mut fx = Effects::default();
+    assert_eq!(
+        c.release_allocation(id, ExitStatus { code: 3, signal: 0 }, BOB, 30, &mut fx),
+        Err(SlurmError::AccessDenied)
+    );
+    c.release_allocation(id, ExitStatus { code: 3, signal: 0 }, ALICE, 30, &mut fx)
+        .unwrap();
+    let j = &c.jobs[&id];
+    assert_eq!(
+        (j.state, j.exit.code, j.completing),
+        (JobState::Failed, 3, false)
+    );
+    assert_eq!(c.nodes[0].alloc_cpus, 0);
+    c.sanity_check().unwrap();
+    // An owner that goes away cancels its allocation, and its steps.
+    let id = running(&mut c, 1, true);
+    launch(&mut c, id, step(1), 9);
+    let mut fx = Effects::default();
+    c.owner_gone(&[id], ALICE, 40, &mut fx);
+    let j = &c.jobs[&id];
+    assert_eq!((j.state, j.cancelled_by), (JobState::Cancelled, Some(2001)));
+    assert!(fx.to_agent.iter().any(|(_, m)| matches!(
+        m,
+        ToAgent::StepInput {
+            input: StepdInput::Terminate { .. },
+            ..
+        }
+    )));
+    assert_eq!(c.nodes[0].alloc_cpus, 0);
+    c.sanity_check().unwrap();
+    // A time limit ends an allocation-only job at once (no batch step to wait for).
+    let id = running(&mut c, 1, true);
+    let mut fx = Effects::default();
+    c.tick(10 + 3601, &mut fx);
+    assert_eq!(c.jobs[&id].state, JobState::Timeout);
+    assert!(!c.jobs[&id].completing);
+}
+
+#[test]
+fn a_step_past_its_own_time_limit_is_ended_as_timeout() {
+    let mut c = cluster();
+    let id = running(&mut c, 1, false);
+    let mut s = step(1);
+    s.time_limit = Some(crate::model::TimeLimit::Minutes(1));
+    launch(&mut c, id, s, 1);
+    let mut fx = Effects::default();
+    c.tick(11 + 59, &mut fx);
+    assert!(
+        !fx.to_agent
+            .iter()
+            .any(|(_, m)| matches!(m, ToAgent::StepInput { .. }))
+    );
+    let mut fx = Effects::default();
+    c.tick(11 + 60, &mut fx);
+    let msg = fx.to_agent.iter().find_map(|(_, m)| match m {
+        ToAgent::StepInput {
+            input: StepdInput::Terminate { message, .. },
+            ..
+        } => message.clone(),
+        _ => None,
+    });
+    assert!(msg.unwrap().ends_with("DUE TO TIME LIMIT ***"));
+    let mut fx = Effects::default();
+    c.tick(11 + 61, &mut fx);
+    assert!(fx.to_agent.is_empty(), "terminated once");
+    let fx = node_event(&mut c, id, 0, done());
+    assert_eq!(
+        events(&fx, 1),
+        vec![&StepEvent::Done {
+            state: JobState::Timeout
+        }]
+    );
+    assert_eq!(c.jobs[&id].state, JobState::Running, "the job goes on");
+}
+
+#[test]
+fn signal_without_b_goes_to_the_steps_before_the_limit() {
+    let mut c = cluster();
+    let spec = JobSpec {
+        name: "j".into(),
+        script: "#!/bin/sh\ntrue\n".into(),
+        work_dir: "/tmp".into(),
+        time_limit: Some(crate::model::TimeLimit::Minutes(2)),
+        signal: Some(crate::model::SignalSpec {
+            signal: 10,
+            secs_before: 30,
+            batch_only: false,
+            reservation: false,
+        }),
+        ..JobSpec::default()
+    };
+    let j = c.resolve(spec, ALICE, 10, &names).unwrap();
+    let mut fx = Effects::default();
+    let id = c.submit(j, &mut fx);
+    c.schedule(10, &mut fx);
+    launch(&mut c, id, step(1), 1);
+    let mut fx = Effects::default();
+    c.tick(10 + 90, &mut fx);
+    assert!(fx.to_agent.iter().any(|(_, m)| matches!(
+        m,
+        ToAgent::StepInput {
+            input: StepdInput::Signal(10),
+            ..
+        }
+    )));
+    assert!(
+        !fx.to_agent
+            .iter()
+            .any(|(_, m)| matches!(m, ToAgent::Signal { .. }))
+    );
+}

@@ -1,0 +1,142 @@
+//! The messages of a running step (DESIGN.md §2: stepd → agent → controller → srun and
+//! back). Four families, one per hop direction:
+//!
+//! - [`StepEvent`]: controller → srun, on the connection that sent
+//!   `Request::StepLaunch` (which has become the step's stream).
+//! - [`StepInput`]: srun → controller on that stream.
+//! - [`StepdInput`]: controller → agent (`ToAgent::StepInput`) → stepd.
+//! - [`StepdEvent`]: stepd → agent → controller (`FromAgent::Step`).
+//!
+//! Task output is carried in chunks as the tasks write it; srun assembles lines (so
+//! labelled lines of different tasks never mix) unless `--unbuffered`.
+
+use crate::model::step::{StepLayout, StepSpec, StepUsage};
+use crate::model::{ExitStatus, Job, JobState};
+use serde::{Deserialize, Serialize};
+
+use super::SlurmError;
+
+/// Everything one node needs to run its part of a step; also the step's spool record.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+pub struct LaunchStep {
+    /// The job (for its environment and the user to run as).
+    pub job: Box<Job>,
+    pub step_id: u32,
+    pub spec: Box<StepSpec>,
+    /// The whole step's layout; this node is `layout.nodes[node_index]`.
+    pub layout: StepLayout,
+    pub node_index: u32,
+    /// Seconds between SIGTERM and SIGKILL when the step is ended.
+    pub kill_wait: u32,
+    pub cluster: String,
+    /// The cluster's `[cgroup]` settings for stepd, from the controller's configuration.
+    #[serde(default)]
+    pub cgroup: crate::config::CgroupConf,
+}
+
+impl std::fmt::Debug for LaunchStep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LaunchStep")
+            .field("job", &self.job.id)
+            .field("step", &self.step_id)
+            .field("node_index", &self.node_index)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Controller → srun on a step stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum StepEvent {
+    /// The step cannot start yet (Slurm: "step creation temporarily disabled"); it will
+    /// when resources free up.
+    Pending { reason: String },
+    /// The step was created and its tasks are being started.
+    Launched {
+        job_id: u32,
+        step_id: u32,
+        layout: StepLayout,
+    },
+    /// Output of task `task` (`stderr` or stdout).
+    Output {
+        task: u32,
+        stderr: bool,
+        #[serde(with = "super::bytes")]
+        data: Vec<u8>,
+    },
+    /// Task `task` on `node` ended.
+    TaskExit {
+        node: String,
+        task: u32,
+        status: ExitStatus,
+    },
+    /// The step is over on every node; `state` as recorded (COMPLETED, FAILED,
+    /// CANCELLED, …). The stream ends after this.
+    Done { state: JobState },
+    /// The step could not be created or run; the stream ends after this.
+    Error(SlurmError),
+}
+
+/// srun → controller on a step stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum StepInput {
+    /// Bytes of srun's standard input.
+    Stdin {
+        #[serde(with = "super::bytes")]
+        data: Vec<u8>,
+    },
+    /// srun's standard input reached its end.
+    StdinEof,
+    /// Forward a signal to every task.
+    Signal(i32),
+    /// The terminal size changed (`--pty`).
+    WinSize { rows: u16, cols: u16 },
+    /// End the step (srun `-K`, or a second Ctrl-C).
+    Terminate,
+}
+
+/// Controller → stepd (through the agent).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum StepdInput {
+    Stdin {
+        #[serde(with = "super::bytes")]
+        data: Vec<u8>,
+    },
+    StdinEof,
+    Signal(i32),
+    WinSize {
+        rows: u16,
+        cols: u16,
+    },
+    /// SIGCONT+SIGTERM to the tasks, SIGKILL `kill_wait` seconds later; `message` goes
+    /// to the first task's stderr first (`*** STEP N.S ON node CANCELLED AT … ***`).
+    Terminate {
+        kill_wait: u32,
+        message: Option<String>,
+    },
+}
+
+/// stepd → controller (through the agent).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum StepdEvent {
+    /// The tasks were started: `(rank, pid)`.
+    Started {
+        pids: Vec<(u32, u32)>,
+    },
+    Output {
+        task: u32,
+        stderr: bool,
+        #[serde(with = "super::bytes")]
+        data: Vec<u8>,
+    },
+    TaskExit {
+        task: u32,
+        status: ExitStatus,
+    },
+    /// A usage sample of this node's tasks.
+    Usage(StepUsage),
+    /// This node's part of the step is over: every task ended and its output is
+    /// drained. `usage` is final (peak RSS, total CPU).
+    Done {
+        usage: StepUsage,
+    },
+}

@@ -1,0 +1,1046 @@
+//! stepd for a numbered step (cf. slurmstepd's mgr.c, io.c, pdebug-free parts of
+//! task.c): runs this node's tasks of an `srun` step and streams their I/O to the agent.
+//!
+//! The agent starts `sluice stepd <dir>` with fd 0 connected to a Unix socket; both ends
+//! speak framed [`StepdInput`]/[`StepdEvent`] messages. stepd is single-threaded: one
+//! `poll(2)` loop over the agent socket, a signalfd (SIGCHLD, SIGTERM, SIGALRM, …), the
+//! tasks' stdout/stderr pipes (or the pty master of `--pty`), and the stdin pipes it
+//! feeds. Each task runs in its own process group (a session of its own with `--pty`),
+//! so a signal reaches the whole task.
+//!
+//! Invariants: [`StepdEvent::Done`] is sent once, after every task was reaped and its
+//! output drained (or the drain grace ran out), and after every `TaskExit`. If the
+//! agent goes away the tasks are terminated: nobody could read their output.
+
+use super::env;
+use super::usage;
+use crate::model::job::ExitStatus;
+use crate::model::step::{CpuBindKind, StdinMode, StepUsage};
+use crate::proto::codec::{decode, encode};
+use crate::proto::spool;
+use crate::proto::{LaunchStep, MAX_FRAME, StepdEvent, StepdInput};
+use anyhow::Context;
+use nix::errno::Errno;
+use nix::fcntl::OFlag;
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::signal::{SigSet, Signal, kill};
+use nix::sys::signalfd::{SfdFlags, SignalFd};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::Pid;
+use std::collections::VecDeque;
+use std::ffi::CString;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+pub use crate::proto::spool::STEP_LAUNCH;
+
+/// How often usage is sampled and reported.
+const SAMPLE_EVERY: Duration = Duration::from_secs(1);
+/// Most stdin bytes held for one task that does not read them.
+const STDIN_CAP: usize = 64 << 20;
+/// How long output is still read after the last task ended (a background process may
+/// hold a pipe open; it is killed, but its output may lag).
+const DRAIN_GRACE: Duration = Duration::from_millis(500);
+
+/// One task of this node.
+struct Task {
+    rank: u32,
+    pid: Option<i32>,
+    status: Option<ExitStatus>,
+}
+
+/// An fd the tasks write to and stepd reads.
+struct OutFd {
+    fd: OwnedFd,
+    rank: u32,
+    stderr: bool,
+    /// A pty master: EIO means the slave side is closed.
+    pty: bool,
+}
+
+/// An fd stepd writes a task's stdin to.
+struct InFd {
+    fd: OwnedFd,
+    buf: VecDeque<u8>,
+    eof: bool,
+    pty: bool,
+}
+
+/// The agent link: blocking writes, non-blocking reads into a frame buffer.
+struct Link {
+    fd: OwnedFd,
+    rbuf: Vec<u8>,
+    closed: bool,
+}
+
+impl Link {
+    fn send(&mut self, ev: &StepdEvent) {
+        if self.closed {
+            return;
+        }
+        let Ok(body) = encode(ev) else { return };
+        let mut buf = Vec::with_capacity(body.len() + 4);
+        buf.extend_from_slice(&(body.len() as u32).to_be_bytes());
+        buf.extend_from_slice(&body);
+        let mut rest = &buf[..];
+        while !rest.is_empty() {
+            match nix::unistd::write(&self.fd, rest) {
+                Ok(n) => rest = &rest[n..],
+                Err(Errno::EINTR) => {}
+                Err(_) => {
+                    self.closed = true;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Reads what is available; returns the complete frames.
+    fn read(&mut self) -> Vec<StepdInput> {
+        let mut tmp = [0u8; 65536];
+        loop {
+            match nix::sys::socket::recv(
+                self.fd.as_raw_fd(),
+                &mut tmp,
+                nix::sys::socket::MsgFlags::MSG_DONTWAIT,
+            ) {
+                Ok(0) => {
+                    self.closed = true;
+                    break;
+                }
+                Ok(n) => self.rbuf.extend_from_slice(&tmp[..n]),
+                Err(Errno::EINTR) => continue,
+                Err(Errno::EAGAIN) => break,
+                Err(_) => {
+                    self.closed = true;
+                    break;
+                }
+            }
+        }
+        let mut out = Vec::new();
+        loop {
+            if self.rbuf.len() < 4 {
+                break;
+            }
+            let len = u32::from_be_bytes([self.rbuf[0], self.rbuf[1], self.rbuf[2], self.rbuf[3]])
+                as usize;
+            if len > MAX_FRAME {
+                self.closed = true;
+                break;
+            }
+            if self.rbuf.len() < 4 + len {
+                break;
+            }
+            if let Ok(m) = decode::<StepdInput>(&self.rbuf[4..4 + len]) {
+                out.push(m);
+            }
+            self.rbuf.drain(..4 + len);
+        }
+        out
+    }
+}
+
+/// Runs the step described by `dir/launch_step`; see the module docs.
+pub fn run(dir: &Path) -> anyhow::Result<()> {
+    let ls: LaunchStep = spool::read(dir, STEP_LAUNCH)?.context("no step launch record")?;
+    let _ = nix::unistd::setsid();
+    spool::write_pid(dir, spool::STEPD_PID, std::process::id())?;
+    let link_fd = std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .context("no agent link on stdin")?;
+    // Nothing else of ours should read the link.
+    if let Ok(null) = std::fs::File::open("/dev/null") {
+        let _ = nix::unistd::dup2(null.as_raw_fd(), 0);
+    }
+    let mut link = Link {
+        fd: link_fd,
+        rbuf: Vec::new(),
+        closed: false,
+    };
+    let mut mask = SigSet::empty();
+    for s in [
+        Signal::SIGCHLD,
+        Signal::SIGTERM,
+        Signal::SIGALRM,
+        Signal::SIGINT,
+        Signal::SIGHUP,
+        Signal::SIGPIPE,
+    ] {
+        mask.add(s);
+    }
+    mask.thread_block().context("cannot block signals")?;
+    let sfd = SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC)
+        .context("cannot create signalfd")?;
+
+    let node_index = ls.node_index as usize;
+    let node = ls.layout.nodes.get(node_index).cloned().unwrap_or_default();
+    let ranks: Vec<u32> = ls.layout.tasks.get(node_index).cloned().unwrap_or_default();
+    let me = nix::unistd::geteuid().as_raw();
+    let user = if me == 0 && ls.job.uid != 0 {
+        Some((
+            CString::new(ls.job.user.clone()).context("NUL in user name")?,
+            ls.job.uid,
+            ls.job.gid,
+        ))
+    } else {
+        None
+    };
+    let base_env = env::step_env(&ls, &node);
+    // The step's cgroups (`isolate`): tasks join theirs between fork and exec, and
+    // whatever is left of the step when its tasks are gone is killed with it.
+    let iso = {
+        use super::isolate::{
+            Scope, detect, step::StepIsolation, step::StepRequest, step::node_ram,
+        };
+        let conf = &ls.cgroup;
+        // Slurm's `step_<S>`; a step on several nodes adds the node's index, so that
+        // nodes sharing one machine (test clusters: several agents on one host) never
+        // share, and kill, each other's step cgroup.
+        let step = if ls.layout.nodes.len() > 1 {
+            format!("{}.{}", ls.step_id, ls.node_index)
+        } else {
+            ls.step_id.to_string()
+        };
+        let scope = Scope {
+            root: conf.root.clone(),
+            uid: ls.job.uid,
+            job: ls.job.id,
+            step,
+        };
+        let req = StepRequest {
+            cpus: ls.layout.cpus.get(node_index).copied().unwrap_or(0),
+            mem_mib: ls.job.alloc.as_ref().map_or(0, |a| a.mem_per_node),
+            node_ram: node_ram(),
+            deny: Vec::new(),
+            tasks: ranks.len() as u32,
+        };
+        let lock = dir.parent().unwrap_or(dir).join(".isolate.lock");
+        match StepIsolation::setup(detect(conf, scope.clone()), conf, scope, &req, &lock) {
+            Ok(i) => {
+                for d in i.degraded() {
+                    eprintln!(
+                        "stepd: step {}.{}: degraded isolation ({}): {d}",
+                        ls.job.id,
+                        ls.step_id,
+                        i.backend()
+                    );
+                }
+                Some(i)
+            }
+            Err(e) => {
+                let first = ranks.first().copied().unwrap_or(0);
+                link.send(&StepdEvent::Output {
+                    task: first,
+                    stderr: true,
+                    data: format!("slurmstepd-{node}: error: cannot isolate the step: {e}\n")
+                        .into_bytes(),
+                });
+                for &r in &ranks {
+                    link.send(&StepdEvent::TaskExit {
+                        task: r,
+                        status: ExitStatus { code: 1, signal: 0 },
+                    });
+                }
+                link.send(&StepdEvent::Done {
+                    usage: StepUsage::default(),
+                });
+                return Ok(());
+            }
+        }
+    };
+    let online: Vec<usize> = match iso.as_ref().and_then(|i| i.cpus()) {
+        Some(c) if !c.is_empty() => c.ids().map(|x| x as usize).collect(),
+        _ => online_cpus(),
+    };
+
+    let mut tasks: Vec<Task> = Vec::new();
+    let mut outs: Vec<OutFd> = Vec::new();
+    let mut ins: Vec<InFd> = Vec::new();
+    let mut pty_master: Option<OwnedFd> = None;
+    let mut pids = Vec::new();
+    for (local, &rank) in ranks.iter().enumerate() {
+        let mut env = env::task_env(&base_env, rank, local as u32, ls.node_index);
+        let cpus = bind_cpus(&ls, local as u32, &online);
+        if let Some(c) = &cpus {
+            env.extend(env::cpu_bind_env(&ls.spec.cpu_bind, c));
+        }
+        let mut setup = TaskSetup::new(&ls, rank, &node, env, user.clone(), cpus.clone())?;
+        setup.join = iso.as_ref().and_then(|i| i.task_join(local as u32));
+        let pty = ls.spec.pty && rank == 0;
+        let mut t = Task {
+            rank,
+            pid: None,
+            status: None,
+        };
+        match spawn_task(&setup, &ls, rank, pty) {
+            Ok(sp) => {
+                t.pid = Some(sp.pid);
+                pids.push((rank, sp.pid as u32));
+                if let (Some(c), true) = (&cpus, ls.spec.cpu_bind.verbose) {
+                    let mask: u128 = c.iter().filter(|&&x| x < 128).fold(0, |m, &x| m | (1 << x));
+                    link.send(&StepdEvent::Output {
+                        task: rank,
+                        stderr: true,
+                        data: format!(
+                            "cpu-bind=MASK - {node}, task {rank:2} {local:2} [{}]: mask 0x{mask:x} set\n",
+                            sp.pid
+                        )
+                        .into_bytes(),
+                    });
+                }
+                outs.extend(sp.outs);
+                if let Some(i) = sp.stdin {
+                    ins.push(i);
+                }
+                if sp.master.is_some() {
+                    pty_master = sp.master;
+                }
+            }
+            Err(e) => {
+                let name = setup.argv0_name.clone();
+                let errno = e.raw_os_error().unwrap_or(1);
+                let msg = format!(
+                    "slurmstepd-{node}: error: execve(): {name}: {}\n",
+                    Errno::from_raw(errno).desc()
+                );
+                link.send(&StepdEvent::Output {
+                    task: rank,
+                    stderr: true,
+                    data: msg.into_bytes(),
+                });
+                t.status = Some(ExitStatus {
+                    code: errno & 0xff,
+                    signal: 0,
+                });
+            }
+        }
+        tasks.push(t);
+    }
+    link.send(&StepdEvent::Started { pids });
+    for t in &tasks {
+        if let Some(st) = t.status {
+            link.send(&StepdEvent::TaskExit {
+                task: t.rank,
+                status: st,
+            });
+        }
+    }
+
+    let page_kib = usage::page_kib();
+    let mut last_usage = StepUsage::default();
+    let mut next_sample = Instant::now();
+    let mut drain_until: Option<Instant> = None;
+    let mut terminating = false;
+    let mut iso = iso;
+    let mut finished = None;
+    loop {
+        let all_done = tasks.iter().all(|t| t.status.is_some());
+        if all_done && drain_until.is_none() {
+            // Whatever a task left behind goes with it: its process group, and
+            // everything in the step's cgroup.
+            for t in &tasks {
+                if let Some(pid) = t.pid {
+                    let _ = kill(Pid::from_raw(-pid), Signal::SIGKILL);
+                }
+            }
+            if let Some(i) = iso.take() {
+                finished = Some(i.finish());
+            }
+            drain_until = Some(Instant::now() + DRAIN_GRACE);
+        }
+        if let Some(d) = drain_until
+            && (outs.is_empty() || Instant::now() >= d)
+        {
+            break;
+        }
+        let now = Instant::now();
+        if now >= next_sample && !all_done {
+            let u = sample(&tasks, &node, page_kib, &last_usage);
+            link.send(&StepdEvent::Usage(u.clone()));
+            last_usage = u;
+            next_sample = now + SAMPLE_EVERY;
+        }
+        let wait = next_sample
+            .saturating_duration_since(now)
+            .min(drain_until.map_or(SAMPLE_EVERY, |d| d.saturating_duration_since(now)))
+            .max(Duration::from_millis(1));
+        let mut fds: Vec<PollFd> = Vec::with_capacity(outs.len() + ins.len() + 2);
+        fds.push(PollFd::new(sfd.as_fd(), PollFlags::POLLIN));
+        let link_slot = if link.closed {
+            None
+        } else {
+            fds.push(PollFd::new(link.fd.as_fd(), PollFlags::POLLIN));
+            Some(fds.len() - 1)
+        };
+        let out_base = fds.len();
+        for o in &outs {
+            fds.push(PollFd::new(o.fd.as_fd(), PollFlags::POLLIN));
+        }
+        let in_base = fds.len();
+        for i in &ins {
+            let ev = if i.buf.is_empty() {
+                PollFlags::empty()
+            } else {
+                PollFlags::POLLOUT
+            };
+            fds.push(PollFd::new(i.fd.as_fd(), ev));
+        }
+        let timeout = PollTimeout::try_from(wait).unwrap_or(PollTimeout::MAX);
+        match poll(&mut fds, timeout) {
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(e) => return Err(e).context("poll"),
+        }
+        let ready = |i: usize| fds[i].revents().is_some_and(|r| !r.is_empty());
+        let sig_ready = ready(0);
+        let link_ready = link_slot.is_some_and(ready);
+        let out_ready: Vec<bool> = (0..outs.len()).map(|i| ready(out_base + i)).collect();
+        let in_ready: Vec<bool> = (0..ins.len()).map(|i| ready(in_base + i)).collect();
+        drop(fds);
+
+        // Task output first, so that it precedes the exit it led to.
+        let mut closed = Vec::new();
+        for (i, o) in outs.iter().enumerate() {
+            if !out_ready[i] {
+                continue;
+            }
+            let mut buf = [0u8; 65536];
+            match nix::unistd::read(o.fd.as_raw_fd(), &mut buf) {
+                Ok(0) => closed.push(i),
+                Ok(n) => link.send(&StepdEvent::Output {
+                    task: o.rank,
+                    stderr: o.stderr,
+                    data: buf[..n].to_vec(),
+                }),
+                Err(Errno::EINTR) | Err(Errno::EAGAIN) => {}
+                Err(Errno::EIO) if o.pty => closed.push(i),
+                Err(_) => closed.push(i),
+            }
+        }
+        for i in closed.into_iter().rev() {
+            outs.remove(i);
+        }
+        let mut done_in = Vec::new();
+        for (i, inp) in ins.iter_mut().enumerate() {
+            if in_ready[i] {
+                let (a, b) = inp.buf.as_slices();
+                let chunk = if a.is_empty() { b } else { a };
+                match nix::unistd::write(inp.fd.as_fd(), chunk) {
+                    Ok(n) => {
+                        inp.buf.drain(..n);
+                    }
+                    Err(Errno::EAGAIN) | Err(Errno::EINTR) => {}
+                    Err(_) => {
+                        inp.buf.clear();
+                        inp.eof = true;
+                    }
+                }
+            }
+            if inp.eof && inp.buf.is_empty() && !inp.pty {
+                done_in.push(i);
+            }
+        }
+        for i in done_in.into_iter().rev() {
+            ins.remove(i);
+        }
+        if link_ready {
+            for m in link.read() {
+                match m {
+                    StepdInput::Stdin { data } => {
+                        // A task that never reads its stdin must not make stepd hold
+                        // an endless input: beyond the cap, input is dropped.
+                        for i in ins.iter_mut().filter(|i| !i.eof) {
+                            if i.buf.len() + data.len() <= STDIN_CAP {
+                                i.buf.extend(data.iter().copied());
+                            }
+                        }
+                    }
+                    StepdInput::StdinEof => {
+                        for i in ins.iter_mut() {
+                            i.eof = true;
+                        }
+                    }
+                    StepdInput::Signal(sig) => signal_tasks(&tasks, sig),
+                    StepdInput::WinSize { rows, cols } => {
+                        if let Some(m) = &pty_master {
+                            set_winsize(m, rows, cols);
+                        }
+                    }
+                    StepdInput::Terminate { kill_wait, message } => {
+                        if !terminating {
+                            terminating = true;
+                            if let (Some(m), Some(t)) = (message, tasks.first()) {
+                                link.send(&StepdEvent::Output {
+                                    task: t.rank,
+                                    stderr: true,
+                                    data: format!("slurmstepd-{node}: error: {m}\n").into_bytes(),
+                                });
+                            }
+                            terminate(&tasks, kill_wait);
+                            if let Some(i) = &iso {
+                                i.signal(Signal::SIGCONT);
+                                i.signal(Signal::SIGTERM);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if link.closed && !terminating {
+            terminating = true;
+            terminate(&tasks, ls.kill_wait);
+        }
+        if sig_ready {
+            while let Ok(Some(si)) = sfd.read_signal() {
+                match Signal::try_from(si.ssi_signo as i32) {
+                    Ok(Signal::SIGCHLD) => {}
+                    Ok(Signal::SIGALRM) => {
+                        signal_tasks(&tasks, Signal::SIGKILL as i32);
+                        if let Some(i) = &iso {
+                            i.signal(Signal::SIGKILL);
+                        }
+                    }
+                    Ok(Signal::SIGTERM | Signal::SIGINT | Signal::SIGHUP) if !terminating => {
+                        terminating = true;
+                        terminate(&tasks, ls.kill_wait);
+                    }
+                    _ => {}
+                }
+            }
+            reap(&mut tasks, &mut link);
+        }
+    }
+    // Reap anything left (double forks inside the task groups were killed above).
+    reap(&mut tasks, &mut link);
+    let mut fin = last_usage;
+    fin.pids.clear();
+    if let Ok(ru) = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN) {
+        let t = |tv: nix::sys::time::TimeVal| tv.tv_sec() as f64 + tv.tv_usec() as f64 / 1e6;
+        let cpu = t(ru.user_time()) + t(ru.system_time());
+        if cpu > fin.sum_cpu_secs {
+            fin.sum_cpu_secs = cpu;
+        }
+        let rss = ru.max_rss().max(0) as u64;
+        if rss > fin.max_rss_kib {
+            fin.max_rss_kib = rss;
+            fin.max_rss_node = node.clone();
+        }
+    }
+    if let Some(f) = iso.take().map(|i| i.finish()).or(finished) {
+        for e in &f.errors {
+            eprintln!("stepd: step {}.{}: {e}", ls.job.id, ls.step_id);
+        }
+        if f.oom_kills > 0
+            && let Some(t) = tasks.first()
+        {
+            let m = super::isolate::step::oom_message(
+                &super::isolate::Scope {
+                    root: String::new(),
+                    uid: ls.job.uid,
+                    job: ls.job.id,
+                    step: ls.step_id.to_string(),
+                },
+                f.oom_kills,
+            );
+            link.send(&StepdEvent::Output {
+                task: t.rank,
+                stderr: true,
+                data: format!("slurmstepd-{node}: error: {m}\n").into_bytes(),
+            });
+        }
+        if let Some(peak) = f.usage.mem_peak.map(|b| b / 1024)
+            && peak > fin.max_rss_kib
+        {
+            fin.max_rss_kib = peak;
+            fin.max_rss_node = node.clone();
+        }
+        if let Some(cpu) = f.usage.cpu_secs()
+            && cpu > fin.sum_cpu_secs
+        {
+            fin.sum_cpu_secs = cpu;
+        }
+    }
+    fin.ntasks = tasks.len() as u32;
+    if fin.max_rss_node.is_empty() {
+        fin.max_rss_node = node.clone();
+    }
+    link.send(&StepdEvent::Done { usage: fin });
+    Ok(())
+}
+
+fn sample(tasks: &[Task], node: &str, page_kib: u64, last: &StepUsage) -> StepUsage {
+    let groups: Vec<(u32, i32)> = tasks
+        .iter()
+        .filter(|t| t.status.is_none())
+        .filter_map(|t| Some((t.rank, t.pid?)))
+        .collect();
+    let (samples, pids) = usage::sample_groups(&groups, page_kib);
+    let mut u = StepUsage::from_tasks(node, &samples);
+    u.pids = pids;
+    u.keep_peaks(last);
+    u
+}
+
+fn signal_tasks(tasks: &[Task], sig: i32) {
+    let Ok(sig) = Signal::try_from(sig) else {
+        return;
+    };
+    for t in tasks.iter().filter(|t| t.status.is_none()) {
+        if let Some(pid) = t.pid {
+            let _ = kill(Pid::from_raw(-pid), sig);
+        }
+    }
+}
+
+fn terminate(tasks: &[Task], kill_wait: u32) {
+    signal_tasks(tasks, Signal::SIGCONT as i32);
+    signal_tasks(tasks, Signal::SIGTERM as i32);
+    nix::unistd::alarm::set(kill_wait.max(1));
+}
+
+fn reap(tasks: &mut [Task], link: &mut Link) {
+    loop {
+        match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::Exited(pid, code)) => {
+                exited(tasks, link, pid, ExitStatus { code, signal: 0 })
+            }
+            Ok(WaitStatus::Signaled(pid, sig, _)) => exited(
+                tasks,
+                link,
+                pid,
+                ExitStatus {
+                    code: 0,
+                    signal: sig as i32,
+                },
+            ),
+            Ok(WaitStatus::StillAlive) | Err(_) => return,
+            Ok(_) => {}
+        }
+    }
+}
+
+fn exited(tasks: &mut [Task], link: &mut Link, pid: Pid, status: ExitStatus) {
+    if let Some(t) = tasks
+        .iter_mut()
+        .find(|t| t.pid == Some(pid.as_raw()) && t.status.is_none())
+    {
+        t.status = Some(status);
+        link.send(&StepdEvent::TaskExit {
+            task: t.rank,
+            status,
+        });
+    }
+}
+
+#[allow(unsafe_code)]
+fn set_winsize(master: &OwnedFd, rows: u16, cols: u16) {
+    let ws = nix::pty::Winsize {
+        ws_row: rows,
+        ws_col: cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCSWINSZ reads one `winsize` from the pointer, which points to a live,
+    // initialised value for the duration of the call; the fd is an open pty master.
+    unsafe {
+        libc::ioctl(master.as_raw_fd(), libc::TIOCSWINSZ, &ws);
+    }
+}
+
+/// The CPUs this machine has online.
+fn online_cpus() -> Vec<usize> {
+    let n = nix::unistd::sysconf(nix::unistd::SysconfVar::_NPROCESSORS_ONLN)
+        .ok()
+        .flatten()
+        .unwrap_or(1)
+        .max(1) as usize;
+    (0..n).collect()
+}
+
+/// The CPUs task `local` is bound to with `--cpu-bind`, or `None` without binding.
+/// Tasks get consecutive blocks of `cpus-per-task` CPUs within the step's share of the
+/// node, wrapped onto the CPUs that really exist (a node may declare more CPUs than the
+/// machine has).
+fn bind_cpus(ls: &LaunchStep, local: u32, online: &[usize]) -> Option<Vec<usize>> {
+    if ls.spec.cpu_bind.kind == CpuBindKind::None || online.is_empty() {
+        return None;
+    }
+    let cpt = ls.spec.cpus_per_task.unwrap_or(1).max(1) as usize;
+    let start = local as usize * cpt;
+    let mut v: Vec<usize> = (start..start + cpt)
+        .map(|c| online[c % online.len()])
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    Some(v)
+}
+
+/// Everything one task's child needs, prepared before fork.
+struct TaskSetup {
+    /// Candidate paths to exec, in PATH order.
+    candidates: Vec<CString>,
+    argv: Vec<CString>,
+    env: Vec<CString>,
+    work_dir: CString,
+    /// Files for stdout/stderr/stdin when patterns were given (opened in the child, as
+    /// the user).
+    stdout_file: Option<CString>,
+    stderr_file: Option<CString>,
+    stdin_file: Option<CString>,
+    append: bool,
+    umask: u32,
+    user: Option<(CString, u32, u32)>,
+    cpus: Option<Vec<usize>>,
+    /// The task's cgroup join (set by the caller when the step is isolated).
+    join: Option<std::sync::Arc<super::isolate::TaskJoin>>,
+    /// Base name of the executable, for error messages.
+    argv0_name: String,
+}
+
+impl TaskSetup {
+    fn new(
+        ls: &LaunchStep,
+        rank: u32,
+        node: &str,
+        env: Vec<(String, String)>,
+        user: Option<(CString, u32, u32)>,
+        cpus: Option<Vec<usize>>,
+    ) -> anyhow::Result<TaskSetup> {
+        let cs = |s: &str| CString::new(s).context("NUL byte in an argument or path");
+        let argv_s = ls.spec.argv_of(rank);
+        let argv0 = argv_s.first().cloned().unwrap_or_default();
+        let path_var = env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+        let candidates = if argv0.contains('/') {
+            vec![cs(&argv0)?]
+        } else {
+            path_var
+                .split(':')
+                .map(|d| if d.is_empty() { "." } else { d })
+                .filter_map(|d| CString::new(format!("{d}/{argv0}")).ok())
+                .collect()
+        };
+        let mut argv = Vec::new();
+        for a in argv_s {
+            argv.push(cs(a)?);
+        }
+        let envc: Vec<CString> = env
+            .iter()
+            .filter(|(k, _)| !k.is_empty() && !k.contains('='))
+            .filter_map(|(k, v)| CString::new(format!("{k}={v}")).ok())
+            .collect();
+        let ctx_expand = |p: &str| {
+            use crate::jobspec::pattern::{PatternCtx, StepKind, expand_pattern};
+            let node_id = ls.node_index;
+            expand_pattern(
+                p,
+                &PatternCtx {
+                    job_id: ls.job.id,
+                    array: None,
+                    job_name: &ls.job.spec.name,
+                    user: &ls.job.user,
+                    node,
+                    node_id,
+                    task_id: rank,
+                    step: StepKind::Id(ls.step_id),
+                },
+            )
+        };
+        let file_of = |p: &Option<String>| -> anyhow::Result<Option<CString>> {
+            match p.as_deref() {
+                None => Ok(None),
+                Some("none") => Ok(Some(cs("/dev/null")?)),
+                Some(p) => Ok(Some(cs(&ctx_expand(p))?)),
+            }
+        };
+        let stdout_file = file_of(&ls.spec.stdout)?;
+        let stderr_file = match &ls.spec.stderr {
+            Some(_) => file_of(&ls.spec.stderr)?,
+            None => stdout_file.clone(),
+        };
+        let stdin_file = match &ls.spec.stdin {
+            StdinMode::File(p) => Some(cs(&ctx_expand(p))?),
+            StdinMode::None => Some(cs("/dev/null")?),
+            m if !m.reaches(rank) => Some(cs("/dev/null")?),
+            _ => None,
+        };
+        Ok(TaskSetup {
+            candidates,
+            argv,
+            env: envc,
+            work_dir: cs(&ls.spec.work_dir)?,
+            stdout_file,
+            stderr_file,
+            stdin_file,
+            append: ls.spec.open_append,
+            umask: ls.spec.umask,
+            user,
+            cpus,
+            join: None,
+            argv0_name: argv0,
+        })
+    }
+}
+
+/// What spawning a task gives stepd.
+struct Spawned {
+    pid: i32,
+    outs: Vec<OutFd>,
+    stdin: Option<InFd>,
+    master: Option<OwnedFd>,
+}
+
+fn spawn_task(s: &TaskSetup, ls: &LaunchStep, rank: u32, pty: bool) -> std::io::Result<Spawned> {
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+    let io = |e: Errno| std::io::Error::from_raw_os_error(e as i32);
+    let pipe = || nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(io);
+    let mut outs = Vec::new();
+    let mut stdin = None;
+    let mut master = None;
+    let mut cmd = std::process::Command::new("/bin/false");
+    let mut tty_path: Option<CString> = None;
+    if pty {
+        let ws = ls.spec.winsize.map(|(r, c)| nix::pty::Winsize {
+            ws_row: r,
+            ws_col: c,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        });
+        let p = nix::pty::openpty(ws.as_ref(), None).map_err(io)?;
+        let path = nix::unistd::ttyname(&p.slave).map_err(io)?;
+        tty_path = Some(
+            CString::new(path.as_os_str().as_encoded_bytes())
+                .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?,
+        );
+        nix::fcntl::fcntl(
+            p.master.as_raw_fd(),
+            nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+        )
+        .map_err(io)?;
+        let m2 = p.master.try_clone()?;
+        outs.push(OutFd {
+            fd: p.master,
+            rank,
+            stderr: false,
+            pty: true,
+        });
+        if ls.spec.stdin.reaches(rank) {
+            set_nonblock(&m2);
+            stdin = Some(InFd {
+                fd: m2.try_clone()?,
+                buf: VecDeque::new(),
+                eof: false,
+                pty: true,
+            });
+        }
+        master = Some(m2);
+        // The child reopens the slave by name after setsid, which makes it the
+        // controlling terminal; these are only placeholders.
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        drop(p.slave);
+    } else {
+        if s.stdout_file.is_none() {
+            let (r, w) = pipe()?;
+            outs.push(OutFd {
+                fd: r,
+                rank,
+                stderr: false,
+                pty: false,
+            });
+            cmd.stdout(Stdio::from(w));
+        } else {
+            cmd.stdout(Stdio::null());
+        }
+        if s.stderr_file.is_none() {
+            let (r, w) = pipe()?;
+            outs.push(OutFd {
+                fd: r,
+                rank,
+                stderr: true,
+                pty: false,
+            });
+            cmd.stderr(Stdio::from(w));
+        } else {
+            cmd.stderr(Stdio::null());
+        }
+        if s.stdin_file.is_none() {
+            let (r, w) = pipe()?;
+            set_nonblock(&w);
+            stdin = Some(InFd {
+                fd: w,
+                buf: VecDeque::new(),
+                eof: false,
+                pty: false,
+            });
+            cmd.stdin(Stdio::from(r));
+        } else {
+            cmd.stdin(Stdio::null());
+        }
+        cmd.process_group(0);
+    }
+    let child = Child {
+        s: CloneSetup::from(s),
+        tty: tty_path,
+    };
+    spawn_with(cmd, child).map(|pid| Spawned {
+        pid,
+        outs,
+        stdin,
+        master,
+    })
+}
+
+fn set_nonblock(fd: &OwnedFd) {
+    use nix::fcntl::{FcntlArg, fcntl};
+    if let Ok(fl) = fcntl(fd.as_raw_fd(), FcntlArg::F_GETFL) {
+        let _ = fcntl(
+            fd.as_raw_fd(),
+            FcntlArg::F_SETFL(OFlag::from_bits_truncate(fl) | OFlag::O_NONBLOCK),
+        );
+    }
+}
+
+/// An owned copy of a [`TaskSetup`] for the pre-exec closure.
+#[derive(Clone)]
+struct CloneSetup {
+    candidates: Vec<CString>,
+    argv: Vec<CString>,
+    env: Vec<CString>,
+    work_dir: CString,
+    stdout_file: Option<CString>,
+    stderr_file: Option<CString>,
+    stdin_file: Option<CString>,
+    append: bool,
+    umask: u32,
+    user: Option<(CString, u32, u32)>,
+    cpus: Option<Vec<usize>>,
+    join: Option<std::sync::Arc<super::isolate::TaskJoin>>,
+}
+
+impl From<&TaskSetup> for CloneSetup {
+    fn from(s: &TaskSetup) -> CloneSetup {
+        CloneSetup {
+            candidates: s.candidates.clone(),
+            argv: s.argv.clone(),
+            env: s.env.clone(),
+            work_dir: s.work_dir.clone(),
+            stdout_file: s.stdout_file.clone(),
+            stderr_file: s.stderr_file.clone(),
+            stdin_file: s.stdin_file.clone(),
+            append: s.append,
+            umask: s.umask,
+            user: s.user.clone(),
+            cpus: s.cpus.clone(),
+            join: s.join.clone(),
+        }
+    }
+}
+
+struct Child {
+    s: CloneSetup,
+    /// The pty slave to open as the controlling terminal (`--pty`).
+    tty: Option<CString>,
+}
+
+/// Forks and execs the task; the closure runs in the child between fork and exec.
+#[allow(unsafe_code)]
+fn spawn_with(mut cmd: std::process::Command, c: Child) -> std::io::Result<i32> {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: stepd is single-threaded (no runtime, no helper threads), so the forked
+    // child holds no lock another thread owns; the closure makes system calls and small
+    // allocations only, and reports failure as an error instead of panicking.
+    unsafe {
+        cmd.pre_exec(move || child_setup(&c));
+    }
+    let child = cmd.spawn()?;
+    Ok(child.id() as i32)
+}
+
+fn child_setup(c: &Child) -> std::io::Result<()> {
+    use nix::fcntl::open;
+    use nix::sys::stat::Mode;
+    let io = |e: Errno| std::io::Error::from_raw_os_error(e as i32);
+    let s = &c.s;
+    let _ = SigSet::all().thread_unblock();
+    if let Some(j) = &s.join {
+        j.enter()?;
+    }
+    if let Some(tty) = &c.tty {
+        nix::unistd::setsid().map_err(io)?;
+        let fd = open(tty.as_c_str(), OFlag::O_RDWR, Mode::empty()).map_err(io)?;
+        for target in 0..3 {
+            nix::unistd::dup2(fd.as_raw_fd(), target).map_err(io)?;
+        }
+    }
+    if let Some(cpus) = &s.cpus {
+        let mut set = nix::sched::CpuSet::new();
+        for &cpu in cpus {
+            let _ = set.set(cpu);
+        }
+        let _ = nix::sched::sched_setaffinity(Pid::from_raw(0), &set);
+    }
+    if let Some((name, uid, gid)) = &s.user {
+        let gid = nix::unistd::Gid::from_raw(*gid);
+        nix::unistd::initgroups(name, gid).map_err(io)?;
+        nix::unistd::setgid(gid).map_err(io)?;
+        nix::unistd::setuid(nix::unistd::Uid::from_raw(*uid)).map_err(io)?;
+    }
+    nix::sys::stat::umask(Mode::from_bits_truncate(s.umask as nix::libc::mode_t));
+    let chdir_failed = nix::unistd::chdir(s.work_dir.as_c_str()).is_err();
+    if chdir_failed {
+        let _ = nix::unistd::chdir(c"/tmp");
+    }
+    let mode = OFlag::O_WRONLY
+        | OFlag::O_CREAT
+        | if s.append {
+            OFlag::O_APPEND
+        } else {
+            OFlag::O_TRUNC
+        };
+    let perm = Mode::from_bits_truncate(0o666);
+    if let Some(p) = &s.stdin_file {
+        let fd = open(p.as_c_str(), OFlag::O_RDONLY, Mode::empty()).map_err(io)?;
+        nix::unistd::dup2(fd.as_raw_fd(), 0).map_err(io)?;
+    }
+    if let Some(p) = &s.stdout_file {
+        let fd = open(p.as_c_str(), mode, perm).map_err(io)?;
+        nix::unistd::dup2(fd.as_raw_fd(), 1).map_err(io)?;
+        if s.stderr_file.as_ref() == Some(p) {
+            nix::unistd::dup2(fd.as_raw_fd(), 2).map_err(io)?;
+        }
+    }
+    if let Some(p) = &s.stderr_file
+        && s.stdout_file.as_ref() != Some(p)
+    {
+        let fd = open(p.as_c_str(), mode, perm).map_err(io)?;
+        nix::unistd::dup2(fd.as_raw_fd(), 2).map_err(io)?;
+    }
+    if chdir_failed {
+        let msg =
+            b"slurmstepd: error: couldn't chdir to the working directory: going to /tmp instead\n";
+        let _ = nix::unistd::write(std::io::stderr(), msg);
+    }
+    let mut env = s.env.clone();
+    if let Ok(v) = CString::new(format!("SLURM_TASK_PID={}", std::process::id())) {
+        env.push(v);
+    }
+    let mut last = Errno::ENOENT;
+    for cand in &s.candidates {
+        match nix::unistd::execve(cand.as_c_str(), &s.argv, &env) {
+            Err(e @ (Errno::ENOENT | Errno::ENOTDIR)) => {
+                last = if last == Errno::EACCES { last } else { e }
+            }
+            Err(Errno::EACCES) => last = Errno::EACCES,
+            Err(e) => return Err(io(e)),
+            Ok(_) => {}
+        }
+    }
+    Err(io(last))
+}

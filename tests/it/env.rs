@@ -1,0 +1,263 @@
+//! The batch step's environment against the variable set of real Slurm's batch jobs
+//! (`../shared/golden/env_sbatch_*.txt`), `--export` semantics and `--chdir`.
+
+use crate::harness::*;
+use std::collections::BTreeMap;
+
+/// Variables sluice sets on purpose that Slurm 22.05 does not (see `stepd::env`).
+const SLUICE_EXTRAS: &[&str] = &["SLURM_JOB_START_TIME", "SLURM_JOB_END_TIME"];
+
+/// `env | sort`-style lines into a map.
+fn parse_env(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// The job-side variables (Slurm's own plus those slurmd/slurmstepd set) of the first
+/// job output block of a golden transcript.
+fn golden_job_vars(file: &str) -> Option<Vec<String>> {
+    let dir = golden_dir()?;
+    let text = std::fs::read_to_string(dir.join(file)).ok()?;
+    let mut lines = text.lines().skip_while(|l| !l.starts_with("[file: "));
+    lines.next()?;
+    Some(
+        lines
+            .take_while(|l| !l.is_empty())
+            .filter_map(|l| l.split_once('=').map(|(k, _)| k.to_string()))
+            .filter(|k| {
+                k.starts_with("SLURM")
+                    || ["ENVIRONMENT", "HOSTNAME", "TMPDIR", "PWD"].contains(&k.as_str())
+            })
+            .collect(),
+    )
+}
+
+/// Runs `env` in a batch job with `args` and returns its environment.
+fn job_env(c: &TestCluster, args: &[&str]) -> (u32, BTreeMap<String, String>) {
+    let mut a = args.to_vec();
+    a.extend_from_slice(&["--wrap", "env; echo END_OF_ENV=1"]);
+    let mut cmd = c.cmd("sbatch");
+    cmd.arg("--parsable")
+        .args(&a)
+        .env("PROBE_FROM_SUBMIT", "kept");
+    let o = cmd.output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let id: u32 = stdout(&o).trim().parse().unwrap();
+    assert_eq!(c.wait_done(id), "COMPLETED");
+    let text = c.wait_file(&format!("slurm-{id}.out"), |s| s.contains("END_OF_ENV=1"));
+    (id, parse_env(&text))
+}
+
+#[test]
+fn the_batch_environment_has_slurms_variables_with_this_jobs_values() {
+    let c = TestCluster::start();
+    let (id, env) = job_env(&c, &[]);
+    let node = c.node();
+    let work = c.work.display().to_string();
+    let user = nix::unistd::User::from_uid(nix::unistd::getuid())
+        .unwrap()
+        .unwrap();
+    let want = [
+        ("SLURM_JOB_ID", id.to_string()),
+        ("SLURM_JOBID", id.to_string()),
+        ("SLURM_JOB_NAME", "wrap".into()),
+        ("SLURM_SUBMIT_DIR", work.clone()),
+        ("SLURM_SUBMIT_HOST", sluice::config::short_hostname()),
+        ("SLURM_JOB_NODELIST", node.clone()),
+        ("SLURM_NODELIST", node.clone()),
+        ("SLURM_NNODES", "1".into()),
+        ("SLURM_JOB_NUM_NODES", "1".into()),
+        ("SLURM_CPUS_ON_NODE", "1".into()),
+        ("SLURM_JOB_CPUS_PER_NODE", "1".into()),
+        ("SLURM_TASKS_PER_NODE", "1".into()),
+        ("SLURM_JOB_PARTITION", "debug".into()),
+        ("SLURM_CLUSTER_NAME", "testc".into()),
+        ("SLURMD_NODENAME", node.clone()),
+        ("SLURM_JOB_USER", user.name.clone()),
+        ("SLURM_JOB_UID", user.uid.to_string()),
+        ("SLURM_JOB_GID", user.gid.to_string()),
+        ("SLURM_GTIDS", "0".into()),
+        ("SLURM_PROCID", "0".into()),
+        ("SLURM_LOCALID", "0".into()),
+        ("SLURM_NODEID", "0".into()),
+        ("SLURM_JOB_QOS", "normal".into()),
+        ("SLURM_NODE_ALIASES", "(null)".into()),
+        ("ENVIRONMENT", "BATCH".into()),
+        ("HOSTNAME", node.clone()),
+        ("TMPDIR", "/tmp".into()),
+        ("PWD", work.clone()),
+        // --export=ALL (the default) carries the submit environment.
+        ("PROBE_FROM_SUBMIT", "kept".into()),
+    ];
+    for (k, v) in want {
+        assert_eq!(env.get(k), Some(&v), "{k} in {env:#?}");
+    }
+    assert!(
+        env.get("SLURM_WORKING_CLUSTER")
+            .is_some_and(|v| v.starts_with("testc:")),
+        "{env:#?}"
+    );
+    assert!(
+        env.get("SLURM_TASK_PID")
+            .is_some_and(|v| v.parse::<u32>().is_ok())
+    );
+    // Without -n, no task count (as in Slurm's plain batch job).
+    assert!(!env.contains_key("SLURM_NTASKS"), "{env:#?}");
+    assert!(!env.contains_key("SLURM_CPUS_PER_TASK"), "{env:#?}");
+
+    let Some(golden) = golden_job_vars("env_sbatch_plain.txt") else {
+        println!("skipping the golden comparison: golden files not found");
+        return;
+    };
+    for k in &golden {
+        assert!(env.contains_key(k), "Slurm sets {k}; sluice does not");
+    }
+    for k in env.keys().filter(|k| k.starts_with("SLURM")) {
+        assert!(
+            golden.contains(k) || SLUICE_EXTRAS.contains(&k.as_str()),
+            "sluice sets {k}, Slurm's plain batch job does not"
+        );
+    }
+}
+
+#[test]
+fn task_and_cpu_counts_match_slurms_variable_sets() {
+    let c = TestCluster::start();
+    let (_, env) = job_env(&c, &["-N", "1", "-n", "4"]);
+    for (k, v) in [
+        ("SLURM_NTASKS", "4"),
+        ("SLURM_NPROCS", "4"),
+        ("SLURM_CPUS_ON_NODE", "4"),
+        ("SLURM_JOB_CPUS_PER_NODE", "4"),
+        ("SLURM_TASKS_PER_NODE", "4"),
+    ] {
+        assert_eq!(env.get(k).map(String::as_str), Some(v), "{k}");
+    }
+    if let Some(golden) = golden_job_vars("env_sbatch_N1_n4.txt") {
+        for k in golden.iter().filter(|k| k.as_str() != "SLURM_TASK_PID") {
+            assert!(
+                env.contains_key(k),
+                "-N1 -n4: Slurm sets {k}; sluice does not"
+            );
+        }
+    }
+    let (_, env) = job_env(&c, &["--ntasks-per-node=2", "-c", "2"]);
+    for (k, v) in [
+        ("SLURM_NTASKS", "2"),
+        ("SLURM_NTASKS_PER_NODE", "2"),
+        ("SLURM_CPUS_PER_TASK", "2"),
+        ("SLURM_CPUS_ON_NODE", "4"),
+        ("SLURM_TASKS_PER_NODE", "2"),
+    ] {
+        assert_eq!(env.get(k).map(String::as_str), Some(v), "{k}");
+    }
+    if let Some(golden) = golden_job_vars("env_sbatch_ntpn2_cpt2.txt") {
+        for k in &golden {
+            assert!(
+                env.contains_key(k),
+                "--ntasks-per-node=2 -c2: Slurm sets {k}; sluice does not"
+            );
+        }
+    }
+    let (_, env) = job_env(&c, &["--mem=1G"]);
+    assert_eq!(
+        env.get("SLURM_MEM_PER_NODE").map(String::as_str),
+        Some("1024")
+    );
+    assert!(!env.contains_key("SLURM_MEM_PER_CPU"));
+}
+
+#[test]
+fn export_all_none_and_lists() {
+    let c = TestCluster::start();
+    let probe = |args: &[&str]| {
+        let mut a = vec!["--parsable"];
+        a.extend_from_slice(args);
+        a.extend_from_slice(&[
+            "--wrap",
+            "echo \"a=${EXP_A-unset} b=${EXP_B-unset} c=${EXP_C-unset} id=${SLURM_JOB_ID-unset} path=${PATH:+set}\"",
+        ]);
+        let o = c
+            .cmd("sbatch")
+            .args(&a)
+            .env("EXP_A", "from_env_a")
+            .env("EXP_C", "from_env_c")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        let id: u32 = stdout(&o).trim().parse().unwrap();
+        c.wait_done(id);
+        let s = c.wait_file(&format!("slurm-{id}.out"), |s| s.ends_with('\n'));
+        (id, s.trim().to_string())
+    };
+    let (id, s) = probe(&[]);
+    assert_eq!(
+        s,
+        format!("a=from_env_a b=unset c=from_env_c id={id} path=set")
+    );
+    let (id, s) = probe(&["--export=ALL"]);
+    assert_eq!(
+        s,
+        format!("a=from_env_a b=unset c=from_env_c id={id} path=set")
+    );
+    let (id, s) = probe(&["--export=NONE"]);
+    assert!(
+        s.starts_with(&format!("a=unset b=unset c=unset id={id}")),
+        "{s}"
+    );
+    let (id, s) = probe(&["--export=EXP_A,EXP_B=given"]);
+    assert!(
+        s.starts_with(&format!("a=from_env_a b=given c=unset id={id}")),
+        "{s}"
+    );
+    let (id, s) = probe(&["--export=ALL,EXP_B=given,EXP_C=over"]);
+    assert_eq!(s, format!("a=from_env_a b=given c=over id={id} path=set"));
+    // SBATCH_EXPORT is the same option from the environment.
+    let o = c
+        .cmd("sbatch")
+        .args(["--parsable", "--wrap", "echo \"a=${EXP_A-unset}\""])
+        .env("EXP_A", "x")
+        .env("SBATCH_EXPORT", "NONE")
+        .output()
+        .unwrap();
+    let id: u32 = stdout(&o).trim().parse().unwrap();
+    c.wait_done(id);
+    assert_eq!(
+        c.wait_file(&format!("slurm-{id}.out"), |s| s.ends_with('\n')),
+        "a=unset\n"
+    );
+}
+
+#[test]
+fn chdir_sets_the_working_directory_and_relative_outputs_follow_it() {
+    let c = TestCluster::start();
+    let sub = c.path("sub");
+    std::fs::create_dir(&sub).unwrap();
+    // Relative --chdir is taken from the submit directory; -o relative to the work dir.
+    let id = c.submit(&[
+        "-D",
+        "sub",
+        "-o",
+        "o-%j.txt",
+        "--wrap",
+        "pwd; echo $SLURM_SUBMIT_DIR",
+    ]);
+    assert_eq!(c.wait_done(id), "COMPLETED");
+    let out = std::fs::read_to_string(sub.join(format!("o-{id}.txt"))).unwrap();
+    assert_eq!(out, format!("{}\n{}\n", sub.display(), c.work.display()));
+    assert_eq!(c.show_field(id, "WorkDir"), sub.display().to_string());
+    // An absolute one, and the default output file lands there too.
+    let abs = c.submit(&["--chdir", &sub.display().to_string(), "--wrap", "pwd"]);
+    assert_eq!(c.wait_done(abs), "COMPLETED");
+    assert_eq!(
+        std::fs::read_to_string(sub.join(format!("slurm-{abs}.out"))).unwrap(),
+        format!("{}\n", sub.display())
+    );
+    // A directory that does not exist: the job fails at launch with 0:53, no output.
+    let bad = c.submit(&["-D", "/nonexistent-sluice-dir", "--wrap", "true"]);
+    assert_eq!(c.wait_done(bad), "FAILED");
+    assert_eq!(c.show_field(bad, "ExitCode"), "0:53");
+    assert!(!c.path(&format!("slurm-{bad}.out")).exists());
+}

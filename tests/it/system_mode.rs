@@ -1,0 +1,371 @@
+//! System mode: the controller runs as root and a job submitted by another user runs as
+//! that user (uid, gid, supplementary groups), with output files created by that user
+//! under the user's umask; the user may act only on their own jobs.
+//!
+//! Needs root (to create a throw-away user with `useradd`) and `setpriv`; skipped with
+//! a printed reason otherwise.
+
+use crate::harness::*;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::process::{Command, Output};
+
+/// A user and an extra group made for one test, removed on drop.
+struct TempUser {
+    name: String,
+    group: String,
+    uid: u32,
+    gid: u32,
+    extra_gid: u32,
+}
+
+impl TempUser {
+    fn create() -> Result<TempUser, String> {
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let tag = format!("{}x{n}", std::process::id());
+        let name = format!("sluit{tag}");
+        let group = format!("sluig{tag}");
+        // useradd/groupadd take a lock on /etc/passwd; another test process may hold it
+        // for a moment.
+        let run = |cmd: &mut Command| -> Result<(), String> {
+            for _ in 0..50 {
+                let o = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
+                if o.status.success() {
+                    return Ok(());
+                }
+                if o.status.code() != Some(10) && !stderr(&o).contains("lock") {
+                    return Err(format!("{cmd:?}: {}", stderr(&o)));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            Err(format!("{cmd:?}: /etc/passwd stays locked"))
+        };
+        run(Command::new("groupadd").arg(&group))?;
+        let made =
+            run(Command::new("useradd").args(["-M", "-U", "-G", &group, "-s", "/bin/sh", &name]));
+        if let Err(e) = made {
+            let _ = Command::new("groupdel").arg(&group).output();
+            return Err(e);
+        }
+        let user = nix::unistd::User::from_name(&name)
+            .ok()
+            .flatten()
+            .ok_or("new user not found")?;
+        let extra = nix::unistd::Group::from_name(&group)
+            .ok()
+            .flatten()
+            .ok_or("new group not found")?;
+        Ok(TempUser {
+            name,
+            group,
+            uid: user.uid.as_raw(),
+            gid: user.gid.as_raw(),
+            extra_gid: extra.gid.as_raw(),
+        })
+    }
+
+    /// A front-end run as this user (real and effective ids, groups from
+    /// /etc/group), with `umask`, in `dir`.
+    fn run(&self, c: &TestCluster, dir: &std::path::Path, umask: &str, args: &[&str]) -> Output {
+        let mut cmd = Command::new("setpriv");
+        cmd.args([
+            &format!("--reuid={}", self.uid),
+            &format!("--regid={}", self.gid),
+            "--init-groups",
+            "--",
+            "/bin/sh",
+            "-c",
+            &format!("umask {umask}; exec \"$@\""),
+            "sh",
+        ])
+        .args(args)
+        .env_clear()
+        .env("SLUICE_CONF", &c.conf)
+        .env("PATH", format!("{}:/usr/bin:/bin", c.bin.display()))
+        .env("HOME", dir)
+        .env("USER", &self.name)
+        .current_dir(dir);
+        cmd.output().expect("setpriv")
+    }
+}
+
+impl Drop for TempUser {
+    fn drop(&mut self) {
+        let _ = Command::new("userdel").arg(&self.name).output();
+        let _ = Command::new("groupdel").arg(&self.group).output();
+        let _ = Command::new("groupdel").arg(&self.name).output();
+    }
+}
+
+fn skip_reason() -> Option<String> {
+    if !nix::unistd::geteuid().is_root() {
+        return Some("not running as root (useradd and the setuid path need it)".into());
+    }
+    for tool in ["useradd", "groupadd", "setpriv"] {
+        let found = ["/usr/sbin", "/usr/bin", "/sbin", "/bin"]
+            .iter()
+            .any(|d| std::path::Path::new(d).join(tool).exists());
+        if !found {
+            return Some(format!("{tool} not found"));
+        }
+    }
+    None
+}
+
+#[test]
+fn a_job_runs_as_the_submitting_user_with_their_groups_and_umask() {
+    if let Some(why) = skip_reason() {
+        eprintln!("skipping system-mode user test: {why}");
+        return;
+    }
+    let c = TestCluster::start();
+    // The test dir is private (0700) by default; the user must reach the front-ends,
+    // the config and the socket, as on a real system.
+    std::fs::set_permissions(c.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let u = match TempUser::create() {
+        Ok(u) => u,
+        Err(e) => {
+            eprintln!("skipping system-mode user test: cannot create a user: {e}");
+            return;
+        }
+    };
+    let probe = u.run(
+        &c,
+        std::path::Path::new("/"),
+        "022",
+        &["sluice", "--version"],
+    );
+    if !probe.status.success() {
+        eprintln!(
+            "skipping system-mode user test: the test binary is not executable by another user ({})",
+            stderr(&probe)
+        );
+        return;
+    }
+    let home = c.dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    nix::unistd::chown(
+        &home,
+        Some(nix::unistd::Uid::from_raw(u.uid)),
+        Some(nix::unistd::Gid::from_raw(u.gid)),
+    )
+    .unwrap();
+    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    let o = u.run(
+        &c,
+        &home,
+        "027",
+        &[
+            "sbatch",
+            "--parsable",
+            "-o",
+            "ids-%u-%j.out",
+            "--wrap",
+            "echo uid=$(id -u) gid=$(id -g) groups=$(id -G); echo user=$SLURM_JOB_USER/$SLURM_JOB_UID/$SLURM_JOB_GID; umask; touch made-by-job",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let id: u32 = stdout(&o).trim().parse().unwrap();
+    assert_eq!(c.wait_done(id), "COMPLETED");
+    let out_path = home.join(format!("ids-{}-{id}.out", u.name));
+    let out = std::fs::read_to_string(&out_path).unwrap();
+    let mut lines = out.lines();
+    let ids = lines.next().unwrap();
+    assert!(
+        ids.starts_with(&format!("uid={} gid={} groups=", u.uid, u.gid)),
+        "{out}"
+    );
+    let groups: Vec<u32> = ids
+        .split("groups=")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .map(|g| g.parse().unwrap())
+        .collect();
+    assert!(
+        groups.contains(&u.gid) && groups.contains(&u.extra_gid),
+        "{ids}"
+    );
+    assert!(!groups.contains(&0), "root's group leaked: {ids}");
+    assert_eq!(
+        lines.next(),
+        Some(format!("user={}/{}/{}", u.name, u.uid, u.gid).as_str())
+    );
+    assert_eq!(lines.next(), Some("0027"));
+    // The output file and what the job made belong to the user, made under its umask.
+    for p in [out_path.clone(), home.join("made-by-job")] {
+        let m = std::fs::metadata(&p).unwrap();
+        assert_eq!((m.uid(), m.gid()), (u.uid, u.gid), "{}", p.display());
+        assert_eq!(m.mode() & 0o777, 0o640, "{}", p.display());
+    }
+    // squeue and scontrol name the user.
+    assert_eq!(
+        c.ok(
+            "squeue",
+            &["-h", "-t", "all", "-j", &id.to_string(), "-o", "%u"]
+        ),
+        format!("{}\n", u.name)
+    );
+    assert!(
+        c.show_field(id, "UserId")
+            .starts_with(&format!("{}({})", u.name, u.uid))
+    );
+
+    // Output is opened as the user: a root-only directory is refused (launch failure,
+    // nothing created), as Slurm does.
+    let locked = c.dir.path().join("rootonly");
+    std::fs::create_dir(&locked).unwrap();
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let target = locked.join("x.out");
+    let o = u.run(
+        &c,
+        &home,
+        "022",
+        &[
+            "sbatch",
+            "--parsable",
+            "-o",
+            target.to_str().unwrap(),
+            "--wrap",
+            "echo hi",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let denied: u32 = stdout(&o).trim().parse().unwrap();
+    assert_eq!(c.wait_done(denied), "FAILED");
+    assert_eq!(c.show_field(denied, "ExitCode"), "0:53");
+    assert!(!target.exists());
+}
+
+#[test]
+fn users_act_only_on_their_own_jobs() {
+    if let Some(why) = skip_reason() {
+        eprintln!("skipping system-mode permission test: {why}");
+        return;
+    }
+    let c = TestCluster::start();
+    std::fs::set_permissions(c.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let u = match TempUser::create() {
+        Ok(u) => u,
+        Err(e) => {
+            eprintln!("skipping system-mode permission test: cannot create a user: {e}");
+            return;
+        }
+    };
+    let dir = std::path::Path::new("/tmp");
+    let probe = u.run(&c, dir, "022", &["sluice", "--version"]);
+    if !probe.status.success() {
+        eprintln!("skipping: the test binary is not executable by another user");
+        return;
+    }
+    let roots = c.submit(&["-H", "--wrap", "true"]);
+    let o = u.run(
+        &c,
+        dir,
+        "022",
+        &[
+            "sbatch",
+            "--parsable",
+            "-H",
+            "--begin=now+1hour",
+            "-o",
+            "/dev/null",
+            "--wrap",
+            "true",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mine: u32 = stdout(&o).trim().parse().unwrap();
+    let as_user = |args: &[&str]| u.run(&c, dir, "022", args);
+
+    // Not someone else's job.
+    let o = as_user(&["scancel", &roots.to_string()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        format!("scancel: error: Kill job error on job id {roots}: Access/permission denied\n")
+    );
+    let o = as_user(&["scontrol", "release", &roots.to_string()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "Access/permission denied for job {roots}\nslurm_suspend error: Access/permission denied\n"
+        )
+    );
+    let o = as_user(&["scontrol", "update", &format!("JobId={roots}"), "JobName=x"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("Access/permission denied"),
+        "{}",
+        stderr(&o)
+    );
+    let o = as_user(&[
+        "scontrol",
+        "update",
+        &format!("NodeName={}", c.node()),
+        "State=DRAIN",
+        "Reason=x",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("Access/permission denied"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(c.state(roots).as_deref(), Some("PENDING"));
+
+    // An admin hold by root cannot be released by the owner; a user hold can.
+    c.ok("scontrol", &["hold", &mine.to_string()]);
+    let o = as_user(&["scontrol", "release", &mine.to_string()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "Access/permission denied for job {mine}\nslurm_suspend error: Access/permission denied\n"
+        )
+    );
+    c.ok("scontrol", &["release", &mine.to_string()]);
+    c.ok("scontrol", &["uhold", &mine.to_string()]);
+    let o = as_user(&["scontrol", "release", &mine.to_string()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        c.ok("squeue", &["-h", "-j", &mine.to_string(), "-o", "%r"]),
+        "BeginTime\n"
+    );
+    // Raising one's own time limit or lowering nice is for operators.
+    let o = as_user(&[
+        "sbatch",
+        "--parsable",
+        "-H",
+        "-t",
+        "5",
+        "-o",
+        "/dev/null",
+        "--wrap",
+        "true",
+    ]);
+    let limited: u32 = stdout(&o).trim().parse().unwrap();
+    let o = as_user(&[
+        "scontrol",
+        "update",
+        &format!("JobId={limited}"),
+        "TimeLimit=10",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let o = as_user(&["sbatch", "--nice=-5", "--wrap", "true"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    // scancel -u of everyone's jobs touches only the caller's own.
+    let o = as_user(&["scancel", "--me"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(c.state(limited).as_deref(), Some("CANCELLED"));
+    assert_eq!(c.state(mine).as_deref(), Some("CANCELLED"));
+    assert_eq!(c.state(roots).as_deref(), Some("PENDING"));
+    // sacct shows a user their own jobs.
+    let o = as_user(&["sacct", "-n", "-X", "-P", "-o", "JobID,User"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = stdout(&o);
+    assert!(rows.contains(&format!("{mine}|{}\n", u.name)), "{rows}");
+    assert!(!rows.contains(&format!("{roots}|")), "{rows}");
+}
