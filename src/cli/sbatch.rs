@@ -563,9 +563,9 @@ fn response_kind(r: &Response) -> &'static str {
         Response::Config(_) => "Config",
         Response::Ok => "Ok",
         Response::Error(_) => "Error",
-        Response::Allocation(_) => "Allocation",
         Response::Priority { .. } => "Priority",
         Response::Stats(_) => "Stats",
+        Response::Allocation(_) => "Allocation",
     }
 }
 
@@ -1001,13 +1001,13 @@ mod tests {
             cancelled_by: None,
             steps: Vec::new(),
             last_sched_eval: None,
+            sched: Default::default(),
             array_job_id: 0,
             array_task_id: None,
             array: None,
             depend: None,
             past_runs: Vec::new(),
             het: None,
-            sched: Default::default(),
         }
     }
 

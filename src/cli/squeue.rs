@@ -15,9 +15,9 @@
 //! `123_[5-99%10]`; `-r` and `-j 123_i` show them one per line. An array's id in `-j`
 //! selects every record of the array, a task's own id that task.
 //!
-//! `--start` shows the backfill timeline's expected start of a pending job (else
-//! `N/A`) and the nodes it was planned on (SCHEDNODES). Not yet: `--json`/`--yaml`,
-//! `-i` iteration.
+//! Not yet: `--json`/`--yaml`, `-i` iteration. `--start` shows the backfill timeline's
+//! expected start of a pending job (else `N/A`) and the nodes it was planned on
+//! (SCHEDNODES).
 
 use crate::cli::client::Client;
 use crate::cli::format::{self, Field, Format};

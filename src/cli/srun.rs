@@ -150,7 +150,11 @@ pub fn plan(args: &SrunArgs, ctx: &opts::SubmitContext) -> Result<Plan, Failure>
         name,
         argv,
         task_argv,
-        environment: (*spec.environment).clone(),
+        environment: spec
+            .environment
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
         work_dir: spec.work_dir.clone(),
         ntasks,
         nodes_min: spec.nodes_min,

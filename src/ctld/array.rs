@@ -69,11 +69,11 @@ impl Cluster {
         }
         if a.tasks.is_empty() {
             meta.array_task_id = Some(t);
-            fx.persist.push(meta.clone());
+            fx.persist.push(Job::clone(meta));
             return Some(meta_id);
         }
         let mut task = meta.clone();
-        fx.persist.push(meta.clone());
+        fx.persist.push(Job::clone(meta));
         let id = self.next_id;
         self.next_id += 1;
         task.id = id;
@@ -81,7 +81,7 @@ impl Cluster {
         if let Some(a) = task.array.as_mut() {
             a.tasks = IndexSet::new();
         }
-        fx.persist.push(task.clone());
+        fx.persist.push(Job::clone(&task));
         self.jobs.insert(id, task);
         Some(id)
     }
@@ -205,7 +205,7 @@ impl Cluster {
             j.cancelled_by = Some(c.uid);
             j.reason = Reason::None;
         }
-        fx.persist.push(j.clone());
+        fx.persist.push(Job::clone(j));
         fx.schedule = true;
         Ok(())
     }

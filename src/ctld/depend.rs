@@ -125,7 +125,7 @@ struct Index {
 }
 
 impl Index {
-    fn build(jobs: &BTreeMap<u32, Job>, want_arrays: bool, want_names: bool) -> Index {
+    fn build(jobs: &BTreeMap<u32, Box<Job>>, want_arrays: bool, want_names: bool) -> Index {
         let mut ix = Index::default();
         for j in jobs.values() {
             if want_arrays && j.array_job_id != 0 {
@@ -270,17 +270,17 @@ impl Cluster {
                 j.state = JobState::Cancelled;
                 j.reason = Reason::DependencyNeverSatisfied;
                 j.end_time = Some(now);
-                fx.persist.push(j.clone());
+                fx.persist.push(Job::clone(j));
                 super::state::shed_after_end(j);
                 fx.schedule = true;
                 continue;
             }
             if status == DepStatus::Satisfied && !(j.is_array_meta() && corr.contains_key(&id)) {
                 j.depend = None;
-                fx.persist.push(j.clone());
+                fx.persist.push(Job::clone(j));
             } else if changed {
                 j.depend = Some(new);
-                fx.persist.push(j.clone());
+                fx.persist.push(Job::clone(j));
             }
         }
         corr

@@ -53,7 +53,7 @@ impl Cluster {
                 j.spec.environment = Default::default();
             }
             fx.persist.push(j.clone());
-            self.jobs.insert(id, j);
+            self.jobs.insert(id, Box::new(j));
         }
         fx.schedule = true;
         Ok(leader)
@@ -126,7 +126,7 @@ impl Cluster {
             .unwrap_or_default()
             .into_iter()
             .filter(|m| *m != leader)
-            .filter_map(|m| self.jobs.get(&m).cloned())
+            .filter_map(|m| self.jobs.get(&m).map(|j| Job::clone(j)))
             .collect()
     }
 

@@ -18,6 +18,7 @@ pub mod store;
 mod testutil;
 
 use crate::config::{Config, Mode};
+use crate::model::Job;
 use crate::model::step::StepSpec;
 use crate::proto::{
     Framed, FromAgent, Request, Response, Role, SlurmError, StepEvent, StepInput, ToAgent,
@@ -594,7 +595,7 @@ impl Actor {
     fn resolve_waiters(&mut self) {
         for (id, reply) in std::mem::take(&mut self.alloc_replies) {
             let resp = match self.cluster.jobs.get(&id) {
-                Some(j) => Response::Allocation(Box::new(j.clone())),
+                Some(j) => Response::Allocation(Box::new(Job::clone(j))),
                 None => Response::Error(SlurmError::InvalidJobId),
             };
             self.deferred.push((reply, resp));
@@ -614,7 +615,7 @@ impl Actor {
                         || (!started && !j.is_active()) =>
                 {
                     self.deferred
-                        .push((reply, Response::Allocation(Box::new(j.clone()))))
+                        .push((reply, Response::Allocation(Box::new(Job::clone(j)))))
                 }
                 Some(_) => keep.push((id, started, reply)),
             }

@@ -23,7 +23,7 @@ use crate::proto::{
 use crate::proto::{PriorityRow, PriorityWeights, SchedStats};
 use crate::sched::priority::{self, PriorityContext};
 use crate::sched::{self, Decision, SchedConfig};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Pending jobs up to which every pass also runs backfill; above it, backfill runs
 /// every `bf_interval` seconds (Slurm runs it only on its interval; sluice plans small
@@ -70,7 +70,8 @@ pub struct Cluster {
     pub kill_wait: u32,
     /// The uid the controller runs as; it is an operator like root.
     pub owner_uid: u32,
-    pub jobs: BTreeMap<u32, Job>,
+    /// Boxed: map nodes are often half full, and a job record is over a kilobyte.
+    pub jobs: BTreeMap<u32, Box<Job>>,
     pub nodes: Vec<Node>,
     pub partitions: Vec<Partition>,
     pub next_id: u32,
@@ -263,7 +264,7 @@ impl Cluster {
                 let a = a.clone();
                 self.charge(&a, j.completing, 1);
             }
-            self.jobs.insert(j.id, j);
+            self.jobs.insert(j.id, Box::new(j));
         }
         self.next_id = next_id.max(self.next_id);
     }
@@ -743,7 +744,7 @@ impl Cluster {
         }
         fx.persist.push(job.clone());
         fx.schedule = true;
-        self.jobs.insert(id, job);
+        self.jobs.insert(id, Box::new(job));
         self.stats.jobs_submitted += 1;
         id
     }
@@ -754,7 +755,12 @@ impl Cluster {
         let begin = job.spec.begin.unwrap_or(now).max(now);
         // The job is planned among the queue as it is, from its earliest begin.
         job.eligible_time = Some(now);
-        let mut jobs: Vec<&Job> = self.jobs.values().filter(|j| j.is_active()).collect();
+        let mut jobs: Vec<&Job> = self
+            .jobs
+            .values()
+            .filter(|j| j.is_active())
+            .map(|j| &**j)
+            .collect();
         jobs.push(&job);
         let out = sched::run(&sched::Input {
             jobs: &jobs,
@@ -805,38 +811,43 @@ impl Cluster {
             .iter()
             .map(|p| (p.name.clone(), p.priority_job_factor))
             .collect();
-        let mut het: Vec<(u32, u32)> = Vec::new();
         for j in self.jobs.values_mut() {
             if j.state == JobState::Pending && j.hold.is_none() {
                 let pf = factor.get(&j.partition).copied().unwrap_or(1);
                 j.priority = priority::factors(j, pf, &ctx, &w, now).priority();
-                if let Some(h) = j.het.filter(|h| h.offset > 0) {
-                    het.push((j.id, h.job_id));
-                }
-            }
-        }
-        // A heterogeneous job's components take their leader's priority.
-        for (id, leader) in het {
-            if let Some(p) = self.jobs.get(&leader).map(|l| l.priority)
-                && let Some(j) = self.jobs.get_mut(&id)
-            {
-                j.priority = p;
             }
         }
     }
 
-    /// One pure pass over `jobs` (active jobs, pending ones among them) with this
-    /// cluster's nodes, partitions, licenses and parameters.
-    fn run_pass(&self, jobs: &[&Job], now: i64, backfill: bool) -> sched::Outcome {
-        sched::run(&sched::Input {
-            jobs,
-            nodes: &self.nodes,
-            partitions: &self.partitions,
-            licenses: &self.licenses,
-            config: &self.sched_cfg,
-            now,
-            backfill,
-        })
+    /// Updates the sdiag counters after a pass that took `us` microseconds.
+    fn record_pass_stats(&mut self, out: &sched::Outcome, backfill: bool, us: u64, now: i64) {
+        let s = &mut self.stats;
+        s.main_cycles += 1;
+        s.main_last_us = us;
+        s.main_max_us = s.main_max_us.max(us);
+        s.main_sum_us += us;
+        s.main_depth_sum += u64::from(out.stats.main_depth);
+        s.main_last_queue = u64::from(out.stats.queue_len);
+        if s.main_first == 0 {
+            s.main_first = now;
+        }
+        if backfill {
+            self.last_backfill = now;
+            s.bf_cycles += 1;
+            s.bf_last_when = Some(now);
+            s.bf_last_us = us;
+            s.bf_max_us = s.bf_max_us.max(us);
+            s.bf_sum_us += us;
+            s.bf_jobs += u64::from(out.stats.bf_started);
+            s.bf_last_depth = u64::from(out.stats.bf_depth);
+            s.bf_last_depth_try = u64::from(out.stats.bf_depth_try);
+            s.bf_depth_sum += u64::from(out.stats.bf_depth);
+            s.bf_depth_try_sum += u64::from(out.stats.bf_depth_try);
+            s.bf_last_queue = u64::from(out.stats.bf_queue_len);
+            s.bf_queue_sum += u64::from(out.stats.bf_queue_len);
+            s.bf_last_table = u64::from(out.stats.bf_table_size);
+            s.bf_table_sum += u64::from(out.stats.bf_table_size);
+        }
     }
 
     /// Whether a resolved, not yet inserted job would start in a scheduling pass now,
@@ -851,29 +862,36 @@ impl Cluster {
         {
             return false;
         }
-        let mut jobs: Vec<&Job> = self.jobs.values().filter(|j| j.is_active()).collect();
+        // Running jobs are in the input too: the scheduler plans around them.
+        let mut jobs: Vec<&Job> = self
+            .jobs
+            .values()
+            .map(|j| &**j)
+            .filter(|j| j.is_active())
+            .collect();
         jobs.push(&job);
-        self.run_pass(&jobs, now, true)
-            .decisions
+        sched::schedule(&jobs, &self.nodes, &self.partitions, now)
             .iter()
             .any(|d| matches!(d, Decision::Start { job_id, .. } if *job_id == u32::MAX))
     }
 
-    /// Runs one scheduling pass and applies its decisions: dependencies and deadlines
-    /// are brought up to date, priorities refreshed, then the pure scheduler decides
-    /// (main cycle, and backfill when due: every pass for queues up to
-    /// [`BACKFILL_EVERY_PASS`] jobs, else every `bf_interval` seconds), with copies of
-    /// array meta records standing for the tasks that may start (`ctld::array`).
-    /// Pending jobs get their reason and, from backfill, their expected start.
+    /// Runs one scheduling pass and applies its decisions: first dependencies and
+    /// deadlines are brought up to date, then the pure scheduler decides, with copies
+    /// of array meta records standing for the tasks that may start (`ctld::array`).
+    ///
+    /// Priorities are refreshed first (multifactor), and the pass runs the main cycle,
+    /// then backfill when it is due (every pass for queues up to
+    /// [`BACKFILL_EVERY_PASS`] jobs, else every `bf_interval` seconds); pending jobs get
+    /// their reason and, from backfill, their expected start.
     pub fn schedule(&mut self, now: i64, fx: &mut Effects) {
         let corr = self.evaluate_dependencies(now, fx);
         self.expire_deadlines(now, fx);
-        self.last_pass = now;
         let pending = self
             .jobs
             .values()
             .filter(|j| j.state == JobState::Pending)
             .count();
+        self.last_pass = now;
         if pending == 0 {
             return;
         }
@@ -885,44 +903,59 @@ impl Cluster {
             && (pending <= BACKFILL_EVERY_PASS
                 || now - self.last_backfill >= self.sched_cfg.bf_interval);
         let mut plan = self.array_plan(&corr);
-        let copies: Vec<Job> = plan
+        let mut copies: Vec<Job> = plan
             .iter()
             .flat_map(|(id, picks)| std::iter::repeat_n(*id, picks.len().saturating_sub(1)))
             .collect::<Vec<u32>>()
             .into_iter()
-            .filter_map(|id| self.jobs.get_mut(&id).map(super::array::sched_copy))
+            .filter_map(|id| self.jobs.get_mut(&id).map(|j| super::array::sched_copy(j)))
             .collect();
+        // Each copy gets an id of its own for the pass (the scheduler keys what it
+        // started by id), mapped back to its array's meta record below.
+        let mut alias: HashMap<u32, u32> = HashMap::new();
+        for (k, copy) in copies.iter_mut().enumerate() {
+            let fake = u32::MAX - 1 - k as u32;
+            alias.insert(fake, copy.id);
+            copy.id = fake;
+        }
         // A heterogeneous job starts whole or not at all: a pass that would start it in
         // part runs again without it (it waits with its blocked component's reason).
         let check_het = self.has_pending_het();
         let mut left_out: HashMap<u32, Reason> = HashMap::new();
         let t0 = std::time::Instant::now();
         let out = loop {
+            // Running jobs are in the input too: backfill plans around their limits.
             let jobs: Vec<&Job> = self
                 .jobs
                 .values()
-                .filter(|j| {
-                    if j.state == JobState::Pending {
-                        !left_out.contains_key(&j.id)
-                    } else {
-                        j.is_active()
-                    }
-                })
+                .map(|j| &**j)
+                .filter(|j| j.is_active() && !left_out.contains_key(&j.id))
                 .chain(copies.iter())
                 .collect();
-            let o = self.run_pass(&jobs, now, backfill);
+            if !jobs.iter().any(|j| j.state == JobState::Pending) {
+                break sched::Outcome::default();
+            }
+            let out = sched::run(&sched::Input {
+                jobs: &jobs,
+                nodes: &self.nodes,
+                partitions: &self.partitions,
+                licenses: &self.licenses,
+                config: &self.sched_cfg,
+                now,
+                backfill,
+            });
+            let d = &out.decisions;
             let partial = if check_het {
-                self.partial_het_starts(&o.decisions)
+                self.partial_het_starts(d)
             } else {
                 Vec::new()
             };
             if partial.is_empty() {
-                break o;
+                break out;
             }
             for leader in partial {
                 let members = self.het_members(leader).unwrap_or_default();
-                let reason = o
-                    .decisions
+                let reason = d
                     .iter()
                     .find_map(|x| match x {
                         Decision::Pending { job_id, reason } if members.contains(job_id) => {
@@ -936,8 +969,6 @@ impl Cluster {
                 }
             }
         };
-        let us = t0.elapsed().as_micros() as u64;
-        self.record_stats(&out, backfill, us, now);
         for (id, reason) in left_out {
             if let Some(j) = self.jobs.get_mut(&id)
                 && j.state == JobState::Pending
@@ -946,9 +977,10 @@ impl Cluster {
                 j.last_sched_eval = Some(now);
             }
         }
+        self.record_pass_stats(&out, backfill, t0.elapsed().as_micros() as u64, now);
+        let backfilled: HashSet<u32> = out.backfilled.iter().copied().collect();
         let est: HashMap<u32, &sched::Estimate> =
             out.estimates.iter().map(|e| (e.job_id, e)).collect();
-        let backfilled: std::collections::HashSet<u32> = out.backfilled.iter().copied().collect();
         let mut het_started = Vec::new();
         let mut split: HashMap<u32, u32> = HashMap::new();
         for d in out.decisions.iter().cloned() {
@@ -958,6 +990,7 @@ impl Cluster {
                     partition,
                     alloc,
                 } => {
+                    let job_id = alias.get(&job_id).copied().unwrap_or(job_id);
                     let id = match plan.get_mut(&job_id) {
                         Some(picks) => {
                             let Some(t) = picks.pop_front() else { continue };
@@ -981,13 +1014,16 @@ impl Cluster {
                                 het_started.push(id);
                             }
                         }
+                    }
+                    self.start_job(id, partition, alloc, launch, now, fx);
+                    if let Some(j) = self.jobs.get_mut(&id) {
                         j.sched.backfilled = backfilled.contains(&job_id);
                         j.sched.est_start = None;
                         j.sched.sched_nodes = None;
                     }
-                    self.start_job(id, partition, alloc, launch, now, fx)
                 }
                 Decision::Pending { job_id, reason } => {
+                    let job_id = alias.get(&job_id).copied().unwrap_or(job_id);
                     if let Some(j) = self.jobs.get_mut(&job_id)
                         && j.state == JobState::Pending
                     {
@@ -1018,24 +1054,6 @@ impl Cluster {
         for leader in het_started {
             self.launch(leader, fx);
         }
-        // Pending components that only wait behind their leader (same priority) say
-        // what the leader waits for.
-        let follow: Vec<(u32, Reason)> = self
-            .jobs
-            .values()
-            .filter(|j| j.state == JobState::Pending && j.reason == Reason::Priority)
-            .filter_map(|j| {
-                let h = j.het.filter(|h| h.offset > 0)?;
-                let l = self.jobs.get(&h.job_id)?;
-                (l.state == JobState::Pending && l.reason == Reason::Resources)
-                    .then(|| (j.id, l.reason.clone()))
-            })
-            .collect();
-        for (id, r) in follow {
-            if let Some(j) = self.jobs.get_mut(&id) {
-                j.reason = r;
-            }
-        }
         // An array that started up to its throttle waits on it from now on.
         for (id, n) in split {
             if let Some(j) = self.jobs.get_mut(&id)
@@ -1048,38 +1066,6 @@ impl Cluster {
                     j.last_sched_eval = Some(now);
                 }
             }
-        }
-    }
-
-    /// sdiag counters of one pass of `us` microseconds. The main cycle and backfill run
-    /// as one pure pass; a backfill pass counts towards both.
-    fn record_stats(&mut self, out: &sched::Outcome, backfill: bool, us: u64, now: i64) {
-        let s = &mut self.stats;
-        s.main_cycles += 1;
-        s.main_last_us = us;
-        s.main_max_us = s.main_max_us.max(us);
-        s.main_sum_us += us;
-        s.main_depth_sum += u64::from(out.stats.main_depth);
-        s.main_last_queue = u64::from(out.stats.queue_len);
-        if s.main_first == 0 {
-            s.main_first = now;
-        }
-        if backfill {
-            self.last_backfill = now;
-            s.bf_cycles += 1;
-            s.bf_last_when = Some(now);
-            s.bf_last_us = us;
-            s.bf_max_us = s.bf_max_us.max(us);
-            s.bf_sum_us += us;
-            s.bf_jobs += u64::from(out.stats.bf_started);
-            s.bf_last_depth = u64::from(out.stats.bf_depth);
-            s.bf_last_depth_try = u64::from(out.stats.bf_depth_try);
-            s.bf_depth_sum += u64::from(out.stats.bf_depth);
-            s.bf_depth_try_sum += u64::from(out.stats.bf_depth_try);
-            s.bf_last_queue = u64::from(out.stats.bf_queue_len);
-            s.bf_queue_sum += u64::from(out.stats.bf_queue_len);
-            s.bf_last_table = u64::from(out.stats.bf_table_size);
-            s.bf_table_sum += u64::from(out.stats.bf_table_size);
         }
     }
 
@@ -1096,7 +1082,7 @@ impl Cluster {
                 j.state = JobState::Deadline;
                 j.reason = Reason::DeadLine;
                 j.end_time = Some(now);
-                fx.persist.push(j.clone());
+                fx.persist.push(Job::clone(j));
                 shed_after_end(j);
             }
         }
@@ -1127,7 +1113,7 @@ impl Cluster {
         if j.spec.alloc_only {
             // salloc/srun: the allocation is the job; steps come from its owner.
             j.alloc = Some(alloc);
-            fx.persist.push(j.clone());
+            fx.persist.push(Job::clone(j));
             return;
         }
         j.steps.retain(|s| s.id != "batch");
@@ -1150,8 +1136,8 @@ impl Cluster {
         for n in self.nodes.iter_mut().filter(|n| n.name == batch_host) {
             n.last_busy_time = Some(now);
         }
-        let j = self.jobs[&id].clone();
-        fx.persist.push(j.clone());
+        let j = &self.jobs[&id];
+        fx.persist.push(Job::clone(j));
         if launch {
             self.launch(id, fx);
         }
@@ -1172,7 +1158,7 @@ impl Cluster {
         fx.to_agent.push((
             batch_host,
             ToAgent::Launch(LaunchBatch {
-                job: Box::new(j.clone()),
+                job: Box::new(Job::clone(j)),
                 kill_wait: self.kill_wait,
                 cluster: self.cluster_name.clone(),
                 cgroup: self.cgroup.clone(),
@@ -1322,7 +1308,7 @@ impl Cluster {
         // A heterogeneous job's other components have no processes to end: they
         // follow the leader when its node reports the end.
         let follower = j.het.is_some_and(|h| h.offset != 0);
-        fx.persist.push(j.clone());
+        fx.persist.push(Job::clone(j));
         if let Some(a) = &alloc {
             for name in &a.nodes {
                 if let Some(n) = self.node_mut(name) {
@@ -1602,11 +1588,11 @@ impl Cluster {
                 }
             }
         }
-        fx.persist.push(j.clone());
+        fx.persist.push(Job::clone(j));
         shed_after_end(j);
         fx.schedule = true;
-        let het_leader = j.het.filter(|h| h.offset == 0).map(|h| h.job_id);
         let (uid, state, ran) = (j.uid, j.state, j.run_secs(end_time));
+        let het_leader = j.het.filter(|h| h.offset == 0).map(|h| h.job_id);
         if let Some(a) = alloc {
             self.charge(&a, was_completing, -1);
             // Fair-share usage: CPU-seconds held.
@@ -1634,7 +1620,7 @@ impl Cluster {
                 if let Some(j) = self.jobs.get_mut(&m)
                     && m != leader
                 {
-                    fx.persist.push(j.clone());
+                    fx.persist.push(Job::clone(j));
                     shed_after_end(j);
                 }
             }
@@ -1756,7 +1742,7 @@ impl Cluster {
                 j.end_time = Some(now);
                 j.cancelled_by = Some(c.uid);
                 self.stats.jobs_canceled += 1;
-                fx.persist.push(j.clone());
+                fx.persist.push(Job::clone(j));
                 shed_after_end(j);
                 fx.schedule = true;
                 Ok(())
@@ -1910,7 +1896,7 @@ impl Cluster {
                 j.hold = Some(HoldKind::User);
                 j.priority = 0;
                 j.reason = Reason::JobHeldUser;
-                fx.persist.push(j.clone());
+                fx.persist.push(Job::clone(j));
                 Ok(())
             }
             JobState::Pending => Err(SlurmError::JobPending),
@@ -2229,7 +2215,7 @@ impl Cluster {
                             Some(j) => {
                                 let r = f(j);
                                 if r.is_ok() {
-                                    fx.persist.push(j.clone());
+                                    fx.persist.push(Job::clone(j));
                                     fx.schedule = true;
                                 }
                                 r

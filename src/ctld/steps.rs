@@ -367,8 +367,8 @@ impl Cluster {
             cpu_secs: 0.0,
             detail: Some(Box::new(detail)),
         });
-        fx.persist.push(job.clone());
-        let job_copy = Box::new(job.clone());
+        fx.persist.push(Job::clone(job));
+        let job_copy = Box::new(Job::clone(job));
         let spec = Box::new(spec);
         for (i, node) in layout.nodes.iter().enumerate() {
             fx.to_agent.push((
@@ -543,7 +543,7 @@ impl Cluster {
                     d.usage = usage;
                 }
             }
-            fx.persist.push(job.clone());
+            fx.persist.push(Job::clone(job));
         }
         fx.to_client.push((live.token, StepEvent::Done { state }));
         self.retry_pending(job_id, now, fx);
@@ -768,7 +768,7 @@ impl Cluster {
                 }
             }
             if changed {
-                fx.persist.push(j.clone());
+                fx.persist.push(Job::clone(j));
             }
         }
     }
@@ -860,7 +860,7 @@ impl Cluster {
                 j.state = JobState::Cancelled;
                 j.end_time = Some(now);
                 j.cancelled_by = Some(c.uid);
-                fx.persist.push(j.clone());
+                fx.persist.push(Job::clone(j));
                 fx.schedule = true;
                 Ok(())
             }
@@ -899,7 +899,7 @@ impl Cluster {
         j.end_time = Some(now);
         j.completing = false;
         let alloc = j.alloc.clone();
-        fx.persist.push(j.clone());
+        fx.persist.push(Job::clone(j));
         fx.schedule = true;
         if let Some(a) = alloc {
             self.uncharge(&a, was_completing);
@@ -932,7 +932,7 @@ impl Cluster {
             }
             if let Some(j) = self.jobs.get_mut(&id) {
                 j.cancelled_by = Some(c.uid);
-                fx.persist.push(j.clone());
+                fx.persist.push(Job::clone(j));
             }
         }
     }

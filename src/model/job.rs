@@ -456,6 +456,11 @@ pub enum Reason {
     JobLaunchFailure,
     /// A reason given by an admin or not in this list, shown verbatim.
     Other(String),
+    /// Waiting for licenses (`Licenses`).
+    Licenses,
+    /// Could start now, but the resources are reserved for a higher-priority job's
+    /// planned start (Slurm prints this long text as the reason).
+    NodesReserved,
     /// Waiting for another job (`--dependency`).
     Dependency,
     /// A dependency that can never be satisfied.
@@ -464,11 +469,6 @@ pub enum Reason {
     JobArrayTaskLimit,
     /// `--deadline` passed.
     DeadLine,
-    /// Waiting for licenses (`Licenses`).
-    Licenses,
-    /// Could start now, but the resources are reserved for a higher-priority job's
-    /// planned start (Slurm prints this long text as the reason).
-    NodesReserved,
 }
 
 impl Reason {
@@ -493,14 +493,14 @@ impl Reason {
             Reason::TimeLimit => "TimeLimit",
             Reason::JobLaunchFailure => "JobLaunchFailure",
             Reason::Other(s) => s,
-            Reason::Dependency => "Dependency",
-            Reason::DependencyNeverSatisfied => "DependencyNeverSatisfied",
-            Reason::JobArrayTaskLimit => "JobArrayTaskLimit",
-            Reason::DeadLine => "DeadLine",
             Reason::Licenses => "Licenses",
             Reason::NodesReserved => {
                 "Nodes required for job are DOWN, DRAINED or reserved for jobs in higher priority partitions"
             }
+            Reason::Dependency => "Dependency",
+            Reason::DependencyNeverSatisfied => "DependencyNeverSatisfied",
+            Reason::JobArrayTaskLimit => "JobArrayTaskLimit",
+            Reason::DeadLine => "DeadLine",
         }
     }
 }
@@ -912,7 +912,7 @@ pub(crate) fn sample_running(id: u32, name: &str, cpus: Vec<u32>) -> Job {
             nodes,
             cpus,
             mem_per_node: 400,
-            ..Default::default()
+            ..Allocation::default()
         }),
         exit: ExitStatus::default(),
         derived_exit: ExitStatus::default(),
@@ -920,13 +920,13 @@ pub(crate) fn sample_running(id: u32, name: &str, cpus: Vec<u32>) -> Job {
         cancelled_by: None,
         steps: Vec::new(),
         last_sched_eval: None,
-        sched: Default::default(),
         array_job_id: 0,
         array_task_id: None,
         array: None,
         depend: None,
         past_runs: Vec::new(),
         het: None,
+        sched: Default::default(),
     }
 }
 

@@ -258,6 +258,10 @@ pub enum Request {
     Shutdown,
     /// Liveness check.
     Ping,
+    /// Priority factors of pending jobs (sprio); empty lists mean all.
+    Priority { ids: Vec<u32>, users: Vec<u32> },
+    /// Scheduler statistics (sdiag).
+    Stats,
     /// Create a job that only holds an allocation (salloc, srun outside an allocation).
     /// Answered with [`Response::Allocation`] after the next scheduling pass, so the job
     /// is either running or pending with its reason. The connection that sent it owns
@@ -280,10 +284,6 @@ pub enum Request {
         steps: Vec<(u32, u32)>,
         signal: Option<i32>,
     },
-    /// Priority factors of pending jobs (sprio); empty lists mean all.
-    Priority { ids: Vec<u32>, users: Vec<u32> },
-    /// Scheduler statistics (sdiag).
-    Stats,
 }
 
 /// A user-facing error from the controller; `Display` is Slurm's text.

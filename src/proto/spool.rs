@@ -48,9 +48,15 @@ pub struct StepResult {
     pub message: Option<String>,
 }
 
+/// A temporary name private to this process: the agent and stepd both record stepd's
+/// pid, and two writers sharing one temporary file would make one rename fail.
+fn tmp_name(dir: &Path, name: &str) -> std::path::PathBuf {
+    dir.join(format!(".{name}.{}.tmp", std::process::id()))
+}
+
 /// Writes `value` to `dir/name` atomically.
 pub fn write<T: Serialize>(dir: &Path, name: &str, value: &T) -> Result<(), ProtoError> {
-    let tmp = dir.join(format!(".{name}.tmp"));
+    let tmp = tmp_name(dir, name);
     std::fs::write(&tmp, encode(value)?)?;
     std::fs::rename(&tmp, dir.join(name))?;
     Ok(())
@@ -79,7 +85,7 @@ pub fn read_pid(dir: &Path, name: &str) -> Option<i32> {
 
 /// Writes a pid file atomically.
 pub fn write_pid(dir: &Path, name: &str, pid: u32) -> std::io::Result<()> {
-    let tmp = dir.join(format!(".{name}.tmp"));
+    let tmp = tmp_name(dir, name);
     std::fs::write(&tmp, format!("{pid}\n"))?;
     std::fs::rename(&tmp, dir.join(name))
 }

@@ -143,7 +143,24 @@ pub fn static_reason(job: &Job, part: &Partition, nodes: &[Node]) -> Option<Reas
     {
         return Some(Reason::PartitionNodeLimit);
     }
-    let infos: Vec<NodeInfo> = nodes.iter().map(NodeInfo::of).collect();
+    // A node whose agent has not registered since the controller started has no
+    // detected CPUs or memory: what its configuration does not declare counts as
+    // plentiful, so that jobs are not refused as impossible for want of a measurement.
+    let infos: Vec<NodeInfo> = nodes
+        .iter()
+        .map(|n| {
+            let mut i = NodeInfo::of(n);
+            if n.agent_start_time.is_none() {
+                if i.cpus == 0 {
+                    i.cpus = 1 << 20;
+                }
+                if i.mem == 0 {
+                    i.mem = 1 << 40;
+                }
+            }
+            i
+        })
+        .collect();
     let index = |name: &str| nodes.iter().position(|n| n.name == name);
     let req = match Req::new(job, part, &index) {
         Ok(r) => r,

@@ -3,7 +3,7 @@
 
 use crate::ctld::state::{Cluster, Effects};
 use crate::ctld::testutil::*;
-use crate::model::{JobSpec, JobState, Reason};
+use crate::model::{Job, JobSpec, JobState, Reason};
 use crate::proto::{JobFilter, SlurmError, ToAgent};
 
 fn comp(tasks: u32) -> JobSpec {
@@ -149,8 +149,8 @@ fn batch_env_has_every_group() {
     second.name = "second".into();
     let l = submit_het(&mut c, vec![comp(1), second]);
     pass(&mut c, 1);
-    let leader = c.jobs[&l].clone();
-    let others = vec![c.jobs[&(l + 1)].clone()];
+    let leader = Job::clone(&c.jobs[&l]);
+    let others = vec![Job::clone(&c.jobs[&(l + 1)])];
     let env = crate::stepd::env::het_batch_env(&leader, &others, "c", "n1", 1);
     let get = |k: &str| env.iter().find(|(x, _)| x == k).map(|(_, v)| v.as_str());
     assert_eq!(get("SLURM_HET_SIZE"), Some("2"));
