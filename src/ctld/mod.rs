@@ -436,7 +436,7 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tokio::pin!(shutdown);
     // Event-triggered passes are spaced by ten times the last pass's cost (at most a
-    // second): a long queue under a stream of submissions is scheduled every so often
+    // second; none below 5 ms): a long queue under a stream of submissions is scheduled every so often
     // instead of once per submission (Slurm's batch_sched_delay serves the same end);
     // a short queue is scheduled at once.
     let far = tokio::time::Instant::now() + Duration::from_secs(86400 * 365);
@@ -477,7 +477,14 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
         }
         if fx.schedule {
             fx.schedule = false;
-            let at = last_end + (last_cost * 10).min(Duration::from_secs(1));
+            // Cheap passes (a short queue) run at once, so a submission's reply is
+            // followed by its job's first evaluation.
+            let gap = if last_cost < Duration::from_millis(5) {
+                Duration::ZERO
+            } else {
+                (last_cost * 10).min(Duration::from_secs(1))
+            };
+            let at = last_end + gap;
             sched_due = Some(sched_due.map_or(at, |d| d.min(at)));
         }
         if sched_due.is_some_and(|d| tokio::time::Instant::now() >= d) {
