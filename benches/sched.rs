@@ -6,10 +6,8 @@
 //! lublin_256 trace, EASY.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use sluice::model::job::{Allocation, ExitStatus};
-use sluice::model::{
-    Job, JobSpec, JobState, MemReq, Node, NodeState, Partition, Reason, TimeLimit,
-};
+use sluice::model::job::Allocation;
+use sluice::model::{Job, JobSpec, JobState, MemReq, Node, NodeState, Partition, TimeLimit};
 use sluice::sched::{self, Input, Policy, SchedConfig};
 use std::hint::black_box;
 
@@ -42,30 +40,10 @@ fn job(id: u32, tasks: u32, mins: u32, prio: u32) -> Job {
         req_tasks: tasks,
         req_nodes: 1,
         req_mem: MemReq::PerCpu(1000),
-        state: JobState::Pending,
-        completing: false,
-        reason: Reason::None,
         priority: prio,
-        hold: None,
         submit_time: i64::from(id),
         eligible_time: Some(0),
-        start_time: None,
-        end_time: None,
-        suspended_secs: 0,
-        alloc: None,
-        exit: ExitStatus::default(),
-        derived_exit: ExitStatus::default(),
-        restarts: 0,
-        cancelled_by: None,
-        steps: Vec::new(),
-        last_sched_eval: None,
-        sched: Default::default(),
-        array_job_id: 0,
-        array_task_id: None,
-        array: None,
-        depend: None,
-        past_runs: Vec::new(),
-        het: None,
+        ..Job::default()
     }
 }
 

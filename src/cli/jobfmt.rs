@@ -203,7 +203,7 @@ mod tests {
 #[cfg(test)]
 pub(crate) mod testjobs {
     use crate::model::job::Allocation;
-    use crate::model::{ExitStatus, Job, JobSpec, JobState, MemReq, Reason, TimeLimit};
+    use crate::model::{ExitStatus, Job, JobSpec, JobState, MemReq, TimeLimit};
 
     /// 2026-11-29T14:55:35Z.
     pub const T0: i64 = 1_795_964_135;
@@ -231,30 +231,11 @@ pub(crate) mod testjobs {
             req_tasks: 1,
             req_nodes: 1,
             req_mem: MemReq::PerCpu(400),
-            state: JobState::Pending,
-            completing: false,
-            reason: Reason::None,
             priority: 11515,
-            hold: None,
             submit_time: T0,
             eligible_time: Some(T0),
-            start_time: None,
-            end_time: None,
-            suspended_secs: 0,
-            alloc: None,
-            exit: ExitStatus::default(),
-            derived_exit: ExitStatus::default(),
-            restarts: 0,
-            cancelled_by: None,
-            steps: Vec::new(),
             last_sched_eval: Some(T0),
-            sched: Default::default(),
-            array_job_id: 0,
-            array_task_id: None,
-            array: None,
-            depend: None,
-            past_runs: Vec::new(),
-            het: None,
+            ..Job::default()
         }
     }
 

@@ -968,7 +968,7 @@ mod tests {
     }
 
     fn job(id: u32, state: crate::model::JobState, exit: ExitStatus) -> crate::model::Job {
-        use crate::model::{Job, JobState, MemReq, Reason};
+        use crate::model::{Job, JobState, MemReq};
         Job {
             id,
             spec: JobSpec::default(),
@@ -985,29 +985,11 @@ mod tests {
             req_nodes: 1,
             req_mem: MemReq::PerCpu(400),
             state,
-            completing: false,
-            reason: Reason::None,
             priority: 1,
-            hold: None,
             submit_time: 0,
-            eligible_time: None,
-            start_time: None,
             end_time: (state != JobState::Running).then_some(1),
-            suspended_secs: 0,
-            alloc: None,
             exit,
-            derived_exit: ExitStatus::default(),
-            restarts: 0,
-            cancelled_by: None,
-            steps: Vec::new(),
-            last_sched_eval: None,
-            sched: Default::default(),
-            array_job_id: 0,
-            array_task_id: None,
-            array: None,
-            depend: None,
-            past_runs: Vec::new(),
-            het: None,
+            ..Job::default()
         }
     }
 

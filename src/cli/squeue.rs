@@ -1169,7 +1169,7 @@ mod tests {
     use super::*;
     use crate::model::TimeLimit;
     use crate::model::job::Allocation;
-    use crate::model::{ExitStatus, JobSpec, Reason};
+    use crate::model::{JobSpec, Reason};
 
     const T0: i64 = 1_795_964_135; // submit time of the golden queue
 
@@ -1195,30 +1195,9 @@ mod tests {
             req_tasks: 1,
             req_nodes: 1,
             req_mem: MemReq::PerCpu(400),
-            state: JobState::Pending,
-            completing: false,
-            reason: Reason::None,
             priority: 11515,
-            hold: None,
             submit_time: T0,
-            eligible_time: None,
-            start_time: None,
-            end_time: None,
-            suspended_secs: 0,
-            alloc: None,
-            exit: ExitStatus::default(),
-            derived_exit: ExitStatus::default(),
-            restarts: 0,
-            cancelled_by: None,
-            steps: Vec::new(),
-            last_sched_eval: None,
-            sched: Default::default(),
-            array_job_id: 0,
-            array_task_id: None,
-            array: None,
-            depend: None,
-            past_runs: Vec::new(),
-            het: None,
+            ..Job::default()
         }
     }
 

@@ -422,7 +422,6 @@ impl Cluster {
         });
         let (user, group) = names(caller.uid, caller.gid);
         let mut job = Job {
-            id: 0,
             uid: caller.uid,
             gid: caller.gid,
             user,
@@ -435,31 +434,10 @@ impl Cluster {
             req_tasks: ntasks,
             req_nodes,
             req_mem,
-            state: JobState::Pending,
-            completing: false,
-            reason: Reason::None,
             priority: 0,
-            hold: None,
             submit_time: now,
-            eligible_time: None,
-            start_time: None,
-            end_time: None,
-            suspended_secs: 0,
-            alloc: None,
-            exit: ExitStatus::default(),
-            derived_exit: ExitStatus::default(),
-            restarts: 0,
-            cancelled_by: None,
-            steps: Vec::new(),
-            last_sched_eval: None,
-            sched: Default::default(),
-            array_job_id: 0,
-            array_task_id: None,
-            array: None,
-            depend: None,
-            past_runs: Vec::new(),
-            het: None,
             spec,
+            ..Job::default()
         };
         if job.spec.nice < 0 && !self.is_operator(caller) {
             return Err(SlurmError::AccessDenied);

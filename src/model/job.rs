@@ -790,6 +790,56 @@ pub struct PastRun {
     pub node_fail: bool,
 }
 
+impl Default for Job {
+    /// A pending record with nothing resolved: id 0, owned by uid/gid 0 with empty
+    /// names, no partition/account/QOS, one task on one CPU of one node, no memory
+    /// asked, no time limit, submitted at time 0. The controller fills the resolved
+    /// fields at submit; tests and the simulator override what they need with
+    /// `Job { .., ..Job::default() }` so that a new field is defaulted in one place.
+    fn default() -> Job {
+        Job {
+            id: 0,
+            spec: JobSpec::default(),
+            uid: 0,
+            gid: 0,
+            user: String::new(),
+            group: String::new(),
+            partition: String::new(),
+            account: String::new(),
+            qos: String::new(),
+            time_limit: TimeLimit::Unlimited,
+            req_cpus: 1,
+            req_tasks: 1,
+            req_nodes: 1,
+            req_mem: MemReq::PerNode(0),
+            state: JobState::Pending,
+            completing: false,
+            reason: Reason::None,
+            priority: 0,
+            hold: None,
+            submit_time: 0,
+            eligible_time: None,
+            start_time: None,
+            end_time: None,
+            suspended_secs: 0,
+            alloc: None,
+            exit: ExitStatus::default(),
+            derived_exit: ExitStatus::default(),
+            restarts: 0,
+            cancelled_by: None,
+            steps: Vec::new(),
+            last_sched_eval: None,
+            sched: SchedInfo::default(),
+            array_job_id: 0,
+            array_task_id: None,
+            array: None,
+            depend: None,
+            past_runs: Vec::new(),
+            het: None,
+        }
+    }
+}
+
 impl Job {
     /// The record as queries send it: without the batch script and the environment,
     /// which no query prints and which make up most of a job's size.
@@ -899,34 +949,17 @@ pub(crate) fn sample_running(id: u32, name: &str, cpus: Vec<u32>) -> Job {
         req_nodes: cpus.len() as u32,
         req_mem: MemReq::PerCpu(400),
         state: JobState::Running,
-        completing: false,
-        reason: Reason::None,
         priority: 1,
-        hold: None,
         submit_time: 1000,
         eligible_time: Some(1000),
         start_time: Some(1003),
-        end_time: None,
-        suspended_secs: 0,
         alloc: Some(Allocation {
             nodes,
             cpus,
             mem_per_node: 400,
             ..Allocation::default()
         }),
-        exit: ExitStatus::default(),
-        derived_exit: ExitStatus::default(),
-        restarts: 0,
-        cancelled_by: None,
-        steps: Vec::new(),
-        last_sched_eval: None,
-        array_job_id: 0,
-        array_task_id: None,
-        array: None,
-        depend: None,
-        past_runs: Vec::new(),
-        het: None,
-        sched: Default::default(),
+        ..Job::default()
     }
 }
 

@@ -11,8 +11,7 @@
 pub mod swf;
 
 use crate::config::Config;
-use crate::model::job::ExitStatus;
-use crate::model::{Job, JobSpec, JobState, MemReq, Node, NodeState, Partition, Reason, TimeLimit};
+use crate::model::{Job, JobSpec, JobState, MemReq, Node, NodeState, Partition, TimeLimit};
 use crate::sched::{self, Decision, Input, Policy, SchedConfig};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -76,7 +75,6 @@ fn sim_job(i: usize, j: &swf::SwfJob, partition: &str) -> Job {
         id: i as u32 + 1,
         spec: JobSpec::default(),
         uid: j.user.max(0) as u32,
-        gid: 0,
         user: String::new(),
         group: String::new(),
         partition: partition.to_string(),
@@ -87,30 +85,10 @@ fn sim_job(i: usize, j: &swf::SwfJob, partition: &str) -> Job {
         req_tasks: j.size,
         req_nodes: 1,
         req_mem: MemReq::PerCpu(0),
-        state: JobState::Pending,
-        completing: false,
-        reason: Reason::None,
         priority: 1,
-        hold: None,
         submit_time: j.submit,
         eligible_time: Some(j.submit),
-        start_time: None,
-        end_time: None,
-        suspended_secs: 0,
-        alloc: None,
-        exit: ExitStatus::default(),
-        derived_exit: ExitStatus::default(),
-        restarts: 0,
-        cancelled_by: None,
-        steps: Vec::new(),
-        last_sched_eval: None,
-        sched: Default::default(),
-        array_job_id: 0,
-        array_task_id: None,
-        array: None,
-        depend: None,
-        past_runs: Vec::new(),
-        het: None,
+        ..Job::default()
     }
 }
 

@@ -565,7 +565,7 @@ pub fn cpu_bind_env(bind: &crate::model::step::CpuBind, cpus: &[usize]) -> Vec<(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::job::{Allocation, ExitStatus, JobSpec, JobState, Reason};
+    use crate::model::job::{Allocation, JobSpec, JobState};
     use std::path::PathBuf;
 
     /// The golden directory: `$SLUICE_GOLDEN_DIR`, else `../shared/golden` next to the
@@ -621,34 +621,17 @@ mod tests {
             req_nodes: cpus.len() as u32,
             req_mem: MemReq::PerCpu(400),
             state: JobState::Running,
-            completing: false,
-            reason: Reason::None,
             priority: 1,
-            hold: None,
             submit_time: 1000,
             eligible_time: Some(1000),
             start_time: Some(1003),
-            end_time: None,
-            suspended_secs: 0,
             alloc: Some(Allocation {
                 nodes,
                 cpus,
                 mem_per_node: 400,
                 ..Default::default()
             }),
-            exit: ExitStatus::default(),
-            derived_exit: ExitStatus::default(),
-            restarts: 0,
-            cancelled_by: None,
-            steps: Vec::new(),
-            last_sched_eval: None,
-            sched: Default::default(),
-            array_job_id: 0,
-            array_task_id: None,
-            array: None,
-            depend: None,
-            past_runs: Vec::new(),
-            het: None,
+            ..Job::default()
         }
     }
 

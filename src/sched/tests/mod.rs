@@ -8,7 +8,6 @@ mod reasons;
 mod select;
 
 use super::*;
-use crate::model::job::ExitStatus;
 use crate::model::{JobSpec, MemReq, NodeState, TimeLimit};
 
 pub fn node(name: &str, cpus: u32, mem: u64) -> Node {
@@ -30,8 +29,6 @@ pub fn job(id: u32, tasks: u32, mem_per_cpu: u64) -> Job {
             name: format!("j{id}"),
             ..JobSpec::default()
         },
-        uid: 0,
-        gid: 0,
         user: "u".into(),
         group: "g".into(),
         partition: "p".into(),
@@ -42,30 +39,10 @@ pub fn job(id: u32, tasks: u32, mem_per_cpu: u64) -> Job {
         req_tasks: tasks,
         req_nodes: 1,
         req_mem: MemReq::PerCpu(mem_per_cpu),
-        state: JobState::Pending,
-        completing: false,
-        reason: Reason::None,
         priority: 100,
-        hold: None,
         submit_time: i64::from(id),
         eligible_time: Some(0),
-        start_time: None,
-        end_time: None,
-        suspended_secs: 0,
-        alloc: None,
-        exit: ExitStatus::default(),
-        derived_exit: ExitStatus::default(),
-        restarts: 0,
-        cancelled_by: None,
-        steps: vec![],
-        last_sched_eval: None,
-        sched: Default::default(),
-        array_job_id: 0,
-        array_task_id: None,
-        array: None,
-        depend: None,
-        past_runs: Vec::new(),
-        het: None,
+        ..Job::default()
     }
 }
 
