@@ -754,7 +754,7 @@ impl Actor {
                 Response::Priority { rows, weights }
             }
             Request::Stats => Response::Stats(Box::new(self.cluster.stats_at(now))),
-            Request::Allocate { spec } => {
+            Request::Allocate { spec, .. } => {
                 let mut spec = *spec;
                 spec.alloc_only = true;
                 match self.cluster.resolve(spec, c, now, &user_group_names) {
@@ -939,7 +939,7 @@ async fn serve_requests(
             Request::ReleaseAllocation { job_id, .. } => Some(*job_id),
             _ => None,
         };
-        let allocating = matches!(req, Request::Allocate { .. });
+        let allocating = matches!(req, Request::Allocate { detach: false, .. });
         let (rtx, rrx) = oneshot::channel();
         tx.send(Msg::Client {
             cred,

@@ -266,8 +266,13 @@ pub enum Request {
     /// Answered with [`Response::Allocation`] after the next scheduling pass, so the job
     /// is either running or pending with its reason. The connection that sent it owns
     /// the allocation: when it closes without [`Request::Release`], the job is
-    /// cancelled.
-    Allocate { spec: Box<JobSpec> },
+    /// cancelled — unless `detach` (salloc `--no-shell`), where the allocation lives
+    /// until it is cancelled or reaches its time limit.
+    Allocate {
+        spec: Box<JobSpec>,
+        #[serde(default)]
+        detach: bool,
+    },
     /// Answered with [`Response::Allocation`] once the job has started (`started`) or
     /// has ended (`!started`), whichever is asked; at once if that already happened.
     WaitJob { job_id: u32, started: bool },
