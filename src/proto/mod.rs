@@ -520,6 +520,15 @@ pub enum ToAgent {
         step_id: u32,
         input: StepdInput,
     },
+    /// Bytes from the controller for relayed connection `conn` (see
+    /// [`FromAgent::RelayOpen`]).
+    Relay {
+        conn: u64,
+        #[serde(with = "crate::proto::bytes")]
+        bytes: Vec<u8>,
+    },
+    /// The controller has finished with relayed connection `conn`: close it.
+    RelayClose { conn: u64 },
 }
 
 /// How a batch job ended on the node.
@@ -572,4 +581,18 @@ pub enum FromAgent {
         step_id: u32,
         event: StepdEvent,
     },
+    /// A front-end inside a job on this node connected to the agent's relay socket
+    /// (`SLUICE_SOCKET` in the job's environment); `uid`/`gid` are its SO_PEERCRED as
+    /// the agent read them, which the controller trusts as it trusts the agent. The
+    /// connection's bytes follow as [`FromAgent::Relay`] and are served exactly like a
+    /// connection to the controller's own socket.
+    RelayOpen { conn: u64, uid: u32, gid: u32 },
+    /// Bytes from the front-end on relayed connection `conn`.
+    Relay {
+        conn: u64,
+        #[serde(with = "crate::proto::bytes")]
+        bytes: Vec<u8>,
+    },
+    /// The front-end closed relayed connection `conn`.
+    RelayClose { conn: u64 },
 }

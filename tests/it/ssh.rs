@@ -407,3 +407,43 @@ fn ssh_steps_span_remote_nodes_and_stream_their_output() {
     assert!(o.status.success(), "{o:?}");
     assert_eq!(String::from_utf8_lossy(&o.stdout), "on=sn2\n");
 }
+
+#[test]
+fn ssh_front_ends_in_a_remote_job_reach_the_controller_through_the_agent_relay() {
+    let setup = vec![NodeSetup::new("sn1"), NodeSetup::new("sn2")];
+    let Some(c) = SshCluster::start(&setup, 60) else {
+        return;
+    };
+    c.wait_all_idle();
+    let spool = c.nodes[1].spool.clone();
+    // The submitter's config path does not exist "on the node": only the relay
+    // (SLUICE_SOCKET, set by sn2's agent) can carry these requests to the controller.
+    let id = c.submit(&[
+        "-w",
+        "sn2",
+        "-n2",
+        "-o",
+        "relay.out",
+        "--wrap",
+        "echo sock=$SLUICE_SOCKET; export SLUICE_CONF=/nonexistent/sluice.toml; \
+         echo state=$(squeue -h -j $SLURM_JOB_ID -o %T); \
+         srun -l -n2 sh -c 'echo step $SLURM_STEP_ID on $SLURMD_NODENAME'; \
+         echo srun_rc=$?",
+    ]);
+    let state = c.wait_done(id);
+    let out = std::fs::read_to_string(c.path("relay.out")).unwrap_or_default();
+    assert_eq!(state, "COMPLETED", "{out}");
+    let out = c.wait_file("relay.out", |s| s.contains("srun_rc="));
+    let sock = spool.join("relay").join("sock");
+    assert!(out.contains(&format!("sock={}", sock.display())), "{out}");
+    assert!(out.contains("state=RUNNING"), "{out}");
+    assert!(out.contains("0: step 0 on sn2"), "{out}");
+    assert!(out.contains("1: step 0 on sn2"), "{out}");
+    assert!(out.contains("srun_rc=0"), "{out}");
+    // The step was recorded by the controller like any other.
+    let steps = c.ok(
+        "sacct",
+        &["-n", "-P", "-j", &id.to_string(), "-o", "JobID,State"],
+    );
+    assert!(steps.contains(&format!("{id}.0|COMPLETED")), "{steps}");
+}
