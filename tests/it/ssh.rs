@@ -447,3 +447,38 @@ fn ssh_front_ends_in_a_remote_job_reach_the_controller_through_the_agent_relay()
     );
     assert!(steps.contains(&format!("{id}.0|COMPLETED")), "{steps}");
 }
+
+#[test]
+fn ssh_doctor_checks_each_node_and_explains_a_bad_host_key() {
+    let mut setup = vec![NodeSetup::new("sn1"), NodeSetup::new("sn2")];
+    setup[1].wrong_host_key = true;
+    let Some(c) = SshCluster::start(&setup, 60) else {
+        return;
+    };
+    c.wait_node("sn1", "idle", Duration::from_secs(30), |s, _| s == "IDLE");
+    let o = c.run("sluice", &["doctor"]);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    let (sn1, sn2) = out.split_once("node sn2").expect("a section per node");
+    assert!(sn1.contains("controller answers on"), "{out}");
+    assert!(
+        sn1.contains("node sn1 (") && sn1.contains("ok    ssh"),
+        "{out}"
+    );
+    assert!(
+        sn1.contains("ok    agent") && sn1.contains("(protocol "),
+        "{out}"
+    );
+    assert!(sn1.contains("isolation") && sn1.contains("gpus"), "{out}");
+    assert!(
+        sn2.contains("FAIL  ssh") && sn2.contains("HOST KEY MISMATCH"),
+        "{out}"
+    );
+    // Only the healthy node: nothing fails.
+    let o = c.run("sluice", &["doctor", "sn1"]);
+    assert!(o.status.success(), "{o:?}");
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("sn2"));
+    let o = c.run("sluice", &["doctor", "nosuch"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no node named 'nosuch'"));
+}
