@@ -482,3 +482,38 @@ fn ssh_doctor_checks_each_node_and_explains_a_bad_host_key() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no node named 'nosuch'"));
 }
+
+/// Not a pass/fail test: prints the whole-process time of `srun -N4 -n32 true` inside
+/// an allocation of four remote nodes (issue 7's target: 150 ms). Build in release for
+/// the figure: `cargo test --release --test it bench_ssh_srun -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn bench_ssh_srun_n4_n32_in_an_allocation() {
+    let mut setup: Vec<NodeSetup> = ["sn1", "sn2", "sn3", "sn4"]
+        .iter()
+        .map(|n| NodeSetup::new(n))
+        .collect();
+    for n in &mut setup {
+        n.cpus = 8;
+    }
+    let Some(c) = SshCluster::start(&setup, 60) else {
+        return;
+    };
+    c.wait_all_idle();
+    let id = c.submit(&["-N4", "-n32", "-o", "/dev/null", "--wrap", "sleep 600"]);
+    c.wait_state(id, &["RUNNING"], Duration::from_secs(30));
+    let jid = id.to_string();
+    let mut ms = Vec::new();
+    for _ in 0..21 {
+        let t0 = std::time::Instant::now();
+        let o = c.run("srun", &["--jobid", &jid, "-N4", "-n32", "true"]);
+        ms.push(t0.elapsed().as_secs_f64() * 1000.0);
+        assert!(o.status.success(), "{o:?}");
+    }
+    c.ok("scancel", &[&jid]);
+    ms.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    eprintln!(
+        "srun -N4 -n32 true in an allocation of 4 SSH nodes: median {:.1} ms, min {:.1} ms, max {:.1} ms (21 runs)",
+        ms[10], ms[0], ms[20]
+    );
+}
