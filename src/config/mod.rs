@@ -189,6 +189,15 @@ struct SchedulerConf {
     /// Seconds.
     #[serde(default)]
     bf_interval: Option<u32>,
+    /// `preempt/none`, `preempt/partition_prio`, `preempt/qos`.
+    #[serde(default)]
+    preempt_type: Option<String>,
+    /// `OFF`, `CANCEL`, `REQUEUE`, `SUSPEND[,GANG]`.
+    #[serde(default)]
+    preempt_mode: Option<String>,
+    /// Slurm's time-limit format (`10` = ten minutes, `[D-]HH:MM:SS`).
+    #[serde(default)]
+    preempt_exempt_time: Option<String>,
 }
 
 /// `[priority]`: priority/multifactor weights and options.
@@ -267,6 +276,12 @@ struct PartitionConf {
     def_mem_per_gpu: Option<u64>,
     #[serde(default)]
     max_cpus_per_node: Option<u32>,
+    /// `OFF`, `CANCEL`, `REQUEUE`, `SUSPEND[,GANG]`.
+    #[serde(default)]
+    preempt_mode: Option<String>,
+    /// Seconds.
+    #[serde(default)]
+    grace_time: Option<u32>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -488,6 +503,13 @@ impl Config {
             p.allow_groups = list(&pc.allow_groups);
             p.allow_qos = list(&pc.allow_qos);
             p.exclusive_user = pc.exclusive_user.unwrap_or(false);
+            if let Some(m) = &pc.preempt_mode {
+                p.preempt_mode =
+                    Some(crate::model::preempt::PreemptMode::parse(m).ok_or_else(|| {
+                        invalid(format!("partition '{}': bad preempt_mode '{m}'", pc.name))
+                    })?);
+            }
+            p.grace_time = pc.grace_time.unwrap_or(0);
             p.hidden = pc.hidden.unwrap_or(false);
             if let Some(o) = &pc.oversubscribe {
                 p.oversubscribe = crate::model::OverSubscribe::parse(o).ok_or_else(|| {
@@ -749,6 +771,28 @@ impl CgroupConf {
     }
 }
 
+/// Resolves the preemption keys of `[scheduler]`.
+fn preempt_config(s: &SchedulerConf) -> Result<crate::model::preempt::PreemptConfig, String> {
+    use crate::model::preempt::{PreemptMode, PreemptType};
+    let mut c = crate::model::preempt::PreemptConfig::default();
+    if let Some(v) = &s.preempt_type {
+        c.preempt_type = PreemptType::parse(v).ok_or_else(|| {
+            format!("bad preempt_type '{v}' (preempt/none, preempt/partition_prio, preempt/qos)")
+        })?;
+    }
+    if let Some(v) = &s.preempt_mode {
+        c.mode = PreemptMode::parse(v)
+            .ok_or_else(|| format!("bad preempt_mode '{v}' (OFF, CANCEL, REQUEUE, SUSPEND)"))?;
+    }
+    if let Some(v) = &s.preempt_exempt_time {
+        // Slurm's time-limit format: `10` is ten minutes, `1:00:00` an hour.
+        c.exempt_time = parse_limit(v)
+            .map(|l| l.secs().unwrap_or(u64::MAX))
+            .ok_or_else(|| format!("bad preempt_exempt_time '{v}'"))?;
+    }
+    Ok(c)
+}
+
 /// Resolves `[scheduler]` and `[priority]`.
 fn sched_config(s: &SchedulerConf, p: &PriorityConf) -> Result<sched::SchedConfig, String> {
     let mut c = sched::SchedConfig::default();
@@ -774,6 +818,7 @@ fn sched_config(s: &SchedulerConf, p: &PriorityConf) -> Result<sched::SchedConfi
     if let Some(v) = s.bf_interval {
         c.bf_interval = i64::from(v.max(1));
     }
+    c.preempt = preempt_config(s)?;
     let w = &mut c.priority;
     let set = |dst: &mut u32, v: Option<u32>| {
         if let Some(v) = v {

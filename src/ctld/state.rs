@@ -1161,8 +1161,7 @@ impl Cluster {
             })
             .filter_map(|j| {
                 let sig = j.spec.signal?;
-                let limit = j.time_limit.secs()? as i64;
-                let due = j.start_time? + limit - i64::from(sig.secs_before);
+                let due = j.limit_end(now)? - i64::from(sig.secs_before);
                 let node = j.alloc.as_ref()?.nodes[0].clone();
                 (now >= due).then_some((j.id, node, sig.signal, sig.batch_only))
             })
@@ -1192,10 +1191,7 @@ impl Cluster {
             .values()
             .filter(|j| j.state == JobState::Running && !j.completing)
             .filter(|j| j.het.is_none_or(|h| h.offset == 0))
-            .filter(|j| match (j.start_time, j.time_limit.secs()) {
-                (Some(s), Some(l)) => now >= s + l as i64,
-                _ => false,
-            })
+            .filter(|j| j.limit_end(now).is_some_and(|e| now >= e))
             .map(|j| j.id)
             .collect();
         for id in expired {
