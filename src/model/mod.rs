@@ -5,6 +5,7 @@
 //! the wire (`proto`) and into the store (`ctld::store`).
 
 pub mod array;
+pub mod assoc;
 pub mod constraint;
 pub mod depend;
 pub mod gres;
