@@ -60,6 +60,11 @@ pub enum Command {
         ids: Vec<String>,
         hold: bool,
     },
+    /// `suspend` (`resume: false`) and `resume` (`resume: true`).
+    Suspend {
+        ids: Vec<String>,
+        resume: bool,
+    },
     UpdateJob {
         id: String,
         updates: Vec<JobUpdate>,
@@ -188,6 +193,18 @@ pub fn parse_command(words: &[String]) -> Result<Command, String> {
         return Ok(Command::Requeue {
             ids: job_args(rest, "requeue")?,
             hold: false,
+        });
+    }
+    if abbrev(w, "suspend", 2) {
+        return Ok(Command::Suspend {
+            ids: job_args(rest, "suspend")?,
+            resume: false,
+        });
+    }
+    if abbrev(w, "resume", 3) {
+        return Ok(Command::Suspend {
+            ids: job_args(rest, "resume")?,
+            resume: true,
         });
     }
     if abbrev(w, "update", 1) {
@@ -459,6 +476,20 @@ pub fn execute(
                     ids,
                     hold: *hold,
                     array_tasks,
+                }
+            })
+        }
+        Command::Suspend { ids, resume } => {
+            let prefix = if *resume {
+                "slurm_resume error"
+            } else {
+                "slurm_suspend error"
+            };
+            with_ids(ids, prefix, opts, req, |ids, array_tasks| {
+                Request::Suspend {
+                    ids,
+                    array_tasks,
+                    resume: *resume,
                 }
             })
         }
@@ -895,8 +926,13 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
         ts_or_unknown(end),
         spec.deadline.map(fmt_ts).unwrap_or_else(|| "N/A".into())
     ));
+    // While suspended: when, and how long the job had run before it.
+    let (suspend_time, pre_suspend) = match job.suspension {
+        Some(sus) => (fmt_ts(sus.since), job.run_secs(sus.since)),
+        None => ("None".to_string(), 0),
+    };
     l.push(format!(
-        "SuspendTime=None SecsPreSuspend=0 LastSchedEval={} Scheduler={}",
+        "SuspendTime={suspend_time} SecsPreSuspend={pre_suspend} LastSchedEval={} Scheduler={}",
         ts_or_unknown(job.last_sched_eval),
         if job.sched.backfilled {
             "Backfill"

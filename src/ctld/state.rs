@@ -1264,7 +1264,7 @@ impl Cluster {
         fx: &mut Effects,
     ) -> Option<String> {
         let j = self.jobs.get(&id)?;
-        if j.state != JobState::Running || j.completing {
+        if !matches!(j.state, JobState::Running | JobState::Suspended) || j.completing {
             return None;
         }
         let alloc_only = j.spec.alloc_only;
@@ -1274,6 +1274,7 @@ impl Cluster {
             return None;
         }
         let j = self.jobs.get_mut(&id)?;
+        suspend::end_suspension(j, now);
         j.state = state;
         j.reason = reason;
         j.end_time = Some(now);
@@ -1458,8 +1459,12 @@ impl Cluster {
         let Some(j) = self.jobs.get_mut(&id) else {
             return;
         };
-        if !(j.state == JobState::Running || j.completing) {
+        if !(matches!(j.state, JobState::Running | JobState::Suspended) || j.completing) {
             return;
+        }
+        suspend::end_suspension(j, now);
+        if j.state == JobState::Suspended {
+            j.state = JobState::Running;
         }
         let was_completing = j.completing;
         let alloc = j.alloc.clone();
@@ -1874,7 +1879,7 @@ impl Cluster {
                 Ok(())
             }
             JobState::Pending => Err(SlurmError::JobPending),
-            JobState::Running if !j.completing => {
+            JobState::Running | JobState::Suspended if !j.completing => {
                 self.requeue_running(id, hold, false, now, fx);
                 Ok(())
             }
@@ -2238,6 +2243,9 @@ fn fold_results(rs: Vec<Result<(), SlurmError>>) -> Option<SlurmError> {
             .unwrap_or(SlurmError::InvalidJobId),
     )
 }
+
+mod preempt;
+mod suspend;
 
 #[cfg(test)]
 mod tests;

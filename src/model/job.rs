@@ -911,9 +911,7 @@ impl Job {
 
     /// Seconds spent suspended up to `now`, the suspension in progress included.
     pub fn suspended_total(&self, now: i64) -> u64 {
-        let current = self
-            .suspension
-            .map_or(0, |s| (now - s.since).max(0) as u64);
+        let current = self.suspension.map_or(0, |s| (now - s.since).max(0) as u64);
         self.suspended_secs + current
     }
 

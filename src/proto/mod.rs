@@ -283,7 +283,8 @@ pub enum Request {
     CancelSteps {
         steps: Vec<(u32, u32)>,
         signal: Option<i32>,
-    },    /// `scontrol suspend` (`resume: false`) or `scontrol resume` (`resume: true`);
+    },
+    /// `scontrol suspend` (`resume: false`) or `scontrol resume` (`resume: true`);
     /// operators only.
     Suspend {
         ids: Vec<u32>,
@@ -521,7 +522,8 @@ pub enum ToAgent {
         job_id: u32,
         step_id: u32,
         input: StepdInput,
-    },    /// Stop (`suspend: true`) or continue every process of the job on this node: the
+    },
+    /// Stop (`suspend: true`) or continue every process of the job on this node: the
     /// batch step and the job's steps (freezer, or SIGSTOP/SIGCONT without one).
     Suspend { job_id: u32, suspend: bool },
 }

@@ -112,7 +112,8 @@ pub enum StepdInput {
     Terminate {
         kill_wait: u32,
         message: Option<String>,
-    },    /// Stop (`true`) or continue (`false`) the step's tasks (`scontrol suspend`).
+    },
+    /// Stop (`true`) or continue (`false`) the step's tasks (`scontrol suspend`).
     Suspend(bool),
 }
 

@@ -487,7 +487,11 @@ fn set_suspended(iso: &isolate::step::StepIsolation, pid: Pid, stop: bool) {
         );
     }
     if r.is_err() || !stop {
-        let sig = if stop { Signal::SIGSTOP } else { Signal::SIGCONT };
+        let sig = if stop {
+            Signal::SIGSTOP
+        } else {
+            Signal::SIGCONT
+        };
         let _ = kill(Pid::from_raw(-pid.as_raw()), sig);
     }
 }

@@ -604,22 +604,25 @@ fn signal_tasks(tasks: &[Task], sig: i32) {
 /// Stops (`stop`) or continues the step's tasks for `scontrol suspend`/`resume`:
 /// through the cgroup freezer when the step has one, else (or when freezing fails)
 /// SIGSTOP/SIGCONT to each task's process group.
-fn set_suspended(
-    iso: Option<&super::isolate::step::StepIsolation>,
-    tasks: &[Task],
-    stop: bool,
-) {
+fn set_suspended(iso: Option<&super::isolate::step::StepIsolation>, tasks: &[Task], stop: bool) {
     let frozen = iso.is_some_and(|i| {
         let r = if stop { i.suspend() } else { i.resume() };
         if let Err(e) = &r {
-            eprintln!("stepd: {} failed: {e}", if stop { "suspend" } else { "resume" });
+            eprintln!(
+                "stepd: {} failed: {e}",
+                if stop { "suspend" } else { "resume" }
+            );
         }
         r.is_ok()
     });
     // Without a freezer, signals; on resume both, so that a step stopped either way
     // continues.
     if !frozen || !stop {
-        let sig = if stop { Signal::SIGSTOP } else { Signal::SIGCONT };
+        let sig = if stop {
+            Signal::SIGSTOP
+        } else {
+            Signal::SIGCONT
+        };
         signal_tasks(tasks, sig as i32);
     }
 }

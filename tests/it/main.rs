@@ -27,4 +27,5 @@ mod squeue;
 mod ssh;
 mod states;
 mod steps;
+mod suspend;
 mod system_mode;
