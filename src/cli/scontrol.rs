@@ -926,6 +926,14 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
         ts_or_unknown(end),
         spec.deadline.map(fmt_ts).unwrap_or_else(|| "N/A".into())
     ));
+    // A job chosen for preemption (Slurm prints this line where preemption applies).
+    if let Some(p) = job.preempt {
+        l.push(format!(
+            "PreemptEligibleTime={} PreemptTime={}",
+            ts_or_unknown(start),
+            fmt_ts(p.time)
+        ));
+    }
     // While suspended: when, and how long the job had run before it.
     let (suspend_time, pre_suspend) = match job.suspension {
         Some(sus) => (fmt_ts(sus.since), job.run_secs(sus.since)),

@@ -107,6 +107,8 @@ pub struct Cluster {
     pub kill_invalid_depend: bool,
     /// Live and waiting steps (`ctld::steps`).
     pub steps: super::steps::StepTable,
+    /// What preempt/qos needs of each QOS (from the accounting QOS records).
+    pub qos_preempt: Vec<crate::model::preempt::QosPreempt>,
 }
 
 impl Cluster {
@@ -244,6 +246,7 @@ impl Cluster {
             max_array_size: cfg.max_array_size,
             kill_invalid_depend: cfg.kill_invalid_depend,
             steps: Default::default(),
+            qos_preempt: Vec::new(),
         }
     }
 
@@ -864,6 +867,7 @@ impl Cluster {
     pub fn schedule(&mut self, now: i64, fx: &mut Effects) {
         let corr = self.evaluate_dependencies(now, fx);
         self.expire_deadlines(now, fx);
+        self.resume_preempted(now, fx);
         let pending = self
             .jobs
             .values()
@@ -1032,6 +1036,7 @@ impl Cluster {
         for leader in het_started {
             self.launch(leader, fx);
         }
+        self.preempt_for_pending(now, fx);
         // An array that started up to its throttle waits on it from now on.
         for (id, n) in split {
             if let Some(j) = self.jobs.get_mut(&id)
@@ -1148,6 +1153,7 @@ impl Cluster {
     /// Periodic work: `--signal` warnings, time limits and MinJobAge purge.
     pub fn tick(&mut self, now: i64, fx: &mut Effects) {
         self.tick_steps(now, fx);
+        self.end_graced(now, fx);
         // `--signal=B:SIG@secs` goes to the batch shell `secs` before the limit. Without
         // `B:` Slurm signals the job's steps only (those running at that moment).
         let warn: Vec<(u32, String, i32, bool)> = self
@@ -1496,6 +1502,14 @@ impl Cluster {
                 hold: false,
                 node_fail: true,
             }),
+            // A job in its preemption grace time that ended by itself still goes
+            // back to the queue when it was to be requeued.
+            (None, Some(_)) if !was_completing && j.preempt.is_some_and(|p| p.requeue) => {
+                Some(Ending::Requeue {
+                    hold: false,
+                    node_fail: false,
+                })
+            }
             (e, _) => e,
         };
         if let Some(Ending::Requeue { hold, node_fail }) = ending {
@@ -1509,6 +1523,7 @@ impl Cluster {
                 node_fail,
             });
             j.state = JobState::Pending;
+            j.preempt = None;
             j.restarts += 1;
             j.alloc = None;
             j.start_time = None;
@@ -1565,6 +1580,11 @@ impl Cluster {
                     };
                     j.exit = e.status;
                 }
+            }
+            // It ended during its preemption grace time: preempted all the same.
+            if end.is_some() && j.preempt.is_some() {
+                j.state = JobState::Preempted;
+                j.reason = Reason::None;
             }
         }
         fx.persist.push(Job::clone(j));

@@ -729,6 +729,9 @@ pub struct Job {
     /// The suspension in progress while the state is SUSPENDED; `None` otherwise.
     #[serde(default)]
     pub suspension: Option<Suspension>,
+    /// Set once the job is chosen for preemption (CANCEL/REQUEUE) until it ends.
+    #[serde(default)]
+    pub preempt: Option<super::preempt::Preemption>,
     pub alloc: Option<Allocation>,
     pub exit: ExitStatus,
     /// Highest exit among the job's steps (scontrol -d `DerivedExitCode`).
@@ -837,6 +840,7 @@ impl Default for Job {
             end_time: None,
             suspended_secs: 0,
             suspension: None,
+            preempt: None,
             alloc: None,
             exit: ExitStatus::default(),
             derived_exit: ExitStatus::default(),

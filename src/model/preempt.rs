@@ -111,6 +111,24 @@ pub struct QosPreempt {
     /// Seconds a preempted job of this QOS gets between its signal and its end
     /// (`GraceTime=`).
     pub grace_time: u32,
+    /// Seconds a job of this QOS runs before it may be preempted
+    /// (`PreemptExemptTime=`); `None` follows the cluster's.
+    #[serde(default)]
+    pub exempt_time: Option<u64>,
+}
+
+/// A running job chosen for preemption (CANCEL or REQUEUE) that is in its grace time:
+/// it was signalled at `time` and is ended at `end` (scontrol `PreemptTime`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Preemption {
+    /// When it was chosen, epoch seconds.
+    pub time: i64,
+    /// When it is ended (`time` + GraceTime), epoch seconds.
+    pub end: i64,
+    /// Back to the queue (REQUEUE) rather than ended PREEMPTED (CANCEL).
+    pub requeue: bool,
+    /// The job it makes room for.
+    pub preemptor: u32,
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ mod isolation;
 mod limits;
 mod outputs;
 mod personal;
+mod preempt;
 mod protocol;
 mod recovery;
 mod requeue;
