@@ -1252,11 +1252,12 @@ pub fn partition_lines(p: &Partition, nodes: &[Node]) -> Vec<String> {
             if p.default { "YES" } else { "NO" }
         ),
         format!(
-            "DefaultTime={} DisableRootJobs=NO ExclusiveUser={} GraceTime=0 Hidden={}",
+            "DefaultTime={} DisableRootJobs=NO ExclusiveUser={} GraceTime={} Hidden={}",
             p.default_time
                 .map(|t| t.to_hms())
                 .unwrap_or_else(|| "NONE".into()),
             yes_no(p.exclusive_user),
+            p.grace_time,
             yes_no(p.hidden)
         ),
         format!(
@@ -1277,7 +1278,10 @@ pub fn partition_lines(p: &Partition, nodes: &[Node]) -> Vec<String> {
             p.priority_tier,
             p.oversubscribe.as_text()
         ),
-        "OverTimeLimit=NONE PreemptMode=OFF".into(),
+        format!(
+            "OverTimeLimit=NONE PreemptMode={}",
+            p.preempt_mode.unwrap_or_default().as_str()
+        ),
         format!(
             "State={} TotalCPUs={cpus} TotalNodes={nnodes} SelectTypeParameters=NONE",
             p.state.as_str()

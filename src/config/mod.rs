@@ -1063,4 +1063,47 @@ push_binary = false
             assert!(e.contains(want), "{text:?}: {e}");
         }
     }
+
+    #[test]
+    fn preemption_keys() {
+        use crate::model::preempt::{PreemptMode, PreemptType};
+        let p = Path::new("/x/sluice.toml");
+        let c = Config::from_toml(
+            r#"
+[scheduler]
+preempt_type = "preempt/qos"
+preempt_mode = "SUSPEND,GANG"
+preempt_exempt_time = "5"
+[[nodes]]
+name = "n1"
+[[partitions]]
+name = "low"
+nodes = "n1"
+preempt_mode = "requeue"
+grace_time = 30
+"#,
+            p,
+        )
+        .unwrap();
+        assert_eq!(c.sched.preempt.preempt_type, PreemptType::Qos);
+        assert_eq!(c.sched.preempt.mode, PreemptMode::Suspend);
+        // Slurm's time-limit format: a bare number is minutes.
+        assert_eq!(c.sched.preempt.exempt_time, 300);
+        assert_eq!(c.partitions[0].preempt_mode, Some(PreemptMode::Requeue));
+        assert_eq!(c.partitions[0].grace_time, 30);
+        for (text, want) in [
+            (
+                "[scheduler]\npreempt_type = \"preempt/magic\"\n",
+                "bad preempt_type",
+            ),
+            ("[scheduler]\npreempt_mode = \"kill\"\n", "bad preempt_mode"),
+            (
+                "[scheduler]\npreempt_exempt_time = \"soon\"\n",
+                "bad preempt_exempt_time",
+            ),
+        ] {
+            let e = Config::from_toml(text, p).unwrap_err().to_string();
+            assert!(e.contains(want), "{text:?}: {e}");
+        }
+    }
 }

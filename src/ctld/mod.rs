@@ -709,7 +709,7 @@ impl Actor {
             },
             Request::Nodes => Response::Nodes {
                 nodes: self.cluster.nodes.clone(),
-                partitions: self.cluster.partitions.clone(),
+                partitions: self.cluster.partitions_shown(),
                 now,
             },
             Request::Cancel {

@@ -219,6 +219,15 @@ impl Cluster {
                 },
             ),
             ("SchedulerTimeSlice".into(), "30 sec".into()),
+            ("PreemptMode".into(), cfg.sched.preempt.mode.as_str().into()),
+            (
+                "PreemptType".into(),
+                cfg.sched.preempt.preempt_type.name().into(),
+            ),
+            (
+                "PreemptExemptTime".into(),
+                crate::model::time::fmt_hms(cfg.sched.preempt.exempt_time),
+            ),
         ];
         Cluster {
             cluster_name: cfg.cluster_name.clone(),

@@ -35,6 +35,24 @@ impl From<&crate::model::assoc::Qos> for QosPreempt {
 }
 
 impl Cluster {
+    /// The partitions as `scontrol show partition` shows them: each with the
+    /// PreemptMode its jobs get (the cluster's where the partition names none; OFF
+    /// under preempt/none).
+    pub fn partitions_shown(&self) -> Vec<crate::model::Partition> {
+        let cfg = &self.sched_cfg.preempt;
+        self.partitions
+            .iter()
+            .map(|p| {
+                let mut p = p.clone();
+                p.preempt_mode = Some(match cfg.preempt_type {
+                    PreemptType::None => PreemptMode::Off,
+                    _ => p.preempt_mode.unwrap_or(cfg.mode),
+                });
+                p
+            })
+            .collect()
+    }
+
     /// Resumes jobs suspended by preemption once no running job uses their CPUs
     /// (gang-style resume when their preemptor has ended).
     pub(super) fn resume_preempted(&mut self, now: i64, fx: &mut Effects) {
