@@ -107,6 +107,15 @@ pub struct Cluster {
     pub kill_invalid_depend: bool,
     /// Live and waiting steps (`ctld::steps`).
     pub steps: super::steps::StepTable,
+    /// Accounts, users, associations and QOS (`ctld::acct`, sacctmgr).
+    pub assoc: crate::model::assoc::AssocTree,
+    /// `accounting_storage_enforce` as configured; `None` = automatic (`ctld::acct`).
+    pub enforce_cfg: Option<crate::model::assoc::Enforce>,
+    /// TRES-minutes used per association and QOS (GrpTRESMins), decayed to
+    /// `used_mins_at`; `used_dirty` when it must be saved.
+    pub used_mins: crate::sched::limits::UsedMins,
+    pub used_mins_at: i64,
+    pub used_dirty: bool,
 }
 
 impl Cluster {
@@ -244,6 +253,11 @@ impl Cluster {
             max_array_size: cfg.max_array_size,
             kill_invalid_depend: cfg.kill_invalid_depend,
             steps: Default::default(),
+            assoc: Default::default(),
+            enforce_cfg: cfg.accounting_storage_enforce,
+            used_mins: Default::default(),
+            used_mins_at: 0,
+            used_dirty: false,
         }
     }
 
@@ -455,6 +469,8 @@ impl Cluster {
         {
             return Err(SlurmError::InvalidTimeValue);
         }
+        // Account, QOS and limits (AccountingStorageEnforce).
+        self.acct_resolve(&mut job, now)?;
         job.priority = self.priority_of(&job, now);
         if job.spec.hold {
             job.hold = Some(HoldKind::User);
@@ -748,6 +764,7 @@ impl Cluster {
             config: &self.sched_cfg,
             now: begin,
             backfill: true,
+            limits: self.limits_policy(),
         });
         let mine = out.decisions.iter().find(|d| {
             matches!(d, Decision::Start { job_id, .. } | Decision::Pending { job_id, .. } if *job_id == u32::MAX)
@@ -874,6 +891,7 @@ impl Cluster {
             return;
         }
         self.refresh_priorities(now);
+        self.decay_used(now);
         if self.stats.since == 0 {
             self.stats.since = now;
         }
@@ -921,6 +939,7 @@ impl Cluster {
                 config: &self.sched_cfg,
                 now,
                 backfill,
+                limits: self.limits_policy(),
             });
             let d = &out.decisions;
             let partial = if check_het {
@@ -1575,6 +1594,7 @@ impl Cluster {
             self.charge(&a, was_completing, -1);
             // Fair-share usage: CPU-seconds held.
             self.record_usage(uid, f64::from(a.total_cpus()) * ran as f64, now);
+            self.record_assoc_usage(id, &a, ran, now);
         }
         match state {
             JobState::Pending => {}
