@@ -107,8 +107,15 @@ pub struct Cluster {
     pub kill_invalid_depend: bool,
     /// Live and waiting steps (`ctld::steps`).
     pub steps: super::steps::StepTable,
-    /// What preempt/qos needs of each QOS (from the accounting QOS records).
-    pub qos_preempt: Vec<crate::model::preempt::QosPreempt>,
+    /// Accounts, users, associations and QOS (`ctld::acct`, sacctmgr).
+    pub assoc: crate::model::assoc::AssocTree,
+    /// `accounting_storage_enforce` as configured; `None` = automatic (`ctld::acct`).
+    pub enforce_cfg: Option<crate::model::assoc::Enforce>,
+    /// TRES-minutes used per association and QOS (GrpTRESMins), decayed to
+    /// `used_mins_at`; `used_dirty` when it must be saved.
+    pub used_mins: crate::sched::limits::UsedMins,
+    pub used_mins_at: i64,
+    pub used_dirty: bool,
 }
 
 impl Cluster {
@@ -255,7 +262,11 @@ impl Cluster {
             max_array_size: cfg.max_array_size,
             kill_invalid_depend: cfg.kill_invalid_depend,
             steps: Default::default(),
-            qos_preempt: Vec::new(),
+            assoc: Default::default(),
+            enforce_cfg: cfg.accounting_storage_enforce,
+            used_mins: Default::default(),
+            used_mins_at: 0,
+            used_dirty: false,
         }
     }
 
@@ -467,6 +478,8 @@ impl Cluster {
         {
             return Err(SlurmError::InvalidTimeValue);
         }
+        // Account, QOS and limits (AccountingStorageEnforce).
+        self.acct_resolve(&mut job, now)?;
         job.priority = self.priority_of(&job, now);
         if job.spec.hold {
             job.hold = Some(HoldKind::User);
@@ -760,6 +773,7 @@ impl Cluster {
             config: &self.sched_cfg,
             now: begin,
             backfill: true,
+            limits: self.limits_policy(),
         });
         let mine = out.decisions.iter().find(|d| {
             matches!(d, Decision::Start { job_id, .. } | Decision::Pending { job_id, .. } if *job_id == u32::MAX)
@@ -887,6 +901,7 @@ impl Cluster {
             return;
         }
         self.refresh_priorities(now);
+        self.decay_used(now);
         if self.stats.since == 0 {
             self.stats.since = now;
         }
@@ -934,6 +949,7 @@ impl Cluster {
                 config: &self.sched_cfg,
                 now,
                 backfill,
+                limits: self.limits_policy(),
             });
             let d = &out.decisions;
             let partial = if check_het {
@@ -1605,6 +1621,7 @@ impl Cluster {
             self.charge(&a, was_completing, -1);
             // Fair-share usage: CPU-seconds held.
             self.record_usage(uid, f64::from(a.total_cpus()) * ran as f64, now);
+            self.record_assoc_usage(id, &a, ran, now);
         }
         match state {
             JobState::Pending => {}

@@ -82,6 +82,8 @@ impl Cluster {
         if self.sched_cfg.preempt.preempt_type == PreemptType::None {
             return;
         }
+        // preempt/qos reads the QOS records (sacctmgr's Preempt, PreemptMode, …).
+        let qos: Vec<QosPreempt> = self.assoc.qos.values().map(QosPreempt::from).collect();
         for _ in 0..MAX_ACTIONS_PER_PASS {
             let action = {
                 let cands: Vec<&Job> = self
@@ -108,8 +110,9 @@ impl Cluster {
                     config: &self.sched_cfg,
                     now,
                     backfill: false,
+                    limits: None,
                 };
-                sched::preempt::plan(&input, &self.qos_preempt, &cands)
+                sched::preempt::plan(&input, &qos, &cands)
             };
             match action {
                 None => return,

@@ -78,6 +78,7 @@ pub fn pass(
         config: cfg,
         now,
         backfill: true,
+        limits: None,
     })
 }
 

@@ -54,6 +54,7 @@ fn decide(
         config: c,
         now,
         backfill: false,
+        limits: None,
     };
     plan(&input, qos, &[cand])
 }
