@@ -219,3 +219,62 @@ priority_tier = 2
     );
     assert_eq!(c.wait_done(high), "COMPLETED");
 }
+
+/// Applies a sacctmgr change through the controller's protocol (as `sacctmgr -i`).
+fn acct(c: &TestCluster, entity: &str, name: &str, settings: &[&str]) {
+    use sluice::model::acct_ops::{AcctOp, Entity, Setting};
+    let cfg = sluice::config::Config::from_file(&c.conf).unwrap();
+    let mut cl = sluice::cli::client::Client::connect_with(&cfg).unwrap();
+    let op = AcctOp::Add {
+        entity: Entity::parse(entity).unwrap(),
+        names: vec![name.to_string()],
+        settings: settings
+            .iter()
+            .map(|s| Setting::parse(s).unwrap())
+            .collect(),
+    };
+    match cl
+        .request(&sluice::proto::Request::AcctChange { op, commit: true })
+        .unwrap()
+    {
+        sluice::proto::Response::AcctChanged(_) => {}
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn qos_preempt_lists_choose_the_victims() {
+    let c = TestCluster::start_with(Setup {
+        top: "accounting_storage_enforce = \"none\"\n[scheduler]\npreempt_type = \"preempt/qos\"\npreempt_mode = \"cancel\"\n",
+        ..Setup::default()
+    });
+    acct(&c, "qos", "scavenger", &["PreemptMode=requeue"]);
+    acct(&c, "qos", "urgent", &["Preempt=scavenger"]);
+    let scav = c.submit(&[
+        "--qos=scavenger",
+        "-n4",
+        "-o",
+        "scav.out",
+        "--wrap",
+        "echo run ${SLURM_RESTART_COUNT:-0}; sleep 60",
+    ]);
+    c.wait_file("scav.out", |t| t == "run 0\n");
+    // A job of a QOS that preempts nothing waits.
+    let plain = c.submit(&["--qos=normal", "-n4", "-o", "/dev/null", "--wrap", "true"]);
+    c.wait_field(&plain.to_string(), "Reason", "Resources");
+    assert_eq!(c.state(scav).as_deref(), Some("RUNNING"));
+    c.ok("scancel", &[&plain.to_string()]);
+    // urgent may preempt scavenger, whose mode is REQUEUE.
+    let urgent = c.submit(&[
+        "--qos=urgent",
+        "-n4",
+        "-o",
+        "/dev/null",
+        "--wrap",
+        "sleep 2",
+    ]);
+    c.wait_state(urgent, &["RUNNING"], Duration::from_secs(30));
+    assert_eq!(c.field(&scav.to_string(), "Restarts").as_deref(), Some("1"));
+    assert_eq!(c.wait_done(urgent), "COMPLETED");
+    c.ok("scancel", &[&scav.to_string()]);
+}
