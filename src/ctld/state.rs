@@ -1377,7 +1377,7 @@ impl Cluster {
         let lost: Vec<u32> = self
             .jobs
             .values()
-            .filter(|j| j.state == JobState::Running || j.completing)
+            .filter(|j| matches!(j.state, JobState::Running | JobState::Suspended) || j.completing)
             .filter(|j| j.alloc.as_ref().is_some_and(|a| a.nodes[0] == node))
             .filter(|j| !running.contains(&j.id))
             .filter(|j| j.het.is_none_or(|h| h.offset == 0))
@@ -2174,7 +2174,7 @@ impl Cluster {
         let victims: Vec<(u32, String)> = self
             .jobs
             .values()
-            .filter(|j| j.state == JobState::Running && !j.completing)
+            .filter(|j| matches!(j.state, JobState::Running | JobState::Suspended) && !j.completing)
             .filter_map(|j| {
                 let a = j.alloc.as_ref()?;
                 a.nodes
