@@ -104,7 +104,10 @@ fn max_jobs_counts_running_jobs_of_the_association() {
     );
     // bob's association is another one.
     let bobs = job(3, "bob", JobState::Pending, 1);
-    assert_eq!(reason(&t, enforce(), std::slice::from_ref(&running), &bobs), None);
+    assert_eq!(
+        reason(&t, enforce(), std::slice::from_ref(&running), &bobs),
+        None
+    );
     // Nothing running: free to start.
     assert_eq!(reason(&t, enforce(), &[], &waiting), None);
 }
