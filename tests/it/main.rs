@@ -18,6 +18,7 @@ mod recovery;
 mod requeue;
 mod robustness;
 mod sacct;
+mod sacctmgr;
 mod sbatch;
 mod scancel;
 mod sched;
