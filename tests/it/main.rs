@@ -11,6 +11,7 @@ mod hetjob;
 mod holds;
 mod isolation;
 mod limits;
+mod limits_policy;
 mod outputs;
 mod personal;
 mod protocol;
