@@ -210,3 +210,59 @@ fn submit_validates_account_and_qos_once_accounting_is_set_up() {
     assert_eq!(c.show_field(id, "QOS"), "high");
     c.ok("scancel", &["--me"]);
 }
+
+/// sacctmgr on a terminal (a pty from util-linux `script`), answering `answer`.
+fn on_tty(c: &TestCluster, cmd: &str, answer: &str) -> Option<String> {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let which = Command::new("sh")
+        .args(["-c", "command -v script"])
+        .output()
+        .ok()?;
+    if !which.status.success() {
+        return None;
+    }
+    let mut child = Command::new("script")
+        .args(["-qec", &format!("{}/{cmd}", c.bin.display()), "/dev/null"])
+        .env("SLUICE_CONF", &c.conf)
+        .env("PATH", format!("{}:/usr/bin:/bin", c.bin.display()))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .ok()?;
+    let mut stdin = child.stdin.take()?;
+    // Answer once the question is up (the pty would echo an early answer anyway).
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    stdin.write_all(answer.as_bytes()).ok()?;
+    let out = child.wait_with_output().ok()?;
+    Some(String::from_utf8_lossy(&out.stdout).replace('\r', ""))
+}
+
+#[test]
+fn on_a_terminal_sacctmgr_asks_before_committing() {
+    let c = TestCluster::start();
+    let Some(out) = on_tty(&c, "sacctmgr add account ttyno", "n\n") else {
+        eprintln!("skipping: util-linux script is not available");
+        return;
+    };
+    assert!(
+        out.contains("Would you like to commit changes? (You have 30 seconds to decide)\n(N/y): "),
+        "{out}"
+    );
+    assert!(out.contains(" Changes Discarded"), "{out}");
+    let out = on_tty(&c, "sacctmgr add account ttyyes", "y\n").unwrap();
+    assert!(out.contains(" Adding Account(s)\n  ttyyes"), "{out}");
+    let accts = c.ok("sacctmgr", &["-nP", "show", "account", "format=Account"]);
+    assert_eq!(accts, "root\nttyyes\n");
+    // -i never asks.
+    let out = on_tty(&c, "sacctmgr -i add account ttyi", "").unwrap();
+    assert!(!out.contains("Would you like"), "{out}");
+    assert!(
+        c.ok(
+            "sacctmgr",
+            &["-nP", "show", "account", "ttyi", "format=Account"]
+        )
+        .contains("ttyi")
+    );
+}
