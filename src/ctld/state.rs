@@ -620,6 +620,15 @@ impl Cluster {
                 .map(|(u, (v, t))| (*u, priority::decay(*v, *t, now, half)))
                 .collect(),
             users: users.len(),
+            qos_norm: {
+                let max = self.assoc.max_qos_priority();
+                self.assoc
+                    .qos
+                    .values()
+                    .filter(|_| max > 0)
+                    .map(|q| (q.name.clone(), f64::from(q.priority) / f64::from(max)))
+                    .collect()
+            },
         }
     }
 
