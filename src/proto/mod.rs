@@ -314,6 +314,14 @@ pub enum Request {
         steps: Vec<(u32, u32)>,
         signal: Option<i32>,
     },
+    /// `scontrol suspend` (`resume: false`) or `scontrol resume` (`resume: true`);
+    /// operators only.
+    Suspend {
+        ids: Vec<u32>,
+        #[serde(default)]
+        array_tasks: Vec<ArrayTasks>,
+        resume: bool,
+    },
     /// The accounting tree (sacctmgr show, sshare); anyone may read it.
     AcctTree,
     /// A sacctmgr change. `commit: false` only says what would change (the summary
@@ -323,14 +331,6 @@ pub enum Request {
     AcctChange {
         op: crate::model::acct_ops::AcctOp,
         commit: bool,
-    },
-    /// `scontrol suspend` (`resume: false`) or `scontrol resume` (`resume: true`);
-    /// operators only.
-    Suspend {
-        ids: Vec<u32>,
-        #[serde(default)]
-        array_tasks: Vec<ArrayTasks>,
-        resume: bool,
     },
 }
 
