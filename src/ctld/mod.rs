@@ -11,6 +11,7 @@ pub mod agents;
 pub mod array;
 pub mod depend;
 pub mod het;
+pub mod resv;
 pub mod state;
 pub mod steps;
 pub mod store;
@@ -342,6 +343,7 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
     let owner = nix::unistd::geteuid().as_raw();
     let mut cluster = Cluster::new(&cfg, owner);
     cluster.restore(jobs, next_id);
+    cluster.resv.restore(store.load_resvs()?);
     tracing::info!(
         jobs = cluster.jobs.len(),
         next_id = cluster.next_id,
@@ -462,6 +464,7 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
                 let now = crate::cli::timefmt::now();
                 actor.check_health(now);
                 actor.cluster.tick(now, &mut fx);
+                actor.cluster.resv_tick(now, &mut fx);
             }
             msg = rx.recv() => {
                 let Some(msg) = msg else { break };
@@ -708,7 +711,7 @@ impl Actor {
                 now,
             },
             Request::Nodes => Response::Nodes {
-                nodes: self.cluster.nodes.clone(),
+                nodes: self.cluster.nodes_for_query(now),
                 partitions: self.cluster.partitions.clone(),
                 now,
             },
@@ -786,6 +789,44 @@ impl Actor {
             Request::CancelSteps { steps, signal } => {
                 Response::Results(self.cluster.cancel_steps(&steps, signal, c, now, fx))
             }
+            Request::CreateResv(spec) => match self.cluster.create_resv(&spec, c, now, fx) {
+                Ok(name) => Response::ResvCreated { name },
+                Err(e) => Response::Error(e),
+            },
+            Request::UpdateResv(spec) => match self.cluster.update_resv(&spec, c, now, fx) {
+                Ok(()) => Response::Ok,
+                Err(e) => Response::Error(e),
+            },
+            Request::DeleteResv { name } => match self.cluster.delete_resv(&name, c, now, fx) {
+                Ok(()) => Response::Ok,
+                Err(e) => Response::Error(e),
+            },
+            Request::Reservations => Response::Reservations {
+                resvs: self.cluster.resv.list.clone(),
+                now,
+            },
+            Request::Usage { start, end } => {
+                // The store adds job records and past reservation windows after the
+                // writes queued so far.
+                self.apply_persist(fx);
+                self.persist_resvs();
+                let rep = crate::proto::UsageReport {
+                    cluster: self.cluster.cluster_name.clone(),
+                    nodes: self
+                        .cluster
+                        .nodes
+                        .iter()
+                        .map(|n| (n.name.clone(), n.cpus))
+                        .collect(),
+                    resvs: self.cluster.resv.list.clone(),
+                    now,
+                    ..Default::default()
+                };
+                let _ = self
+                    .store
+                    .send(StoreOp::Usage(start, end, Box::new(rep), reply));
+                return;
+            }
             Request::Shutdown => {
                 if self.cluster.is_operator(c) {
                     let _ = self.stop.try_send(());
@@ -796,7 +837,10 @@ impl Actor {
             }
         };
         // Replies to requests that changed state also wait for their records' commit.
-        if fx.persist.is_empty() {
+        if self.persist_resvs() {
+            self.apply_persist(fx);
+            let _ = self.store.send(StoreOp::Reply(reply, resp));
+        } else if fx.persist.is_empty() {
             let _ = reply.send(resp);
         } else {
             self.apply_persist(fx);
@@ -831,8 +875,23 @@ impl Actor {
         }
     }
 
+    /// Sends changed reservations and used windows to the store; whether there were any.
+    fn persist_resvs(&mut self) -> bool {
+        let mut any = false;
+        if let Some(list) = self.cluster.resv.take_dirty() {
+            let _ = self.store.send(StoreOp::Resvs(list));
+            any = true;
+        }
+        for r in self.cluster.resv.take_history() {
+            let _ = self.store.send(StoreOp::ResvHistory(r));
+            any = true;
+        }
+        any
+    }
+
     fn apply(&mut self, mut fx: Effects) {
         self.apply_persist(&mut fx);
+        self.persist_resvs();
         for (reply, resp) in self.deferred.drain(..) {
             let _ = self.store.send(StoreOp::Reply(reply, resp));
         }

@@ -107,6 +107,8 @@ pub struct Cluster {
     pub kill_invalid_depend: bool,
     /// Live and waiting steps (`ctld::steps`).
     pub steps: super::steps::StepTable,
+    /// Advanced reservations (`ctld::resv`).
+    pub resv: super::resv::Resvs,
 }
 
 impl Cluster {
@@ -244,6 +246,7 @@ impl Cluster {
             max_array_size: cfg.max_array_size,
             kill_invalid_depend: cfg.kill_invalid_depend,
             steps: Default::default(),
+            resv: Default::default(),
         }
     }
 
@@ -442,6 +445,7 @@ impl Cluster {
         if job.spec.nice < 0 && !self.is_operator(caller) {
             return Err(SlurmError::AccessDenied);
         }
+        self.check_job_resv(&job, caller)?;
         if let Some(text) = &job.spec.array {
             let a = ArraySpec::parse(text, self.max_array_size)
                 .map_err(|_| SlurmError::InvalidArraySpec)?;
@@ -748,6 +752,7 @@ impl Cluster {
             config: &self.sched_cfg,
             now: begin,
             backfill: true,
+            reservations: &self.resv.list,
         });
         let mine = out.decisions.iter().find(|d| {
             matches!(d, Decision::Start { job_id, .. } | Decision::Pending { job_id, .. } if *job_id == u32::MAX)
@@ -921,6 +926,7 @@ impl Cluster {
                 config: &self.sched_cfg,
                 now,
                 backfill,
+                reservations: &self.resv.list,
             });
             let d = &out.decisions;
             let partial = if check_het {

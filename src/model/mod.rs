@@ -12,6 +12,7 @@ pub mod hostlist;
 pub mod job;
 pub mod node;
 pub mod partition;
+pub mod reservation;
 pub mod step;
 pub mod time;
 

@@ -173,6 +173,7 @@ pub fn simulate(
                 config: cfg,
                 now,
                 backfill: true,
+                reservations: &[],
             });
             passes += 1;
             backfilled += out.backfilled.len();

@@ -5,6 +5,7 @@ mod backfill;
 mod priority;
 mod props;
 mod reasons;
+mod resv;
 mod select;
 
 use super::*;
@@ -77,6 +78,7 @@ pub fn pass(
         config: cfg,
         now,
         backfill: true,
+        reservations: &[],
     })
 }
 
