@@ -16,6 +16,7 @@ mod personal;
 mod protocol;
 mod recovery;
 mod requeue;
+mod reservations;
 mod robustness;
 mod sacct;
 mod sbatch;
