@@ -25,6 +25,7 @@ mod sched;
 mod scontrol;
 mod sinfo;
 mod squeue;
+mod sreport;
 mod ssh;
 mod states;
 mod steps;
