@@ -487,3 +487,146 @@ fn hold_for_deleted(j: &mut Job) {
     j.reason = Reason::Other(crate::sched::resv::DELETED_REASON.into());
     j.spec.reservation = None;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ctld::testutil::{ALICE, cluster_with, names, spec};
+    use crate::model::reservation::ListEdit;
+
+    const OP: Caller = Caller { uid: 999, gid: 999 };
+    const T: i64 = 1_000_000;
+
+    fn rspec(name: &str, flags: &str, start: i64, secs: i64) -> ResvSpec {
+        ResvSpec {
+            name: Some(name.into()),
+            start: Some(start),
+            duration: Some(secs),
+            nodes: Some("ALL".into()),
+            accounts: Some(ListEdit::Set(vec!["a".into()])),
+            flags: (!flags.is_empty()).then(|| (flags.to_string(), false)),
+            ..ResvSpec::default()
+        }
+    }
+
+    fn create(c: &mut Cluster, s: &ResvSpec) -> Result<String, SlurmError> {
+        c.create_resv(s, OP, T, &mut Effects::default())
+    }
+
+    #[test]
+    fn only_operators_create_and_names_are_unique() {
+        let mut c = cluster_with(4, "");
+        let s = rspec("r", "", T, 60);
+        assert_eq!(
+            c.create_resv(&s, ALICE, T, &mut Effects::default()),
+            Err(SlurmError::AccessDenied)
+        );
+        assert_eq!(create(&mut c, &s).unwrap(), "r");
+        assert_eq!(
+            create(&mut c, &s).unwrap_err().to_string(),
+            "Duplicate reservation name"
+        );
+        assert!(c.resv.take_dirty().is_some());
+        assert!(c.resv.take_dirty().is_none());
+        let r = &c.resv.list[0];
+        assert_eq!((r.start, r.end, r.cpus), (T, T + 60, 4));
+        assert_eq!(r.nodes, vec!["n1".to_string()]);
+        assert!(r.flags.spec_nodes);
+    }
+
+    #[test]
+    fn daily_rolls_forward_and_a_plain_one_ends() {
+        let mut c = cluster_with(4, "");
+        create(&mut c, &rspec("d", "DAILY", T, 60)).unwrap();
+        let mut fx = Effects::default();
+        c.resv_tick(T + 60, &mut fx);
+        assert_eq!(c.resv.list[0].start, T + 86400);
+        assert_eq!(c.resv.take_history().len(), 1);
+        c.resv.list.clear();
+        create(&mut c, &rspec("once", "", T, 60)).unwrap();
+        c.resv_tick(T + 30, &mut fx);
+        assert_eq!(c.resv.list.len(), 1);
+        c.resv_tick(T + 60, &mut fx);
+        assert!(c.resv.list.is_empty());
+        let h = c.resv.take_history();
+        assert_eq!((h[0].name.as_str(), h[0].end), ("once", T + 60));
+    }
+
+    #[test]
+    fn purge_comp_removes_an_idle_reservation_after_its_time() {
+        let mut c = cluster_with(4, "");
+        create(&mut c, &rspec("p", "PURGE_COMP=00:05", T, 3600)).unwrap();
+        let mut fx = Effects::default();
+        // A pending job that names it keeps it alive.
+        let mut s = spec("j");
+        s.account = Some("a".into());
+        s.reservation = Some("p".into());
+        let id = crate::ctld::testutil::submit(&mut c, s, ALICE, T);
+        c.resv_tick(T, &mut fx);
+        c.resv_tick(T + 10, &mut fx);
+        assert_eq!(c.resv.list.len(), 1);
+        c.jobs.get_mut(&id).unwrap().state = JobState::Completed;
+        c.resv_tick(T + 11, &mut fx);
+        c.resv_tick(T + 15, &mut fx);
+        assert_eq!(c.resv.list.len(), 1);
+        c.resv_tick(T + 16, &mut fx);
+        assert!(c.resv.list.is_empty());
+    }
+
+    #[test]
+    fn submit_checks_and_deletion_holds_pending_jobs() {
+        let mut c = cluster_with(4, "");
+        create(&mut c, &rspec("r", "MAINT", T + 600, 60)).unwrap();
+        let mut s = spec("j");
+        s.reservation = Some("nope".into());
+        assert_eq!(
+            c.resolve(s.clone(), ALICE, T, &names)
+                .unwrap_err()
+                .to_string(),
+            "Requested reservation is invalid"
+        );
+        s.reservation = Some("r".into());
+        assert_eq!(
+            c.resolve(s.clone(), ALICE, T, &names)
+                .unwrap_err()
+                .to_string(),
+            "Access denied to requested reservation"
+        );
+        s.account = Some("a".into());
+        let id = crate::ctld::testutil::submit(&mut c, s, ALICE, T);
+        let mut fx = Effects::default();
+        c.delete_resv("r", OP, T, &mut fx).unwrap();
+        let j = &c.jobs[&id];
+        assert_eq!(j.hold, Some(HoldKind::Admin));
+        assert_eq!(j.reason.as_str(), "ReservationDeleted");
+        assert_eq!(fx.persist.len(), 1);
+        // Not started yet: nothing was used, so no history.
+        assert!(c.resv.take_history().is_empty());
+    }
+
+    #[test]
+    fn queries_show_maint_and_reserved_only_while_active() {
+        let mut c = cluster_with(4, "");
+        create(&mut c, &rspec("m", "MAINT", T + 100, 60)).unwrap();
+        assert!(!c.nodes_for_query(T)[0].maint);
+        assert!(c.nodes_for_query(T + 100)[0].maint);
+        assert_eq!(c.nodes_for_query(T + 100)[0].state_compact(), "maint");
+        // The scheduler's own copy is untouched.
+        assert!(!c.nodes[0].maint);
+        let mut u = ResvSpec {
+            name: Some("m".into()),
+            flags: Some(("MAINT".into(), true)),
+            ..ResvSpec::default()
+        };
+        c.update_resv(&u, OP, T, &mut Effects::default()).unwrap();
+        assert_eq!(c.nodes_for_query(T + 100)[0].state_compact(), "resv");
+        u.flags = None;
+        u.name = Some("zz".into());
+        assert_eq!(
+            c.update_resv(&u, OP, T, &mut Effects::default())
+                .unwrap_err()
+                .to_string(),
+            "Requested reservation is invalid"
+        );
+    }
+}
