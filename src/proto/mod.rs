@@ -266,8 +266,13 @@ pub enum Request {
     /// Answered with [`Response::Allocation`] after the next scheduling pass, so the job
     /// is either running or pending with its reason. The connection that sent it owns
     /// the allocation: when it closes without [`Request::Release`], the job is
-    /// cancelled.
-    Allocate { spec: Box<JobSpec> },
+    /// cancelled — unless `detach` (salloc `--no-shell`), where the allocation lives
+    /// until it is cancelled or reaches its time limit.
+    Allocate {
+        spec: Box<JobSpec>,
+        #[serde(default)]
+        detach: bool,
+    },
     /// Answered with [`Response::Allocation`] once the job has started (`started`) or
     /// has ended (`!started`), whichever is asked; at once if that already happened.
     WaitJob { job_id: u32, started: bool },
@@ -552,6 +557,15 @@ pub enum ToAgent {
         step_id: u32,
         input: StepdInput,
     },
+    /// Bytes from the controller for relayed connection `conn` (see
+    /// [`FromAgent::RelayOpen`]).
+    Relay {
+        conn: u64,
+        #[serde(with = "crate::proto::bytes")]
+        bytes: Vec<u8>,
+    },
+    /// The controller has finished with relayed connection `conn`: close it.
+    RelayClose { conn: u64 },
 }
 
 /// How a batch job ended on the node.
@@ -604,4 +618,18 @@ pub enum FromAgent {
         step_id: u32,
         event: StepdEvent,
     },
+    /// A front-end inside a job on this node connected to the agent's relay socket
+    /// (`SLUICE_SOCKET` in the job's environment); `uid`/`gid` are its SO_PEERCRED as
+    /// the agent read them, which the controller trusts as it trusts the agent. The
+    /// connection's bytes follow as [`FromAgent::Relay`] and are served exactly like a
+    /// connection to the controller's own socket.
+    RelayOpen { conn: u64, uid: u32, gid: u32 },
+    /// Bytes from the front-end on relayed connection `conn`.
+    Relay {
+        conn: u64,
+        #[serde(with = "crate::proto::bytes")]
+        bytes: Vec<u8>,
+    },
+    /// The front-end closed relayed connection `conn`.
+    RelayClose { conn: u64 },
 }
