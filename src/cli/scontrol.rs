@@ -1031,6 +1031,10 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
         "Features={} DelayBoot=00:00:00",
         or_null(spec.constraint.as_deref().unwrap_or(""))
     ));
+    // Slurm prints the reservation on a line of its own, only when the job has one.
+    if let Some(r) = &spec.reservation {
+        l.push(format!("Reservation={r}"));
+    }
     l.push(format!(
         "OverSubscribe={} Contiguous={} Licenses={} Network=(null)",
         if spec.exclusive {

@@ -59,6 +59,15 @@ fn maint_reservation_blocks_others_admits_its_jobs_and_survives_restart() {
     // One that names it runs there.
     let inside = c.submit(&["-t", "5", "--reservation=maint", "--wrap", "true"]);
     assert_eq!(c.wait_done(inside), "COMPLETED");
+    assert_eq!(c.show_field(inside, "Reservation"), "maint");
+    assert_eq!(
+        c.ok(
+            "squeue",
+            &["-h", "-t", "all", "-j", &inside.to_string(), "-o", "%v"]
+        )
+        .trim(),
+        "maint"
+    );
     assert_eq!(c.state(outside).as_deref(), Some("PENDING"));
 
     // Unknown reservations are refused at submit.
