@@ -9,7 +9,8 @@
 //!
 //! Difference from Slurm: slurmdbd answers from hourly rollups, so Slurm rounds the
 //! period to whole hours; sluice reads the job records themselves and uses the period
-//! to the second. Node down time is not recorded yet, so `Down` is 0.
+//! to the second. `Down` is the CPU time of nodes DOWN, DRAIN or FAIL (recorded by the
+//! controller once a second).
 
 use super::client::Client;
 use super::timefmt::fmt_ts;
@@ -379,14 +380,26 @@ pub fn utilization(data: &UsageReport, start: i64, end: i64) -> Util {
             plan += unused;
         }
     }
-    let pdown = pdown.min(total.saturating_sub(alloc));
-    let plan = plan.min(total.saturating_sub(alloc + pdown));
+    let cpus_of = |node: &str| {
+        data.nodes
+            .iter()
+            .find(|(n, _)| n == node)
+            .map_or(0, |(_, c)| u64::from(*c))
+    };
+    let down: u64 = data
+        .down
+        .iter()
+        .map(|(n, s, e)| cpus_of(n) * overlap(*s, *e, start, end))
+        .sum();
+    let down = down.min(total.saturating_sub(alloc));
+    let pdown = pdown.min(total.saturating_sub(alloc + down));
+    let plan = plan.min(total.saturating_sub(alloc + down + pdown));
     Util {
         alloc,
-        down: 0,
+        down,
         pdown,
         plan,
-        idle: total.saturating_sub(alloc + pdown + plan),
+        idle: total.saturating_sub(alloc + down + pdown + plan),
         total,
     }
 }
@@ -901,6 +914,16 @@ mod tests {
             report("-n -P -t hourper cluster utilization"),
             "c|4(43.75%)|0(0.00%)|1(12.50%)|2(31.25%)|1(12.50%)|8(100.00%)\n"
         );
+    }
+
+    #[test]
+    fn down_nodes_count_as_down() {
+        let mut d = data();
+        // n1 (4 CPUs) down for 5 minutes, partly before the period.
+        d.down = vec![("n1".into(), -100, 200), ("zz".into(), 0, 3600)];
+        let u = utilization(&d, 0, 3600);
+        assert_eq!((u.alloc, u.down, u.idle), (12600, 800, 8200));
+        assert_eq!(u.reported(), 28800);
     }
 
     #[test]

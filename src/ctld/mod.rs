@@ -10,6 +10,7 @@
 pub mod agents;
 pub mod array;
 pub mod depend;
+pub mod downtime;
 pub mod het;
 mod relay;
 pub mod resv;
@@ -435,6 +436,7 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
         deferred: Vec::new(),
         health,
         remote,
+        downlog: Default::default(),
     };
     let mut rx = rx;
     let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -468,6 +470,10 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
                 actor.check_health(now);
                 actor.cluster.tick(now, &mut fx);
                 actor.cluster.resv_tick(now, &mut fx);
+                actor.downlog.observe(&actor.cluster.nodes, now);
+                for (node, start, end) in actor.downlog.take_closed() {
+                    let _ = actor.store.send(StoreOp::NodeDown(node, start, end));
+                }
             }
             msg = rx.recv() => {
                 let Some(msg) = msg else { break };
@@ -536,6 +542,8 @@ struct Actor {
     health: agents::Health,
     /// Nodes reached over SSH.
     remote: std::collections::HashSet<String>,
+    /// Node down intervals for sreport.
+    downlog: downtime::DownLog,
 }
 
 impl Actor {
@@ -822,6 +830,7 @@ impl Actor {
                         .map(|n| (n.name.clone(), n.cpus))
                         .collect(),
                     resvs: self.cluster.resv.list.clone(),
+                    down: self.downlog.pending(now),
                     now,
                     ..Default::default()
                 };

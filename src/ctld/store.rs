@@ -70,6 +70,8 @@ pub enum StoreOp {
     /// Record a reservation window that was used (ended, rolled forward or deleted),
     /// for sreport.
     ResvHistory(Reservation),
+    /// Record a node down interval (node, start, end) for sreport.
+    NodeDown(String, i64, i64),
     /// Answer an sreport query: `[start, end)`, with the usage report's other parts
     /// filled in by the controller.
     Usage(
@@ -171,6 +173,11 @@ impl Store {
                 start INTEGER NOT NULL,
                 end INTEGER NOT NULL,
                 data BLOB NOT NULL
+             );
+             CREATE TABLE IF NOT EXISTS node_down (
+                node TEXT NOT NULL,
+                start INTEGER NOT NULL,
+                end INTEGER NOT NULL
              );",
         )?;
         conn.pragma_update(None, "application_id", APP_ID)?;
@@ -293,6 +300,21 @@ impl Store {
         Ok(out)
     }
 
+    /// Node down intervals overlapping `[start, end)`.
+    pub fn node_down(&self, start: i64, end: i64) -> Result<Vec<(String, i64, i64)>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT node, start, end FROM node_down WHERE start < ?2 AND end > ?1 ORDER BY rowid",
+        )?;
+        let rows = stmt.query_map(params![start, end], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, i64>(2)?,
+            ))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     /// Job records that ran during `[start, end)` (started before its end, not ended
     /// before its start).
     pub fn ran_during(&self, start: i64, end: i64) -> Result<Vec<Job>, StoreError> {
@@ -387,6 +409,14 @@ pub fn run(mut store: Store, mut rx: mpsc::UnboundedReceiver<StoreOp>) -> Result
             written = match op {
                 StoreOp::Resvs(list) => store.put_resvs(list),
                 StoreOp::ResvHistory(r) => store.put_resv_history(r),
+                StoreOp::NodeDown(n, s, e) => store
+                    .conn
+                    .execute(
+                        "INSERT INTO node_down (node, start, end) VALUES (?1, ?2, ?3)",
+                        params![n, s, e],
+                    )
+                    .map(|_| ())
+                    .map_err(StoreError::from),
                 _ => Ok(()),
             };
         }
@@ -408,15 +438,20 @@ pub fn run(mut store: Store, mut rx: mpsc::UnboundedReceiver<StoreOp>) -> Result
         }
         for op in batch {
             match op {
-                StoreOp::Put(_) | StoreOp::Resvs(_) | StoreOp::ResvHistory(_) => {}
+                StoreOp::Put(_)
+                | StoreOp::Resvs(_)
+                | StoreOp::ResvHistory(_)
+                | StoreOp::NodeDown(..) => {}
                 StoreOp::Usage(start, end, mut rep, tx) => {
                     let got = store
                         .ran_during(start, end)
-                        .and_then(|j| Ok((j, store.resv_history(start, end)?)));
+                        .and_then(|j| Ok((j, store.resv_history(start, end)?)))
+                        .and_then(|(j, p)| Ok((j, p, store.node_down(start, end)?)));
                     let resp = match got {
-                        Ok((jobs, past)) => {
+                        Ok((jobs, past, down)) => {
                             rep.jobs = jobs;
                             rep.resvs.extend(past);
+                            rep.down.extend(down);
                             Response::Usage(rep)
                         }
                         Err(e) => Response::Error(crate::proto::SlurmError::Other(e.to_string())),

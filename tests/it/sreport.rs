@@ -119,6 +119,33 @@ fn reports_add_up_the_recorded_jobs() {
     );
     assert_eq!(rows[1][..4], ["testc", "acct2", &sb.to_string(), "0"]);
 
+    // A node taken DOWN for a while counts as Down.
+    let node = c.node();
+    c.ok(
+        "scontrol",
+        &[
+            "update",
+            &format!("NodeName={node}"),
+            "State=DOWN",
+            "Reason=test",
+        ],
+    );
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    c.ok(
+        "scontrol",
+        &["update", &format!("NodeName={node}"), "State=RESUME"],
+    );
+    let util = q(&["cluster", "Utilization"]);
+    let f: Vec<u64> = util
+        .trim()
+        .split('|')
+        .skip(1)
+        .map(|x| x.parse().unwrap())
+        .collect();
+    assert!(f[1] >= 8 && f[1] % 4 == 0, "down time in {util}");
+    assert_eq!(f[0], sa + sb + sd);
+    assert_eq!(f[0] + f[1] + f[2] + f[3] + f[4], f[5], "{util}");
+
     // The human layout has Slurm's banner and header.
     let text = c.ok("sreport", &["cluster", "utilization", "start=now-1hour"]);
     let l: Vec<&str> = text.lines().collect();
