@@ -110,7 +110,10 @@ fn init_log(path: Option<&PathBuf>) -> Result<(), String> {
             b.with_writer(std::sync::Mutex::new(f)).try_init()
         }
         // Under SSH the controller logs these lines with its own timestamps.
-        None => b.without_time().with_writer(std::io::stderr).try_init(),
+        None => b
+            .without_time()
+            .with_writer(crate::logsink::stderr)
+            .try_init(),
     };
     r.map_err(|e| format!("cannot set up logging: {e}"))
 }

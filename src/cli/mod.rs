@@ -8,6 +8,7 @@ pub mod format;
 pub mod getopt;
 pub mod jobfmt;
 pub mod jobid;
+pub mod jobjson;
 pub mod keygen;
 pub mod multiprog;
 pub mod sacct;

@@ -129,6 +129,15 @@ pub struct JobFilter {
     /// that a busy queue's finished jobs do not travel to every `squeue`.
     #[serde(default)]
     pub active_only: bool,
+    /// Only jobs charged to these accounts (scancel `-A`).
+    #[serde(default)]
+    pub accounts: Vec<String>,
+    /// Only jobs of these QOS (scancel `-q`).
+    #[serde(default)]
+    pub qos: Vec<String>,
+    /// Only jobs allocated any of these nodes (scancel `-w`, names expanded).
+    #[serde(default)]
+    pub nodes: Vec<String>,
 }
 
 impl JobFilter {
@@ -147,6 +156,13 @@ impl JobFilter {
             && (self.states.is_empty() || self.states.contains(&job.state))
             && (self.partitions.is_empty() || self.partitions.contains(&job.partition))
             && (self.names.is_empty() || self.names.contains(&job.spec.name))
+            && (self.accounts.is_empty() || self.accounts.contains(&job.account))
+            && (self.qos.is_empty() || self.qos.contains(&job.qos))
+            && (self.nodes.is_empty()
+                || job
+                    .alloc
+                    .as_ref()
+                    .is_some_and(|a| a.nodes.iter().any(|n| self.nodes.contains(n))))
     }
 }
 
@@ -197,6 +213,15 @@ pub struct AcctQuery {
     pub states: Vec<JobState>,
     pub names: Vec<String>,
     pub partitions: Vec<String>,
+    /// Only jobs charged to these accounts (sacct `-A`).
+    #[serde(default)]
+    pub accounts: Vec<String>,
+    /// Only jobs of these QOS (sacct `-q`).
+    #[serde(default)]
+    pub qos: Vec<String>,
+    /// Only jobs that ran on any of these nodes (sacct `-N`, names expanded).
+    #[serde(default)]
+    pub nodes: Vec<String>,
 }
 
 /// A front-end's request to the controller.
