@@ -75,7 +75,10 @@ fn reports_add_up_the_recorded_jobs() {
     let (alloc, down, pdown, idle, plan, reported) = (n[0], n[1], n[2], n[3], n[4], n[5]);
     assert_eq!(alloc, sa + sb + sd, "{util}");
     assert_eq!(down, 0);
-    assert!(pdown >= 4 && pdown.is_multiple_of(4), "maintenance time {pdown}");
+    assert!(
+        pdown >= 4 && pdown.is_multiple_of(4),
+        "maintenance time {pdown}"
+    );
     assert_eq!(plan, 0);
     assert_eq!(alloc + pdown + idle, reported);
     // 4 CPUs for one hour (the end is cut to now, the start is an hour before).
