@@ -245,7 +245,10 @@ fn job_object(job: &Job, cluster: &str) -> Ordered {
         ("requeue", spec.requeue.unwrap_or(true).into()),
         ("resize_time", 0.into()),
         ("restart_cnt", job.restarts.into()),
-        ("resv_name", "".into()),
+        (
+            "resv_name",
+            spec.reservation.clone().unwrap_or_default().into(),
+        ),
         ("shared", Value::Null),
         (
             "show_flags",

@@ -17,11 +17,13 @@ pub mod salloc;
 pub mod sbatch;
 pub mod scancel;
 pub mod scontrol;
+pub mod scontrol_resv;
 pub mod sdiag;
 pub mod sinfo;
 pub mod sprio;
 pub mod squeue;
 pub mod squeue_steps;
+pub mod sreport;
 pub mod srun;
 pub mod sstat;
 pub mod stepio;
@@ -34,7 +36,7 @@ use std::process::ExitCode;
 /// The commands `install.sh` links to the binary, with the module that serves each.
 pub const LINKED_COMMANDS: &[&str] = &[
     "sbatch", "srun", "salloc", "squeue", "scancel", "sinfo", "scontrol", "sacct", "sstat",
-    "sprio", "sdiag", "sacctmgr",
+    "sprio", "sdiag", "sacctmgr", "sreport",
 ];
 
 /// Entry point for every role: picks the command from argv[0], or from argv[1] when
@@ -89,6 +91,7 @@ fn dispatch(cmd: &str, args: Vec<OsString>) -> ExitCode {
         "sprio" => sprio::run(args),
         "sdiag" => sdiag::run(args),
         "sacctmgr" => sacctmgr::run(args),
+        "sreport" => sreport::run(args),
         "controller" => crate::ctld::cli_main(args),
         "stepd" => crate::stepd::cli_main(args),
         "simulate" => crate::sim::cli_main(args),

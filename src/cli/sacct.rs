@@ -588,6 +588,7 @@ pub fn value(field: &str, job: &Job, step: Option<&StepRecord>, now: i64, cluste
         ("DerivedExitCode", None) => job.derived_exit.to_string(),
         ("Partition", None) => job.partition.clone(),
         ("Account", _) => job.account.clone(),
+        ("Reservation", _) => job.spec.reservation.clone().unwrap_or_default(),
         ("Cluster", _) => cluster.to_string(),
         ("AllocCPUS", None) => {
             if started {

@@ -568,6 +568,9 @@ fn response_kind(r: &Response) -> &'static str {
         Response::Allocation(_) => "Allocation",
         Response::AcctTree { .. } => "AcctTree",
         Response::AcctChanged(_) => "AcctChanged",
+        Response::ResvCreated { .. } => "ResvCreated",
+        Response::Reservations { .. } => "Reservations",
+        Response::Usage(_) => "Usage",
     }
 }
 
@@ -819,21 +822,6 @@ mod tests {
             f.stderr,
             "sbatch: unrecognized option '--bogus-option'\nTry \"sbatch --help\" for more information\n"
         );
-        let f = prep(&["--reservation=r", "--wrap", "true"], None, &[]).unwrap_err();
-        assert_eq!(
-            (f.stderr.as_str(), f.code),
-            (
-                "sbatch: error: --reservation is not supported yet by sluice\n",
-                1
-            )
-        );
-        let f = prep(
-            &["job.sh"],
-            Some("#!/bin/sh\n#SBATCH --reservation=r\n"),
-            &[],
-        )
-        .unwrap_err();
-        assert_eq!(f.code, 1);
         let f = prep(&["--help"], None, &[]).unwrap_err();
         assert_eq!(f.code, 0);
         assert!(f.stdout.contains("--wrap") && f.stderr.is_empty());

@@ -46,6 +46,8 @@ pub enum Show {
     HostlistSorted(String),
     /// `show step [JOB[.STEP]]`: running steps.
     Step(Option<String>),
+    /// `show reservation [NAME]`.
+    Reservation(Option<String>),
 }
 
 /// One scontrol command, parsed.
@@ -77,6 +79,12 @@ pub enum Command {
     },
     Ping,
     Version,
+    /// `create reservation …` (see `scontrol_resv`).
+    CreateResv(crate::model::reservation::ResvSpec),
+    /// `update ReservationName=…`.
+    UpdateResv(crate::model::reservation::ResvSpec),
+    /// `delete ReservationName=NAME`.
+    DeleteResv(String),
 }
 
 /// What a command prints and its exit status.
@@ -213,6 +221,29 @@ pub fn parse_command(words: &[String]) -> Result<Command, String> {
     if abbrev(w, "update", 1) {
         return parse_update(rest);
     }
+    if abbrev(w, "create", 2) {
+        return match rest.first() {
+            Some(e) if abbrev(e, "reservation", 3) => super::scontrol_resv::parse(
+                &rest[1..],
+                super::scontrol_resv::Mode::Create,
+                &resv_time,
+            )
+            .map(Command::CreateResv),
+            Some(e) => Err(format!("invalid entity:{e} for keyword:create")),
+            None => Err("too few arguments for keyword:create".into()),
+        };
+    }
+    if abbrev(w, "delete", 3) {
+        let arg = match rest {
+            [one] => one,
+            [] => return Err("too few arguments for keyword:delete".into()),
+            _ => return Err("too many arguments for keyword:delete".into()),
+        };
+        return match arg.split_once('=') {
+            Some((k, v)) if abbrev(k, "reservationname", 3) => Ok(Command::DeleteResv(v.into())),
+            _ => Err(format!("invalid keyword: {arg}")),
+        };
+    }
     if abbrev(w, "ping", 2) {
         return Ok(Command::Ping);
     }
@@ -261,13 +292,27 @@ fn parse_show(rest: &[String]) -> Result<Command, String> {
         Show::HostlistSorted(arg.ok_or("invalid hostlist")?)
     } else if abbrev(e, "hostlist", 5) {
         Show::Hostlist(arg.ok_or("invalid hostlist")?)
+    } else if abbrev(e, "reservations", 3) {
+        Show::Reservation(arg)
     } else {
         return Err(format!("invalid entity:{e} for keyword:show"));
     };
     Ok(Command::Show(show))
 }
 
+/// StartTime/EndTime values: Slurm's time grammar in local time, future-leaning.
+fn resv_time(v: &str) -> Option<i64> {
+    super::timeparse::parse_time_local(v, false).ok()
+}
+
 fn parse_update(rest: &[String]) -> Result<Command, String> {
+    if rest.iter().any(|a| {
+        a.split_once('=')
+            .is_some_and(|(k, _)| abbrev(k, "reservationname", 3))
+    }) {
+        return super::scontrol_resv::parse(rest, super::scontrol_resv::Mode::Update, &resv_time)
+            .map(Command::UpdateResv);
+    }
     let mut pairs = Vec::new();
     for a in rest {
         match a.split_once('=') {
@@ -450,6 +495,40 @@ pub fn execute(
             Ok(Response::Error(e)) => Output::err(format!("slurm_load_ctl_conf error: {e}\n")),
             Ok(_) => Output::err("slurm_load_ctl_conf error: unexpected answer\n".into()),
             Err(e) => client_failure("slurm_load_ctl_conf error", &e),
+        },
+        Command::Show(Show::Reservation(name)) => match req(&Request::Reservations) {
+            Ok(Response::Reservations { resvs, now }) => {
+                let (stdout, stderr, code) =
+                    super::scontrol_resv::show(&resvs, name.as_deref(), now, opts.oneliner);
+                Output {
+                    stdout,
+                    stderr,
+                    code,
+                }
+            }
+            Ok(Response::Error(e)) => Output::err(format!("slurm_load_reservations error: {e}\n")),
+            Ok(_) => Output::err("slurm_load_reservations error: unexpected answer\n".into()),
+            Err(e) => client_failure("slurm_load_reservations error", &e),
+        },
+        Command::CreateResv(spec) => match req(&Request::CreateResv(spec.clone())) {
+            Ok(Response::ResvCreated { name }) => {
+                Output::ok(format!("Reservation created: {name}\n"))
+            }
+            Ok(Response::Error(e)) => Output::err(format!("Error creating the reservation: {e}\n")),
+            Ok(_) => Output::err("Error creating the reservation: unexpected answer\n".into()),
+            Err(e) => client_failure("Error creating the reservation", &e),
+        },
+        Command::UpdateResv(spec) => match req(&Request::UpdateResv(spec.clone())) {
+            Ok(Response::Ok) => Output::ok("Reservation updated.\n".into()),
+            Ok(Response::Error(e)) => Output::err(format!("Error updating the reservation: {e}\n")),
+            Ok(_) => Output::err("Error updating the reservation: unexpected answer\n".into()),
+            Err(e) => client_failure("Error updating the reservation", &e),
+        },
+        Command::DeleteResv(name) => match req(&Request::DeleteResv { name: name.clone() }) {
+            Ok(Response::Ok) => Output::default(),
+            Ok(Response::Error(e)) => Output::err(format!("delete_reservation {name}: {e}\n")),
+            Ok(_) => Output::err(format!("delete_reservation {name}: unexpected answer\n")),
+            Err(e) => client_failure(&format!("delete_reservation {name}"), &e),
         },
         Command::Ping => match req(&Request::Ping) {
             Ok(_) => Output::ok(format!("Slurmctld(primary) at {host} is UP\n")),
@@ -1008,6 +1087,10 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
         "Features={} DelayBoot=00:00:00",
         or_null(spec.constraint.as_deref().unwrap_or(""))
     ));
+    // Slurm prints the reservation on a line of its own, only when the job has one.
+    if let Some(r) = &spec.reservation {
+        l.push(format!("Reservation={r}"));
+    }
     l.push(format!(
         "OverSubscribe={} Contiguous={} Licenses={} Network=(null)",
         if spec.exclusive {

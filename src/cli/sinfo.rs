@@ -12,9 +12,11 @@
 //! the group. `-N` prints one line per node per partition; `-R` groups down, drained
 //! and failing nodes by reason, user and time, across partitions.
 //!
+//! `-T` lists reservations instead ([`render_reservations`]).
+//!
 //! Not yet: ranges for differing
 //! numeric values (nodes that differ land on separate lines instead), `--json`,
-//! `-i` iteration, reservations (`-T`).
+//! `-i` iteration.
 
 use crate::cli::client::Client;
 use crate::cli::format::{self, Field, Format};
@@ -123,6 +125,44 @@ pub struct Args {
     /// Display brief usage message.
     #[arg(long = "usage")]
     pub usage: bool,
+    /// Show reservations instead of partitions.
+    #[arg(short = 'T', long = "reservation")]
+    pub reservation: bool,
+}
+
+/// `sinfo -T`: one line per reservation (name, state, start, end, duration, nodes),
+/// in Slurm's fixed layout; `noheader` drops the header line.
+pub fn render_reservations(
+    list: &[crate::model::reservation::Reservation],
+    now: i64,
+    noheader: bool,
+) -> String {
+    use crate::model::reservation::fmt_duration;
+    let line = |a: &str, b: &str, c: &str, d: &str, e: &str, f: &str| {
+        format!("{a:<10} {b:>8}  {c:>19}  {d:>19}  {e:>11}  {f}\n")
+    };
+    let mut out = String::new();
+    if !noheader {
+        out.push_str(&line(
+            "RESV_NAME",
+            "STATE",
+            "START_TIME",
+            "END_TIME",
+            "DURATION",
+            "NODELIST",
+        ));
+    }
+    for r in list {
+        out.push_str(&line(
+            &r.name,
+            r.state(now),
+            &fmt_ts(r.start),
+            &fmt_ts(r.end),
+            &fmt_duration(r.end - r.start),
+            &hostlist::compress(&r.nodes),
+        ));
+    }
+    out
 }
 
 /// One `-t` entry, matched against a node.
@@ -978,6 +1018,26 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    if opts.reservation {
+        return match client.request(&Request::Reservations) {
+            Ok(Response::Reservations { resvs, now }) => {
+                print!("{}", render_reservations(&resvs, now, opts.noheader));
+                ExitCode::SUCCESS
+            }
+            Ok(Response::Error(e)) => {
+                eprintln!("slurm_load_reservations: {e}");
+                ExitCode::from(1)
+            }
+            Ok(_) => {
+                eprintln!("slurm_load_reservations: unexpected answer");
+                ExitCode::from(1)
+            }
+            Err(e) => {
+                eprintln!("slurm_load_reservations: {e}");
+                ExitCode::from(1)
+            }
+        };
+    }
     match client.request(&Request::Nodes) {
         Ok(Response::Nodes {
             nodes,

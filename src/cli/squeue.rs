@@ -681,8 +681,12 @@ pub fn job_fields<'a>() -> Vec<Field<JobRow<'a>>> {
             r.job.state_compact().into()
         }),
         Field::new(Some('u'), &["username"], "USER", |r: R| r.job.user.clone()),
-        Field::new(Some('v'), &["reservation"], "RESERVATION", |_: R| {
-            "(null)".into()
+        Field::new(Some('v'), &["reservation"], "RESERVATION", |r: R| {
+            r.job
+                .spec
+                .reservation
+                .clone()
+                .unwrap_or_else(|| "(null)".into())
         }),
         Field::new(Some('w'), &["wckey"], "WCKEY", |_: R| "(null)".into()),
         Field::new(Some('x'), &["excnodes"], "EXC_NODES", |r: R| {

@@ -11,8 +11,10 @@ pub mod acct;
 pub mod agents;
 pub mod array;
 pub mod depend;
+pub mod downtime;
 pub mod het;
 mod relay;
+pub mod resv;
 pub mod state;
 pub mod steps;
 pub mod store;
@@ -346,6 +348,7 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
     cluster.restore(jobs, next_id);
     cluster.assoc = store.load_assoc()?;
     (cluster.used_mins, cluster.used_mins_at) = store.load_usage()?;
+    cluster.resv.restore(store.load_resvs()?);
     tracing::info!(
         jobs = cluster.jobs.len(),
         next_id = cluster.next_id,
@@ -436,6 +439,7 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
         deferred: Vec::new(),
         health,
         remote,
+        downlog: Default::default(),
     };
     let mut rx = rx;
     let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -468,6 +472,11 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
                 let now = crate::cli::timefmt::now();
                 actor.check_health(now);
                 actor.cluster.tick(now, &mut fx);
+                actor.cluster.resv_tick(now, &mut fx);
+                actor.downlog.observe(&actor.cluster.nodes, now);
+                for (node, start, end) in actor.downlog.take_closed() {
+                    let _ = actor.store.send(StoreOp::NodeDown(node, start, end));
+                }
             }
             msg = rx.recv() => {
                 let Some(msg) = msg else { break };
@@ -536,6 +545,8 @@ struct Actor {
     health: agents::Health,
     /// Nodes reached over SSH.
     remote: std::collections::HashSet<String>,
+    /// Node down intervals for sreport.
+    downlog: downtime::DownLog,
 }
 
 impl Actor {
@@ -714,7 +725,7 @@ impl Actor {
                 now,
             },
             Request::Nodes => Response::Nodes {
-                nodes: self.cluster.nodes.clone(),
+                nodes: self.cluster.nodes_for_query(now),
                 partitions: self.cluster.partitions_shown(),
                 now,
             },
@@ -821,6 +832,45 @@ impl Actor {
                     Ok(out) => Response::AcctChanged(out),
                 }
             }
+            Request::CreateResv(spec) => match self.cluster.create_resv(&spec, c, now, fx) {
+                Ok(name) => Response::ResvCreated { name },
+                Err(e) => Response::Error(e),
+            },
+            Request::UpdateResv(spec) => match self.cluster.update_resv(&spec, c, now, fx) {
+                Ok(()) => Response::Ok,
+                Err(e) => Response::Error(e),
+            },
+            Request::DeleteResv { name } => match self.cluster.delete_resv(&name, c, now, fx) {
+                Ok(()) => Response::Ok,
+                Err(e) => Response::Error(e),
+            },
+            Request::Reservations => Response::Reservations {
+                resvs: self.cluster.resv.list.clone(),
+                now,
+            },
+            Request::Usage { start, end } => {
+                // The store adds job records and past reservation windows after the
+                // writes queued so far.
+                self.apply_persist(fx);
+                self.persist_resvs();
+                let rep = crate::proto::UsageReport {
+                    cluster: self.cluster.cluster_name.clone(),
+                    nodes: self
+                        .cluster
+                        .nodes
+                        .iter()
+                        .map(|n| (n.name.clone(), n.cpus))
+                        .collect(),
+                    resvs: self.cluster.resv.list.clone(),
+                    down: self.downlog.pending(now),
+                    now,
+                    ..Default::default()
+                };
+                let _ = self
+                    .store
+                    .send(StoreOp::Usage(start, end, Box::new(rep), reply));
+                return;
+            }
             Request::Shutdown => {
                 if self.cluster.is_operator(c) {
                     let _ = self.stop.try_send(());
@@ -831,7 +881,10 @@ impl Actor {
             }
         };
         // Replies to requests that changed state also wait for their records' commit.
-        if fx.persist.is_empty() {
+        if self.persist_resvs() {
+            self.apply_persist(fx);
+            let _ = self.store.send(StoreOp::Reply(reply, resp));
+        } else if fx.persist.is_empty() {
             let _ = reply.send(resp);
         } else {
             self.apply_persist(fx);
@@ -867,6 +920,20 @@ impl Actor {
         }
     }
 
+    /// Sends changed reservations and used windows to the store; whether there were any.
+    fn persist_resvs(&mut self) -> bool {
+        let mut any = false;
+        if let Some(list) = self.cluster.resv.take_dirty() {
+            let _ = self.store.send(StoreOp::Resvs(list));
+            any = true;
+        }
+        for r in self.cluster.resv.take_history() {
+            let _ = self.store.send(StoreOp::ResvHistory(r));
+            any = true;
+        }
+        any
+    }
+
     fn apply(&mut self, mut fx: Effects) {
         self.apply_persist(&mut fx);
         if self.cluster.used_dirty {
@@ -876,6 +943,7 @@ impl Actor {
                 self.cluster.used_mins_at,
             ));
         }
+        self.persist_resvs();
         for (reply, resp) in self.deferred.drain(..) {
             let _ = self.store.send(StoreOp::Reply(reply, resp));
         }

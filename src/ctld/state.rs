@@ -116,6 +116,8 @@ pub struct Cluster {
     pub used_mins: crate::sched::limits::UsedMins,
     pub used_mins_at: i64,
     pub used_dirty: bool,
+    /// Advanced reservations (`ctld::resv`).
+    pub resv: super::resv::Resvs,
 }
 
 impl Cluster {
@@ -267,6 +269,7 @@ impl Cluster {
             used_mins: Default::default(),
             used_mins_at: 0,
             used_dirty: false,
+            resv: Default::default(),
         }
     }
 
@@ -465,6 +468,7 @@ impl Cluster {
         if job.spec.nice < 0 && !self.is_operator(caller) {
             return Err(SlurmError::AccessDenied);
         }
+        self.check_job_resv(&job, caller)?;
         if let Some(text) = &job.spec.array {
             let a = ArraySpec::parse(text, self.max_array_size)
                 .map_err(|_| SlurmError::InvalidArraySpec)?;
@@ -783,6 +787,7 @@ impl Cluster {
             now: begin,
             backfill: true,
             limits: self.limits_policy(),
+            reservations: &self.resv.list,
         });
         let mine = out.decisions.iter().find(|d| {
             matches!(d, Decision::Start { job_id, .. } | Decision::Pending { job_id, .. } if *job_id == u32::MAX)
@@ -959,6 +964,7 @@ impl Cluster {
                 now,
                 backfill,
                 limits: self.limits_policy(),
+                reservations: &self.resv.list,
             });
             let d = &out.decisions;
             let partial = if check_het {

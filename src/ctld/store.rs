@@ -9,6 +9,7 @@
 
 use crate::model::Job;
 use crate::model::assoc::{Account, AssocTree, Cluster as AcctCluster, Qos, User, UserAssoc};
+use crate::model::reservation::Reservation;
 use crate::proto::codec::{decode, encode};
 use crate::proto::{AcctQuery, Response};
 use crate::sched::limits::UsedMins;
@@ -80,6 +81,21 @@ pub enum StoreOp {
     PutAssoc(Box<AssocTree>),
     /// Replace the stored TRES-minute usage (GrpTRESMins), decayed as of `at`.
     PutUsage(Box<UsedMins>, i64),
+    /// Replace the live reservations with this set.
+    Resvs(Vec<Reservation>),
+    /// Record a reservation window that was used (ended, rolled forward or deleted),
+    /// for sreport.
+    ResvHistory(Reservation),
+    /// Record a node down interval (node, start, end) for sreport.
+    NodeDown(String, i64, i64),
+    /// Answer an sreport query: `[start, end)`, with the usage report's other parts
+    /// filled in by the controller.
+    Usage(
+        i64,
+        i64,
+        Box<crate::proto::UsageReport>,
+        oneshot::Sender<Response>,
+    ),
 }
 
 /// An open database.
@@ -166,7 +182,19 @@ impl Store {
             )?;
         }
         conn.execute_batch(
-            "CREATE INDEX IF NOT EXISTS jobs_array ON jobs(array_job_id) WHERE array_job_id != 0",
+            "CREATE INDEX IF NOT EXISTS jobs_array ON jobs(array_job_id) WHERE array_job_id != 0;
+             CREATE TABLE IF NOT EXISTS resvs (name TEXT PRIMARY KEY, data BLOB NOT NULL);
+             CREATE TABLE IF NOT EXISTS resv_history (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                start INTEGER NOT NULL,
+                end INTEGER NOT NULL,
+                data BLOB NOT NULL
+             );
+             CREATE TABLE IF NOT EXISTS node_down (
+                node TEXT NOT NULL,
+                start INTEGER NOT NULL,
+                end INTEGER NOT NULL
+             );",
         )?;
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS acct_clusters (name TEXT PRIMARY KEY);
@@ -365,6 +393,104 @@ impl Store {
         Ok(())
     }
 
+    /// The live reservations saved last.
+    pub fn load_resvs(&self) -> Result<Vec<Reservation>, StoreError> {
+        let mut stmt = self.conn.prepare("SELECT data FROM resvs ORDER BY name")?;
+        let rows = stmt.query_map([], |r| r.get::<_, Vec<u8>>(0))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let data = row?;
+            out.push(decode(&data).map_err(|e| StoreError::Record {
+                id: 0,
+                msg: format!("reservation: {e}"),
+            })?);
+        }
+        Ok(out)
+    }
+
+    /// Replaces the live reservations.
+    pub fn put_resvs(&mut self, list: &[Reservation]) -> Result<(), StoreError> {
+        let tx = self.conn.transaction()?;
+        tx.execute("DELETE FROM resvs", [])?;
+        for r in list {
+            let data = encode(r).map_err(|e| StoreError::Record {
+                id: 0,
+                msg: format!("reservation {}: {e}", r.name),
+            })?;
+            tx.execute(
+                "INSERT INTO resvs (name, data) VALUES (?1, ?2)",
+                params![r.name, data],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Appends a used reservation window to the history.
+    pub fn put_resv_history(&mut self, r: &Reservation) -> Result<(), StoreError> {
+        let data = encode(r).map_err(|e| StoreError::Record {
+            id: 0,
+            msg: format!("reservation {}: {e}", r.name),
+        })?;
+        self.conn.execute(
+            "INSERT INTO resv_history (start, end, data) VALUES (?1, ?2, ?3)",
+            params![r.start, r.end, data],
+        )?;
+        Ok(())
+    }
+
+    /// Past reservation windows overlapping `[start, end)`.
+    pub fn resv_history(&self, start: i64, end: i64) -> Result<Vec<Reservation>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT data FROM resv_history WHERE start < ?2 AND end > ?1 ORDER BY id")?;
+        let rows = stmt.query_map(params![start, end], |r| r.get::<_, Vec<u8>>(0))?;
+        let mut out = Vec::new();
+        for row in rows {
+            out.push(decode(&row?).map_err(|e| StoreError::Record {
+                id: 0,
+                msg: format!("reservation: {e}"),
+            })?);
+        }
+        Ok(out)
+    }
+
+    /// Node down intervals overlapping `[start, end)`.
+    pub fn node_down(&self, start: i64, end: i64) -> Result<Vec<(String, i64, i64)>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT node, start, end FROM node_down WHERE start < ?2 AND end > ?1 ORDER BY rowid",
+        )?;
+        let rows = stmt.query_map(params![start, end], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, i64>(2)?,
+            ))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Job records that ran during `[start, end)` (started before its end, not ended
+    /// before its start).
+    pub fn ran_during(&self, start: i64, end: i64) -> Result<Vec<Job>, StoreError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT id, data FROM jobs WHERE start IS NOT NULL AND start < ?2
+             AND (end IS NULL OR end > ?1) ORDER BY id",
+        )?;
+        let rows = stmt.query_map(params![start, end], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, data) = row?;
+            out.push(decode(&data).map_err(|e| StoreError::Record {
+                id,
+                msg: e.to_string(),
+            })?);
+        }
+        Ok(out)
+    }
+
     /// Jobs matching an accounting query.
     pub fn query(&self, q: &AcctQuery) -> Result<Vec<Job>, StoreError> {
         let mut sql = String::from("SELECT id, data FROM jobs WHERE 1=1");
@@ -447,7 +573,7 @@ pub fn run(mut store: Store, mut rx: mpsc::UnboundedReceiver<StoreOp>) -> Result
             StoreOp::PutUsage(u, at) => Some((u.as_ref(), *at)),
             _ => None,
         });
-        let written = (|| {
+        let mut written = (|| {
             if !puts.is_empty() {
                 store.put_all(&puts)?;
             }
@@ -459,12 +585,33 @@ pub fn run(mut store: Store, mut rx: mpsc::UnboundedReceiver<StoreOp>) -> Result
             }
             Ok::<(), StoreError>(())
         })();
+        for op in &batch {
+            if written.is_err() {
+                break;
+            }
+            written = match op {
+                StoreOp::Resvs(list) => store.put_resvs(list),
+                StoreOp::ResvHistory(r) => store.put_resv_history(r),
+                StoreOp::NodeDown(n, s, e) => store
+                    .conn
+                    .execute(
+                        "INSERT INTO node_down (node, start, end) VALUES (?1, ?2, ?3)",
+                        params![n, s, e],
+                    )
+                    .map(|_| ())
+                    .map_err(StoreError::from),
+                _ => Ok(()),
+            };
+        }
         if let Err(e) = written {
             // Fail-stop: nothing may be acknowledged that was not saved. Waiting
             // clients hear why; the controller stops once it sees the store gone.
             tracing::error!("cannot write the state database: {e}; the controller stops");
             for op in batch {
-                if let StoreOp::Reply(tx, _) | StoreOp::Query(_, tx, _) = op {
+                if let StoreOp::Reply(tx, _)
+                | StoreOp::Query(_, tx, _)
+                | StoreOp::Usage(_, _, _, tx) = op
+                {
                     let _ = tx.send(Response::Error(crate::proto::SlurmError::Other(format!(
                         "the controller could not save its state ({e}) and is stopping"
                     ))));
@@ -474,7 +621,28 @@ pub fn run(mut store: Store, mut rx: mpsc::UnboundedReceiver<StoreOp>) -> Result
         }
         for op in batch {
             match op {
-                StoreOp::Put(_) | StoreOp::PutAssoc(_) | StoreOp::PutUsage(..) => {}
+                StoreOp::Put(_)
+                | StoreOp::PutAssoc(_)
+                | StoreOp::PutUsage(..)
+                | StoreOp::Resvs(_)
+                | StoreOp::ResvHistory(_)
+                | StoreOp::NodeDown(..) => {}
+                StoreOp::Usage(start, end, mut rep, tx) => {
+                    let got = store
+                        .ran_during(start, end)
+                        .and_then(|j| Ok((j, store.resv_history(start, end)?)))
+                        .and_then(|(j, p)| Ok((j, p, store.node_down(start, end)?)));
+                    let resp = match got {
+                        Ok((jobs, past, down)) => {
+                            rep.jobs = jobs;
+                            rep.resvs.extend(past);
+                            rep.down.extend(down);
+                            Response::Usage(rep)
+                        }
+                        Err(e) => Response::Error(crate::proto::SlurmError::Other(e.to_string())),
+                    };
+                    let _ = tx.send(resp);
+                }
                 StoreOp::Reply(tx, resp) => {
                     let _ = tx.send(resp);
                 }

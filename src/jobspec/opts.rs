@@ -191,7 +191,7 @@ pub struct LaterOpts {
     /// Node features required: a&b, a|b, a*N, [a|b]
     #[arg(short = 'C', long = "constraint", value_name = "LIST")]
     pub constraint: Option<String>,
-    /// (not supported yet) Reservation to run in
+    /// Reservation to run in
     #[arg(long = "reservation", value_name = "NAME")]
     pub reservation: Option<String>,
     /// (not supported yet) Maximum switch count
@@ -581,7 +581,6 @@ impl JobOpts {
             ("--gpus-per-socket", l.gpus_per_socket.is_some()),
             ("--ntasks-per-gpu", l.ntasks_per_gpu.is_some()),
             ("--gpu-bind", l.gpu_bind.is_some()),
-            ("--reservation", l.reservation.is_some()),
             ("--switches", l.switches.is_some()),
             ("--priority", l.priority.is_some()),
             ("--time-min", l.time_min.is_some()),
@@ -815,6 +814,7 @@ impl JobOpts {
             kill_on_invalid_dep,
             deadline,
             immediate: self.immediate.is_some(),
+            reservation: non_empty(&l.reservation),
             ..JobSpec::default()
         };
         Ok(Normalised { spec, warnings })
@@ -1392,7 +1392,6 @@ mod tests {
         for (args, name) in [
             (&["--gpus-per-socket=1"][..], "--gpus-per-socket"),
             (&["--switches=2"], "--switches"),
-            (&["--reservation=r"], "--reservation"),
             (&["--exclusive=user"], "--exclusive=<mode>"),
         ] {
             let e = spec(args).unwrap_err();

@@ -298,6 +298,9 @@ pub struct JobSpec {
     /// `--licenses`.
     #[serde(default)]
     pub licenses: Vec<LicenseReq>,
+    /// `--reservation`: the advanced reservation the job runs in (checked at submit).
+    #[serde(default)]
+    pub reservation: Option<String>,
 }
 
 impl JobSpec {

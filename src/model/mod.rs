@@ -16,6 +16,7 @@ pub mod limit;
 pub mod node;
 pub mod partition;
 pub mod preempt;
+pub mod reservation;
 pub mod step;
 pub mod time;
 

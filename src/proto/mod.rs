@@ -332,6 +332,19 @@ pub enum Request {
         op: crate::model::acct_ops::AcctOp,
         commit: bool,
     },
+    /// `scontrol create reservation`; answered [`Response::ResvCreated`].
+    CreateResv(crate::model::reservation::ResvSpec),
+    /// `scontrol update reservation`; answered `Ok`.
+    UpdateResv(crate::model::reservation::ResvSpec),
+    /// `scontrol delete ReservationName=`; answered `Ok`.
+    DeleteResv { name: String },
+    /// Reservations (scontrol show reservation, sinfo -T); answered
+    /// [`Response::Reservations`].
+    Reservations,
+    /// Usage for sreport: finished and running job records overlapping
+    /// `[start, end)`, the nodes, and the reservations known; answered
+    /// [`Response::Usage`].
+    Usage { start: i64, end: i64 },
 }
 
 /// A user-facing error from the controller; `Display` is Slurm's text.
@@ -466,6 +479,30 @@ pub enum Response {
     },
     /// What a [`Request::AcctChange`] changed (or would change).
     AcctChanged(crate::model::acct_ops::Outcome),
+    /// The name of a reservation just created.
+    ResvCreated {
+        name: String,
+    },
+    Reservations {
+        resvs: Vec<crate::model::reservation::Reservation>,
+        now: i64,
+    },
+    /// Data for sreport (see [`Request::Usage`]).
+    Usage(Box<UsageReport>),
+}
+
+/// What sreport computes its reports from: job records overlapping the period, the
+/// nodes' CPU counts, and the reservations (current and past) overlapping it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UsageReport {
+    pub cluster: String,
+    pub jobs: Vec<Job>,
+    /// (node name, CPUs).
+    pub nodes: Vec<(String, u32)>,
+    pub resvs: Vec<crate::model::reservation::Reservation>,
+    /// Node down intervals overlapping the period: (node, start, end), epoch seconds.
+    pub down: Vec<(String, i64, i64)>,
+    pub now: i64,
 }
 
 /// One pending job's priority factors, weighted (sprio).

@@ -24,6 +24,7 @@
 pub mod limits;
 pub mod preempt;
 pub mod priority;
+pub mod resv;
 pub mod select;
 pub mod timeline;
 pub mod usage;
@@ -67,6 +68,8 @@ pub struct Input<'a> {
     /// Association and QOS limits to apply (`None`: no accounting policy, as in
     /// personal mode or the simulator).
     pub limits: Option<limits::Policy<'a>>,
+    /// Advanced reservations (active and future); see [`resv`].
+    pub reservations: &'a [crate::model::reservation::Reservation],
 }
 
 /// A pending job's expected start from the backfill timeline.
@@ -204,6 +207,11 @@ pub fn static_reason(job: &Job, part: &Partition, nodes: &[Node]) -> Option<Reas
 pub fn pre_check(job: &Job, now: i64) -> Option<Reason> {
     match job.hold {
         Some(HoldKind::User) => return Some(Reason::JobHeldUser),
+        // A job held because its reservation was deleted keeps that reason (Slurm's
+        // WAIT_RESV_DELETED) until it is released.
+        Some(HoldKind::Admin) if job.reason.as_str() == resv::DELETED_REASON => {
+            return Some(job.reason.clone());
+        }
         Some(HoldKind::Admin) => return Some(Reason::JobHeldAdmin),
         None => {}
     }
@@ -239,6 +247,7 @@ pub fn schedule(
         now,
         backfill: true,
         limits: None,
+        reservations: &[],
     })
     .decisions
 }
@@ -505,13 +514,17 @@ fn main_one<'a>(
     fifo_blocked: &mut bool,
     policy: Policy,
 ) -> Reason {
+    let acc = match resv::access(job, pass.input.reservations, pass.input.now) {
+        Ok(a) => a,
+        Err(r) => return r,
+    };
     let mut first: Option<Reason> = None;
     for pname in job_partitions(job) {
-        let r = match try_partition(pass, job, pname, blocked, *fifo_blocked) {
+        let r = match try_partition(pass, job, pname, blocked, *fifo_blocked, acc) {
             Ok(()) => return Reason::None,
             Err(r) => r,
         };
-        if matches!(r, Reason::Resources | Reason::ReqNodeNotAvail)
+        if (matches!(r, Reason::Resources | Reason::ReqNodeNotAvail) || resv::is_node_wait(&r))
             && let Some(pv) = pass.parts.get(pname)
         {
             blocked.insert(pv.part.name.as_str());
@@ -652,6 +665,7 @@ fn try_partition<'a>(
     pname: &str,
     blocked: &HashSet<&'a str>,
     fifo_blocked: bool,
+    acc: resv::Access,
 ) -> Result<(), Reason> {
     let Some(pv) = pass.parts.get(pname) else {
         return Err(Reason::PartitionConfig);
@@ -665,7 +679,29 @@ fn try_partition<'a>(
     if fifo_blocked || blocked.contains(pv.part.name.as_str()) {
         return Err(Reason::Priority);
     }
-    let cands = pass.caps_now(pv, &req);
+    let mut cands = pass.caps_now(pv, &req);
+    // Nodes a reservation holds during the job's window are not candidates; when that
+    // hides a maintenance reservation's nodes, Slurm's reason says so.
+    let resvs = pass.input.reservations;
+    let mut maint_hidden = false;
+    if !resvs.is_empty() {
+        let now = pass.input.now;
+        let end = req
+            .time_limit
+            .map_or(FOREVER, |l| now.saturating_add(l as i64));
+        let mut hidden: Vec<&str> = Vec::new();
+        cands.retain(|(i, _)| {
+            let n = pass.infos[*i].name.as_str();
+            let ok = resv::node_ok(acc, resvs, n, now, end);
+            if !ok {
+                hidden.push(n);
+            }
+            ok
+        });
+        maint_hidden = matches!(acc, resv::Access::Outside)
+            && !hidden.is_empty()
+            && resv::blocked_reason(resvs, &hidden, now, end) != Reason::Resources;
+    }
     let name = pv.part.name.clone();
     match select::fit(&req, &pass.infos, &cands) {
         Ok(p) => {
@@ -673,6 +709,7 @@ fn try_partition<'a>(
             pass.started.push((job, alloc, name));
             Ok(())
         }
+        Err(_) if maint_hidden => Err(Reason::Other(resv::MAINT_REASON.into())),
         Err(FitError::RequiredMissing) => Err(Reason::ReqNodeNotAvail),
         Err(FitError::NoFit) => Err(Reason::Resources),
     }
@@ -803,9 +840,13 @@ fn backfill<'a>(
         if !matches!(
             reasons[k],
             Reason::Priority | Reason::Resources | Reason::Licenses | Reason::ReqNodeNotAvail
-        ) {
+        ) && !resv::is_node_wait(&reasons[k])
+        {
             continue;
         }
+        let Ok(acc) = resv::access(job, input.reservations, now) else {
+            continue;
+        };
         out.stats.bf_queue_len += 1;
         out.stats.bf_depth += 1;
         if out.stats.bf_depth_try as usize >= cfg.bf_max_job_test {
@@ -840,7 +881,7 @@ fn backfill<'a>(
                 && reserved_parts.contains(pv.part.name.as_str());
             let limit = best.as_ref().map_or(horizon, |b| b.0 - 1).min(horizon);
             if let Some((t, p)) = earliest(
-                pass, pv, &req, &lines, &agg, &lic_line, &lic, now, limit, only_now,
+                pass, pv, &req, &lines, &agg, &lic_line, &lic, now, limit, only_now, acc,
             ) {
                 best = Some((t, pv.part.name.as_str(), req, p));
             }
@@ -919,6 +960,7 @@ fn earliest(
     now: i64,
     limit: i64,
     only_now: bool,
+    acc: resv::Access,
 ) -> Option<(i64, Placement)> {
     let dur = req.time_limit.map_or(FOREVER, |l| l as i64);
     let end_of = |t: i64| {
@@ -939,8 +981,12 @@ fn earliest(
         if !lic_line.fits(t, end, lic) {
             return None;
         }
+        let resvs = pass.input.reservations;
         let cands: Vec<(usize, Cap)> = members
             .iter()
+            .filter(|&&i| {
+                resvs.is_empty() || resv::node_ok(acc, resvs, &pass.infos[i].name, t, end)
+            })
             .map(|&i| {
                 let mut c = lines[i].min_cap(t, end);
                 if req.share.is_none() {
@@ -969,7 +1015,7 @@ fn earliest(
         return None;
     }
     if lic.is_empty() && single_node(req) {
-        return earliest_one_node(pass, req, &members, lines, now, dur, limit);
+        return earliest_one_node(pass, req, &members, lines, now, dur, limit, acc);
     }
     // Candidate starts: whenever something is released, rounded up to the
     // bf_resolution grid (a later start is always still free of what ended).
@@ -978,6 +1024,14 @@ fn earliest(
         .iter()
         .flat_map(|&i| lines[i].changes(now))
         .chain(lic_line.changes(now))
+        // A reservation's end frees its nodes for jobs outside it.
+        .chain(
+            pass.input
+                .reservations
+                .iter()
+                .map(|r| r.end)
+                .filter(|&e| e > now),
+        )
         .map(|t| now + (t - now + res - 1) / res * res)
         .filter(|t| *t <= limit)
         .collect();
@@ -1107,7 +1161,8 @@ fn single_node(req: &Req) -> bool {
 
 /// The earliest start of a one-node plan: each candidate node's own timeline is
 /// scanned once for a window where the whole job fits, the earliest wins (ties: the
-/// partition's node order).
+/// partition's node order). Windows a reservation forbids are skipped.
+#[allow(clippy::too_many_arguments)]
 fn earliest_one_node(
     pass: &Pass,
     req: &Req,
@@ -1116,7 +1171,9 @@ fn earliest_one_node(
     now: i64,
     dur: i64,
     limit: i64,
+    acc: resv::Access,
 ) -> Option<(i64, Placement)> {
+    let resvs = pass.input.reservations;
     let gpus = req.gpus_total.as_ref().map_or(0, |g| g.1);
     let whole = |i: usize, cap: &Cap| -> Option<Take> {
         let mut c = cap.clone();
@@ -1153,6 +1210,18 @@ fn earliest_one_node(
             } else {
                 t.saturating_add(dur)
             };
+            let name = pass.infos[i].name.as_str();
+            if !resvs.is_empty() && !resv::node_ok(acc, resvs, name, t, end) {
+                // Outside: retry once the reservations in the way end; inside: the
+                // node is not the reservation's, so never.
+                match resv::blocked_until(resvs, name, t, end) {
+                    Some(e) if matches!(acc, resv::Access::Outside) && e > t => {
+                        from = e;
+                        continue;
+                    }
+                    _ => break,
+                }
+            }
             let mut cap = lines[i].min_cap(t, end);
             if t == now {
                 cap = cap.min(&pass.usage[i].cap(&pass.infos[i], req.share));

@@ -174,6 +174,7 @@ pub fn simulate(
                 now,
                 backfill: true,
                 limits: None,
+                reservations: &[],
             });
             passes += 1;
             backfilled += out.backfilled.len();

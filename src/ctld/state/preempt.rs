@@ -111,6 +111,7 @@ impl Cluster {
                     now,
                     backfill: false,
                     limits: None,
+                    reservations: &self.resv.list,
                 };
                 sched::preempt::plan(&input, &qos, &cands)
             };

@@ -6,6 +6,7 @@ mod preempt;
 mod priority;
 mod props;
 mod reasons;
+mod resv;
 mod select;
 
 use super::*;
@@ -79,6 +80,7 @@ pub fn pass(
         now,
         backfill: true,
         limits: None,
+        reservations: &[],
     })
 }
 

@@ -55,6 +55,7 @@ fn decide(
         now,
         backfill: false,
         limits: None,
+        reservations: &[],
     };
     plan(&input, qos, &[cand])
 }

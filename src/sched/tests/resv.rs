@@ -1,0 +1,151 @@
+//! Advanced reservations: a job outside stays off reserved nodes for any instant its
+//! time limit overlaps the window (and backfill plans it after), a job inside runs only
+//! on the reservation's nodes while it is active, with Slurm's pending reasons.
+
+use super::*;
+use crate::model::reservation::{Reservation, ResvFlags};
+
+fn resv(name: &str, nodes: &[&str], start: i64, end: i64, maint: bool) -> Reservation {
+    Reservation {
+        name: name.into(),
+        start,
+        end,
+        nodes: nodes.iter().map(|s| s.to_string()).collect(),
+        cpus: 4 * nodes.len() as u32,
+        partition: None,
+        users: vec!["u".into()],
+        accounts: vec![],
+        flags: ResvFlags {
+            maint,
+            ..ResvFlags::default()
+        },
+        idle_since: None,
+    }
+}
+
+fn run_with(
+    jobs: &[&Job],
+    nodes: &[Node],
+    parts: &[Partition],
+    resvs: &[Reservation],
+    now: i64,
+) -> Outcome {
+    let cfg = SchedConfig {
+        bf_resolution: 1,
+        ..SchedConfig::default()
+    };
+    run(&Input {
+        jobs,
+        nodes,
+        partitions: parts,
+        licenses: &[],
+        config: &cfg,
+        now,
+        backfill: true,
+        limits: None,
+        reservations: resvs,
+    })
+}
+
+fn in_resv(id: u32, name: &str) -> Job {
+    let mut j = job(id, 1, 10);
+    j.spec.reservation = Some(name.into());
+    j
+}
+
+fn est(o: &Outcome, id: u32) -> Option<i64> {
+    o.estimates.iter().find(|e| e.job_id == id).map(|e| e.start)
+}
+
+#[test]
+fn outside_jobs_avoid_reserved_nodes_and_inside_jobs_use_them() {
+    let nodes = vec![node("n1", 4, 4000), node("n2", 4, 4000)];
+    let parts = vec![part("p", &["n1", "n2"])];
+    let r = [resv("r", &["n1"], 0, 3600, false)];
+    let a = job(1, 1, 10);
+    let b = in_resv(2, "r");
+    let o = run_with(&[&a, &b], &nodes, &parts, &r, 100);
+    assert_eq!(alloc_of(&o.decisions, 1).nodes, vec!["n2".to_string()]);
+    assert_eq!(alloc_of(&o.decisions, 2).nodes, vec!["n1".to_string()]);
+}
+
+#[test]
+fn a_job_that_would_overlap_an_upcoming_window_waits_until_it_ends() {
+    let nodes = vec![node("n1", 4, 4000)];
+    let parts = vec![part("p", &["n1"])];
+    // Window opens in 5 minutes; the job's limit is 10 minutes.
+    let r = [resv("m", &["n1"], 300, 900, true)];
+    let a = job(1, 1, 10);
+    let o = run_with(&[&a], &nodes, &parts, &r, 0);
+    assert!(starts(&o.decisions).is_empty());
+    assert_eq!(
+        reason_of(&o.decisions, 1),
+        Some(Reason::Other(crate::sched::resv::MAINT_REASON.into()))
+    );
+    assert_eq!(est(&o, 1), Some(900));
+    // A job short enough to end before the window starts now.
+    let mut short = job(2, 1, 10);
+    short.time_limit = TimeLimit::Minutes(4);
+    let o = run_with(&[&a, &short], &nodes, &parts, &r, 0);
+    assert_eq!(starts(&o.decisions), vec![2]);
+}
+
+#[test]
+fn ordinary_reservation_gives_resources_and_later_jobs_backfill() {
+    let nodes = vec![node("n1", 4, 4000), node("n2", 4, 4000)];
+    let parts = vec![part("p", &["n1", "n2"])];
+    let r = [resv("r", &["n1"], 0, 3600, false)];
+    let mut wide = job(1, 8, 10);
+    wide.req_nodes = 2;
+    wide.priority = 200;
+    let small = job(2, 1, 10);
+    let o = run_with(&[&wide, &small], &nodes, &parts, &r, 0);
+    assert_eq!(reason_of(&o.decisions, 1), Some(Reason::Resources));
+    assert_eq!(est(&o, 1), Some(3600));
+    assert_eq!(starts(&o.decisions), vec![2]);
+    assert_eq!(alloc_of(&o.decisions, 2).nodes, vec!["n2".to_string()]);
+}
+
+#[test]
+fn inside_jobs_wait_for_the_window_and_for_a_deleted_reservation() {
+    let nodes = vec![node("n1", 4, 4000)];
+    let parts = vec![part("p", &["n1"])];
+    let r = [resv("r", &["n1"], 500, 1000, false)];
+    let a = in_resv(1, "r");
+    let gone = in_resv(2, "nope");
+    let o = run_with(&[&a, &gone], &nodes, &parts, &r, 0);
+    assert_eq!(
+        reason_of(&o.decisions, 1),
+        Some(Reason::Other("Reservation".into()))
+    );
+    assert_eq!(
+        reason_of(&o.decisions, 2),
+        Some(Reason::Other("ReservationDeleted".into()))
+    );
+    let o = run_with(&[&a], &nodes, &parts, &r, 500);
+    assert_eq!(starts(&o.decisions), vec![1]);
+}
+
+#[test]
+fn inside_jobs_never_leave_the_reservation_nodes() {
+    let nodes = vec![node("n1", 1, 4000), node("n2", 4, 4000)];
+    let parts = vec![part("p", &["n1", "n2"])];
+    let r = [resv("r", &["n1"], 0, 3600, false)];
+    let a = in_resv(1, "r");
+    let b = in_resv(2, "r");
+    let o = run_with(&[&a, &b], &nodes, &parts, &r, 0);
+    assert_eq!(starts(&o.decisions), vec![1]);
+    assert_eq!(alloc_of(&o.decisions, 1).nodes, vec!["n1".to_string()]);
+    assert_eq!(reason_of(&o.decisions, 2), Some(Reason::Resources));
+}
+
+#[test]
+fn no_reservations_changes_nothing() {
+    let nodes = vec![node("n1", 4, 4000)];
+    let parts = vec![part("p", &["n1"])];
+    let jobs: Vec<Job> = (1..=5).map(|i| job(i, 1, 100)).collect();
+    let refs: Vec<&Job> = jobs.iter().collect();
+    let with = run_with(&refs, &nodes, &parts, &[], 0);
+    let plain = schedule(&refs, &nodes, &parts, 0);
+    assert_eq!(with.decisions, plain);
+}
