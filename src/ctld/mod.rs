@@ -715,7 +715,7 @@ impl Actor {
             },
             Request::Nodes => Response::Nodes {
                 nodes: self.cluster.nodes.clone(),
-                partitions: self.cluster.partitions.clone(),
+                partitions: self.cluster.partitions_shown(),
                 now,
             },
             Request::Cancel {
@@ -736,6 +736,11 @@ impl Actor {
                 hold,
                 array_tasks,
             } => Response::Results(self.cluster.requeue(&ids, &array_tasks, hold, c, now, fx)),
+            Request::Suspend {
+                ids,
+                array_tasks,
+                resume,
+            } => Response::Results(self.cluster.suspend(&ids, &array_tasks, resume, c, now, fx)),
             Request::UpdateJob { id, updates, tasks } => {
                 match self.cluster.update_job(id, tasks.as_ref(), &updates, c, fx) {
                     Ok(()) => Response::Ok,

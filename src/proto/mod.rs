@@ -314,6 +314,14 @@ pub enum Request {
         steps: Vec<(u32, u32)>,
         signal: Option<i32>,
     },
+    /// `scontrol suspend` (`resume: false`) or `scontrol resume` (`resume: true`);
+    /// operators only.
+    Suspend {
+        ids: Vec<u32>,
+        #[serde(default)]
+        array_tasks: Vec<ArrayTasks>,
+        resume: bool,
+    },
     /// The accounting tree (sacctmgr show, sshare); anyone may read it.
     AcctTree,
     /// A sacctmgr change. `commit: false` only says what would change (the summary
@@ -580,6 +588,9 @@ pub enum ToAgent {
     },
     /// The controller has finished with relayed connection `conn`: close it.
     RelayClose { conn: u64 },
+    /// Stop (`suspend: true`) or continue every process of the job on this node: the
+    /// batch step and the job's steps (freezer, or SIGSTOP/SIGCONT without one).
+    Suspend { job_id: u32, suspend: bool },
 }
 
 /// How a batch job ended on the node.
