@@ -26,6 +26,10 @@ use crate::model::preempt::{PreemptMode, PreemptType, QosPreempt};
 use crate::model::{Job, JobState};
 use std::collections::{HashMap, HashSet};
 
+/// Most pending jobs one [`plan`] considers (the head of the queue): each costs a few
+/// fit tests over the whole snapshot.
+pub const MAX_CANDIDATES: usize = 64;
+
 /// A job chosen for preemption and what to do with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Victim {
@@ -216,12 +220,16 @@ pub fn plan(input: &Input, qos: &[QosPreempt], candidates: &[&Job]) -> Option<Ac
         .filter(|j| holds_resources(j) && (j.completing || j.preempt.is_some()))
         .map(|j| j.id)
         .collect();
-    for job in order {
+    for job in order.into_iter().take(MAX_CANDIDATES) {
         let mut terms_of: HashMap<u32, (PreemptMode, u32)> = HashMap::new();
         for v in input.jobs.iter().filter(|v| holds_resources(v)) {
             if let Some(t) = terms(input, qos, job, v) {
                 terms_of.insert(v.id, t);
             }
+        }
+        if terms_of.is_empty() {
+            // Nothing it outranks: the ordinary pass decides for it.
+            continue;
         }
         // Suspended by preemption and outranked by this job: their CPUs are its.
         let suspended: HashSet<u32> = input

@@ -599,6 +599,13 @@ priority_tier = 5
     c.nodes[0].state = NodeState::Up;
     let mut s = spec("low");
     s.ntasks = Some(4);
+    // `--signal=USR1@60`: the preemption notice is the job's own signal.
+    s.signal = Some(crate::model::SignalSpec {
+        signal: 10,
+        secs_before: 60,
+        batch_only: false,
+        reservation: false,
+    });
     let low = submit(&mut c, s, ALICE, 0);
     let mut fx = Effects::default();
     c.schedule(0, &mut fx);
@@ -608,9 +615,9 @@ priority_tier = 5
     let high = submit(&mut c, s, ALICE, 10);
     let mut fx = Effects::default();
     c.schedule(10, &mut fx);
-    // The victim gets SIGTERM and keeps running through its grace time.
+    // The victim gets its notice and keeps running through its grace time.
     assert!(fx.to_agent.iter().any(|(_, m)| matches!(m,
-        ToAgent::Signal { job_id, signal: 15, batch_only: false } if *job_id == low)));
+        ToAgent::Signal { job_id, signal: 10, batch_only: false } if *job_id == low)));
     assert_eq!(c.jobs[&low].state, JobState::Running);
     assert_eq!(c.jobs[&low].preempt.map(|p| p.end), Some(40));
     assert_eq!(c.jobs[&high].state, JobState::Pending);
