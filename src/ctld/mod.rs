@@ -325,6 +325,10 @@ fn prepare_dirs(cfg: &Config) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Seconds between fair-share usage accounting ticks (Slurm's PriorityCalcPeriod,
+/// whose default is 5 minutes; shorter here so that `sshare` follows running jobs).
+const PRIORITY_CALC_PERIOD: i64 = 60;
+
 /// The controller's pid, in the state directory (used by `--stop` when the socket is gone).
 const PID_FILE: &str = "controller.pid";
 
@@ -342,6 +346,7 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
     let owner = nix::unistd::geteuid().as_raw();
     let mut cluster = Cluster::new(&cfg, owner);
     cluster.restore(jobs, next_id);
+    cluster.restore_usage(store.load_usage()?, now);
     tracing::info!(
         jobs = cluster.jobs.len(),
         next_id = cluster.next_id,
@@ -462,6 +467,9 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
                 let now = crate::cli::timefmt::now();
                 actor.check_health(now);
                 actor.cluster.tick(now, &mut fx);
+                if now - actor.cluster.fs_usage.accrued_at >= PRIORITY_CALC_PERIOD {
+                    actor.cluster.accrue_usage(now, &mut fx);
+                }
             }
             msg = rx.recv() => {
                 let Some(msg) = msg else { break };
@@ -828,6 +836,9 @@ impl Actor {
     fn apply_persist(&mut self, fx: &mut Effects) {
         for j in fx.persist.drain(..) {
             let _ = self.store.send(StoreOp::Put(Box::new(j)));
+        }
+        if let Some(l) = fx.usage.take() {
+            let _ = self.store.send(StoreOp::PutUsage(l));
         }
     }
 

@@ -52,6 +52,8 @@ pub struct Effects {
     pub schedule: bool,
     /// Events for srun step streams, by stream token (`ctld::steps`).
     pub to_client: Vec<(u64, crate::proto::StepEvent)>,
+    /// The fair-share usage ledger changed and must be written to the store.
+    pub usage: Option<Box<crate::sched::fairshare::UsageLedger>>,
 }
 
 /// Why a running job is being ended by the controller.
@@ -89,8 +91,12 @@ pub struct Cluster {
     pub licenses: Vec<(String, u32)>,
     /// EnforcePartLimits=ALL (refuse at submit what can never run).
     pub enforce_part_limits: bool,
-    /// Decayed CPU-seconds per uid and when they were last decayed (fair-share).
-    pub usage: HashMap<u32, (f64, i64)>,
+    /// Decayed usage per association (fair-share), billing-seconds; persisted.
+    pub fs_usage: crate::sched::fairshare::UsageLedger,
+    /// The last fair-share tree computed, and the second it was computed for (reused
+    /// by submissions within that second).
+    fs_cache:
+        std::cell::RefCell<Option<(i64, std::sync::Arc<crate::sched::fairshare::FairShareTree>)>>,
     /// sdiag counters.
     pub stats: SchedStats,
     /// When backfill last ran.
@@ -235,7 +241,8 @@ impl Cluster {
             sched_cfg: cfg.sched.clone(),
             licenses: cfg.licenses.clone(),
             enforce_part_limits: cfg.enforce_part_limits,
-            usage: HashMap::new(),
+            fs_usage: Default::default(),
+            fs_cache: Default::default(),
             stats: SchedStats::default(),
             last_backfill: i64::MIN / 2,
             last_pass: i64::MIN / 2,
@@ -562,16 +569,8 @@ impl Cluster {
         priority::factors(job, pf, &ctx, &self.sched_cfg.priority, now).priority()
     }
 
-    /// Cluster totals and decayed usage for priority factors.
+    /// Cluster totals and the fair-share tree for priority factors.
     pub fn priority_context(&self, now: i64) -> PriorityContext {
-        let half = self.sched_cfg.priority.decay_half_life;
-        let mut users: std::collections::HashSet<u32> = self
-            .jobs
-            .values()
-            .filter(|j| j.is_active())
-            .map(|j| j.uid)
-            .collect();
-        users.extend(self.usage.keys().copied());
         PriorityContext {
             total_cpus: self.nodes.iter().map(|n| u64::from(n.cpus)).sum(),
             total_nodes: self.nodes.len() as u64,
@@ -589,13 +588,88 @@ impl Cluster {
                 .map(|p| p.priority_job_factor)
                 .max()
                 .unwrap_or(1),
-            usage: self
-                .usage
-                .iter()
-                .map(|(u, (v, t))| (*u, priority::decay(*v, *t, now, half)))
-                .collect(),
-            users: users.len(),
+            fairshare: self.fairshare_tree(now, false),
         }
+    }
+
+    /// The fair-share tree at `now`: recorded usage decayed to `now` plus what running
+    /// jobs have used since the last accounting tick, over the configured accounts and
+    /// every association with usage or an active job. `fresh`: recompute even if a
+    /// tree was computed for this second.
+    pub fn fairshare_tree(
+        &self,
+        now: i64,
+        fresh: bool,
+    ) -> std::sync::Arc<crate::sched::fairshare::FairShareTree> {
+        use crate::sched::fairshare::FairShareTree;
+        if !fresh
+            && let Some((t, tree)) = &*self.fs_cache.borrow()
+            && *t == now
+        {
+            return tree.clone();
+        }
+        let p = &self.sched_cfg.priority;
+        let mut ledger = self.fs_usage.clone();
+        ledger.accrue(&self.running_usage(), now, p.decay_half_life, p.usage_reset);
+        let mut extra: Vec<(String, String)> = self
+            .jobs
+            .values()
+            .filter(|j| j.is_active())
+            .map(|j| FairShareTree::key_of(&j.account, &j.user))
+            .collect();
+        extra.sort_unstable();
+        extra.dedup();
+        let tree = std::sync::Arc::new(FairShareTree::build(
+            &p.accounts,
+            &p.user_assocs,
+            &ledger,
+            &extra,
+            p.fairshare_algorithm,
+        ));
+        *self.fs_cache.borrow_mut() = Some((now, tree.clone()));
+        tree
+    }
+
+    /// Running jobs as (association, billing rate, start) for usage accrual.
+    fn running_usage(&self) -> Vec<(crate::sched::fairshare::AssocKey, f64, i64)> {
+        let billing = &self.sched_cfg.priority.billing;
+        self.jobs
+            .values()
+            .filter(|j| j.state == JobState::Running)
+            .filter_map(|j| {
+                let a = j.alloc.as_ref()?;
+                Some((
+                    crate::sched::fairshare::FairShareTree::key_of(&j.account, &j.user),
+                    billing.rate(a),
+                    j.start_time?,
+                ))
+            })
+            .collect()
+    }
+
+    /// Installs the fair-share usage saved before a restart. `PriorityUsageResetPeriod=
+    /// NOW` clears it; a ledger never saved starts accruing at `now`.
+    pub fn restore_usage(&mut self, mut l: crate::sched::fairshare::UsageLedger, now: i64) {
+        use crate::sched::fairshare::ResetPeriod;
+        if self.sched_cfg.priority.usage_reset == ResetPeriod::Now {
+            l.usage.clear();
+        }
+        if l.accrued_at == 0 {
+            l.accrued_at = now;
+            l.decayed_at = now;
+        }
+        self.fs_usage = l;
+        self.fs_cache.borrow_mut().take();
+    }
+
+    /// The periodic accounting tick: charges running jobs up to `now`, decays, and
+    /// asks for the ledger to be saved.
+    pub fn accrue_usage(&mut self, now: i64, fx: &mut Effects) {
+        let p = &self.sched_cfg.priority;
+        let (half, reset) = (p.decay_half_life, p.usage_reset);
+        let running = self.running_usage();
+        self.fs_usage.accrue(&running, now, half, reset);
+        fx.usage = Some(Box::new(self.fs_usage.clone()));
     }
 
     /// sprio's rows: the factors of pending jobs matching `ids`/`users` (all if empty).
@@ -658,12 +732,25 @@ impl Cluster {
         s
     }
 
-    /// Adds a finished job's CPU-seconds to its user's decayed usage.
-    fn record_usage(&mut self, uid: u32, cpu_secs: f64, now: i64) {
-        let half = self.sched_cfg.priority.decay_half_life;
-        let e = self.usage.entry(uid).or_insert((0.0, now));
-        e.0 = priority::decay(e.0, e.1, now, half) + cpu_secs;
-        e.1 = now;
+    /// Charges a job that held `a` for `ran` seconds up to `end` to its association:
+    /// the part after the last accounting tick (earlier seconds were charged by it).
+    fn record_usage(
+        &mut self,
+        key: (String, String),
+        a: &Allocation,
+        ran: u64,
+        end: i64,
+        now: i64,
+        fx: &mut Effects,
+    ) {
+        let p = &self.sched_cfg.priority;
+        let rate = p.billing.rate(a);
+        let (half, reset) = (p.decay_half_life, p.usage_reset);
+        self.fs_usage.decay_to(now, half, reset);
+        self.fs_usage
+            .charge_running(key, rate, end - ran as i64, end);
+        fx.usage = Some(Box::new(self.fs_usage.clone()));
+        self.fs_cache.borrow_mut().take();
     }
 
     fn pick_partition(&self, spec: &JobSpec) -> Result<&Partition, SlurmError> {
@@ -782,6 +869,7 @@ impl Cluster {
 
     /// Recomputes the multifactor priority of every pending, unheld job.
     fn refresh_priorities(&mut self, now: i64) {
+        self.fs_cache.borrow_mut().take();
         let ctx = self.priority_context(now);
         let w = self.sched_cfg.priority.clone();
         let factor: HashMap<String, u32> = self
@@ -1569,12 +1657,13 @@ impl Cluster {
         fx.persist.push(Job::clone(j));
         shed_after_end(j);
         fx.schedule = true;
-        let (uid, state, ran) = (j.uid, j.state, j.run_secs(end_time));
+        let (state, ran) = (j.state, j.run_secs(end_time));
+        let fs_key = crate::sched::fairshare::FairShareTree::key_of(&j.account, &j.user);
         let het_leader = j.het.filter(|h| h.offset == 0).map(|h| h.job_id);
         if let Some(a) = alloc {
             self.charge(&a, was_completing, -1);
-            // Fair-share usage: CPU-seconds held.
-            self.record_usage(uid, f64::from(a.total_cpus()) * ran as f64, now);
+            // Fair-share usage: billing-seconds held.
+            self.record_usage(fs_key, &a, ran, end_time, now, fx);
         }
         match state {
             JobState::Pending => {}
@@ -2243,6 +2332,9 @@ fn fold_results(rs: Vec<Result<(), SlurmError>>) -> Option<SlurmError> {
     )
 }
 
+#[cfg(test)]
+#[path = "state/fs_tests.rs"]
+mod fs_tests;
 #[cfg(test)]
 mod tests;
 

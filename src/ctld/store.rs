@@ -10,6 +10,7 @@
 use crate::model::Job;
 use crate::proto::codec::{decode, encode};
 use crate::proto::{AcctQuery, Response};
+use crate::sched::fairshare::UsageLedger;
 use rusqlite::{Connection, OpenFlags, params};
 use std::path::Path;
 use tokio::sync::{mpsc, oneshot};
@@ -64,7 +65,12 @@ pub enum StoreOp {
     Reply(oneshot::Sender<Response>, Response),
     /// Answer an accounting query.
     Query(AcctQuery, oneshot::Sender<Response>, i64),
+    /// Replace the saved fair-share usage.
+    PutUsage(Box<UsageLedger>),
 }
+
+/// Key of the fair-share usage ledger in the `kv` table.
+const USAGE_KEY: &str = "fairshare_usage";
 
 /// An open database.
 pub struct Store {
@@ -137,6 +143,7 @@ impl Store {
                 data BLOB NOT NULL,
                 array_job_id INTEGER NOT NULL DEFAULT 0
              );
+             CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, data BLOB NOT NULL);
              CREATE INDEX IF NOT EXISTS jobs_end ON jobs(end);
              CREATE INDEX IF NOT EXISTS jobs_active ON jobs(active);",
         )?;
@@ -179,6 +186,40 @@ impl Store {
             .conn
             .query_row("SELECT max(id) FROM jobs", [], |r| r.get(0))?;
         Ok((jobs, max.unwrap_or(0) as u32 + 1))
+    }
+
+    /// The saved fair-share usage (empty when none was saved).
+    pub fn load_usage(&self) -> Result<UsageLedger, StoreError> {
+        let data: Option<Vec<u8>> = self
+            .conn
+            .query_row("SELECT data FROM kv WHERE key = ?1", [USAGE_KEY], |r| {
+                r.get(0)
+            })
+            .map(Some)
+            .or_else(|e| match e {
+                rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                e => Err(e),
+            })?;
+        match data {
+            None => Ok(UsageLedger::default()),
+            Some(d) => decode(&d).map_err(|e| StoreError::Record {
+                id: 0,
+                msg: format!("fair-share usage: {e}"),
+            }),
+        }
+    }
+
+    /// Replaces the saved fair-share usage.
+    pub fn put_usage(&mut self, l: &UsageLedger) -> Result<(), StoreError> {
+        let data = encode(l).map_err(|e| StoreError::Record {
+            id: 0,
+            msg: format!("fair-share usage: {e}"),
+        })?;
+        self.conn.execute(
+            "INSERT OR REPLACE INTO kv (key, data) VALUES (?1, ?2)",
+            params![USAGE_KEY, data],
+        )?;
+        Ok(())
     }
 
     /// Writes job records in one transaction.
@@ -271,9 +312,18 @@ pub fn run(mut store: Store, mut rx: mpsc::UnboundedReceiver<StoreOp>) -> Result
                 }
             }
         }
-        if !puts.is_empty()
-            && let Err(e) = store.put_all(&puts)
-        {
+        // Only the newest ledger of the batch matters.
+        let usage = batch.iter().rev().find_map(|op| match op {
+            StoreOp::PutUsage(l) => Some(l),
+            _ => None,
+        });
+        let written = if puts.is_empty() {
+            Ok(())
+        } else {
+            store.put_all(&puts)
+        }
+        .and_then(|()| usage.map_or(Ok(()), |l| store.put_usage(l)));
+        if let Err(e) = written {
             // Fail-stop: nothing may be acknowledged that was not saved. Waiting
             // clients hear why; the controller stops once it sees the store gone.
             tracing::error!("cannot write the state database: {e}; the controller stops");
@@ -288,7 +338,7 @@ pub fn run(mut store: Store, mut rx: mpsc::UnboundedReceiver<StoreOp>) -> Result
         }
         for op in batch {
             match op {
-                StoreOp::Put(_) => {}
+                StoreOp::Put(_) | StoreOp::PutUsage(_) => {}
                 StoreOp::Reply(tx, resp) => {
                     let _ = tx.send(resp);
                 }
@@ -303,4 +353,29 @@ pub fn run(mut store: Store, mut rx: mpsc::UnboundedReceiver<StoreOp>) -> Result
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod usage_tests {
+    use super::*;
+
+    #[test]
+    fn fair_share_usage_survives_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sluice.db");
+        let mut s = Store::open(&path).unwrap();
+        assert_eq!(s.load_usage().unwrap(), UsageLedger::default());
+        let mut l = UsageLedger {
+            decayed_at: 50,
+            accrued_at: 60,
+            ..Default::default()
+        };
+        l.charge(("a".into(), "alice".into()), 12.5);
+        s.put_usage(&l).unwrap();
+        l.charge(("b".into(), "bob".into()), 1.0);
+        s.put_usage(&l).unwrap();
+        drop(s);
+        let s = Store::open(&path).unwrap();
+        assert_eq!(s.load_usage().unwrap(), l);
+    }
 }

@@ -40,10 +40,10 @@ fn golden_sshare_without_usage() {
     let s = compute(&golden(0.0, 0.0), Algorithm::FairTree).unwrap();
     // root: NormShares 0, EffectvUsage 1; everyone else 0.5 of their level.
     assert_eq!((s[0].norm_shares, s[0].effectv_usage), (0.0, 1.0));
-    for i in 1..5 {
-        assert_eq!(s[i].norm_shares, 0.5);
-        assert_eq!(s[i].effectv_usage, 0.0);
-        assert_eq!(s[i].level_fs, f64::INFINITY);
+    for x in &s[1..] {
+        assert_eq!(x.norm_shares, 0.5);
+        assert_eq!(x.effectv_usage, 0.0);
+        assert_eq!(x.level_fs, f64::INFINITY);
     }
     // All tied: every user ranks first.
     for i in [1, 3, 4] {
