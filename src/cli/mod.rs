@@ -20,6 +20,7 @@ pub mod sprio;
 pub mod squeue;
 pub mod squeue_steps;
 pub mod srun;
+pub mod sshare;
 pub mod sstat;
 pub mod stepio;
 pub mod timefmt;
@@ -31,7 +32,7 @@ use std::process::ExitCode;
 /// The commands `install.sh` links to the binary, with the module that serves each.
 pub const LINKED_COMMANDS: &[&str] = &[
     "sbatch", "srun", "salloc", "squeue", "scancel", "sinfo", "scontrol", "sacct", "sstat",
-    "sprio", "sdiag",
+    "sprio", "sdiag", "sshare",
 ];
 
 /// Entry point for every role: picks the command from argv[0], or from argv[1] when
@@ -85,6 +86,7 @@ fn dispatch(cmd: &str, args: Vec<OsString>) -> ExitCode {
         "sacct" => sacct::run(args),
         "sprio" => sprio::run(args),
         "sdiag" => sdiag::run(args),
+        "sshare" => sshare::run(args),
         "controller" => crate::ctld::cli_main(args),
         "stepd" => crate::stepd::cli_main(args),
         "simulate" => crate::sim::cli_main(args),

@@ -762,6 +762,10 @@ impl Actor {
                 Response::Priority { rows, weights }
             }
             Request::Stats => Response::Stats(Box::new(self.cluster.stats_at(now))),
+            Request::Shares => Response::Shares {
+                rows: self.cluster.share_rows(now),
+                cluster: self.cluster.cluster_name.clone(),
+            },
             Request::Allocate { spec } => {
                 let mut spec = *spec;
                 spec.alloc_only = true;

@@ -647,6 +647,97 @@ impl Cluster {
             .collect()
     }
 
+    /// sshare's rows at `now`: every association of the fair-share tree in display
+    /// order, with TRESRunMins from running jobs' time left.
+    pub fn share_rows(&self, now: i64) -> Vec<crate::proto::ShareRow> {
+        use crate::sched::fairshare::{Algorithm, FairShareTree};
+        let tree = self.fairshare_tree(now, true);
+        let billing = &self.sched_cfg.priority.billing;
+        // Per user association: cpu, mem (MiB), node, billing, gpu minutes left.
+        let mut run: Vec<[f64; 5]> = vec![[0.0; 5]; tree.assocs.len()];
+        let index: HashMap<(String, String), usize> = tree
+            .assocs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, a)| Some(((a.account.clone(), a.user.clone()?), i)))
+            .collect();
+        for j in self.jobs.values().filter(|j| j.state == JobState::Running) {
+            let (Some(a), Some(start)) = (&j.alloc, j.start_time) else {
+                continue;
+            };
+            let key = FairShareTree::key_of(&j.account, &j.user);
+            let i = index
+                .get(&key)
+                .or_else(|| index.get(&("root".to_string(), j.user.clone())));
+            let Some(&i) = i else { continue };
+            let left = match j.time_limit.secs() {
+                Some(l) => ((start + l as i64 - now).max(0) as f64 / 60.0).floor(),
+                None => 0.0,
+            };
+            let gpus: u64 = a
+                .gres
+                .iter()
+                .flatten()
+                .filter(|g| g.name == "gpu")
+                .map(|g| u64::from(g.count))
+                .sum();
+            let nodes = a.nodes.len() as f64;
+            let v = [
+                f64::from(a.total_cpus()),
+                a.mem_per_node as f64 * nodes,
+                nodes,
+                billing.rate(a),
+                gpus as f64,
+            ];
+            for (k, x) in v.iter().enumerate() {
+                run[i][k] += x * left;
+            }
+        }
+        // Sum up the tree (children follow parents).
+        for i in (1..tree.assocs.len()).rev() {
+            if let Some(p) = tree.assocs[i].parent {
+                let v = run[i];
+                for (k, x) in v.iter().enumerate() {
+                    run[p][k] += x;
+                }
+            }
+        }
+        let has_gpus = self
+            .nodes
+            .iter()
+            .flat_map(|n| &n.gres)
+            .any(|g| g.name == "gpu");
+        let fair_tree = self.sched_cfg.priority.fairshare_algorithm == Algorithm::FairTree;
+        tree.display_order()
+            .into_iter()
+            .map(|i| {
+                let a = &tree.assocs[i];
+                let r = run[i];
+                let mut t = vec![
+                    ("cpu".to_string(), r[0] as u64),
+                    ("mem".to_string(), r[1] as u64),
+                    ("energy".to_string(), 0),
+                    ("node".to_string(), r[2] as u64),
+                    ("billing".to_string(), r[3] as u64),
+                    ("fs/disk".to_string(), 0),
+                    ("vmem".to_string(), 0),
+                    ("pages".to_string(), 0),
+                ];
+                if has_gpus {
+                    t.push(("gres/gpu".to_string(), r[4] as u64));
+                }
+                crate::proto::ShareRow {
+                    account: a.account.clone(),
+                    user: a.user.clone(),
+                    raw_shares: a.parent.map(|_| a.shares),
+                    share: tree.shares.get(i).cloned().unwrap_or_default(),
+                    fair_tree,
+                    tres_run_mins: t,
+                }
+            })
+            .collect()
+    }
+
     /// Installs the fair-share usage saved before a restart. `PriorityUsageResetPeriod=
     /// NOW` clears it; a ledger never saved starts accruing at `now`.
     pub fn restore_usage(&mut self, mut l: crate::sched::fairshare::UsageLedger, now: i64) {
