@@ -25,6 +25,7 @@ mod scontrol;
 mod sinfo;
 mod squeue;
 mod ssh;
+mod sshare;
 mod states;
 mod steps;
 mod system_mode;
