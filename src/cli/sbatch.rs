@@ -567,6 +567,8 @@ fn response_kind(r: &Response) -> &'static str {
         Response::Stats(_) => "Stats",
         Response::Allocation(_) => "Allocation",
         Response::Shares { .. } => "Shares",
+        Response::AcctTree { .. } => "AcctTree",
+        Response::AcctChanged(_) => "AcctChanged",
     }
 }
 

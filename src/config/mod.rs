@@ -327,6 +327,9 @@ struct FileConf {
     /// `ALL` (default: refuse at submit what can never run) or `NO` (accept and pend).
     #[serde(default)]
     enforce_part_limits: Option<String>,
+    /// Slurm's AccountingStorageEnforce (`associations,limits,qos,safe`, `all`, `none`).
+    #[serde(default)]
+    accounting_storage_enforce: Option<String>,
     #[serde(default)]
     scheduler: SchedulerConf,
     #[serde(default)]
@@ -376,6 +379,12 @@ pub struct Config {
     /// EnforcePartLimits: refuse at submit what can never run (`ALL`, the default) or
     /// accept it and let it pend with a reason (`NO`).
     pub enforce_part_limits: bool,
+    /// AccountingStorageEnforce as configured (`accounting_storage_enforce`). `None`
+    /// (the key absent) means automatic: nothing is enforced while no account or user
+    /// beyond the initial root has been defined with sacctmgr (so personal mode and a
+    /// fresh install need no accounting set-up), and `associations,limits,qos` once
+    /// one has. Set `"none"` to never enforce.
+    pub accounting_storage_enforce: Option<crate::model::assoc::Enforce>,
     /// Backfill and priority parameters.
     pub sched: sched::SchedConfig,
     /// How stepd isolates jobs (Slurm's cgroup.conf).
@@ -555,6 +564,13 @@ impl Config {
                 )));
             }
         };
+        let accounting_storage_enforce = match fc.accounting_storage_enforce.as_deref() {
+            None => None,
+            Some(v) => Some(
+                crate::model::assoc::Enforce::parse(v)
+                    .map_err(|e| invalid(format!("accounting_storage_enforce: {e}")))?,
+            ),
+        };
         let mut sched = sched_config(&fc.scheduler, &fc.priority).map_err(invalid)?;
         fairshare_accounts(&fc.accounts, &mut sched.priority).map_err(invalid)?;
         Ok(Config {
@@ -578,6 +594,7 @@ impl Config {
             partitions,
             licenses: fc.licenses.into_iter().collect(),
             enforce_part_limits,
+            accounting_storage_enforce,
             sched,
             cgroup: fc.cgroup,
         })
@@ -622,6 +639,7 @@ impl Config {
             partitions: vec![p],
             licenses: Vec::new(),
             enforce_part_limits: true,
+            accounting_storage_enforce: None,
             sched: sched::SchedConfig::default(),
             // Its own cgroup root, so a personal controller and a system one on the same
             // machine never share job cgroups (their job ids overlap).

@@ -7,6 +7,7 @@
 //! carries out their [`state::Effects`]. Scheduling runs after each burst of messages
 //! that asked for it, and on a one-second tick (time limits, MinJobAge purge).
 
+pub mod acct;
 pub mod agents;
 pub mod array;
 pub mod depend;
@@ -346,7 +347,9 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
     let owner = nix::unistd::geteuid().as_raw();
     let mut cluster = Cluster::new(&cfg, owner);
     cluster.restore(jobs, next_id);
-    cluster.restore_usage(store.load_usage()?, now);
+    cluster.assoc = store.load_assoc()?;
+    (cluster.used_mins, cluster.used_mins_at) = store.load_usage()?;
+    cluster.restore_usage(store.load_fs_usage()?, now);
     tracing::info!(
         jobs = cluster.jobs.len(),
         next_id = cluster.next_id,
@@ -798,6 +801,30 @@ impl Actor {
             Request::CancelSteps { steps, signal } => {
                 Response::Results(self.cluster.cancel_steps(&steps, signal, c, now, fx))
             }
+            Request::AcctTree => Response::AcctTree {
+                tree: Box::new(self.cluster.assoc.clone()),
+                cluster: self.cluster.cluster_name.clone(),
+                enforce: self.cluster.enforce(),
+            },
+            Request::AcctChange { op, commit } => {
+                let (user, _) = user_group_names(c.uid, c.gid);
+                match self.cluster.acct_change(&op, commit, c, &user) {
+                    Err(e) => Response::Error(e),
+                    Ok(out) if commit && out.changed => {
+                        // Pending jobs are re-evaluated against the new limits; the
+                        // reply waits for the tree's commit.
+                        fx.schedule = true;
+                        self.apply_persist(fx);
+                        let tree = Box::new(self.cluster.assoc.clone());
+                        let _ = self.store.send(StoreOp::PutAssoc(tree));
+                        let _ = self
+                            .store
+                            .send(StoreOp::Reply(reply, Response::AcctChanged(out)));
+                        return;
+                    }
+                    Ok(out) => Response::AcctChanged(out),
+                }
+            }
             Request::Shutdown => {
                 if self.cluster.is_operator(c) {
                     let _ = self.stop.try_send(());
@@ -822,6 +849,7 @@ impl Actor {
         v.push(("KillWait".into(), format!("{} sec", c.kill_wait)));
         v.push(("MinJobAge".into(), format!("{} sec", c.min_job_age)));
         v.push(("SLURM_VERSION".into(), c.slurm_version.clone()));
+        v.push(("AccountingStorageEnforce".into(), c.enforce().as_text()));
         v.sort();
         v
     }
@@ -842,12 +870,19 @@ impl Actor {
             let _ = self.store.send(StoreOp::Put(Box::new(j)));
         }
         if let Some(l) = fx.usage.take() {
-            let _ = self.store.send(StoreOp::PutUsage(l));
+            let _ = self.store.send(StoreOp::PutFsUsage(l));
         }
     }
 
     fn apply(&mut self, mut fx: Effects) {
         self.apply_persist(&mut fx);
+        if self.cluster.used_dirty {
+            self.cluster.used_dirty = false;
+            let _ = self.store.send(StoreOp::PutUsage(
+                Box::new(self.cluster.used_mins.clone()),
+                self.cluster.used_mins_at,
+            ));
+        }
         for (reply, resp) in self.deferred.drain(..) {
             let _ = self.store.send(StoreOp::Reply(reply, resp));
         }

@@ -113,6 +113,15 @@ pub struct Cluster {
     pub kill_invalid_depend: bool,
     /// Live and waiting steps (`ctld::steps`).
     pub steps: super::steps::StepTable,
+    /// Accounts, users, associations and QOS (`ctld::acct`, sacctmgr).
+    pub assoc: crate::model::assoc::AssocTree,
+    /// `accounting_storage_enforce` as configured; `None` = automatic (`ctld::acct`).
+    pub enforce_cfg: Option<crate::model::assoc::Enforce>,
+    /// TRES-minutes used per association and QOS (GrpTRESMins), decayed to
+    /// `used_mins_at`; `used_dirty` when it must be saved.
+    pub used_mins: crate::sched::limits::UsedMins,
+    pub used_mins_at: i64,
+    pub used_dirty: bool,
 }
 
 impl Cluster {
@@ -251,6 +260,11 @@ impl Cluster {
             max_array_size: cfg.max_array_size,
             kill_invalid_depend: cfg.kill_invalid_depend,
             steps: Default::default(),
+            assoc: Default::default(),
+            enforce_cfg: cfg.accounting_storage_enforce,
+            used_mins: Default::default(),
+            used_mins_at: 0,
+            used_dirty: false,
         }
     }
 
@@ -462,6 +476,8 @@ impl Cluster {
         {
             return Err(SlurmError::InvalidTimeValue);
         }
+        // Account, QOS and limits (AccountingStorageEnforce).
+        self.acct_resolve(&mut job, now)?;
         job.priority = self.priority_of(&job, now);
         if job.spec.hold {
             job.hold = Some(HoldKind::User);
@@ -619,15 +635,69 @@ impl Cluster {
             .collect();
         extra.sort_unstable();
         extra.dedup();
+        let (accounts, users) = self.fairshare_defs();
         let tree = std::sync::Arc::new(FairShareTree::build(
-            &p.accounts,
-            &p.user_assocs,
+            &accounts,
+            &users,
             &ledger,
             &extra,
             p.fairshare_algorithm,
         ));
         *self.fs_cache.borrow_mut() = Some((now, tree.clone()));
         tree
+    }
+
+    /// The accounts and user associations fair-share works on: those of the
+    /// association tree (sacctmgr), then those of `[[accounts]]` in the config that the
+    /// tree lacks. `Fairshare=parent` counts as 1 share (not modelled yet).
+    fn fairshare_defs(
+        &self,
+    ) -> (
+        Vec<crate::sched::fairshare::AccountDef>,
+        Vec<crate::sched::fairshare::UserDef>,
+    ) {
+        use crate::model::assoc::Shares;
+        use crate::sched::fairshare::{AccountDef, UserDef};
+        let raw = |s: Shares| match s {
+            Shares::Raw(n) => n,
+            Shares::Parent => 1,
+        };
+        let mut accounts: Vec<AccountDef> = self
+            .assoc
+            .accounts
+            .values()
+            .filter(|a| a.name != crate::model::assoc::ROOT)
+            .map(|a| AccountDef {
+                name: a.name.clone(),
+                parent: a.parent.clone(),
+                shares: raw(a.shares),
+            })
+            .collect();
+        let mut users: Vec<UserDef> = self
+            .assoc
+            .user_assocs
+            .iter()
+            .map(|u| UserDef {
+                user: u.user.clone(),
+                account: u.account.clone(),
+                shares: raw(u.shares),
+            })
+            .collect();
+        let p = &self.sched_cfg.priority;
+        for a in &p.accounts {
+            if !self.assoc.accounts.contains_key(&a.name) {
+                accounts.push(a.clone());
+            }
+        }
+        for u in &p.user_assocs {
+            if !users
+                .iter()
+                .any(|x| x.user == u.user && x.account == u.account)
+            {
+                users.push(u.clone());
+            }
+        }
+        (accounts, users)
     }
 
     /// Running jobs as (association, billing rate, start) for usage accrual.
@@ -926,6 +996,7 @@ impl Cluster {
             config: &self.sched_cfg,
             now: begin,
             backfill: true,
+            limits: self.limits_policy(),
         });
         let mine = out.decisions.iter().find(|d| {
             matches!(d, Decision::Start { job_id, .. } | Decision::Pending { job_id, .. } if *job_id == u32::MAX)
@@ -1053,6 +1124,7 @@ impl Cluster {
             return;
         }
         self.refresh_priorities(now);
+        self.decay_used(now);
         if self.stats.since == 0 {
             self.stats.since = now;
         }
@@ -1100,6 +1172,7 @@ impl Cluster {
                 config: &self.sched_cfg,
                 now,
                 backfill,
+                limits: self.limits_policy(),
             });
             let d = &out.decisions;
             let partial = if check_het {
@@ -1755,6 +1828,7 @@ impl Cluster {
             self.charge(&a, was_completing, -1);
             // Fair-share usage: billing-seconds held.
             self.record_usage(fs_key, &a, ran, end_time, now, fx);
+            self.record_assoc_usage(id, &a, ran, now);
         }
         match state {
             JobState::Pending => {}

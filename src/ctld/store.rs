@@ -8,9 +8,11 @@
 //! durable. Queries run after the writes queued before them, so they see them.
 
 use crate::model::Job;
+use crate::model::assoc::{Account, AssocTree, Cluster as AcctCluster, Qos, User, UserAssoc};
 use crate::proto::codec::{decode, encode};
 use crate::proto::{AcctQuery, Response};
 use crate::sched::fairshare::UsageLedger;
+use crate::sched::limits::UsedMins;
 use rusqlite::{Connection, OpenFlags, params};
 use std::path::Path;
 use tokio::sync::{mpsc, oneshot};
@@ -18,8 +20,11 @@ use tokio::sync::{mpsc, oneshot};
 /// SQLite `application_id` marking a sluice database ("SLUC").
 const APP_ID: i64 = 0x534c_5543;
 /// Schema version stored in `user_version` (2 added `jobs.array_job_id`: the array
-/// or heterogeneous job a record belongs to, so that its id finds all of them).
-const SCHEMA: i64 = 2;
+/// or heterogeneous job a record belongs to, so that its id finds all of them; 3 added
+/// the accounting tables `acct_*`: clusters, accounts, users, associations, QOS and
+/// TRES-minute usage. Older databases get the new tables empty, which loads as the
+/// initial tree).
+const SCHEMA: i64 = 3;
 
 /// Errors opening the database.
 #[derive(Debug, thiserror::Error)]
@@ -45,6 +50,8 @@ pub enum StoreError {
     Sql(#[from] rusqlite::Error),
     #[error("undecodable job record {id}: {msg}")]
     Record { id: i64, msg: String },
+    #[error("bad accounting data in the database: {0}")]
+    Acct(String),
 }
 
 /// The id that names a job's whole group in the `array_job_id` column: its array's
@@ -57,6 +64,11 @@ fn group_id(j: &Job) -> u32 {
     }
 }
 
+/// Encodes an accounting record for its `data` column.
+fn enc<T: serde::Serialize>(v: &T) -> Result<Vec<u8>, StoreError> {
+    encode(v).map_err(|e| StoreError::Acct(e.to_string()))
+}
+
 /// One unit of work for the store thread.
 pub enum StoreOp {
     /// Insert or replace a job record.
@@ -65,12 +77,16 @@ pub enum StoreOp {
     Reply(oneshot::Sender<Response>, Response),
     /// Answer an accounting query.
     Query(AcctQuery, oneshot::Sender<Response>, i64),
+    /// Replace the stored association tree (sacctmgr changes).
+    PutAssoc(Box<AssocTree>),
+    /// Replace the stored TRES-minute usage (GrpTRESMins), decayed as of `at`.
+    PutUsage(Box<UsedMins>, i64),
     /// Replace the saved fair-share usage.
-    PutUsage(Box<UsageLedger>),
+    PutFsUsage(Box<UsageLedger>),
 }
 
 /// Key of the fair-share usage ledger in the `kv` table.
-const USAGE_KEY: &str = "fairshare_usage";
+const FS_USAGE_KEY: &str = "fairshare_usage";
 
 /// An open database.
 pub struct Store {
@@ -143,7 +159,6 @@ impl Store {
                 data BLOB NOT NULL,
                 array_job_id INTEGER NOT NULL DEFAULT 0
              );
-             CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, data BLOB NOT NULL);
              CREATE INDEX IF NOT EXISTS jobs_end ON jobs(end);
              CREATE INDEX IF NOT EXISTS jobs_active ON jobs(active);",
         )?;
@@ -159,9 +174,57 @@ impl Store {
         conn.execute_batch(
             "CREATE INDEX IF NOT EXISTS jobs_array ON jobs(array_job_id) WHERE array_job_id != 0",
         )?;
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS acct_clusters (name TEXT PRIMARY KEY);
+             CREATE TABLE IF NOT EXISTS acct_accounts (
+                name TEXT PRIMARY KEY, parent TEXT, data BLOB NOT NULL);
+             CREATE TABLE IF NOT EXISTS acct_users (
+                name TEXT PRIMARY KEY, default_account TEXT NOT NULL, data BLOB NOT NULL);
+             CREATE TABLE IF NOT EXISTS acct_assocs (
+                seq INTEGER PRIMARY KEY, user TEXT NOT NULL, account TEXT NOT NULL,
+                partition TEXT, data BLOB NOT NULL);
+             CREATE TABLE IF NOT EXISTS acct_qos (name TEXT PRIMARY KEY, data BLOB NOT NULL);
+             CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, data BLOB NOT NULL);
+             CREATE TABLE IF NOT EXISTS acct_usage (
+                id INTEGER PRIMARY KEY CHECK (id = 0), at INTEGER NOT NULL, data BLOB NOT NULL);",
+        )?;
         conn.pragma_update(None, "application_id", APP_ID)?;
         conn.pragma_update(None, "user_version", SCHEMA)?;
         Ok(Store { conn })
+    }
+
+    /// The saved fair-share usage (empty when none was saved).
+    pub fn load_fs_usage(&self) -> Result<UsageLedger, StoreError> {
+        let data: Option<Vec<u8>> = self
+            .conn
+            .query_row("SELECT data FROM kv WHERE key = ?1", [FS_USAGE_KEY], |r| {
+                r.get(0)
+            })
+            .map(Some)
+            .or_else(|e| match e {
+                rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                e => Err(e),
+            })?;
+        match data {
+            None => Ok(UsageLedger::default()),
+            Some(d) => decode(&d).map_err(|e| StoreError::Record {
+                id: 0,
+                msg: format!("fair-share usage: {e}"),
+            }),
+        }
+    }
+
+    /// Replaces the saved fair-share usage.
+    pub fn put_fs_usage(&mut self, l: &UsageLedger) -> Result<(), StoreError> {
+        let data = encode(l).map_err(|e| StoreError::Record {
+            id: 0,
+            msg: format!("fair-share usage: {e}"),
+        })?;
+        self.conn.execute(
+            "INSERT OR REPLACE INTO kv (key, data) VALUES (?1, ?2)",
+            params![FS_USAGE_KEY, data],
+        )?;
+        Ok(())
     }
 
     /// Jobs to hold in memory at start: active ones and those that ended within
@@ -188,36 +251,128 @@ impl Store {
         Ok((jobs, max.unwrap_or(0) as u32 + 1))
     }
 
-    /// The saved fair-share usage (empty when none was saved).
-    pub fn load_usage(&self) -> Result<UsageLedger, StoreError> {
-        let data: Option<Vec<u8>> = self
+    /// The association tree: the stored one, or the initial tree (root account, root
+    /// user, QOS `normal`) when none was stored yet. Errors: undecodable rows, or rows
+    /// that break the tree's invariants.
+    pub fn load_assoc(&self) -> Result<AssocTree, StoreError> {
+        let bad = |e: String| StoreError::Acct(e);
+        let accounts: i64 = self
             .conn
-            .query_row("SELECT data FROM kv WHERE key = ?1", [USAGE_KEY], |r| {
-                r.get(0)
+            .query_row("SELECT count(*) FROM acct_accounts", [], |r| r.get(0))?;
+        if accounts == 0 {
+            return Ok(AssocTree::default());
+        }
+        fn rows<T: serde::de::DeserializeOwned>(
+            conn: &Connection,
+            sql: &str,
+        ) -> Result<Vec<T>, StoreError> {
+            let mut stmt = conn.prepare(sql)?;
+            let data = stmt.query_map([], |r| r.get::<_, Vec<u8>>(0))?;
+            let mut out = Vec::new();
+            for d in data {
+                out.push(decode(&d?).map_err(|e| StoreError::Acct(e.to_string()))?);
+            }
+            Ok(out)
+        }
+        let mut t = AssocTree {
+            clusters: Vec::new(),
+            accounts: Default::default(),
+            users: Default::default(),
+            user_assocs: rows::<UserAssoc>(
+                &self.conn,
+                "SELECT data FROM acct_assocs ORDER BY seq",
+            )?,
+            qos: Default::default(),
+        };
+        let mut stmt = self
+            .conn
+            .prepare("SELECT name FROM acct_clusters ORDER BY rowid")?;
+        for n in stmt.query_map([], |r| r.get::<_, String>(0))? {
+            t.clusters.push(AcctCluster { name: n? });
+        }
+        for a in rows::<Account>(&self.conn, "SELECT data FROM acct_accounts")? {
+            t.accounts.insert(a.name.clone(), a);
+        }
+        for u in rows::<User>(&self.conn, "SELECT data FROM acct_users")? {
+            t.users.insert(u.name.clone(), u);
+        }
+        for q in rows::<Qos>(&self.conn, "SELECT data FROM acct_qos")? {
+            t.qos.insert(q.name.clone(), q);
+        }
+        t.check().map_err(bad)?;
+        Ok(t)
+    }
+
+    /// Replaces the stored association tree in one transaction.
+    pub fn put_assoc(&mut self, t: &AssocTree) -> Result<(), StoreError> {
+        let tx = self.conn.transaction()?;
+        tx.execute_batch(
+            "DELETE FROM acct_clusters; DELETE FROM acct_accounts; DELETE FROM acct_users;
+             DELETE FROM acct_assocs; DELETE FROM acct_qos;",
+        )?;
+        for c in &t.clusters {
+            tx.execute(
+                "INSERT INTO acct_clusters (name) VALUES (?1)",
+                params![c.name],
+            )?;
+        }
+        for a in t.accounts.values() {
+            tx.execute(
+                "INSERT INTO acct_accounts (name, parent, data) VALUES (?1, ?2, ?3)",
+                params![a.name, a.parent, enc(a)?],
+            )?;
+        }
+        for u in t.users.values() {
+            tx.execute(
+                "INSERT INTO acct_users (name, default_account, data) VALUES (?1, ?2, ?3)",
+                params![u.name, u.default_account, enc(u)?],
+            )?;
+        }
+        for (i, a) in t.user_assocs.iter().enumerate() {
+            tx.execute(
+                "INSERT INTO acct_assocs (seq, user, account, partition, data)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![i as i64, a.user, a.account, a.partition, enc(a)?],
+            )?;
+        }
+        for q in t.qos.values() {
+            tx.execute(
+                "INSERT INTO acct_qos (name, data) VALUES (?1, ?2)",
+                params![q.name, enc(q)?],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The stored TRES-minute usage and when it was last decayed; empty at time 0 when
+    /// none is stored.
+    pub fn load_usage(&self) -> Result<(UsedMins, i64), StoreError> {
+        let row: Option<(i64, Vec<u8>)> = self
+            .conn
+            .query_row("SELECT at, data FROM acct_usage WHERE id = 0", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
             })
             .map(Some)
             .or_else(|e| match e {
                 rusqlite::Error::QueryReturnedNoRows => Ok(None),
                 e => Err(e),
             })?;
-        match data {
-            None => Ok(UsageLedger::default()),
-            Some(d) => decode(&d).map_err(|e| StoreError::Record {
-                id: 0,
-                msg: format!("fair-share usage: {e}"),
-            }),
+        match row {
+            None => Ok((UsedMins::default(), 0)),
+            Some((at, data)) => Ok((
+                decode(&data).map_err(|e| StoreError::Acct(e.to_string()))?,
+                at,
+            )),
         }
     }
 
-    /// Replaces the saved fair-share usage.
-    pub fn put_usage(&mut self, l: &UsageLedger) -> Result<(), StoreError> {
-        let data = encode(l).map_err(|e| StoreError::Record {
-            id: 0,
-            msg: format!("fair-share usage: {e}"),
-        })?;
+    /// Replaces the stored TRES-minute usage.
+    pub fn put_usage(&mut self, u: &UsedMins, at: i64) -> Result<(), StoreError> {
+        let data = encode(u).map_err(|e| StoreError::Acct(e.to_string()))?;
         self.conn.execute(
-            "INSERT OR REPLACE INTO kv (key, data) VALUES (?1, ?2)",
-            params![USAGE_KEY, data],
+            "INSERT OR REPLACE INTO acct_usage (id, at, data) VALUES (0, ?1, ?2)",
+            params![at, data],
         )?;
         Ok(())
     }
@@ -312,17 +467,34 @@ pub fn run(mut store: Store, mut rx: mpsc::UnboundedReceiver<StoreOp>) -> Result
                 }
             }
         }
-        // Only the newest ledger of the batch matters.
-        let usage = batch.iter().rev().find_map(|op| match op {
-            StoreOp::PutUsage(l) => Some(l),
+        // The last tree and usage of the batch are what counts.
+        let assoc = batch.iter().rev().find_map(|op| match op {
+            StoreOp::PutAssoc(t) => Some(t.as_ref()),
             _ => None,
         });
-        let written = if puts.is_empty() {
-            Ok(())
-        } else {
-            store.put_all(&puts)
-        }
-        .and_then(|()| usage.map_or(Ok(()), |l| store.put_usage(l)));
+        let usage = batch.iter().rev().find_map(|op| match op {
+            StoreOp::PutUsage(u, at) => Some((u.as_ref(), *at)),
+            _ => None,
+        });
+        let fs_usage = batch.iter().rev().find_map(|op| match op {
+            StoreOp::PutFsUsage(l) => Some(l.as_ref()),
+            _ => None,
+        });
+        let written = (|| {
+            if !puts.is_empty() {
+                store.put_all(&puts)?;
+            }
+            if let Some(t) = assoc {
+                store.put_assoc(t)?;
+            }
+            if let Some((u, at)) = usage {
+                store.put_usage(u, at)?;
+            }
+            if let Some(l) = fs_usage {
+                store.put_fs_usage(l)?;
+            }
+            Ok::<(), StoreError>(())
+        })();
         if let Err(e) = written {
             // Fail-stop: nothing may be acknowledged that was not saved. Waiting
             // clients hear why; the controller stops once it sees the store gone.
@@ -338,7 +510,10 @@ pub fn run(mut store: Store, mut rx: mpsc::UnboundedReceiver<StoreOp>) -> Result
         }
         for op in batch {
             match op {
-                StoreOp::Put(_) | StoreOp::PutUsage(_) => {}
+                StoreOp::Put(_)
+                | StoreOp::PutAssoc(_)
+                | StoreOp::PutUsage(..)
+                | StoreOp::PutFsUsage(_) => {}
                 StoreOp::Reply(tx, resp) => {
                     let _ = tx.send(resp);
                 }
@@ -356,7 +531,7 @@ pub fn run(mut store: Store, mut rx: mpsc::UnboundedReceiver<StoreOp>) -> Result
 }
 
 #[cfg(test)]
-mod usage_tests {
+mod fs_usage_tests {
     use super::*;
 
     #[test]
@@ -364,18 +539,18 @@ mod usage_tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sluice.db");
         let mut s = Store::open(&path).unwrap();
-        assert_eq!(s.load_usage().unwrap(), UsageLedger::default());
+        assert_eq!(s.load_fs_usage().unwrap(), UsageLedger::default());
         let mut l = UsageLedger {
             decayed_at: 50,
             accrued_at: 60,
             ..Default::default()
         };
         l.charge(("a".into(), "alice".into()), 12.5);
-        s.put_usage(&l).unwrap();
+        s.put_fs_usage(&l).unwrap();
         l.charge(("b".into(), "bob".into()), 1.0);
-        s.put_usage(&l).unwrap();
+        s.put_fs_usage(&l).unwrap();
         drop(s);
         let s = Store::open(&path).unwrap();
-        assert_eq!(s.load_usage().unwrap(), l);
+        assert_eq!(s.load_fs_usage().unwrap(), l);
     }
 }

@@ -469,6 +469,9 @@ pub enum Reason {
     JobArrayTaskLimit,
     /// `--deadline` passed.
     DeadLine,
+    /// An association or QOS limit holds the job (`AssocGrpGRES`,
+    /// `QOSMaxJobsPerUserLimit`, …; see [`super::limit`]).
+    Limit(super::limit::LimitReason),
 }
 
 impl Reason {
@@ -501,6 +504,7 @@ impl Reason {
             Reason::DependencyNeverSatisfied => "DependencyNeverSatisfied",
             Reason::JobArrayTaskLimit => "JobArrayTaskLimit",
             Reason::DeadLine => "DeadLine",
+            Reason::Limit(l) => l.as_str(),
         }
     }
 }

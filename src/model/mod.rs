@@ -4,12 +4,15 @@
 //! Pure: no I/O, no clock. Everything here is serde-serialisable because it travels on
 //! the wire (`proto`) and into the store (`ctld::store`).
 
+pub mod acct_ops;
 pub mod array;
+pub mod assoc;
 pub mod constraint;
 pub mod depend;
 pub mod gres;
 pub mod hostlist;
 pub mod job;
+pub mod limit;
 pub mod node;
 pub mod partition;
 pub mod step;

@@ -286,6 +286,16 @@ pub enum Request {
         steps: Vec<(u32, u32)>,
         signal: Option<i32>,
     },
+    /// The accounting tree (sacctmgr show, sshare); anyone may read it.
+    AcctTree,
+    /// A sacctmgr change. `commit: false` only says what would change (the summary
+    /// sacctmgr shows before asking to commit); `commit: true` applies and persists
+    /// it. Only operators (root, the controller's owner, AdminLevel Operator or
+    /// Administrator) may.
+    AcctChange {
+        op: crate::model::acct_ops::AcctOp,
+        commit: bool,
+    },
 }
 
 /// A user-facing error from the controller; `Display` is Slurm's text.
@@ -328,6 +338,14 @@ pub enum SlurmError {
     CannotStartImmediately,
     #[error("Invalid time specification")]
     InvalidTimeValue,
+    #[error("Invalid account or account/partition combination specified")]
+    InvalidAccount,
+    #[error("Invalid qos specification")]
+    InvalidQos,
+    #[error(
+        "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)"
+    )]
+    AccountingPolicy,
 }
 
 /// Per-job outcome of a multi-job operation (cancel, hold, …).
@@ -404,6 +422,14 @@ pub enum Response {
         weights: PriorityWeights,
     },
     Stats(Box<SchedStats>),
+    /// The accounting tree, the controller's cluster name and the enforcement in force.
+    AcctTree {
+        tree: Box<crate::model::assoc::AssocTree>,
+        cluster: String,
+        enforce: crate::model::assoc::Enforce,
+    },
+    /// What a [`Request::AcctChange`] changed (or would change).
+    AcctChanged(crate::model::acct_ops::Outcome),
     /// Answer to [`Request::Shares`]: associations in sshare's order.
     Shares {
         rows: Vec<ShareRow>,

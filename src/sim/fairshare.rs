@@ -288,6 +288,7 @@ pub fn run_scenario(s: &Scenario) -> Result<ScenarioResult, String> {
                 config: &cfg,
                 now,
                 backfill: true,
+                limits: None,
             })
             .decisions
         };

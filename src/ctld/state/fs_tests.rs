@@ -49,7 +49,8 @@ fn usage_orders_jobs_by_fair_share() {
     // While it runs, alice's usage already counts: bob's job ranks above hers.
     assert!(fs_of(&c, b1, 300) > fs_of(&c, a2, 300));
     assert_eq!(fs_of(&c, b1, 300), 10000.0);
-    assert_eq!(fs_of(&c, a2, 300), 5000.0);
+    // Three users (root/root is always in the tree): alice ranks last.
+    assert!((fs_of(&c, a2, 300) - 10000.0 / 3.0).abs() < 1e-9);
     // The accounting tick charges 300 CPU-seconds; the end charges the rest.
     let mut fx = Effects::default();
     c.accrue_usage(300, &mut fx);
@@ -106,8 +107,8 @@ fn classic_algorithm_is_selectable() {
     c.fs_usage.charge(("root".into(), "u2001".into()), 300.0);
     c.fs_usage.charge(("root".into(), "u2002".into()), 100.0);
     let a1 = submit(&mut c, spec("x"), ALICE, 0);
-    // 2^(-0.75 / 0.5).
-    assert!((fs_of(&c, a1, 0) - 10000.0 * (-1.5f64).exp2()).abs() < 1e-6);
+    // Three users under root (root/root too), 1/3 of the shares each: 2^(-0.75 × 3).
+    assert!((fs_of(&c, a1, 0) - 10000.0 * (-2.25f64).exp2()).abs() < 1e-6);
 }
 
 #[test]
@@ -121,4 +122,40 @@ fn restored_usage_survives_and_reset_now_clears_it() {
     let mut c = cluster_with(1, "[priority]\nusage_reset_period = \"NOW\"\n");
     c.restore_usage(l, 1000);
     assert!(c.fs_usage.usage.is_empty());
+}
+
+#[test]
+fn sacctmgr_tree_feeds_fair_share() {
+    use crate::model::assoc::{Account, Shares, UserAssoc};
+    // No [[accounts]]: the association tree (as sacctmgr builds it) is used.
+    let mut c = cluster_with(1, "");
+    for (name, shares) in [("phys", 80), ("chem", 20)] {
+        let mut a = Account::new(name, Some("root"));
+        a.shares = Shares::Raw(shares);
+        c.assoc.accounts.insert(name.into(), a);
+    }
+    c.assoc
+        .user_assocs
+        .push(UserAssoc::new("u2001", "phys", None));
+    c.assoc
+        .user_assocs
+        .push(UserAssoc::new("u2002", "chem", None));
+    // Equal usage: chem (20 %) is far over its share, phys under.
+    c.fs_usage.charge(("phys".into(), "u2001".into()), 500.0);
+    c.fs_usage.charge(("chem".into(), "u2002".into()), 500.0);
+    let rows = c.share_rows(0);
+    let phys = rows
+        .iter()
+        .find(|r| r.account == "phys" && r.user.is_none());
+    assert_eq!(phys.unwrap().raw_shares, Some(80));
+    let user = |u: &str| {
+        rows.iter()
+            .find(|r| r.user.as_deref() == Some(u))
+            .unwrap()
+            .share
+            .fairshare
+    };
+    assert!(user("u2001") > user("u2002"));
+    // root/root (no usage) ranks first of three users.
+    assert_eq!(user("root"), 1.0);
 }

@@ -77,6 +77,7 @@ pub fn pass(
         config: cfg,
         now,
         backfill: true,
+        limits: None,
     })
 }
 
