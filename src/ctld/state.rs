@@ -206,6 +206,26 @@ impl Cluster {
                 crate::model::time::fmt_hms(cfg.sched.priority.max_age.max(0) as u64),
             ),
             (
+                "PriorityDecayHalfLife".into(),
+                crate::model::time::fmt_hms(cfg.sched.priority.decay_half_life.max(0) as u64),
+            ),
+            ("PriorityCalcPeriod".into(), "00:01:00".into()),
+            (
+                "PriorityUsageResetPeriod".into(),
+                cfg.sched.priority.usage_reset.name().into(),
+            ),
+            ("PriorityFlags".into(), {
+                let p = &cfg.sched.priority;
+                let mut f = Vec::new();
+                if p.small_relative_to_time {
+                    f.push("SMALL_RELATIVE_TO_TIME");
+                }
+                if p.fairshare_algorithm == crate::sched::fairshare::Algorithm::Classic {
+                    f.push("NO_FAIR_TREE");
+                }
+                f.join(",")
+            }),
+            (
                 "Licenses".into(),
                 if cfg.licenses.is_empty() {
                     "(null)".into()
