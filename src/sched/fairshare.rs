@@ -415,7 +415,7 @@ pub fn compute(tree: &[Assoc], alg: Algorithm) -> Result<Vec<Share>, TreeError> 
                 next: users,
                 users: f64::from(users.max(1)),
             };
-            walk.level(tree, &children, &mut out, 0, false);
+            walk.level(tree, &children, &mut out, children[0].clone(), false);
         }
     }
     Ok(out)
@@ -430,36 +430,47 @@ struct Walk {
 }
 
 impl Walk {
-    /// Ranks the users below account `parent`; `tied`: the account tied with the
-    /// sibling visited before it, so its first child shares that sibling's last rank.
+    /// Ranks the users in and below `siblings`, highest LevelFS first. Ties (the Fair
+    /// Tree page's rules): users with equal LevelFS share a rank; sibling accounts with
+    /// equal LevelFS have their children merged and ranked as one list; a user tied with
+    /// an account shares its rank with that account's first user. `tied`: the first of
+    /// `siblings` ties with the user ranked just before them.
     fn level(
         &mut self,
         tree: &[Assoc],
         children: &[Vec<usize>],
         out: &mut [Share],
-        parent: usize,
+        mut siblings: Vec<usize>,
         tied: bool,
     ) {
-        let mut kids = children[parent].clone();
         // Highest LevelFS first; equal ones in tree order (deterministic).
-        kids.sort_by(|&a, &b| out[b].level_fs.total_cmp(&out[a].level_fs).then(a.cmp(&b)));
-        let mut prev: Option<f64> = None;
-        for (k, &c) in kids.iter().enumerate() {
-            let fs = out[c].level_fs;
-            let tie = match prev {
-                Some(p) => same_fs(p, fs),
-                None => tied && k == 0,
-            };
-            prev = Some(fs);
-            if tree[c].user.is_some() {
-                if !tie {
-                    self.rank = self.next;
-                }
-                out[c].fairshare = f64::from(self.rank) / self.users;
-                self.next = self.next.saturating_sub(1);
-            } else {
-                self.level(tree, children, out, c, tie);
+        siblings.sort_by(|&a, &b| out[b].level_fs.total_cmp(&out[a].level_fs).then(a.cmp(&b)));
+        let mut k = 0;
+        while k < siblings.len() {
+            let fs = out[siblings[k]].level_fs;
+            let mut end = k + 1;
+            while end < siblings.len() && same_fs(fs, out[siblings[end]].level_fs) {
+                end += 1;
             }
+            let group = &siblings[k..end];
+            let mut tie = tied && k == 0;
+            let mut merged = Vec::new();
+            for &c in group {
+                if tree[c].user.is_some() {
+                    if !tie {
+                        self.rank = self.next;
+                    }
+                    out[c].fairshare = f64::from(self.rank) / self.users;
+                    self.next = self.next.saturating_sub(1);
+                    tie = true;
+                } else {
+                    merged.extend(children[c].iter().copied());
+                }
+            }
+            if !merged.is_empty() {
+                self.level(tree, children, out, merged, tie);
+            }
+            k = end;
         }
     }
 }

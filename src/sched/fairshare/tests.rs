@@ -369,3 +369,40 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn tied_accounts_have_their_children_ranked_together() {
+    // a and b tie (equal shares, equal usage); within them, a's user u1 used less of a
+    // than b's u3 of b, so u1 ranks first even though b's u4 is b's best.
+    let t = vec![
+        acct("root", None, 1),
+        acct("a", Some(0), 1),
+        acct("b", Some(0), 1),
+        user("a", "u1", 1, 1, 10.0),
+        user("a", "u2", 1, 1, 90.0),
+        user("b", "u3", 2, 1, 40.0),
+        user("b", "u4", 2, 1, 60.0),
+    ];
+    let s = compute(&t, Algorithm::FairTree).unwrap();
+    assert_eq!(s[1].level_fs, s[2].level_fs);
+    // LevelFS: u1 5.0, u3 1.25, u4 0.833, u2 0.556.
+    let f: Vec<f64> = s[3..].iter().map(|x| x.fairshare).collect();
+    assert_eq!(f, [1.0, 0.25, 0.75, 0.5]);
+}
+
+#[test]
+fn a_user_tied_with_an_account_shares_its_first_users_rank() {
+    // Nobody has usage: root's user, account a and its users all tie at LevelFS ∞.
+    let t = vec![
+        acct("root", None, 1),
+        user("root", "r", 0, 1, 0.0),
+        acct("a", Some(0), 1),
+        user("a", "x", 2, 1, 0.0),
+        user("a", "y", 2, 1, 0.0),
+    ];
+    let s = compute(&t, Algorithm::FairTree).unwrap();
+    assert_eq!(
+        [s[1].fairshare, s[3].fairshare, s[4].fairshare],
+        [1.0, 1.0, 1.0]
+    );
+}
