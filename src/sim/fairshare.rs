@@ -95,10 +95,11 @@ impl FairShare {
         }
     }
 
-    /// Adds the part of `[start, end)` before `horizon` to the job's account.
-    pub fn deliver(&mut self, j: &Job, start: i64, end: i64, horizon: i64) {
+    /// Adds `units` (CPUs or GPUs) × the part of `[start, end)` before `horizon` to
+    /// the job's account.
+    pub fn deliver(&mut self, j: &Job, units: u32, start: i64, end: i64, horizon: i64) {
         let secs = (end.min(horizon) - start).max(0) as f64;
-        *self.delivered.entry(j.account.clone()).or_insert(0.0) += f64::from(j.req_cpus) * secs;
+        *self.delivered.entry(j.account.clone()).or_insert(0.0) += f64::from(units) * secs;
     }
 }
 
@@ -122,6 +123,10 @@ pub struct Scenario {
     pub cpus_per_node: u32,
     /// CPUs per job.
     pub job_cpus: u32,
+    /// GPUs per node; when not 0, jobs ask `job_gpus` GPUs each and usage and delivery
+    /// are counted in GPU-seconds (`TRESBillingWeights=GRES/gpu=1`).
+    pub gpus_per_node: u32,
+    pub job_gpus: u32,
     /// Run times cycled through, seconds (each job's limit equals its run time).
     pub runtimes: Vec<i64>,
     /// Jobs each account keeps pending at all times.
@@ -145,6 +150,8 @@ impl Scenario {
             nodes: 4,
             cpus_per_node: 16,
             job_cpus: 4,
+            gpus_per_node: 0,
+            job_gpus: 0,
             runtimes: vec![1800, 3600, 7200],
             queued: 16,
             duration: days * 86400,
@@ -156,10 +163,28 @@ impl Scenario {
     }
 }
 
+impl Scenario {
+    /// The 70/30 scenario on GPUs: 4 nodes of 32 CPUs and 8 GPUs, jobs of 1 GPU and
+    /// 4 CPUs, usage billed per GPU.
+    pub fn seventy_thirty_gpu(days: i64) -> Scenario {
+        Scenario {
+            cpus_per_node: 32,
+            gpus_per_node: 8,
+            job_gpus: 1,
+            ..Scenario::seventy_thirty(days)
+        }
+    }
+
+    fn gpu(&self) -> bool {
+        self.gpus_per_node > 0 && self.job_gpus > 0
+    }
+}
+
 /// What the scenario delivered.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScenarioResult {
-    /// (account, shares fraction, CPU-hours delivered, fraction of all delivered).
+    /// (account, shares fraction, CPU-hours (GPU-hours with GPUs) delivered, fraction
+    /// of all delivered).
     pub accounts: Vec<(String, f64, f64, f64)>,
     /// Delivered over capacity × duration.
     pub utilization: f64,
@@ -183,16 +208,28 @@ pub fn run_scenario(s: &Scenario) -> Result<ScenarioResult, String> {
     if s.accounts.is_empty() || s.runtimes.is_empty() || s.queued == 0 {
         return Err("the scenario needs accounts, run times and queued jobs".into());
     }
-    if s.job_cpus == 0 || s.job_cpus > s.cpus_per_node || s.nodes == 0 {
+    if s.job_cpus == 0
+        || s.job_cpus > s.cpus_per_node
+        || s.nodes == 0
+        || s.job_gpus > s.gpus_per_node
+    {
         return Err(format!(
-            "jobs of {} CPUs do not fit nodes of {} CPUs",
-            s.job_cpus, s.cpus_per_node
+            "jobs of {} CPUs and {} GPUs do not fit nodes of {} CPUs and {} GPUs",
+            s.job_cpus, s.job_gpus, s.cpus_per_node, s.gpus_per_node
         ));
     }
+    let gres = if s.gpu() {
+        crate::model::gres::parse_node_gres(&format!("gpu:{}", s.gpus_per_node))
+            .map_err(|e| e.to_string())?
+    } else {
+        Vec::new()
+    };
     let nodes: Vec<Node> = (0..s.nodes)
         .map(|k| {
             let mut n = Node::new(&format!("sim{k}"), s.cpus_per_node, 0);
             n.state = NodeState::Up;
+            n.alloc_gres = vec![0; gres.len()];
+            n.gres = gres.clone();
             n
         })
         .collect();
@@ -203,6 +240,12 @@ pub fn run_scenario(s: &Scenario) -> Result<ScenarioResult, String> {
     cfg.priority.decay_half_life = s.half_life;
     cfg.priority.fairshare_algorithm = s.algorithm;
     cfg.priority.weight_fairshare = s.weight_fairshare;
+    if s.gpu() {
+        cfg.priority.billing = crate::sched::fairshare::Billing {
+            gpu: 1.0,
+            ..Default::default()
+        };
+    }
     cfg.priority.accounts = s
         .accounts
         .iter()
@@ -254,9 +297,17 @@ pub fn run_scenario(s: &Scenario) -> Result<ScenarioResult, String> {
                 let rt = s.runtimes[next_rt[k] % s.runtimes.len()];
                 next_rt[k] += 1;
                 let id = jobs.len() as u32 + 1;
+                let mut spec = JobSpec::default();
+                if s.gpu() {
+                    spec.gres = vec![crate::model::gres::GresReq {
+                        name: "gpu".into(),
+                        kind: None,
+                        count: u64::from(s.job_gpus),
+                    }];
+                }
                 jobs.push(Job {
                     id,
-                    spec: JobSpec::default(),
+                    spec,
                     user: format!("{acct}_user"),
                     partition: "sim".into(),
                     account: acct.clone(),
@@ -301,7 +352,8 @@ pub fn run_scenario(s: &Scenario) -> Result<ScenarioResult, String> {
                 jobs[i].alloc = Some(alloc);
                 running.push(i);
                 ends.push(Reverse((now + rt, i)));
-                fs.deliver(&jobs[i], now, now + rt, s.duration);
+                let units = if s.gpu() { s.job_gpus } else { s.job_cpus };
+                fs.deliver(&jobs[i], units, now, now + rt, s.duration);
                 started += 1;
             }
         }
@@ -326,7 +378,12 @@ pub fn run_scenario(s: &Scenario) -> Result<ScenarioResult, String> {
             )
         })
         .collect();
-    let capacity = f64::from(s.nodes * s.cpus_per_node) * s.duration as f64;
+    let per_node = if s.gpu() {
+        s.gpus_per_node
+    } else {
+        s.cpus_per_node
+    };
+    let capacity = f64::from(s.nodes * per_node) * s.duration as f64;
     Ok(ScenarioResult {
         accounts,
         utilization: total / capacity,

@@ -203,7 +203,8 @@ pub fn simulate(
                 running.push(i);
                 ends.push(Reverse((now + trace.jobs[i].run, i)));
                 if fs_on {
-                    fs.deliver(&jobs[i], now, now + trace.jobs[i].run, i64::MAX);
+                    let cpus = jobs[i].req_cpus;
+                    fs.deliver(&jobs[i], cpus, now, now + trace.jobs[i].run, i64::MAX);
                 }
                 started = true;
             }
@@ -285,7 +286,7 @@ pub fn sim_config(policy: Policy) -> SchedConfig {
 }
 
 const USAGE: &str = "usage: sluice simulate --trace FILE [--config CLUSTER.toml] [--policy fifo|easy|conservative] [--json]
-       sluice simulate --scenario fairshare [--days N] [--policy P] [--json]
+       sluice simulate --scenario fairshare|fairshare-gpu [--days N] [--policy P] [--json]
 
 Replays a Standard Workload Format trace (.swf or .swf.gz) on virtual time through the
 scheduler and reports utilization, mean and median wait, mean bounded slowdown
@@ -295,7 +296,8 @@ with the trace's MaxProcs CPUs. With --config, its [priority] settings apply, an
 CPU-hours.
 
 --scenario fairshare: two accounts with 70/30 shares each keep 16 4-CPU jobs queued
-on 64 CPUs for N days (default 7); prints the CPU-hours each account got.";
+on 64 CPUs for N days (default 7); prints the CPU-hours each account got.
+--scenario fairshare-gpu: the same with 1-GPU jobs on 32 GPUs, billed per GPU-hour.";
 
 /// `sluice simulate …`.
 pub fn cli_main(args: Vec<OsString>) -> ExitCode {
@@ -370,13 +372,16 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
         }
     }
     if let Some(name) = scenario {
-        if name != "fairshare" {
-            eprintln!("sluice simulate: unknown scenario '{name}' (fairshare)");
-            return ExitCode::from(2);
-        }
-        let mut sc = fairshare::Scenario::seventy_thirty(days);
+        let mut sc = match name.as_str() {
+            "fairshare" => fairshare::Scenario::seventy_thirty(days),
+            "fairshare-gpu" => fairshare::Scenario::seventy_thirty_gpu(days),
+            _ => {
+                eprintln!("sluice simulate: unknown scenario '{name}' (fairshare, fairshare-gpu)");
+                return ExitCode::from(2);
+            }
+        };
         sc.policy = policy;
-        return print_scenario(&sc, json);
+        return print_scenario(&name, &sc, json);
     }
     let Some(trace_path) = trace else {
         eprintln!("sluice simulate: --trace is required\n{USAGE}");
@@ -471,7 +476,7 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
 }
 
 /// Runs the fair-share scenario and prints what each account got.
-fn print_scenario(sc: &fairshare::Scenario, json: bool) -> ExitCode {
+fn print_scenario(name: &str, sc: &fairshare::Scenario, json: bool) -> ExitCode {
     let wall = std::time::Instant::now();
     let r = match fairshare::run_scenario(sc) {
         Ok(r) => r,
@@ -481,18 +486,24 @@ fn print_scenario(sc: &fairshare::Scenario, json: bool) -> ExitCode {
         }
     };
     let secs = wall.elapsed().as_secs_f64();
+    let unit = if sc.gpus_per_node > 0 && sc.job_gpus > 0 {
+        "GPU"
+    } else {
+        "CPU"
+    };
     if json {
         let accts: Vec<_> = r
             .accounts
             .iter()
             .map(|(a, s, h, f)| {
-                serde_json::json!({"account": a, "shares": s, "cpu_hours": h, "fraction": f})
+                serde_json::json!({"account": a, "shares": s, "hours": h, "unit": unit, "fraction": f})
             })
             .collect();
         let v = serde_json::json!({
-            "scenario": "fairshare",
+            "scenario": name,
             "days": sc.duration as f64 / 86400.0,
             "cpus": sc.nodes * sc.cpus_per_node,
+            "gpus": sc.nodes * sc.gpus_per_node,
             "policy": sc.policy.name(),
             "accounts": accts,
             "worst_relative_error": r.worst_relative_error(),
@@ -503,14 +514,15 @@ fn print_scenario(sc: &fairshare::Scenario, json: bool) -> ExitCode {
         println!("{v}");
     } else {
         println!(
-            "scenario:               fairshare, {} days on {} CPUs, policy {}",
+            "scenario:               {name}, {} days on {} CPUs and {} GPUs, policy {}",
             sc.duration as f64 / 86400.0,
             sc.nodes * sc.cpus_per_node,
+            sc.nodes * sc.gpus_per_node,
             sc.policy.name()
         );
         for (a, s, h, f) in &r.accounts {
             println!(
-                "account {a:<15} shares {:5.1}%  delivered {h:9.1} CPU-hours = {:5.2}%",
+                "account {a:<15} shares {:5.1}%  delivered {h:9.1} {unit}-hours = {:5.2}%",
                 s * 100.0,
                 f * 100.0
             );

@@ -24,6 +24,16 @@ fn seventy_thirty_converges_within_five_percent() {
 }
 
 #[test]
+fn gpu_hours_converge_too() {
+    let r = run(&Scenario::seventy_thirty_gpu(2));
+    assert!(r.worst_relative_error() < 0.05, "{r:?}");
+    assert!((r.utilization - 1.0).abs() < 1e-9, "{r:?}");
+    // 32 GPUs busy for 2 days.
+    let total: f64 = r.accounts.iter().map(|a| a.2).sum();
+    assert!((total - 32.0 * 48.0).abs() < 1e-6, "{r:?}");
+}
+
+#[test]
 fn without_fair_share_equal_demand_gets_equal_service() {
     // The control: the same demand with PriorityWeightFairshare=0 splits ~50/50, so
     // the convergence above is fair-share's doing.
