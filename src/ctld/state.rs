@@ -252,6 +252,15 @@ impl Cluster {
                 },
             ),
             ("SchedulerTimeSlice".into(), "30 sec".into()),
+            ("PreemptMode".into(), cfg.sched.preempt.mode.as_str().into()),
+            (
+                "PreemptType".into(),
+                cfg.sched.preempt.preempt_type.name().into(),
+            ),
+            (
+                "PreemptExemptTime".into(),
+                crate::model::time::fmt_hms(cfg.sched.preempt.exempt_time),
+            ),
         ];
         Cluster {
             cluster_name: cfg.cluster_name.clone(),
@@ -1134,6 +1143,7 @@ impl Cluster {
     pub fn schedule(&mut self, now: i64, fx: &mut Effects) {
         let corr = self.evaluate_dependencies(now, fx);
         self.expire_deadlines(now, fx);
+        self.resume_preempted(now, fx);
         let pending = self
             .jobs
             .values()
@@ -1304,6 +1314,7 @@ impl Cluster {
         for leader in het_started {
             self.launch(leader, fx);
         }
+        self.preempt_for_pending(now, fx);
         // An array that started up to its throttle waits on it from now on.
         for (id, n) in split {
             if let Some(j) = self.jobs.get_mut(&id)
@@ -1420,6 +1431,7 @@ impl Cluster {
     /// Periodic work: `--signal` warnings, time limits and MinJobAge purge.
     pub fn tick(&mut self, now: i64, fx: &mut Effects) {
         self.tick_steps(now, fx);
+        self.end_graced(now, fx);
         // `--signal=B:SIG@secs` goes to the batch shell `secs` before the limit. Without
         // `B:` Slurm signals the job's steps only (those running at that moment).
         let warn: Vec<(u32, String, i32, bool)> = self
@@ -1433,8 +1445,7 @@ impl Cluster {
             })
             .filter_map(|j| {
                 let sig = j.spec.signal?;
-                let limit = j.time_limit.secs()? as i64;
-                let due = j.start_time? + limit - i64::from(sig.secs_before);
+                let due = j.limit_end(now)? - i64::from(sig.secs_before);
                 let node = j.alloc.as_ref()?.nodes[0].clone();
                 (now >= due).then_some((j.id, node, sig.signal, sig.batch_only))
             })
@@ -1464,10 +1475,7 @@ impl Cluster {
             .values()
             .filter(|j| j.state == JobState::Running && !j.completing)
             .filter(|j| j.het.is_none_or(|h| h.offset == 0))
-            .filter(|j| match (j.start_time, j.time_limit.secs()) {
-                (Some(s), Some(l)) => now >= s + l as i64,
-                _ => false,
-            })
+            .filter(|j| j.limit_end(now).is_some_and(|e| now >= e))
             .map(|j| j.id)
             .collect();
         for id in expired {
@@ -1540,7 +1548,7 @@ impl Cluster {
         fx: &mut Effects,
     ) -> Option<String> {
         let j = self.jobs.get(&id)?;
-        if j.state != JobState::Running || j.completing {
+        if !matches!(j.state, JobState::Running | JobState::Suspended) || j.completing {
             return None;
         }
         let alloc_only = j.spec.alloc_only;
@@ -1550,6 +1558,7 @@ impl Cluster {
             return None;
         }
         let j = self.jobs.get_mut(&id)?;
+        suspend::end_suspension(j, now);
         j.state = state;
         j.reason = reason;
         j.end_time = Some(now);
@@ -1621,7 +1630,7 @@ impl Cluster {
         let lost: Vec<u32> = self
             .jobs
             .values()
-            .filter(|j| j.state == JobState::Running || j.completing)
+            .filter(|j| matches!(j.state, JobState::Running | JobState::Suspended) || j.completing)
             .filter(|j| j.alloc.as_ref().is_some_and(|a| a.nodes[0] == node))
             .filter(|j| !running.contains(&j.id))
             .filter(|j| j.het.is_none_or(|h| h.offset == 0))
@@ -1686,6 +1695,10 @@ impl Cluster {
         match msg {
             FromAgent::Register { .. } => {}
             FromAgent::Started { .. } => {}
+            // Relayed connections are served by the link task (ctld::relay).
+            FromAgent::RelayOpen { .. }
+            | FromAgent::Relay { .. }
+            | FromAgent::RelayClose { .. } => {}
             FromAgent::Step {
                 job_id,
                 step_id,
@@ -1734,8 +1747,12 @@ impl Cluster {
         let Some(j) = self.jobs.get_mut(&id) else {
             return;
         };
-        if !(j.state == JobState::Running || j.completing) {
+        if !(matches!(j.state, JobState::Running | JobState::Suspended) || j.completing) {
             return;
+        }
+        suspend::end_suspension(j, now);
+        if j.state == JobState::Suspended {
+            j.state = JobState::Running;
         }
         let was_completing = j.completing;
         let alloc = j.alloc.clone();
@@ -1767,6 +1784,14 @@ impl Cluster {
                 hold: false,
                 node_fail: true,
             }),
+            // A job in its preemption grace time that ended by itself still goes
+            // back to the queue when it was to be requeued.
+            (None, Some(_)) if !was_completing && j.preempt.is_some_and(|p| p.requeue) => {
+                Some(Ending::Requeue {
+                    hold: false,
+                    node_fail: false,
+                })
+            }
             (e, _) => e,
         };
         if let Some(Ending::Requeue { hold, node_fail }) = ending {
@@ -1780,6 +1805,7 @@ impl Cluster {
                 node_fail,
             });
             j.state = JobState::Pending;
+            j.preempt = None;
             j.restarts += 1;
             j.alloc = None;
             j.start_time = None;
@@ -1836,6 +1862,11 @@ impl Cluster {
                     };
                     j.exit = e.status;
                 }
+            }
+            // It ended during its preemption grace time: preempted all the same.
+            if end.is_some() && j.preempt.is_some() {
+                j.state = JobState::Preempted;
+                j.reason = Reason::None;
             }
         }
         fx.persist.push(Job::clone(j));
@@ -2152,7 +2183,7 @@ impl Cluster {
                 Ok(())
             }
             JobState::Pending => Err(SlurmError::JobPending),
-            JobState::Running if !j.completing => {
+            JobState::Running | JobState::Suspended if !j.completing => {
                 self.requeue_running(id, hold, false, now, fx);
                 Ok(())
             }
@@ -2401,7 +2432,7 @@ impl Cluster {
         let victims: Vec<(u32, String)> = self
             .jobs
             .values()
-            .filter(|j| j.state == JobState::Running && !j.completing)
+            .filter(|j| matches!(j.state, JobState::Running | JobState::Suspended) && !j.completing)
             .filter_map(|j| {
                 let a = j.alloc.as_ref()?;
                 a.nodes
@@ -2516,6 +2547,9 @@ fn fold_results(rs: Vec<Result<(), SlurmError>>) -> Option<SlurmError> {
             .unwrap_or(SlurmError::InvalidJobId),
     )
 }
+
+mod preempt;
+mod suspend;
 
 #[cfg(test)]
 #[path = "state/fs_tests.rs"]

@@ -15,12 +15,13 @@ pub mod job;
 pub mod limit;
 pub mod node;
 pub mod partition;
+pub mod preempt;
 pub mod step;
 pub mod time;
 
 pub use job::{
     Env, ExitStatus, HoldKind, Job, JobSpec, JobState, MemReq, Reason, SignalSpec, StepRecord,
-    TimeLimit,
+    Suspension, TimeLimit,
 };
 pub use node::{Node, NodeState};
 pub use partition::{OverSubscribe, Partition, PartitionState};

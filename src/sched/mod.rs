@@ -23,6 +23,7 @@
 
 pub mod fairshare;
 pub mod limits;
+pub mod preempt;
 pub mod priority;
 pub mod select;
 pub mod timeline;
@@ -684,7 +685,8 @@ fn planned_end(j: &Job, now: i64) -> i64 {
         return now + 1;
     }
     match (j.start_time, j.time_limit.secs()) {
-        (Some(s), Some(l)) => (s + l as i64).max(now + 1),
+        // Suspended time does not count against the limit.
+        (Some(_), Some(_)) => j.limit_end(now).unwrap_or(FOREVER).max(now + 1),
         (None, Some(l)) => now + l as i64,
         _ => FOREVER,
     }
