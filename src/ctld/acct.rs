@@ -49,8 +49,9 @@ impl Cluster {
         })
     }
 
-    /// Fills a new job's account (the user's DefaultAccount when `--account` is not
-    /// given) and QOS (the association's default when `--qos` is not given), and
+    /// Once accounting is set up (a defined tree or a configured enforcement), fills a
+    /// new job's account (the user's DefaultAccount when `--account` is not given) and
+    /// QOS (the association's default when `--qos` is not given), and
     /// refuses it as Slurm does: `InvalidAccount` when associations are enforced and
     /// the user has none for the account (and partition); `InvalidQos` when QOS are
     /// enforced and the QOS does not exist or the association may not use it;
@@ -61,6 +62,11 @@ impl Cluster {
     pub fn acct_resolve(&self, job: &mut Job, now: i64) -> Result<(), SlurmError> {
         let e = self.enforce();
         let tree = &self.assoc;
+        // An undefined tree (personal mode, a fresh install) changes nothing about a
+        // job: its account stays what was asked, as before accounting existed.
+        if !tree.is_defined() && self.enforce_cfg.is_none() {
+            return Ok(());
+        }
         if job.account.is_empty()
             && let Some(d) = tree.default_account(&job.user)
         {

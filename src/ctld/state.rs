@@ -634,6 +634,15 @@ impl Cluster {
                 .max()
                 .unwrap_or(1),
             fairshare: self.fairshare_tree(now, false),
+            qos_norm: {
+                let max = self.assoc.max_qos_priority();
+                self.assoc
+                    .qos
+                    .values()
+                    .filter(|_| max > 0)
+                    .map(|q| (q.name.clone(), f64::from(q.priority) / f64::from(max)))
+                    .collect()
+            },
         }
     }
 

@@ -566,3 +566,59 @@ mod fs_usage_tests {
         assert_eq!(s.load_fs_usage().unwrap(), l);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::acct_ops::{AcctOp, Entity, Setting, apply};
+
+    #[test]
+    fn a_schema_2_database_loads_with_the_initial_tree_and_keeps_a_new_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sluice.db");
+        {
+            // What a schema-2 build left: the jobs table only.
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE jobs (id INTEGER PRIMARY KEY, uid INTEGER NOT NULL,
+                   submit INTEGER NOT NULL, start INTEGER, end INTEGER,
+                   active INTEGER NOT NULL, data BLOB NOT NULL,
+                   array_job_id INTEGER NOT NULL DEFAULT 0);",
+            )
+            .unwrap();
+            conn.pragma_update(None, "application_id", APP_ID).unwrap();
+            conn.pragma_update(None, "user_version", 2).unwrap();
+        }
+        let mut s = Store::open(&path).unwrap();
+        assert_eq!(s.load_assoc().unwrap(), AssocTree::default());
+        assert_eq!(s.load_usage().unwrap(), (UsedMins::default(), 0));
+
+        let mut t = AssocTree::default();
+        for (e, n, a) in [
+            (Entity::Account, "phys", vec!["GrpTRES=gres/gpu=4"]),
+            (Entity::User, "alice", vec!["Account=phys", "Partition=gpu"]),
+            (Entity::Qos, "high", vec!["Priority=10", "Preempt=normal"]),
+            (Entity::Cluster, "other", vec![]),
+        ] {
+            let op = AcctOp::Add {
+                entity: e,
+                names: vec![n.into()],
+                settings: a.iter().map(|x| Setting::parse(x).unwrap()).collect(),
+            };
+            apply(&mut t, &op, "lab").unwrap();
+        }
+        s.put_assoc(&t).unwrap();
+        let mut used = UsedMins::default();
+        used.record(
+            &t,
+            ("alice", "phys", "high"),
+            &[("cpu".to_string(), 2)].into(),
+            30.0,
+        );
+        s.put_usage(&used, 1234).unwrap();
+        drop(s);
+        let s = Store::open(&path).unwrap();
+        assert_eq!(s.load_assoc().unwrap(), t);
+        assert_eq!(s.load_usage().unwrap(), (used, 1234));
+    }
+}

@@ -163,8 +163,7 @@ pub enum AcctOp {
 }
 
 impl AcctOp {
-    /// Whether a change needs only operator rights (all do; kept for clarity at call
-    /// sites that check AdminLevel).
+    /// The entity the change is about.
     pub fn entity(&self) -> Entity {
         match self {
             AcctOp::Add { entity, .. }
@@ -290,10 +289,9 @@ fn set_limit(l: &mut Limits, s: &Setting, qos: bool) -> Result<bool, String> {
     let k = s.key.to_ascii_lowercase();
     let v = s.value.as_str();
     let tres = |m: &mut TresMap| -> Result<(), String> {
+        // `MaxTRES=cpu=4` changes the cpu limit and keeps the other TRES limits, as
+        // Slurm does; `cpu=-1` removes it.
         let upd = TresMap::parse_update(v).map_err(|e| format!(" {e}"))?;
-        if s.op == SetOp::Assign {
-            // `MaxTRES=cpu=4` keeps the other TRES limits, as Slurm does.
-        }
         m.apply_update(&upd);
         Ok(())
     };

@@ -7,12 +7,16 @@
 //! with `PriorityFlags=NO_FAIR_TREE`) over the association tree the caller computed
 //! from decayed usage. Pure: the caller passes the tree and `now`.
 //!
+//! The QOS factor is the job's QOS `Priority` normalised by the highest QOS priority
+//! (`PriorityContext::qos_norm`, filled by the controller from the association tree).
+//!
 //! Invariant: the sum is truncated to an integer and an eligible job's priority is at
 //! least 1 (0 is reserved for held jobs).
 
 use super::fairshare::FairShareTree;
 use crate::model::Job;
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 pub use crate::config::sched::PriorityConfig;
@@ -29,6 +33,9 @@ pub struct PriorityContext {
     pub max_part_factor: u32,
     /// The computed fair-share tree (decayed usage and shares per association).
     pub fairshare: Arc<FairShareTree>,
+    /// Each QOS's normalised priority in [0, 1]: its `Priority` over the highest
+    /// `Priority` of any QOS (Slurm's QOS factor). A QOS not listed has 0.
+    pub qos_norm: HashMap<String, f64>,
 }
 
 impl PriorityContext {
@@ -129,7 +136,7 @@ pub fn factors(
         fairshare: f64::from(cfg.weight_fairshare) * ctx.fairshare(&job.account, &job.user),
         jobsize: f64::from(cfg.weight_jobsize) * size,
         partition: f64::from(cfg.weight_partition) * part,
-        qos: 0.0,
+        qos: f64::from(cfg.weight_qos) * ctx.qos_norm.get(&job.qos).copied().unwrap_or(0.0),
         tres,
         nice: i64::from(job.spec.nice),
     }

@@ -89,6 +89,7 @@ impl FairShare {
             total_gpus: 0,
             max_part_factor: 1,
             fairshare: Arc::new(tree),
+            qos_norm: Default::default(),
         };
         for &i in pending {
             jobs[i].priority = priority::factors(&jobs[i], 1, &ctx, p, now).priority();

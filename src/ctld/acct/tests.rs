@@ -177,3 +177,37 @@ fn max_submit_refuses_at_submit_and_max_wall_caps_the_default_time() {
         SlurmError::AccountingPolicy
     );
 }
+
+#[test]
+fn grp_tres_mins_counts_what_finished_jobs_used() {
+    let mut c = with_lab("");
+    let root = super::super::state::Caller { uid: 0, gid: 0 };
+    c.acct_change(
+        &AcctOp::Modify {
+            entity: Entity::Account,
+            cond: crate::model::acct_ops::Cond {
+                names: vec!["lab".into()],
+                ..Default::default()
+            },
+            settings: vec![Setting::parse("GrpTRESMins=cpu=10").unwrap()],
+        },
+        true,
+        root,
+        "root",
+    )
+    .unwrap();
+    let mut s = spec("a");
+    s.ntasks = Some(2);
+    let a = submit(&mut c, s, ALICE, 0);
+    assert_eq!(pass(&mut c, 0), vec![a]);
+    // 2 CPUs for 6 minutes: 12 CPU-minutes, past the limit of 10.
+    end(&mut c, a, 0, 360);
+    assert!(c.used_dirty, "usage must be saved");
+    let used = c.used_mins.accounts["lab"]["cpu"];
+    assert!((used - 12.0).abs() < 0.01, "{used}");
+    let b = submit(&mut c, spec("b"), ALICE, 360);
+    assert!(pass(&mut c, 360).is_empty());
+    assert_eq!(c.jobs[&b].reason.as_str(), "AssocGrpCPUMinutesLimit");
+    // Usage decays (half-life 7 days by default): two weeks later it is below 10.
+    assert_eq!(pass(&mut c, 360 + 14 * 86400), vec![b]);
+}
