@@ -25,6 +25,7 @@ pub mod squeue;
 pub mod squeue_steps;
 pub mod sreport;
 pub mod srun;
+pub mod sshare;
 pub mod sstat;
 pub mod stepio;
 pub mod timefmt;
@@ -36,7 +37,7 @@ use std::process::ExitCode;
 /// The commands `install.sh` links to the binary, with the module that serves each.
 pub const LINKED_COMMANDS: &[&str] = &[
     "sbatch", "srun", "salloc", "squeue", "scancel", "sinfo", "scontrol", "sacct", "sstat",
-    "sprio", "sdiag", "sacctmgr", "sreport",
+    "sprio", "sdiag", "sshare", "sacctmgr", "sreport",
 ];
 
 /// Entry point for every role: picks the command from argv[0], or from argv[1] when
@@ -90,6 +91,7 @@ fn dispatch(cmd: &str, args: Vec<OsString>) -> ExitCode {
         "sacct" => sacct::run(args),
         "sprio" => sprio::run(args),
         "sdiag" => sdiag::run(args),
+        "sshare" => sshare::run(args),
         "sacctmgr" => sacctmgr::run(args),
         "sreport" => sreport::run(args),
         "controller" => crate::ctld::cli_main(args),

@@ -566,6 +566,7 @@ fn response_kind(r: &Response) -> &'static str {
         Response::Priority { .. } => "Priority",
         Response::Stats(_) => "Stats",
         Response::Allocation(_) => "Allocation",
+        Response::Shares { .. } => "Shares",
         Response::AcctTree { .. } => "AcctTree",
         Response::AcctChanged(_) => "AcctChanged",
         Response::ResvCreated { .. } => "ResvCreated",

@@ -226,9 +226,31 @@ struct PriorityConf {
     decay_half_life: Option<String>,
     #[serde(default)]
     favor_small: Option<bool>,
-    /// `SMALL_RELATIVE_TO_TIME` (comma-separated flags).
+    /// `SMALL_RELATIVE_TO_TIME`, `NO_FAIR_TREE` (comma-separated flags).
     #[serde(default)]
     flags: Option<String>,
+    /// PriorityUsageResetPeriod: NONE, NOW, DAILY, WEEKLY, MONTHLY, QUARTERLY, YEARLY.
+    #[serde(default)]
+    usage_reset_period: Option<String>,
+    /// TRESBillingWeights: `CPU=1.0,Mem=0.25G,GRES/gpu=4.0`.
+    #[serde(default)]
+    billing_weights: Option<String>,
+}
+
+/// `[[accounts]]`: one account of the fair-share tree and its users.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AccountConf {
+    name: String,
+    /// Parent account (root when absent).
+    #[serde(default)]
+    parent: Option<String>,
+    /// Raw shares (sacctmgr `Fairshare=`), 1 when absent.
+    #[serde(default)]
+    fairshare: Option<u32>,
+    /// Users associated with the account (1 share each).
+    #[serde(default)]
+    users: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -329,6 +351,8 @@ struct FileConf {
     priority: PriorityConf,
     #[serde(default)]
     cgroup: CgroupConf,
+    #[serde(default)]
+    accounts: Vec<AccountConf>,
 }
 
 /// The resolved configuration every role reads.
@@ -582,7 +606,8 @@ impl Config {
                     .map_err(|e| invalid(format!("accounting_storage_enforce: {e}")))?,
             ),
         };
-        let sched = sched_config(&fc.scheduler, &fc.priority).map_err(invalid)?;
+        let mut sched = sched_config(&fc.scheduler, &fc.priority).map_err(invalid)?;
+        fairshare_accounts(&fc.accounts, &mut sched.priority).map_err(invalid)?;
         Ok(Config {
             mode: Mode::System,
             source: Some(path.to_path_buf()),
@@ -897,11 +922,66 @@ fn sched_config(s: &SchedulerConf, p: &PriorityConf) -> Result<sched::SchedConfi
             match flag.as_str() {
                 "" => {}
                 "SMALL_RELATIVE_TO_TIME" => w.small_relative_to_time = true,
+                "NO_FAIR_TREE" => {
+                    w.fairshare_algorithm = crate::sched::fairshare::Algorithm::Classic
+                }
+                "FAIR_TREE" => w.fairshare_algorithm = crate::sched::fairshare::Algorithm::FairTree,
                 other => return Err(format!("unknown priority flag '{other}'")),
             }
         }
     }
+    if let Some(r) = &p.usage_reset_period {
+        w.usage_reset = crate::sched::fairshare::ResetPeriod::parse(r).ok_or_else(|| {
+            format!(
+                "bad usage_reset_period '{r}' (NONE, NOW, DAILY, WEEKLY, MONTHLY, QUARTERLY, YEARLY)"
+            )
+        })?;
+    }
+    if let Some(b) = &p.billing_weights {
+        w.billing = crate::sched::fairshare::Billing::parse(b)?;
+    }
     Ok(c)
+}
+
+/// Resolves `[[accounts]]` into the fair-share tree's accounts and user associations.
+///
+/// Errors: an account defined twice, an empty name, or a parent that is not defined
+/// (other than `root`).
+fn fairshare_accounts(accts: &[AccountConf], w: &mut sched::PriorityConfig) -> Result<(), String> {
+    use crate::sched::fairshare::{AccountDef, UserDef};
+    let mut seen = std::collections::HashSet::new();
+    for a in accts {
+        if a.name.is_empty() || a.name == "root" {
+            return Err(format!("bad account name '{}'", a.name));
+        }
+        if !seen.insert(a.name.as_str()) {
+            return Err(format!("account '{}' is defined twice", a.name));
+        }
+    }
+    for a in accts {
+        if let Some(p) = &a.parent
+            && p != "root"
+            && !seen.contains(p.as_str())
+        {
+            return Err(format!(
+                "account '{}' has parent '{p}', which is not defined",
+                a.name
+            ));
+        }
+        w.accounts.push(AccountDef {
+            name: a.name.clone(),
+            parent: a.parent.clone().filter(|p| p != "root"),
+            shares: a.fairshare.unwrap_or(1),
+        });
+        for u in &a.users {
+            w.user_assocs.push(UserDef {
+                user: u.clone(),
+                account: a.name.clone(),
+                shares: 1,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// This host's name up to the first dot.

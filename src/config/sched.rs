@@ -94,6 +94,21 @@ pub struct PriorityConfig {
     pub small_relative_to_time: bool,
     /// Half-life of recorded usage in seconds (`PriorityDecayHalfLife`).
     pub decay_half_life: i64,
+    /// Fair Tree, or classic with `PriorityFlags=NO_FAIR_TREE`.
+    #[serde(default)]
+    pub fairshare_algorithm: crate::sched::fairshare::Algorithm,
+    /// `PriorityUsageResetPeriod`.
+    #[serde(default)]
+    pub usage_reset: crate::sched::fairshare::ResetPeriod,
+    /// `TRESBillingWeights` (cluster-wide): what usage is charged in.
+    #[serde(default)]
+    pub billing: crate::sched::fairshare::Billing,
+    /// Accounts of the fair-share tree as configured (`[[accounts]]`).
+    #[serde(default)]
+    pub accounts: Vec<crate::sched::fairshare::AccountDef>,
+    /// User associations as configured (each account's `users`).
+    #[serde(default)]
+    pub user_assocs: Vec<crate::sched::fairshare::UserDef>,
 }
 
 impl Default for PriorityConfig {
@@ -110,6 +125,11 @@ impl Default for PriorityConfig {
             favor_small: false,
             small_relative_to_time: false,
             decay_half_life: 7 * 86400,
+            fairshare_algorithm: Default::default(),
+            usage_reset: Default::default(),
+            billing: Default::default(),
+            accounts: Vec::new(),
+            user_assocs: Vec::new(),
         }
     }
 }

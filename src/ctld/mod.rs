@@ -329,6 +329,10 @@ fn prepare_dirs(cfg: &Config) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Seconds between fair-share usage accounting ticks (Slurm's PriorityCalcPeriod,
+/// whose default is 5 minutes; shorter here so that `sshare` follows running jobs).
+const PRIORITY_CALC_PERIOD: i64 = 60;
+
 /// The controller's pid, in the state directory (used by `--stop` when the socket is gone).
 const PID_FILE: &str = "controller.pid";
 
@@ -349,6 +353,7 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
     cluster.assoc = store.load_assoc()?;
     (cluster.used_mins, cluster.used_mins_at) = store.load_usage()?;
     cluster.resv.restore(store.load_resvs()?);
+    cluster.restore_usage(store.load_fs_usage()?, now);
     tracing::info!(
         jobs = cluster.jobs.len(),
         next_id = cluster.next_id,
@@ -476,6 +481,9 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
                 actor.downlog.observe(&actor.cluster.nodes, now);
                 for (node, start, end) in actor.downlog.take_closed() {
                     let _ = actor.store.send(StoreOp::NodeDown(node, start, end));
+                }
+                if now - actor.cluster.fs_usage.accrued_at >= PRIORITY_CALC_PERIOD {
+                    actor.cluster.accrue_usage(now, &mut fx);
                 }
             }
             msg = rx.recv() => {
@@ -776,6 +784,10 @@ impl Actor {
                 Response::Priority { rows, weights }
             }
             Request::Stats => Response::Stats(Box::new(self.cluster.stats_at(now))),
+            Request::Shares => Response::Shares {
+                rows: self.cluster.share_rows(now),
+                cluster: self.cluster.cluster_name.clone(),
+            },
             Request::Allocate { spec, .. } => {
                 let mut spec = *spec;
                 spec.alloc_only = true;
@@ -917,6 +929,9 @@ impl Actor {
     fn apply_persist(&mut self, fx: &mut Effects) {
         for j in fx.persist.drain(..) {
             let _ = self.store.send(StoreOp::Put(Box::new(j)));
+        }
+        if let Some(l) = fx.usage.take() {
+            let _ = self.store.send(StoreOp::PutFsUsage(l));
         }
     }
 

@@ -52,6 +52,8 @@ pub struct Effects {
     pub schedule: bool,
     /// Events for srun step streams, by stream token (`ctld::steps`).
     pub to_client: Vec<(u64, crate::proto::StepEvent)>,
+    /// The fair-share usage ledger changed and must be written to the store.
+    pub usage: Option<Box<crate::sched::fairshare::UsageLedger>>,
 }
 
 /// Why a running job is being ended by the controller.
@@ -89,8 +91,12 @@ pub struct Cluster {
     pub licenses: Vec<(String, u32)>,
     /// EnforcePartLimits=ALL (refuse at submit what can never run).
     pub enforce_part_limits: bool,
-    /// Decayed CPU-seconds per uid and when they were last decayed (fair-share).
-    pub usage: HashMap<u32, (f64, i64)>,
+    /// Decayed usage per association (fair-share), billing-seconds; persisted.
+    pub fs_usage: crate::sched::fairshare::UsageLedger,
+    /// The last fair-share tree computed, and the second it was computed for (reused
+    /// by submissions within that second).
+    fs_cache:
+        std::cell::RefCell<Option<(i64, std::sync::Arc<crate::sched::fairshare::FairShareTree>)>>,
     /// sdiag counters.
     pub stats: SchedStats,
     /// When backfill last ran.
@@ -202,6 +208,26 @@ impl Cluster {
                 crate::model::time::fmt_hms(cfg.sched.priority.max_age.max(0) as u64),
             ),
             (
+                "PriorityDecayHalfLife".into(),
+                crate::model::time::fmt_hms(cfg.sched.priority.decay_half_life.max(0) as u64),
+            ),
+            ("PriorityCalcPeriod".into(), "00:01:00".into()),
+            (
+                "PriorityUsageResetPeriod".into(),
+                cfg.sched.priority.usage_reset.name().into(),
+            ),
+            ("PriorityFlags".into(), {
+                let p = &cfg.sched.priority;
+                let mut f = Vec::new();
+                if p.small_relative_to_time {
+                    f.push("SMALL_RELATIVE_TO_TIME");
+                }
+                if p.fairshare_algorithm == crate::sched::fairshare::Algorithm::Classic {
+                    f.push("NO_FAIR_TREE");
+                }
+                f.join(",")
+            }),
+            (
                 "Licenses".into(),
                 if cfg.licenses.is_empty() {
                     "(null)".into()
@@ -255,7 +281,8 @@ impl Cluster {
             sched_cfg: cfg.sched.clone(),
             licenses: cfg.licenses.clone(),
             enforce_part_limits: cfg.enforce_part_limits,
-            usage: HashMap::new(),
+            fs_usage: Default::default(),
+            fs_cache: Default::default(),
             stats: SchedStats::default(),
             last_backfill: i64::MIN / 2,
             last_pass: i64::MIN / 2,
@@ -591,16 +618,8 @@ impl Cluster {
         priority::factors(job, pf, &ctx, &self.sched_cfg.priority, now).priority()
     }
 
-    /// Cluster totals and decayed usage for priority factors.
+    /// Cluster totals and the fair-share tree for priority factors.
     pub fn priority_context(&self, now: i64) -> PriorityContext {
-        let half = self.sched_cfg.priority.decay_half_life;
-        let mut users: std::collections::HashSet<u32> = self
-            .jobs
-            .values()
-            .filter(|j| j.is_active())
-            .map(|j| j.uid)
-            .collect();
-        users.extend(self.usage.keys().copied());
         PriorityContext {
             total_cpus: self.nodes.iter().map(|n| u64::from(n.cpus)).sum(),
             total_nodes: self.nodes.len() as u64,
@@ -618,12 +637,7 @@ impl Cluster {
                 .map(|p| p.priority_job_factor)
                 .max()
                 .unwrap_or(1),
-            usage: self
-                .usage
-                .iter()
-                .map(|(u, (v, t))| (*u, priority::decay(*v, *t, now, half)))
-                .collect(),
-            users: users.len(),
+            fairshare: self.fairshare_tree(now, false),
             qos_norm: {
                 let max = self.assoc.max_qos_priority();
                 self.assoc
@@ -634,6 +648,231 @@ impl Cluster {
                     .collect()
             },
         }
+    }
+
+    /// The fair-share tree at `now`: recorded usage decayed to `now` plus what running
+    /// jobs have used since the last accounting tick, over the configured accounts and
+    /// every association with usage or an active job. `fresh`: recompute even if a
+    /// tree was computed for this second.
+    pub fn fairshare_tree(
+        &self,
+        now: i64,
+        fresh: bool,
+    ) -> std::sync::Arc<crate::sched::fairshare::FairShareTree> {
+        use crate::sched::fairshare::FairShareTree;
+        if !fresh
+            && let Some((t, tree)) = &*self.fs_cache.borrow()
+            && *t == now
+        {
+            return tree.clone();
+        }
+        let p = &self.sched_cfg.priority;
+        let mut ledger = self.fs_usage.clone();
+        ledger.accrue(&self.running_usage(), now, p.decay_half_life, p.usage_reset);
+        let mut extra: Vec<(String, String)> = self
+            .jobs
+            .values()
+            .filter(|j| j.is_active())
+            .map(|j| FairShareTree::key_of(&j.account, &j.user))
+            .collect();
+        extra.sort_unstable();
+        extra.dedup();
+        let (accounts, users) = self.fairshare_defs();
+        let tree = std::sync::Arc::new(FairShareTree::build(
+            &accounts,
+            &users,
+            &ledger,
+            &extra,
+            p.fairshare_algorithm,
+        ));
+        *self.fs_cache.borrow_mut() = Some((now, tree.clone()));
+        tree
+    }
+
+    /// The accounts and user associations fair-share works on: those of the
+    /// association tree (sacctmgr), then those of `[[accounts]]` in the config that the
+    /// tree lacks. `Fairshare=parent` counts as 1 share (not modelled yet).
+    fn fairshare_defs(
+        &self,
+    ) -> (
+        Vec<crate::sched::fairshare::AccountDef>,
+        Vec<crate::sched::fairshare::UserDef>,
+    ) {
+        use crate::model::assoc::Shares;
+        use crate::sched::fairshare::{AccountDef, UserDef};
+        let raw = |s: Shares| match s {
+            Shares::Raw(n) => n,
+            Shares::Parent => 1,
+        };
+        let mut accounts: Vec<AccountDef> = self
+            .assoc
+            .accounts
+            .values()
+            .filter(|a| a.name != crate::model::assoc::ROOT)
+            .map(|a| AccountDef {
+                name: a.name.clone(),
+                parent: a.parent.clone(),
+                shares: raw(a.shares),
+            })
+            .collect();
+        let mut users: Vec<UserDef> = self
+            .assoc
+            .user_assocs
+            .iter()
+            .map(|u| UserDef {
+                user: u.user.clone(),
+                account: u.account.clone(),
+                shares: raw(u.shares),
+            })
+            .collect();
+        let p = &self.sched_cfg.priority;
+        for a in &p.accounts {
+            if !self.assoc.accounts.contains_key(&a.name) {
+                accounts.push(a.clone());
+            }
+        }
+        for u in &p.user_assocs {
+            if !users
+                .iter()
+                .any(|x| x.user == u.user && x.account == u.account)
+            {
+                users.push(u.clone());
+            }
+        }
+        (accounts, users)
+    }
+
+    /// Running jobs as (association, billing rate, start) for usage accrual.
+    fn running_usage(&self) -> Vec<(crate::sched::fairshare::AssocKey, f64, i64)> {
+        let billing = &self.sched_cfg.priority.billing;
+        self.jobs
+            .values()
+            .filter(|j| j.state == JobState::Running)
+            .filter_map(|j| {
+                let a = j.alloc.as_ref()?;
+                Some((
+                    crate::sched::fairshare::FairShareTree::key_of(&j.account, &j.user),
+                    billing.rate(a),
+                    j.start_time?,
+                ))
+            })
+            .collect()
+    }
+
+    /// sshare's rows at `now`: every association of the fair-share tree in display
+    /// order, with TRESRunMins from running jobs' time left.
+    pub fn share_rows(&self, now: i64) -> Vec<crate::proto::ShareRow> {
+        use crate::sched::fairshare::{Algorithm, FairShareTree};
+        let tree = self.fairshare_tree(now, true);
+        let billing = &self.sched_cfg.priority.billing;
+        // Per user association: cpu, mem (MiB), node, billing, gpu minutes left.
+        let mut run: Vec<[f64; 5]> = vec![[0.0; 5]; tree.assocs.len()];
+        let index: HashMap<(String, String), usize> = tree
+            .assocs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, a)| Some(((a.account.clone(), a.user.clone()?), i)))
+            .collect();
+        for j in self.jobs.values().filter(|j| j.state == JobState::Running) {
+            let (Some(a), Some(start)) = (&j.alloc, j.start_time) else {
+                continue;
+            };
+            let key = FairShareTree::key_of(&j.account, &j.user);
+            let i = index
+                .get(&key)
+                .or_else(|| index.get(&("root".to_string(), j.user.clone())));
+            let Some(&i) = i else { continue };
+            let left = match j.time_limit.secs() {
+                Some(l) => ((start + l as i64 - now).max(0) as f64 / 60.0).floor(),
+                None => 0.0,
+            };
+            let gpus: u64 = a
+                .gres
+                .iter()
+                .flatten()
+                .filter(|g| g.name == "gpu")
+                .map(|g| u64::from(g.count))
+                .sum();
+            let nodes = a.nodes.len() as f64;
+            let v = [
+                f64::from(a.total_cpus()),
+                a.mem_per_node as f64 * nodes,
+                nodes,
+                billing.rate(a),
+                gpus as f64,
+            ];
+            for (k, x) in v.iter().enumerate() {
+                run[i][k] += x * left;
+            }
+        }
+        // Sum up the tree (children follow parents).
+        for i in (1..tree.assocs.len()).rev() {
+            if let Some(p) = tree.assocs[i].parent {
+                let v = run[i];
+                for (k, x) in v.iter().enumerate() {
+                    run[p][k] += x;
+                }
+            }
+        }
+        let has_gpus = self
+            .nodes
+            .iter()
+            .flat_map(|n| &n.gres)
+            .any(|g| g.name == "gpu");
+        let fair_tree = self.sched_cfg.priority.fairshare_algorithm == Algorithm::FairTree;
+        tree.display_order()
+            .into_iter()
+            .map(|i| {
+                let a = &tree.assocs[i];
+                let r = run[i];
+                let mut t = vec![
+                    ("cpu".to_string(), r[0] as u64),
+                    ("mem".to_string(), r[1] as u64),
+                    ("energy".to_string(), 0),
+                    ("node".to_string(), r[2] as u64),
+                    ("billing".to_string(), r[3] as u64),
+                    ("fs/disk".to_string(), 0),
+                    ("vmem".to_string(), 0),
+                    ("pages".to_string(), 0),
+                ];
+                if has_gpus {
+                    t.push(("gres/gpu".to_string(), r[4] as u64));
+                }
+                crate::proto::ShareRow {
+                    account: a.account.clone(),
+                    user: a.user.clone(),
+                    raw_shares: a.parent.map(|_| a.shares),
+                    share: tree.shares.get(i).cloned().unwrap_or_default(),
+                    fair_tree,
+                    tres_run_mins: t,
+                }
+            })
+            .collect()
+    }
+
+    /// Installs the fair-share usage saved before a restart. `PriorityUsageResetPeriod=
+    /// NOW` clears it; a ledger never saved starts accruing at `now`.
+    pub fn restore_usage(&mut self, mut l: crate::sched::fairshare::UsageLedger, now: i64) {
+        use crate::sched::fairshare::ResetPeriod;
+        if self.sched_cfg.priority.usage_reset == ResetPeriod::Now {
+            l.usage.clear();
+        }
+        if l.accrued_at == 0 {
+            l.accrued_at = now;
+            l.decayed_at = now;
+        }
+        self.fs_usage = l;
+        self.fs_cache.borrow_mut().take();
+    }
+
+    /// The periodic accounting tick: charges running jobs up to `now`, decays, and
+    /// asks for the ledger to be saved.
+    pub fn accrue_usage(&mut self, now: i64, fx: &mut Effects) {
+        let p = &self.sched_cfg.priority;
+        let (half, reset) = (p.decay_half_life, p.usage_reset);
+        let running = self.running_usage();
+        self.fs_usage.accrue(&running, now, half, reset);
+        fx.usage = Some(Box::new(self.fs_usage.clone()));
     }
 
     /// sprio's rows: the factors of pending jobs matching `ids`/`users` (all if empty).
@@ -696,12 +935,25 @@ impl Cluster {
         s
     }
 
-    /// Adds a finished job's CPU-seconds to its user's decayed usage.
-    fn record_usage(&mut self, uid: u32, cpu_secs: f64, now: i64) {
-        let half = self.sched_cfg.priority.decay_half_life;
-        let e = self.usage.entry(uid).or_insert((0.0, now));
-        e.0 = priority::decay(e.0, e.1, now, half) + cpu_secs;
-        e.1 = now;
+    /// Charges a job that held `a` for `ran` seconds up to `end` to its association:
+    /// the part after the last accounting tick (earlier seconds were charged by it).
+    fn record_usage(
+        &mut self,
+        key: (String, String),
+        a: &Allocation,
+        ran: u64,
+        end: i64,
+        now: i64,
+        fx: &mut Effects,
+    ) {
+        let p = &self.sched_cfg.priority;
+        let rate = p.billing.rate(a);
+        let (half, reset) = (p.decay_half_life, p.usage_reset);
+        self.fs_usage.decay_to(now, half, reset);
+        self.fs_usage
+            .charge_running(key, rate, end - ran as i64, end);
+        fx.usage = Some(Box::new(self.fs_usage.clone()));
+        self.fs_cache.borrow_mut().take();
     }
 
     fn pick_partition(&self, spec: &JobSpec) -> Result<&Partition, SlurmError> {
@@ -822,6 +1074,7 @@ impl Cluster {
 
     /// Recomputes the multifactor priority of every pending, unheld job.
     fn refresh_priorities(&mut self, now: i64) {
+        self.fs_cache.borrow_mut().take();
         let ctx = self.priority_context(now);
         let w = self.sched_cfg.priority.clone();
         let factor: HashMap<String, u32> = self
@@ -1634,12 +1887,13 @@ impl Cluster {
         fx.persist.push(Job::clone(j));
         shed_after_end(j);
         fx.schedule = true;
-        let (uid, state, ran) = (j.uid, j.state, j.run_secs(end_time));
+        let (state, ran) = (j.state, j.run_secs(end_time));
+        let fs_key = crate::sched::fairshare::FairShareTree::key_of(&j.account, &j.user);
         let het_leader = j.het.filter(|h| h.offset == 0).map(|h| h.job_id);
         if let Some(a) = alloc {
             self.charge(&a, was_completing, -1);
-            // Fair-share usage: CPU-seconds held.
-            self.record_usage(uid, f64::from(a.total_cpus()) * ran as f64, now);
+            // Fair-share usage: billing-seconds held.
+            self.record_usage(fs_key, &a, ran, end_time, now, fx);
             self.record_assoc_usage(id, &a, ran, now);
         }
         match state {
@@ -2312,6 +2566,9 @@ fn fold_results(rs: Vec<Result<(), SlurmError>>) -> Option<SlurmError> {
 mod preempt;
 mod suspend;
 
+#[cfg(test)]
+#[path = "state/fs_tests.rs"]
+mod fs_tests;
 #[cfg(test)]
 mod tests;
 

@@ -12,6 +12,7 @@ use crate::model::assoc::{Account, AssocTree, Cluster as AcctCluster, Qos, User,
 use crate::model::reservation::Reservation;
 use crate::proto::codec::{decode, encode};
 use crate::proto::{AcctQuery, Response};
+use crate::sched::fairshare::UsageLedger;
 use crate::sched::limits::UsedMins;
 use rusqlite::{Connection, OpenFlags, params};
 use std::path::Path;
@@ -96,7 +97,12 @@ pub enum StoreOp {
         Box<crate::proto::UsageReport>,
         oneshot::Sender<Response>,
     ),
+    /// Replace the saved fair-share usage.
+    PutFsUsage(Box<UsageLedger>),
 }
+
+/// Key of the fair-share usage ledger in the `kv` table.
+const FS_USAGE_KEY: &str = "fairshare_usage";
 
 /// An open database.
 pub struct Store {
@@ -206,12 +212,47 @@ impl Store {
                 seq INTEGER PRIMARY KEY, user TEXT NOT NULL, account TEXT NOT NULL,
                 partition TEXT, data BLOB NOT NULL);
              CREATE TABLE IF NOT EXISTS acct_qos (name TEXT PRIMARY KEY, data BLOB NOT NULL);
+             CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, data BLOB NOT NULL);
              CREATE TABLE IF NOT EXISTS acct_usage (
                 id INTEGER PRIMARY KEY CHECK (id = 0), at INTEGER NOT NULL, data BLOB NOT NULL);",
         )?;
         conn.pragma_update(None, "application_id", APP_ID)?;
         conn.pragma_update(None, "user_version", SCHEMA)?;
         Ok(Store { conn })
+    }
+
+    /// The saved fair-share usage (empty when none was saved).
+    pub fn load_fs_usage(&self) -> Result<UsageLedger, StoreError> {
+        let data: Option<Vec<u8>> = self
+            .conn
+            .query_row("SELECT data FROM kv WHERE key = ?1", [FS_USAGE_KEY], |r| {
+                r.get(0)
+            })
+            .map(Some)
+            .or_else(|e| match e {
+                rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                e => Err(e),
+            })?;
+        match data {
+            None => Ok(UsageLedger::default()),
+            Some(d) => decode(&d).map_err(|e| StoreError::Record {
+                id: 0,
+                msg: format!("fair-share usage: {e}"),
+            }),
+        }
+    }
+
+    /// Replaces the saved fair-share usage.
+    pub fn put_fs_usage(&mut self, l: &UsageLedger) -> Result<(), StoreError> {
+        let data = encode(l).map_err(|e| StoreError::Record {
+            id: 0,
+            msg: format!("fair-share usage: {e}"),
+        })?;
+        self.conn.execute(
+            "INSERT OR REPLACE INTO kv (key, data) VALUES (?1, ?2)",
+            params![FS_USAGE_KEY, data],
+        )?;
+        Ok(())
     }
 
     /// Jobs to hold in memory at start: active ones and those that ended within
@@ -573,6 +614,10 @@ pub fn run(mut store: Store, mut rx: mpsc::UnboundedReceiver<StoreOp>) -> Result
             StoreOp::PutUsage(u, at) => Some((u.as_ref(), *at)),
             _ => None,
         });
+        let fs_usage = batch.iter().rev().find_map(|op| match op {
+            StoreOp::PutFsUsage(l) => Some(l.as_ref()),
+            _ => None,
+        });
         let mut written = (|| {
             if !puts.is_empty() {
                 store.put_all(&puts)?;
@@ -582,6 +627,9 @@ pub fn run(mut store: Store, mut rx: mpsc::UnboundedReceiver<StoreOp>) -> Result
             }
             if let Some((u, at)) = usage {
                 store.put_usage(u, at)?;
+            }
+            if let Some(l) = fs_usage {
+                store.put_fs_usage(l)?;
             }
             Ok::<(), StoreError>(())
         })();
@@ -624,6 +672,7 @@ pub fn run(mut store: Store, mut rx: mpsc::UnboundedReceiver<StoreOp>) -> Result
                 StoreOp::Put(_)
                 | StoreOp::PutAssoc(_)
                 | StoreOp::PutUsage(..)
+                | StoreOp::PutFsUsage(_)
                 | StoreOp::Resvs(_)
                 | StoreOp::ResvHistory(_)
                 | StoreOp::NodeDown(..) => {}
@@ -657,6 +706,31 @@ pub fn run(mut store: Store, mut rx: mpsc::UnboundedReceiver<StoreOp>) -> Result
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod fs_usage_tests {
+    use super::*;
+
+    #[test]
+    fn fair_share_usage_survives_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sluice.db");
+        let mut s = Store::open(&path).unwrap();
+        assert_eq!(s.load_fs_usage().unwrap(), UsageLedger::default());
+        let mut l = UsageLedger {
+            decayed_at: 50,
+            accrued_at: 60,
+            ..Default::default()
+        };
+        l.charge(("a".into(), "alice".into()), 12.5);
+        s.put_fs_usage(&l).unwrap();
+        l.charge(("b".into(), "bob".into()), 1.0);
+        s.put_fs_usage(&l).unwrap();
+        drop(s);
+        let s = Store::open(&path).unwrap();
+        assert_eq!(s.load_fs_usage().unwrap(), l);
+    }
 }
 
 #[cfg(test)]

@@ -287,6 +287,8 @@ pub enum Request {
     Priority { ids: Vec<u32>, users: Vec<u32> },
     /// Scheduler statistics (sdiag).
     Stats,
+    /// The fair-share tree (sshare): every association, filtered by the client.
+    Shares,
     /// Create a job that only holds an allocation (salloc, srun outside an allocation).
     /// Answered with [`Response::Allocation`] after the next scheduling pass, so the job
     /// is either running or pending with its reason. The connection that sent it owns
@@ -479,6 +481,11 @@ pub enum Response {
     },
     /// What a [`Request::AcctChange`] changed (or would change).
     AcctChanged(crate::model::acct_ops::Outcome),
+    /// Answer to [`Request::Shares`]: associations in sshare's order.
+    Shares {
+        rows: Vec<ShareRow>,
+        cluster: String,
+    },
     /// The name of a reservation just created.
     ResvCreated {
         name: String,
@@ -503,6 +510,23 @@ pub struct UsageReport {
     /// Node down intervals overlapping the period: (node, start, end), epoch seconds.
     pub down: Vec<(String, i64, i64)>,
     pub now: i64,
+}
+
+/// One association of the fair-share tree as sshare prints it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShareRow {
+    pub account: String,
+    /// `None` for an account association.
+    pub user: Option<String>,
+    /// RawShares; `None` for the root account (printed blank).
+    pub raw_shares: Option<u32>,
+    /// NormShares, usages, FairShare and LevelFS (see `sched::fairshare::Share`).
+    pub share: crate::sched::fairshare::Share,
+    /// Fair Tree (LevelFS meaningful) or classic.
+    pub fair_tree: bool,
+    /// TRESRunMins: (TRES name, allocated amount × minutes left) over running jobs of
+    /// the association's subtree; memory in MiB.
+    pub tres_run_mins: Vec<(String, u64)>,
 }
 
 /// One pending job's priority factors, weighted (sprio).

@@ -21,6 +21,7 @@
 //! free in the snapshot, and a backfilled job never overlaps a reservation made in the
 //! same pass.
 
+pub mod fairshare;
 pub mod limits;
 pub mod preempt;
 pub mod priority;

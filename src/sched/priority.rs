@@ -3,9 +3,9 @@
 //! normalised factors in [0, 1] — age, association, fair-share, job size, partition,
 //! QOS and TRES — plus the site factor, minus the nice value.
 //!
-//! Fair-share is the classic formula `2^(-U/S)` over per-user usage (U: the user's share
-//! of all decayed usage, S: the user's normalised shares; equal shares for every user
-//! until accounts and shares exist). Pure: the caller passes usage and `now`.
+//! The fair-share factor comes from [`super::fairshare`] (Fair Tree by default, classic
+//! with `PriorityFlags=NO_FAIR_TREE`) over the association tree the caller computed
+//! from decayed usage. Pure: the caller passes the tree and `now`.
 //!
 //! The QOS factor is the job's QOS `Priority` normalised by the highest QOS priority
 //! (`PriorityContext::qos_norm`, filled by the controller from the association tree).
@@ -13,9 +13,11 @@
 //! Invariant: the sum is truncated to an integer and an eligible job's priority is at
 //! least 1 (0 is reserved for held jobs).
 
+use super::fairshare::FairShareTree;
 use crate::model::Job;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 pub use crate::config::sched::PriorityConfig;
 
@@ -29,25 +31,18 @@ pub struct PriorityContext {
     pub total_gpus: u64,
     /// The largest PriorityJobFactor of any partition.
     pub max_part_factor: u32,
-    /// Decayed usage per uid (CPU-seconds).
-    pub usage: HashMap<u32, f64>,
-    /// Users sharing the cluster (each gets 1/users of the shares).
-    pub users: usize,
+    /// The computed fair-share tree (decayed usage and shares per association).
+    pub fairshare: Arc<FairShareTree>,
     /// Each QOS's normalised priority in [0, 1]: its `Priority` over the highest
     /// `Priority` of any QOS (Slurm's QOS factor). A QOS not listed has 0.
     pub qos_norm: HashMap<String, f64>,
 }
 
 impl PriorityContext {
-    /// The fair-share factor of `uid` in [0, 1].
-    pub fn fairshare(&self, uid: u32) -> f64 {
-        let total: f64 = self.usage.values().sum();
-        if total <= 0.0 {
-            return 1.0;
-        }
-        let u = self.usage.get(&uid).copied().unwrap_or(0.0) / total;
-        let s = 1.0 / self.users.max(1) as f64;
-        (-u / s).exp2()
+    /// The fair-share factor in [0, 1] of a job of `user` charged to `account` (root
+    /// when empty); 1.0 for an association the tree does not hold.
+    pub fn fairshare(&self, account: &str, user: &str) -> f64 {
+        self.fairshare.factor(account, user)
     }
 }
 
@@ -138,7 +133,7 @@ pub fn factors(
         site: 0.0,
         age: f64::from(cfg.weight_age) * age,
         assoc: 0.0,
-        fairshare: f64::from(cfg.weight_fairshare) * ctx.fairshare(job.uid),
+        fairshare: f64::from(cfg.weight_fairshare) * ctx.fairshare(&job.account, &job.user),
         jobsize: f64::from(cfg.weight_jobsize) * size,
         partition: f64::from(cfg.weight_partition) * part,
         qos: f64::from(cfg.weight_qos) * ctx.qos_norm.get(&job.qos).copied().unwrap_or(0.0),
@@ -164,10 +159,4 @@ pub fn job_gpus(job: &Job) -> u64 {
             .map_or(0, |g| g.count * u64::from(job.req_tasks.max(1)))
 }
 
-/// Usage decayed from `then` to `now` with half-life `half_life` seconds.
-pub fn decay(usage: f64, then: i64, now: i64, half_life: i64) -> f64 {
-    if half_life <= 0 || now <= then {
-        return usage;
-    }
-    usage * (-((now - then) as f64) / half_life as f64).exp2()
-}
+pub use super::fairshare::decay;

@@ -8,6 +8,7 @@
 //! scheduler only knows their requested time. Nothing reads the clock except the
 //! wall-time report.
 
+pub mod fairshare;
 pub mod swf;
 
 use crate::config::Config;
@@ -40,6 +41,8 @@ pub struct Metrics {
     pub backfilled: usize,
     /// Scheduling passes run.
     pub passes: u64,
+    /// CPU-hours delivered per account, when fair-share accounts are configured.
+    pub accounts: Vec<(String, f64)>,
 }
 
 /// The cluster a trace runs on: one node with the trace's `MaxProcs` CPUs.
@@ -70,15 +73,16 @@ pub fn cluster_from(cfg: &Config) -> Result<(Vec<Node>, Vec<Partition>), String>
     Ok((nodes, cfg.partitions.clone()))
 }
 
-fn sim_job(i: usize, j: &swf::SwfJob, partition: &str) -> Job {
+fn sim_job(i: usize, j: &swf::SwfJob, partition: &str, cfg: &SchedConfig) -> Job {
+    let user = j.user.max(0).to_string();
     Job {
         id: i as u32 + 1,
         spec: JobSpec::default(),
         uid: j.user.max(0) as u32,
-        user: String::new(),
+        account: fairshare::account_of(&user, cfg),
+        user,
         group: String::new(),
         partition: partition.to_string(),
-        account: String::new(),
         qos: String::new(),
         time_limit: TimeLimit::Seconds(j.limit.max(1) as u64),
         req_cpus: j.size,
@@ -112,7 +116,7 @@ pub fn simulate(
         .jobs
         .iter()
         .enumerate()
-        .map(|(i, j)| sim_job(i, j, &part))
+        .map(|(i, j)| sim_job(i, j, &part, cfg))
         .collect();
     let pview = parts.iter().find(|p| p.name == part).expect("found above");
     if let Some(j) = jobs
@@ -133,6 +137,10 @@ pub fn simulate(
     let mut passes = 0u64;
     let mut done = 0usize;
     let n = jobs.len();
+    // Fair-share priorities when accounts are configured; otherwise every job has
+    // the same priority and the order is submission order.
+    let fs_on = !cfg.priority.accounts.is_empty();
+    let mut fs = fairshare::FairShare::new(trace.jobs.first().map_or(0, |j| j.submit));
     while done < n {
         let t_arr = trace.jobs.get(next_arrival).map(|j| j.submit);
         let t_end = ends.peek().map(|Reverse((t, _))| *t);
@@ -147,6 +155,9 @@ pub fn simulate(
                 break;
             }
             ends.pop();
+            if fs_on {
+                fs.ended(&jobs[i], t, cfg);
+            }
             jobs[i].state = JobState::Completed;
             jobs[i].end_time = Some(t);
             running.retain(|&r| r != i);
@@ -158,6 +169,9 @@ pub fn simulate(
         }
         if pending.is_empty() {
             continue;
+        }
+        if fs_on {
+            fs.prioritise(&mut jobs, &pending, &running, nodes, cfg, now);
         }
         let decisions = {
             let refs: Vec<&Job> = pending
@@ -189,6 +203,10 @@ pub fn simulate(
                 jobs[i].alloc = Some(alloc);
                 running.push(i);
                 ends.push(Reverse((now + trace.jobs[i].run, i)));
+                if fs_on {
+                    let cpus = jobs[i].req_cpus;
+                    fs.deliver(&jobs[i], cpus, now, now + trace.jobs[i].run, i64::MAX);
+                }
                 started = true;
             }
         }
@@ -196,7 +214,13 @@ pub fn simulate(
             pending.retain(|&i| jobs[i].state == JobState::Pending);
         }
     }
-    Ok(metrics(trace, &jobs, nodes, cfg.policy, backfilled, passes))
+    let mut m = metrics(trace, &jobs, nodes, cfg.policy, backfilled, passes);
+    m.accounts = fs
+        .delivered
+        .into_iter()
+        .map(|(a, secs)| (a, secs / 3600.0))
+        .collect();
+    Ok(m)
 }
 
 fn metrics(
@@ -246,6 +270,7 @@ fn metrics(
         makespan: last - first,
         backfilled,
         passes,
+        accounts: Vec::new(),
     }
 }
 
@@ -262,11 +287,18 @@ pub fn sim_config(policy: Policy) -> SchedConfig {
 }
 
 const USAGE: &str = "usage: sluice simulate --trace FILE [--config CLUSTER.toml] [--policy fifo|easy|conservative] [--json]
+       sluice simulate --scenario fairshare|fairshare-gpu [--days N] [--policy P] [--json]
 
 Replays a Standard Workload Format trace (.swf or .swf.gz) on virtual time through the
 scheduler and reports utilization, mean and median wait, mean bounded slowdown
 (tau = 10 s), makespan and jobs backfilled. Without --config the machine is one node
-with the trace's MaxProcs CPUs.";
+with the trace's MaxProcs CPUs. With --config, its [priority] settings apply, and its
+[[accounts]] (users = SWF user ids) turn on fair-share priorities and per-account
+CPU-hours.
+
+--scenario fairshare: two accounts with 70/30 shares each keep 16 4-CPU jobs queued
+on 64 CPUs for N days (default 7); prints the CPU-hours each account got.
+--scenario fairshare-gpu: the same with 1-GPU jobs on 32 GPUs, billed per GPU-hour.";
 
 /// `sluice simulate …`.
 pub fn cli_main(args: Vec<OsString>) -> ExitCode {
@@ -279,6 +311,8 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
     let mut config: Option<PathBuf> = None;
     let mut policy = Policy::Easy;
     let mut json = false;
+    let mut scenario: Option<String> = None;
+    let mut days: i64 = 7;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let (key, inline) = match a.split_once('=') {
@@ -316,6 +350,18 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
                 Err(c) => return c,
             },
             "--json" => json = true,
+            "--scenario" => match value("--scenario") {
+                Ok(v) => scenario = Some(v),
+                Err(c) => return c,
+            },
+            "--days" => match value("--days").map(|v| v.parse::<i64>()) {
+                Ok(Ok(d)) if d > 0 => days = d,
+                Ok(_) => {
+                    eprintln!("sluice simulate: --days needs a positive whole number");
+                    return ExitCode::from(2);
+                }
+                Err(c) => return c,
+            },
             "-h" | "--help" => {
                 println!("{USAGE}");
                 return ExitCode::SUCCESS;
@@ -325,6 +371,18 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
                 return ExitCode::from(2);
             }
         }
+    }
+    if let Some(name) = scenario {
+        let mut sc = match name.as_str() {
+            "fairshare" => fairshare::Scenario::seventy_thirty(days),
+            "fairshare-gpu" => fairshare::Scenario::seventy_thirty_gpu(days),
+            _ => {
+                eprintln!("sluice simulate: unknown scenario '{name}' (fairshare, fairshare-gpu)");
+                return ExitCode::from(2);
+            }
+        };
+        sc.policy = policy;
+        return print_scenario(&name, &sc, json);
     }
     let Some(trace_path) = trace else {
         eprintln!("sluice simulate: --trace is required\n{USAGE}");
@@ -337,12 +395,15 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    let mut sched_cfg = sim_config(policy);
     let (nodes, parts) = match &config {
         None => default_cluster(t.max_procs),
         Some(p) => match Config::from_file(p)
             .map_err(|e| e.to_string())
-            .and_then(|c| cluster_from(&c))
-        {
+            .and_then(|c| {
+                sched_cfg.priority = c.sched.priority.clone();
+                cluster_from(&c)
+            }) {
             Ok(x) => x,
             Err(e) => {
                 eprintln!("sluice simulate: {e}");
@@ -351,7 +412,7 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
         },
     };
     let wall = std::time::Instant::now();
-    let m = match simulate(&t, &nodes, &parts, &sim_config(policy)) {
+    let m = match simulate(&t, &nodes, &parts, &sched_cfg) {
         Ok(m) => m,
         Err(e) => {
             eprintln!("sluice simulate: {e}");
@@ -383,6 +444,7 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
             "passes": m.passes,
             "wall_seconds": secs,
             "jobs_per_minute": rate,
+            "account_cpu_hours": m.accounts.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
         });
         println!("{v}");
     } else {
@@ -406,6 +468,73 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
         println!("jobs backfilled:        {}", m.backfilled);
         println!("scheduling passes:      {}", m.passes);
         println!("wall time:              {secs:.2} s ({rate:.0} jobs/minute)");
+        for (a, h) in &m.accounts {
+            let a = if a.is_empty() { "root" } else { a };
+            println!("account {a:<15} {h:.1} CPU-hours");
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// Runs the fair-share scenario and prints what each account got.
+fn print_scenario(name: &str, sc: &fairshare::Scenario, json: bool) -> ExitCode {
+    let wall = std::time::Instant::now();
+    let r = match fairshare::run_scenario(sc) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("sluice simulate: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let secs = wall.elapsed().as_secs_f64();
+    let unit = if sc.gpus_per_node > 0 && sc.job_gpus > 0 {
+        "GPU"
+    } else {
+        "CPU"
+    };
+    if json {
+        let accts: Vec<_> = r
+            .accounts
+            .iter()
+            .map(|(a, s, h, f)| {
+                serde_json::json!({"account": a, "shares": s, "hours": h, "unit": unit, "fraction": f})
+            })
+            .collect();
+        let v = serde_json::json!({
+            "scenario": name,
+            "days": sc.duration as f64 / 86400.0,
+            "cpus": sc.nodes * sc.cpus_per_node,
+            "gpus": sc.nodes * sc.gpus_per_node,
+            "policy": sc.policy.name(),
+            "accounts": accts,
+            "worst_relative_error": r.worst_relative_error(),
+            "utilization": r.utilization,
+            "jobs_started": r.jobs_started,
+            "wall_seconds": secs,
+        });
+        println!("{v}");
+    } else {
+        println!(
+            "scenario:               {name}, {} days on {} CPUs and {} GPUs, policy {}",
+            sc.duration as f64 / 86400.0,
+            sc.nodes * sc.cpus_per_node,
+            sc.nodes * sc.gpus_per_node,
+            sc.policy.name()
+        );
+        for (a, s, h, f) in &r.accounts {
+            println!(
+                "account {a:<15} shares {:5.1}%  delivered {h:9.1} {unit}-hours = {:5.2}%",
+                s * 100.0,
+                f * 100.0
+            );
+        }
+        println!(
+            "worst relative error:   {:.2}%",
+            r.worst_relative_error() * 100.0
+        );
+        println!("utilization:            {:.4}", r.utilization);
+        println!("jobs started:           {}", r.jobs_started);
+        println!("wall time:              {secs:.2} s");
     }
     ExitCode::SUCCESS
 }

@@ -30,6 +30,7 @@ mod sinfo;
 mod squeue;
 mod sreport;
 mod ssh;
+mod sshare;
 mod states;
 mod steps;
 mod suspend;

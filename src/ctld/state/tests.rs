@@ -392,12 +392,13 @@ fn pending_jobs_get_expected_starts_and_multifactor_priorities() {
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].factors.jobsize, 1000.0);
     assert_eq!(w.fairshare, 10000);
-    // Once the first job ran, alice's usage lowers her fair-share.
+    // Once the first job ran, alice's usage is recorded: under Fair Tree she now ranks
+    // below user root (always in the association tree, no usage): 1/2.
     let mut fx = Effects::default();
     c.from_agent("n1", ended(first, 0, 0), 20, &mut fx);
-    assert!(c.usage[&2001].0 > 0.0);
+    assert!(c.fs_usage.usage[&("root".to_string(), "u2001".to_string())] > 0.0);
     let (rows, _) = c.priority_rows(&[], &[], 20);
-    assert!(rows.is_empty() || rows[0].factors.fairshare < 10000.0);
+    assert_eq!(rows[0].factors.fairshare, 5000.0);
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! weights age 1000, fair-share 10000, job size 1000, partition 1000).
 
 use super::*;
+use crate::sched::fairshare::{Algorithm, FairShareTree, UsageLedger};
 use crate::sched::priority::{PriorityConfig, PriorityContext, decay, factors};
 
 fn ctx() -> PriorityContext {
@@ -11,8 +12,7 @@ fn ctx() -> PriorityContext {
         total_mem: 16000,
         total_gpus: 4,
         max_part_factor: 1,
-        usage: Default::default(),
-        users: 1,
+        fairshare: Default::default(),
         qos_norm: Default::default(),
     }
 }
@@ -54,19 +54,31 @@ fn age_grows_to_its_maximum_and_nice_lowers() {
 #[test]
 fn fairshare_falls_with_usage() {
     let cfg = PriorityConfig::default();
-    let mut c = ctx();
-    c.users = 2;
-    c.usage.insert(1, 3000.0);
-    c.usage.insert(2, 1000.0);
+    let mut ledger = UsageLedger::default();
+    ledger.charge(("".into(), "heavy".into()), 3000.0);
+    ledger.charge(("".into(), "light".into()), 1000.0);
+    let build = |alg| {
+        let mut c = ctx();
+        c.fairshare = std::sync::Arc::new(FairShareTree::build(&[], &[], &ledger, &[], alg));
+        c
+    };
     let mut heavy = job(1, 1, 400);
-    heavy.uid = 1;
+    heavy.user = "heavy".into();
     let mut light = job(2, 1, 400);
-    light.uid = 2;
+    light.user = "light".into();
+    // Classic: usage 3/4 with shares 1/2 under root: 2^(-1.5).
+    let c = build(Algorithm::Classic);
     let fh = factors(&heavy, 1, &c, &cfg, 0).fairshare;
     let fl = factors(&light, 1, &c, &cfg, 0).fairshare;
     assert!(fh < fl, "{fh} < {fl}");
-    // Usage 3/4 with shares 1/2: 2^(-1.5).
     assert!((fh - 10000.0 * (-1.5f64).exp2()).abs() < 1e-6);
+    // Fair Tree: light ranks first of two users, heavy second.
+    let c = build(Algorithm::FairTree);
+    assert_eq!(factors(&light, 1, &c, &cfg, 0).fairshare, 10000.0);
+    assert_eq!(factors(&heavy, 1, &c, &cfg, 0).fairshare, 5000.0);
+    // A user the tree does not know has no usage: factor 1.
+    heavy.user = "new".into();
+    assert_eq!(factors(&heavy, 1, &c, &cfg, 0).fairshare, 10000.0);
     assert!((decay(100.0, 0, 7 * 86400, 7 * 86400) - 50.0).abs() < 1e-9);
 }
 

@@ -1,0 +1,127 @@
+//! sshare's text against the golden cluster (shared/golden/sprio_sshare_sdiag.txt):
+//! root → {root/root, research → {alice, bob}}, one share each, no usage.
+
+use super::*;
+use crate::sched::fairshare::{Algorithm, FairShareTree, UsageLedger, UserDef};
+
+fn golden_rows() -> Vec<ShareRow> {
+    let accounts = vec![crate::sched::fairshare::AccountDef {
+        name: "research".into(),
+        parent: None,
+        shares: 1,
+    }];
+    let users = vec![
+        UserDef {
+            user: "root".into(),
+            account: "root".into(),
+            shares: 1,
+        },
+        UserDef {
+            user: "alice".into(),
+            account: "research".into(),
+            shares: 1,
+        },
+        UserDef {
+            user: "bob".into(),
+            account: "research".into(),
+            shares: 1,
+        },
+    ];
+    let t = FairShareTree::build(
+        &accounts,
+        &users,
+        &UsageLedger::default(),
+        &[],
+        Algorithm::FairTree,
+    );
+    let tres = [
+        "cpu", "mem", "energy", "node", "billing", "fs/disk", "vmem", "pages",
+    ]
+    .iter()
+    .map(|n| (n.to_string(), 0))
+    .collect::<Vec<_>>();
+    t.display_order()
+        .into_iter()
+        .map(|i| ShareRow {
+            account: t.assocs[i].account.clone(),
+            user: t.assocs[i].user.clone(),
+            raw_shares: t.assocs[i].parent.map(|_| t.assocs[i].shares),
+            share: t.shares[i].clone(),
+            fair_tree: true,
+            tres_run_mins: tres.clone(),
+        })
+        .collect()
+}
+
+fn out(args: &str, me: &str) -> String {
+    let a: Vec<String> = args.split_whitespace().map(String::from).collect();
+    let o = parse(&a).unwrap().unwrap();
+    render(&o, &golden_rows(), "cluster", me).unwrap()
+}
+
+/// `alice$ sshare` in shared/golden/sprio_sshare_sdiag.txt.
+const GOLDEN_DEFAULT: &str = concat!(
+    "Account                    User  RawShares  NormShares    RawUsage  EffectvUsage  FairShare \n",
+    "-------------------- ---------- ---------- ----------- ----------- ------------- ---------- \n",
+    "root                                          0.000000           0      1.000000            \n",
+    " research                                1    0.500000           0      0.000000            \n",
+    "  research                alice          1    0.500000           0      0.000000   1.000000 \n",
+);
+
+/// `alice$ sshare -a -l` in the same file.
+const GOLDEN_LONG: &str = concat!(
+    "Account                    User  RawShares  NormShares    RawUsage   NormUsage  EffectvUsage  FairShare    LevelFS                    GrpTRESMins                    TRESRunMins \n",
+    "-------------------- ---------- ---------- ----------- ----------- ----------- ------------- ---------- ---------- ------------------------------ ------------------------------ \n",
+    "root                                          0.000000           0                  1.000000                                                      cpu=0,mem=0,energy=0,node=0,b+ \n",
+    " root                      root          1    0.500000           0    0.000000      0.000000   1.000000        inf                                cpu=0,mem=0,energy=0,node=0,b+ \n",
+    " research                                1    0.500000           0    0.000000      0.000000                   inf                                cpu=0,mem=0,energy=0,node=0,b+ \n",
+    "  research                alice          1    0.500000           0    0.000000      0.000000   1.000000        inf                                cpu=0,mem=0,energy=0,node=0,b+ \n",
+    "  research                  bob          1    0.500000           0    0.000000      0.000000   1.000000        inf                                cpu=0,mem=0,energy=0,node=0,b+ \n",
+);
+
+#[test]
+fn default_output_matches_golden() {
+    assert_eq!(out("", "alice"), GOLDEN_DEFAULT);
+}
+
+#[test]
+fn long_all_matches_golden() {
+    assert_eq!(out("-a -l", "alice"), GOLDEN_LONG);
+}
+
+#[test]
+fn compat_calls() {
+    // `sshare -n -P -o account,fairshare` (exporters): indented names, `|`.
+    assert_eq!(
+        out("-n -P -o account,fairshare", "alice"),
+        "root|\n research|\n  research|1.000000\n"
+    );
+    // `sshare -U --format Account%256 --noheader`: the caller's accounts only.
+    let o = out("-U --format Account%256 --noheader", "alice");
+    assert_eq!(o.lines().count(), 1);
+    assert_eq!(o.len(), 256 + 2);
+    assert!(o.ends_with("  research \n"));
+    // -p ends lines with `|`; headers are field names.
+    assert_eq!(
+        out("-p -a -A research -o User,RawShares", "x"),
+        "User|RawShares|\n|1|\nalice|1|\nbob|1|\n"
+    );
+    assert_eq!(out("-P -n -u bob -U -oUser", "alice"), "bob\n");
+}
+
+#[test]
+fn truncation_and_bad_options() {
+    assert!(out("-l -n", "alice").contains("cpu=0,mem=0,energy=0,node=0,b+"));
+    assert!(
+        parse(&["-o".into(), "nosuch".into()])
+            .map(|o| render(&o.unwrap(), &[], "c", "x"))
+            .unwrap()
+            .unwrap_err()
+            .contains("Invalid field")
+    );
+    assert!(parse(&["-Z".into()]).is_err());
+    assert!(parse(&["-A".into()]).is_err());
+    assert!(parse(&["extra".into()]).is_err());
+    assert_eq!(cell("abcdef", 4), "abc+");
+    assert_eq!(cell("ab", -4), "ab  ");
+}
