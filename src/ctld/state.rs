@@ -1133,6 +1133,12 @@ impl Cluster {
         } else {
             Vec::new()
         };
+        let node_gres = self
+            .nodes
+            .iter()
+            .find(|n| n.name == batch_host)
+            .map(|n| n.gres.clone())
+            .unwrap_or_default();
         fx.to_agent.push((
             batch_host,
             ToAgent::Launch(LaunchBatch {
@@ -1141,6 +1147,7 @@ impl Cluster {
                 cluster: self.cluster_name.clone(),
                 cgroup: self.cgroup.clone(),
                 het,
+                node_gres,
             }),
         ));
     }

@@ -7,6 +7,7 @@
 pub mod array;
 pub mod constraint;
 pub mod depend;
+pub mod gpu_bind;
 pub mod gres;
 pub mod hostlist;
 pub mod job;

@@ -477,6 +477,10 @@ pub struct LaunchBatch {
     /// `_HET_GROUP_<k>` variables).
     #[serde(default)]
     pub het: Vec<Job>,
+    /// The batch host's GRES devices as the controller knows them (files, `Cores=`), so
+    /// that stepd can deny the device files of GPUs not allocated to the job.
+    #[serde(default)]
+    pub node_gres: Vec<crate::model::gres::GresDevice>,
 }
 
 impl std::fmt::Debug for LaunchBatch {

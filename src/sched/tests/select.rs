@@ -348,6 +348,7 @@ fn gres_device_type_matching() {
         count: 1,
         cores: vec![],
         file: None,
+        links: Vec::new(),
     };
     assert!(d.matches("gpu", None));
 }
