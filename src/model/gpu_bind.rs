@@ -111,10 +111,11 @@ impl GpuBind {
     }
 }
 
-/// The GPUs task `local` (0-based among the step's `ntasks` tasks on this node) may use,
-/// as positions into the step's GPUs on the node (in device-index order), whose core
+/// The GPUs task `local` (0-based among the step's tasks on this node) may use, as
+/// positions into the step's GPUs on the node (in device-index order), whose core
 /// affinities are `cores` (empty = no affinity known). `task_cpus` are the CPUs the task
-/// is bound to, when it is.
+/// is bound to, when it is; `loads` how many earlier tasks each GPU was bound to (for
+/// `single:N`; missing entries count 0).
 ///
 /// Errors: a `map_gpu`/`mask_gpu` entry naming a GPU the step does not hold on the node
 /// (the text says which).
@@ -122,7 +123,7 @@ pub fn task_gpus(
     bind: &GpuBindKind,
     cores: &[Vec<u32>],
     local: u32,
-    ntasks: u32,
+    loads: &[u32],
     task_cpus: Option<&[u32]>,
 ) -> Result<Vec<usize>, String> {
     let n = cores.len();
@@ -166,12 +167,17 @@ pub fn task_gpus(
             (0..n.min(64)).filter(|&g| m & (1 << g) != 0).collect()
         }
         GpuBindKind::Single(per) => {
+            // The first near GPU with fewer than N tasks; when all have N, the least
+            // loaded near one (Slurm then oversubscribes too).
             let near = closest();
-            // Tasks fill the near GPUs `per` at a time; a node with more tasks than
-            // near GPUs × per wraps round (Slurm then oversubscribes the same way).
-            let slot = (local / *per as usize) % near.len();
-            let _ = ntasks;
-            vec![near[slot]]
+            let load = |g: usize| loads.get(g).copied().unwrap_or(0);
+            let g = near
+                .iter()
+                .copied()
+                .find(|&g| load(g) < *per)
+                .or_else(|| near.iter().copied().min_by_key(|&g| (load(g), g)))
+                .unwrap_or(0);
+            vec![g]
         }
     })
 }
@@ -298,14 +304,14 @@ mod tests {
     #[test]
     fn per_task_and_none() {
         let cores = vec![vec![]; 4];
-        let t = |b: &GpuBindKind, l| task_gpus(b, &cores, l, 4, None).unwrap();
+        let t = |b: &GpuBindKind, l| task_gpus(b, &cores, l, &[], None).unwrap();
         assert_eq!(t(&GpuBindKind::None, 3), vec![0, 1, 2, 3]);
         assert_eq!(t(&GpuBindKind::PerTask(1), 2), vec![2]);
         assert_eq!(t(&GpuBindKind::PerTask(2), 1), vec![2, 3]);
         // More tasks than GPUs wrap round.
         assert_eq!(t(&GpuBindKind::PerTask(1), 5), vec![1]);
         assert!(
-            task_gpus(&GpuBindKind::None, &[], 0, 1, None)
+            task_gpus(&GpuBindKind::None, &[], 0, &[], None)
                 .unwrap()
                 .is_empty()
         );
@@ -315,40 +321,51 @@ mod tests {
     fn map_and_mask() {
         let cores = vec![vec![]; 2];
         let map = GpuBindKind::MapGpu(vec![1, 0]);
-        assert_eq!(task_gpus(&map, &cores, 0, 2, None).unwrap(), vec![1]);
-        assert_eq!(task_gpus(&map, &cores, 1, 2, None).unwrap(), vec![0]);
-        assert_eq!(task_gpus(&map, &cores, 2, 3, None).unwrap(), vec![1]);
-        let e = task_gpus(&GpuBindKind::MapGpu(vec![2]), &cores, 0, 1, None).unwrap_err();
+        assert_eq!(task_gpus(&map, &cores, 0, &[], None).unwrap(), vec![1]);
+        assert_eq!(task_gpus(&map, &cores, 1, &[], None).unwrap(), vec![0]);
+        assert_eq!(task_gpus(&map, &cores, 2, &[], None).unwrap(), vec![1]);
+        let e = task_gpus(&GpuBindKind::MapGpu(vec![2]), &cores, 0, &[], None).unwrap_err();
         assert!(e.contains("map_gpu id 2"), "{e}");
         let mask = GpuBindKind::MaskGpu(vec![0x3, 0x2]);
-        assert_eq!(task_gpus(&mask, &cores, 0, 2, None).unwrap(), vec![0, 1]);
-        assert_eq!(task_gpus(&mask, &cores, 1, 2, None).unwrap(), vec![1]);
-        assert!(task_gpus(&GpuBindKind::MaskGpu(vec![0x4]), &cores, 0, 1, None).is_err());
+        assert_eq!(task_gpus(&mask, &cores, 0, &[], None).unwrap(), vec![0, 1]);
+        assert_eq!(task_gpus(&mask, &cores, 1, &[], None).unwrap(), vec![1]);
+        assert!(task_gpus(&GpuBindKind::MaskGpu(vec![0x4]), &cores, 0, &[], None).is_err());
     }
 
     #[test]
     fn closest_and_single_follow_core_affinity() {
         // GPU 0 near CPUs 0-3, GPU 1 near 4-7.
         let cores = vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7]];
-        let c = |cpus: &[u32]| task_gpus(&GpuBindKind::Closest, &cores, 0, 1, Some(cpus)).unwrap();
+        let c =
+            |cpus: &[u32]| task_gpus(&GpuBindKind::Closest, &cores, 0, &[], Some(cpus)).unwrap();
         assert_eq!(c(&[5]), vec![1]);
         assert_eq!(c(&[1]), vec![0]);
         assert_eq!(c(&[3, 4]), vec![0, 1]);
         // Unknown CPUs or no affinity: all are equally close.
         assert_eq!(c(&[9]), vec![0, 1]);
         assert_eq!(
-            task_gpus(&GpuBindKind::Closest, &cores, 0, 1, None).unwrap(),
+            task_gpus(&GpuBindKind::Closest, &cores, 0, &[], None).unwrap(),
             vec![0, 1]
         );
-        // single:1 without CPU binding deals GPUs in turn; with it, the near one.
+        // single:1: the near GPU; without CPU binding the least loaded one.
         let s = GpuBindKind::Single(1);
-        assert_eq!(task_gpus(&s, &cores, 1, 2, None).unwrap(), vec![1]);
-        assert_eq!(task_gpus(&s, &cores, 0, 2, Some(&[6])).unwrap(), vec![1]);
+        assert_eq!(task_gpus(&s, &cores, 1, &[1, 0], None).unwrap(), vec![1]);
+        assert_eq!(task_gpus(&s, &cores, 0, &[], Some(&[6])).unwrap(), vec![1]);
+        // single:2 fills each GPU with two tasks before the next.
         let s2 = GpuBindKind::Single(2);
-        let v: Vec<Vec<usize>> = (0..4)
-            .map(|l| task_gpus(&s2, &cores, l, 4, None).unwrap())
-            .collect();
-        assert_eq!(v, vec![vec![0], vec![0], vec![1], vec![1]]);
+        let mut loads = vec![0u32; 2];
+        let mut got = Vec::new();
+        for l in 0..5 {
+            let g = task_gpus(&s2, &cores, l, &loads, None).unwrap()[0];
+            loads[g] += 1;
+            got.push(g);
+        }
+        assert_eq!(got, vec![0, 0, 1, 1, 0]);
+        // Near GPUs full: another near one is not invented, the least loaded is reused.
+        assert_eq!(
+            task_gpus(&GpuBindKind::Single(1), &cores, 0, &[1, 1], Some(&[0])).unwrap(),
+            vec![0]
+        );
     }
 
     #[test]

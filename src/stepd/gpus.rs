@@ -57,6 +57,8 @@ pub struct StepGpus {
     pub bind: GpuBind,
     /// Whether ordinals are positions among `devs` (the devices cgroup hides others).
     pub local_ordinals: bool,
+    /// Tasks bound so far to each of `devs`.
+    pub loads: Vec<u32>,
 }
 
 impl StepGpus {
@@ -76,21 +78,21 @@ impl StepGpus {
             .collect();
         devs.sort_by_key(|d| d.0);
         StepGpus {
+            loads: vec![0; devs.len()],
             devs,
             bind,
             local_ordinals: local,
         }
     }
 
-    /// Binds task `local` of `ntasks` on this node. `cpus` is its CPU binding without
+    /// Binds task `local` on this node (tasks are bound in local order). `cpus` is its CPU binding without
     /// regard to GPUs (`None` when not CPU-bound), `avail` the step's CPUs on the node,
     /// `taken` the CPUs earlier tasks were bound to.
     ///
     /// Errors: a `map_gpu`/`mask_gpu` naming a GPU the step lacks here.
     pub fn bind_task(
-        &self,
+        &mut self,
         local: u32,
-        ntasks: u32,
         cpus: Option<Vec<usize>>,
         avail: &[usize],
         taken: &[usize],
@@ -109,10 +111,11 @@ impl StepGpus {
         );
         let (usable, cpus) = if by_cpus {
             let tc = cpus.as_deref().map(as_u32);
-            let u = gpu_bind::task_gpus(&self.bind.kind, &cores, local, ntasks, tc.as_deref())?;
+            let u =
+                gpu_bind::task_gpus(&self.bind.kind, &cores, local, &self.loads, tc.as_deref())?;
             (u, cpus)
         } else {
-            let u = gpu_bind::task_gpus(&self.bind.kind, &cores, local, ntasks, None)?;
+            let u = gpu_bind::task_gpus(&self.bind.kind, &cores, local, &self.loads, None)?;
             // A CPU-bound task bound to particular GPUs gets CPUs near them.
             let near: Vec<u32> = u.iter().flat_map(|&g| cores[g].iter().copied()).collect();
             let moved = match &cpus {
@@ -124,6 +127,11 @@ impl StepGpus {
             };
             (u, moved)
         };
+        for &g in &usable {
+            if let Some(l) = self.loads.get_mut(g) {
+                *l += 1;
+            }
+        }
         let globals: Vec<u32> = usable.iter().map(|&g| self.devs[g].0).collect();
         let locals: Vec<u32> = if self.local_ordinals {
             usable.iter().map(|&g| g as u32).collect()
@@ -209,7 +217,7 @@ mod tests {
     #[test]
     fn per_task_binding_matches_slurm_golden() {
         // golden env_gpu_per_task: task 1 sees device 1 only.
-        let s = StepGpus::new(
+        let mut s = StepGpus::new(
             &alloc(&[0, 1]),
             &node(4),
             GpuBind {
@@ -218,7 +226,7 @@ mod tests {
             },
             false,
         );
-        let t = s.bind_task(1, 2, None, &[], &[]).unwrap();
+        let t = s.bind_task(1, None, &[], &[]).unwrap();
         assert_eq!(var(&t, "CUDA_VISIBLE_DEVICES"), "1");
         assert_eq!(var(&t, "SLURM_STEP_GPUS"), "1");
         assert_eq!(var(&t, "GPU_DEVICE_ORDINAL"), "1");
@@ -226,8 +234,8 @@ mod tests {
 
     #[test]
     fn local_ordinals_when_devices_are_hidden() {
-        let s = StepGpus::new(&alloc(&[2, 3]), &node(4), GpuBind::default(), true);
-        let t = s.bind_task(0, 1, None, &[], &[]).unwrap();
+        let mut s = StepGpus::new(&alloc(&[2, 3]), &node(4), GpuBind::default(), true);
+        let t = s.bind_task(0, None, &[], &[]).unwrap();
         assert_eq!(var(&t, "CUDA_VISIBLE_DEVICES"), "0,1");
         assert_eq!(var(&t, "SLURM_STEP_GPUS"), "2,3");
     }
@@ -235,25 +243,25 @@ mod tests {
     #[test]
     fn cpus_follow_the_bound_gpu() {
         // Task 0 bound to GPU 3 (cores 12-15) by map_gpu; its 2 CPUs move there.
-        let s = StepGpus::new(
+        let mut s = StepGpus::new(
             &alloc(&[0, 1, 2, 3]),
             &node(4),
             GpuBind::parse("verbose,map_gpu:3").unwrap(),
             false,
         );
         let avail: Vec<usize> = (0..16).collect();
-        let t = s.bind_task(0, 1, Some(vec![0, 1]), &avail, &[]).unwrap();
+        let t = s.bind_task(0, Some(vec![0, 1]), &avail, &[]).unwrap();
         assert_eq!(t.cpus, Some(vec![12, 13]));
         assert_eq!(var(&t, "CUDA_VISIBLE_DEVICES"), "3");
         assert!(t.verbose.unwrap().contains("global_list=3"));
         // closest: the GPU follows the CPUs instead.
-        let s = StepGpus::new(
+        let mut s = StepGpus::new(
             &alloc(&[0, 1, 2, 3]),
             &node(4),
             GpuBind::parse("closest").unwrap(),
             false,
         );
-        let t = s.bind_task(0, 1, Some(vec![9]), &avail, &[]).unwrap();
+        let t = s.bind_task(0, Some(vec![9]), &avail, &[]).unwrap();
         assert_eq!(var(&t, "CUDA_VISIBLE_DEVICES"), "2");
         assert_eq!(t.cpus, Some(vec![9]));
     }

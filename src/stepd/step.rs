@@ -283,7 +283,7 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         &step_deny,
         &iso.as_ref().map(|i| i.degraded()).unwrap_or_default(),
     );
-    let step_gpus = gpus::StepGpus::new(
+    let mut step_gpus = gpus::StepGpus::new(
         &step_devs,
         &ls.node_gres,
         ls.spec.gpus.effective_bind(),
@@ -293,13 +293,7 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
     for (local, &rank) in ranks.iter().enumerate() {
         let mut env = env::task_env(&base_env, rank, local as u32, ls.node_index);
         let cpus = bind_cpus(&ls, local as u32, &online);
-        let cpus = match step_gpus.bind_task(
-            local as u32,
-            ranks.len() as u32,
-            cpus.clone(),
-            &online,
-            &taken,
-        ) {
+        let cpus = match step_gpus.bind_task(local as u32, cpus.clone(), &online, &taken) {
             Ok(t) => {
                 for (k, v) in t.env {
                     match env.iter_mut().find(|(n, _)| *n == k) {
