@@ -10,6 +10,7 @@
 pub mod agents;
 pub mod array;
 pub mod depend;
+pub mod gres_detect;
 pub mod het;
 pub mod state;
 pub mod steps;

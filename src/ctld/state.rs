@@ -1329,10 +1329,12 @@ impl Cluster {
             os,
             arch,
             running,
+            gres,
         } = msg
         else {
             return;
         };
+        let detected = super::gres_detect::adopt(declared, gres);
         if let Some(n) = self.node_mut(&node) {
             n.cpus = declared.cpus.unwrap_or(cpus);
             n.real_memory = declared.memory.unwrap_or(real_memory);
@@ -1348,6 +1350,12 @@ impl Cluster {
             n.os = os;
             n.arch = arch;
             n.not_responding = false;
+            if let Some(g) = detected
+                && n.gres.is_empty()
+            {
+                n.alloc_gres = vec![0; g.len()];
+                n.gres = g;
+            }
             if n.state == NodeState::Unknown {
                 n.state = NodeState::Up;
             }

@@ -546,6 +546,10 @@ pub enum FromAgent {
         os: String,
         arch: String,
         running: Vec<u32>,
+        /// GPUs the agent found (NVML, else `/dev/nvidia*`); used when the configuration
+        /// declares none for the node and does not say `AutoDetect=off`.
+        #[serde(default)]
+        gres: Vec<crate::model::gres::GresDevice>,
     },
     /// The batch script started (pid of the shell, epoch seconds).
     Started { job_id: u32, pid: u32, time: i64 },
