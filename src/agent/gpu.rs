@@ -203,6 +203,7 @@ pub fn devices_from(gpus: &[DetectedGpu]) -> Vec<GresDevice> {
             cores: g.cores.clone(),
             file: Some(g.file.clone()),
             links: g.links.clone(),
+            pci_bus: Some(g.bus_id.clone()).filter(|b| !b.is_empty()),
         })
         .collect()
 }
@@ -229,6 +230,7 @@ pub fn devices_from_dev(dev: &Path) -> Vec<GresDevice> {
             cores: Vec::new(),
             file: Some(dev.join(format!("nvidia{n}")).display().to_string()),
             links: Vec::new(),
+            pci_bus: None,
         })
         .collect()
 }

@@ -160,6 +160,7 @@ pub fn for_node(lines: &[GresLine], node: &str) -> Result<NodeGres, String> {
             cores: cores.clone(),
             file,
             links: links.clone(),
+            pci_bus: None,
         };
         if shared {
             let c = u32::try_from(l.count.unwrap_or(1)).map_err(|_| "Count too large")?;

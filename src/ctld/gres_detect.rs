@@ -29,6 +29,7 @@ mod tests {
             cores: Vec::new(),
             file: Some(format!("/dev/nvidia{i}")),
             links: Vec::new(),
+            pci_bus: None,
         }
     }
 

@@ -35,6 +35,9 @@ pub struct GresDevice {
     /// for itself; gres.conf `Links=`); empty = unknown.
     #[serde(default)]
     pub links: Vec<i32>,
+    /// PCI bus id (`00000000:17:00.0`), when discovery found it (for GPU–NIC affinity).
+    #[serde(default)]
+    pub pci_bus: Option<String>,
 }
 
 fn one() -> u32 {
@@ -172,6 +175,7 @@ pub fn parse_node_gres(s: &str) -> Result<Vec<GresDevice>, GresError> {
                 cores: Vec::new(),
                 file: None,
                 links: Vec::new(),
+                pci_bus: None,
             });
             continue;
         }
@@ -187,6 +191,7 @@ pub fn parse_node_gres(s: &str) -> Result<Vec<GresDevice>, GresError> {
                 cores: Vec::new(),
                 file: None,
                 links: Vec::new(),
+                pci_bus: None,
             });
         }
     }

@@ -47,6 +47,8 @@ pub struct TaskGpus {
     pub cpus: Option<Vec<usize>>,
     /// `--gpu-bind=verbose` line (without newline).
     pub verbose: Option<String>,
+    /// The device indices the task sees.
+    pub globals: Vec<u32>,
 }
 
 /// The GPU side of one node of a step: its GPUs in index order with their cores.
@@ -144,7 +146,12 @@ impl StepGpus {
             .bind
             .verbose
             .then(|| gpu_bind::verbose_line(&usable, self.devs.len(), local, &globals, &locals));
-        Ok(TaskGpus { env, cpus, verbose })
+        Ok(TaskGpus {
+            env,
+            cpus,
+            verbose,
+            globals,
+        })
     }
 }
 
@@ -202,6 +209,7 @@ mod tests {
                 cores: (i * 4..i * 4 + 4).collect(),
                 file: None,
                 links: Vec::new(),
+                pci_bus: None,
             })
             .collect()
     }

@@ -16,6 +16,7 @@
 pub mod env;
 pub mod gpus;
 pub mod isolate;
+pub mod nccl;
 pub mod step;
 pub mod usage;
 

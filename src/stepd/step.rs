@@ -290,11 +290,53 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         hidden,
     );
     let mut taken: Vec<usize> = Vec::new();
+    // NCCL's view of the node, read once per step: interfaces, and the first node's
+    // address (MASTER_ADDR's) to pick NCCL_SOCKET_IFNAME by.
+    let first_node = ls.layout.nodes.first().cloned().unwrap_or_default();
+    let (ifaces, first_addr) = if step_gpus.devs.is_empty() {
+        (Vec::new(), None)
+    } else {
+        use std::net::ToSocketAddrs;
+        let addr = (first_node.as_str(), 0)
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut a| {
+                a.find_map(|x| match x.ip() {
+                    std::net::IpAddr::V4(v) => Some(v),
+                    std::net::IpAddr::V6(_) => None,
+                })
+            });
+        (super::nccl::local_ifaces(), addr)
+    };
     for (local, &rank) in ranks.iter().enumerate() {
         let mut env = env::task_env(&base_env, rank, local as u32, ls.node_index);
         let cpus = bind_cpus(&ls, local as u32, &online);
         let cpus = match step_gpus.bind_task(local as u32, cpus.clone(), &online, &taken) {
-            Ok(t) => {
+            Ok(mut t) => {
+                if !t.globals.is_empty() {
+                    let buses: Vec<String> = t
+                        .globals
+                        .iter()
+                        .filter_map(|g| {
+                            ls.node_gres
+                                .iter()
+                                .find(|d| d.name == "gpu" && d.index == *g)
+                                .and_then(|d| d.pci_bus.clone())
+                        })
+                        .collect();
+                    let hcas = super::nccl::hcas_near(&super::nccl::sys_root(), &buses);
+                    let inp = super::nccl::NcclInput {
+                        job: ls.job.id,
+                        step: ls.step_id,
+                        rank,
+                        first_node: &first_node,
+                        first_addr,
+                        ifaces: &ifaces,
+                        hcas: &hcas,
+                    };
+                    let extra = super::nccl::nccl_env(&inp, &env);
+                    t.env.extend(extra);
+                }
                 for (k, v) in t.env {
                     match env.iter_mut().find(|(n, _)| *n == k) {
                         Some(e) => e.1 = v,

@@ -283,3 +283,35 @@ fn a_gpu_not_allocated_is_unopenable_and_ordinals_are_local() {
     assert_eq!(value(&out, "other="), "Operation not permitted");
     c.ok("scancel", &[&blocker.to_string()]);
 }
+
+#[test]
+fn gpu_steps_get_nccl_variables_unless_the_user_set_them() {
+    let c = cluster(FOUR_GPUS);
+    let show = "sh -c 'echo $MASTER_ADDR/$MASTER_PORT/$NCCL_DEBUG_FILE'";
+    let script = format!(
+        "srun -l -n2 --gpus-per-task=1 {show} | sed 's/^/plain /'\n\
+         export NCCL_DEBUG=INFO MASTER_PORT=29500\n\
+         srun -l -n2 --gpus-per-task=1 {show} | sed 's/^/user /'\n\
+"
+    );
+    let out = batch_output(&c, "nccl", &["-n2", "--gres=gpu:2"], &script);
+    let node = c.node();
+    let plain: Vec<String> = ["plain 0:", "plain 1:"]
+        .iter()
+        .map(|p| value(&out, p))
+        .collect();
+    // Both ranks agree on the rendezvous; the port is sluice's, derived from the ids.
+    assert_eq!(plain[0], plain[1], "{out}");
+    let (addr, rest) = plain[0].split_once('/').unwrap();
+    assert_eq!(addr, node);
+    let port: u16 = rest.trim_end_matches('/').parse().unwrap();
+    assert!((20000..32000).contains(&port), "{port}");
+    // The user's MASTER_PORT stays; NCCL_DEBUG brings one debug file per rank.
+    let u0 = value(&out, "user 0:");
+    let u1 = value(&out, "user 1:");
+    assert!(u0.starts_with(&format!("{node}/29500/nccl-debug.")), "{u0}");
+    assert!(
+        u0.ends_with(".0.log") && u1.ends_with(".1.log"),
+        "{u0} {u1}"
+    );
+}

@@ -349,6 +349,7 @@ fn gres_device_type_matching() {
         cores: vec![],
         file: None,
         links: Vec::new(),
+        pci_bus: None,
     };
     assert!(d.matches("gpu", None));
 }
