@@ -7,11 +7,13 @@
 //! carries out their [`state::Effects`]. Scheduling runs after each burst of messages
 //! that asked for it, and on a one-second tick (time limits, MinJobAge purge).
 
+pub mod acct;
 pub mod agents;
 pub mod array;
 pub mod depend;
 pub mod gres_detect;
 pub mod het;
+mod relay;
 pub mod state;
 pub mod steps;
 pub mod store;
@@ -173,7 +175,7 @@ fn init_tracing() {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(crate::logsink::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
 }
@@ -343,6 +345,8 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
     let owner = nix::unistd::geteuid().as_raw();
     let mut cluster = Cluster::new(&cfg, owner);
     cluster.restore(jobs, next_id);
+    cluster.assoc = store.load_assoc()?;
+    (cluster.used_mins, cluster.used_mins_at) = store.load_usage()?;
     tracing::info!(
         jobs = cluster.jobs.len(),
         next_id = cluster.next_id,
@@ -376,6 +380,8 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
             spool_dir: cfg.spool_dir.clone(),
             exe: exe.clone(),
             heartbeat: Duration::from_secs(heartbeat.into()),
+            // Jobs here reach the controller's own socket.
+            relay: None,
         };
         tokio::spawn(async move {
             if let Err(e) = crate::agent::run(Framed::new(agent_end), agent_cfg).await {
@@ -710,7 +716,7 @@ impl Actor {
             },
             Request::Nodes => Response::Nodes {
                 nodes: self.cluster.nodes.clone(),
-                partitions: self.cluster.partitions.clone(),
+                partitions: self.cluster.partitions_shown(),
                 now,
             },
             Request::Cancel {
@@ -731,6 +737,11 @@ impl Actor {
                 hold,
                 array_tasks,
             } => Response::Results(self.cluster.requeue(&ids, &array_tasks, hold, c, now, fx)),
+            Request::Suspend {
+                ids,
+                array_tasks,
+                resume,
+            } => Response::Results(self.cluster.suspend(&ids, &array_tasks, resume, c, now, fx)),
             Request::UpdateJob { id, updates, tasks } => {
                 match self.cluster.update_job(id, tasks.as_ref(), &updates, c, fx) {
                     Ok(()) => Response::Ok,
@@ -755,7 +766,7 @@ impl Actor {
                 Response::Priority { rows, weights }
             }
             Request::Stats => Response::Stats(Box::new(self.cluster.stats_at(now))),
-            Request::Allocate { spec } => {
+            Request::Allocate { spec, .. } => {
                 let mut spec = *spec;
                 spec.alloc_only = true;
                 match self.cluster.resolve(spec, c, now, &user_group_names) {
@@ -787,6 +798,30 @@ impl Actor {
             Request::CancelSteps { steps, signal } => {
                 Response::Results(self.cluster.cancel_steps(&steps, signal, c, now, fx))
             }
+            Request::AcctTree => Response::AcctTree {
+                tree: Box::new(self.cluster.assoc.clone()),
+                cluster: self.cluster.cluster_name.clone(),
+                enforce: self.cluster.enforce(),
+            },
+            Request::AcctChange { op, commit } => {
+                let (user, _) = user_group_names(c.uid, c.gid);
+                match self.cluster.acct_change(&op, commit, c, &user) {
+                    Err(e) => Response::Error(e),
+                    Ok(out) if commit && out.changed => {
+                        // Pending jobs are re-evaluated against the new limits; the
+                        // reply waits for the tree's commit.
+                        fx.schedule = true;
+                        self.apply_persist(fx);
+                        let tree = Box::new(self.cluster.assoc.clone());
+                        let _ = self.store.send(StoreOp::PutAssoc(tree));
+                        let _ = self
+                            .store
+                            .send(StoreOp::Reply(reply, Response::AcctChanged(out)));
+                        return;
+                    }
+                    Ok(out) => Response::AcctChanged(out),
+                }
+            }
             Request::Shutdown => {
                 if self.cluster.is_operator(c) {
                     let _ = self.stop.try_send(());
@@ -811,6 +846,7 @@ impl Actor {
         v.push(("KillWait".into(), format!("{} sec", c.kill_wait)));
         v.push(("MinJobAge".into(), format!("{} sec", c.min_job_age)));
         v.push(("SLURM_VERSION".into(), c.slurm_version.clone()));
+        v.push(("AccountingStorageEnforce".into(), c.enforce().as_text()));
         v.sort();
         v
     }
@@ -834,6 +870,13 @@ impl Actor {
 
     fn apply(&mut self, mut fx: Effects) {
         self.apply_persist(&mut fx);
+        if self.cluster.used_dirty {
+            self.cluster.used_dirty = false;
+            let _ = self.store.send(StoreOp::PutUsage(
+                Box::new(self.cluster.used_mins.clone()),
+                self.cluster.used_mins_at,
+            ));
+        }
         for (reply, resp) in self.deferred.drain(..) {
             let _ = self.store.send(StoreOp::Reply(reply, resp));
         }
@@ -902,6 +945,15 @@ fn user_group_names(uid: u32, gid: u32) -> (String, String) {
 
 async fn serve_client(stream: tokio::net::UnixStream, tx: mpsc::Sender<Msg>) -> anyhow::Result<()> {
     let cred = transport::peer_cred(&stream)?;
+    serve_stream(stream, cred, tx).await
+}
+
+/// Serves one front-end connection whose peer is `cred`: the controller's own socket, or
+/// a connection relayed by a node's agent ([`relay`]).
+async fn serve_stream<S>(stream: S, cred: PeerCred, tx: mpsc::Sender<Msg>) -> anyhow::Result<()>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
     let mut framed = Framed::new(stream);
     framed.handshake(Role::Controller, &[Role::Client]).await?;
     // Allocation-only jobs this connection owns (cancelled if it closes first).
@@ -913,12 +965,15 @@ async fn serve_client(stream: tokio::net::UnixStream, tx: mpsc::Sender<Msg>) -> 
     res
 }
 
-async fn serve_requests(
-    framed: &mut Framed<tokio::net::UnixStream>,
+async fn serve_requests<S>(
+    framed: &mut Framed<S>,
     cred: PeerCred,
     tx: &mpsc::Sender<Msg>,
     owned: &mut Vec<u32>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<()>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
     loop {
         let req: Request = match framed.recv().await {
             Ok(r) => r,
@@ -940,7 +995,7 @@ async fn serve_requests(
             Request::ReleaseAllocation { job_id, .. } => Some(*job_id),
             _ => None,
         };
-        let allocating = matches!(req, Request::Allocate { .. });
+        let allocating = matches!(req, Request::Allocate { detach: false, .. });
         let (rtx, rrx) = oneshot::channel();
         tx.send(Msg::Client {
             cred,
@@ -963,13 +1018,16 @@ async fn serve_requests(
 
 /// A step stream: events from the actor to srun, input from srun to the actor, until
 /// the step is done or either side goes away.
-async fn serve_step(
-    framed: &mut Framed<tokio::net::UnixStream>,
+async fn serve_step<S>(
+    framed: &mut Framed<S>,
     cred: PeerCred,
     tx: &mpsc::Sender<Msg>,
     job_id: u32,
     spec: Box<StepSpec>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<()>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
     let token = NEXT_TOKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let (etx, mut erx) = mpsc::unbounded_channel::<StepEvent>();
     tx.send(Msg::StepLaunch {
@@ -1053,10 +1111,16 @@ where
     {
         return Ok(());
     }
+    // Relayed front-end connections have their own outgoing queue, so that the link
+    // still ends when the actor drops `atx`.
+    let (mut relays, mut relay_out) = relay::Relays::new();
     loop {
         tokio::select! {
             m = link.recv::<FromAgent>() => match m {
                 Ok(msg) => {
+                    let Some(msg) = relays.intercept(msg, &tx) else {
+                        continue;
+                    };
                     if tx.send(Msg::Agent { node: node.clone(), msg }).await.is_err() {
                         return Ok(());
                     }
@@ -1066,6 +1130,12 @@ where
                     break;
                 }
             },
+            Some(out) = relay_out.recv() => {
+                if let Err(e) = link.send(&out).await {
+                    tracing::warn!(node, "agent link: {e}");
+                    break;
+                }
+            }
             out = arx.recv() => match out {
                 Some(msg) => {
                     if let Err(e) = link.send(&msg).await {
