@@ -7,6 +7,7 @@
 //! (`proto::spool`), and a restarted agent re-adopts them from there.
 
 pub mod discover;
+pub mod gpu;
 mod relay;
 pub mod stdio;
 mod steps;
@@ -61,6 +62,10 @@ where
     }
     link.handshake(Role::Agent, &[Role::Controller]).await?;
     let res = discover::resources();
+    let (gpus, notes) = gpu::detect();
+    for n in notes {
+        tracing::warn!("GPU discovery: {n}");
+    }
     let known = known_jobs(&cfg.spool_dir);
     link.send(&FromAgent::Register {
         node: cfg.node.name.clone(),
@@ -73,6 +78,7 @@ where
         os: res.os.clone(),
         arch: res.arch.clone(),
         running: known.clone(),
+        gres: gpus,
     })
     .await?;
     let (etx, mut erx) = mpsc::unbounded_channel::<FromAgent>();

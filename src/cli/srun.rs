@@ -11,7 +11,7 @@ use super::client::{Client, ClientError};
 use super::sbatch;
 use super::stepio::{self, StreamOpts};
 use crate::jobspec::opts::{self, OptError, SrunArgs};
-use crate::model::step::{CpuBind, Distribution, StdinMode, StepSpec};
+use crate::model::step::{CpuBind, Distribution, StdinMode, StepGpus, StepSpec};
 use crate::model::{ExitStatus, JobSpec, JobState, Reason};
 use crate::proto::codec::SyncFramed;
 use crate::proto::{Request, Response, SlurmError};
@@ -73,8 +73,24 @@ pub fn plan(args: &SrunArgs, ctx: &opts::SubmitContext) -> Result<Plan, Failure>
     if s.no_allocate {
         return Err(OptError::Unsupported("--no-allocate".into()).into());
     }
-    let norm = args.job.to_spec_allowing(ctx, &["--distribution"])?;
+    let norm = args
+        .job
+        .to_spec_allowing(ctx, &["--distribution", "--gpu-bind", "--gpus-per-socket"])?;
     let spec = norm.spec;
+    let later = &args.job.later;
+    let gpu_bind = match &later.gpu_bind {
+        Some(b) => Some(
+            crate::model::gpu_bind::GpuBind::parse(b).map_err(|e| Failure::error(e.to_string()))?,
+        ),
+        None => None,
+    };
+    let per_socket = match &later.gpus_per_socket {
+        Some(g) => Some(
+            crate::model::gres::parse_gpus(g)
+                .map_err(|_| OptError::InvalidSpec("--gpus-per-socket"))?,
+        ),
+        None => None,
+    };
     let distribution = match &args.job.later.distribution {
         Some(d) => Distribution::parse(d).ok_or(OptError::InvalidSpec("--distribution"))?,
         None => Distribution::Block,
@@ -92,6 +108,13 @@ pub fn plan(args: &SrunArgs, ctx: &opts::SubmitContext) -> Result<Plan, Failure>
         ),
         None => env_num("SLURM_JOB_ID").or_else(|| env_num("SLURM_JOBID")),
     };
+    if job_id.is_none() && per_socket.is_some() {
+        // The allocation itself would need per-socket GPU selection, which the
+        // scheduler does not do yet; inside an allocation the step takes them.
+        return Err(
+            OptError::Unsupported("--gpus-per-socket (outside an allocation)".into()).into(),
+        );
+    }
     // Inside an allocation the job's task count is srun's default (SLURM_NTASKS).
     let ntasks = spec.ntasks.or_else(|| {
         if job_id.is_some() && spec.nodes_min.is_none() && spec.ntasks_per_node.is_none() {
@@ -183,6 +206,14 @@ pub fn plan(args: &SrunArgs, ctx: &opts::SubmitContext) -> Result<Plan, Failure>
         srun_ip: launch_ip(&ctx.host),
         srun_pid: std::process::id(),
         umask: ctx.umask,
+        gpus: StepGpus {
+            gres: spec.gres.clone(),
+            total: spec.gpus.clone(),
+            per_node: spec.gpus_per_node.clone(),
+            per_task: spec.gpus_per_task.clone(),
+            per_socket,
+            bind: gpu_bind,
+        },
     };
     let mut job = spec;
     job.name = args

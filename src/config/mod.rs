@@ -5,6 +5,7 @@
 //! A loaded [`Config`] is fully resolved: every path is absolute, every partition's node
 //! list is expanded and refers to declared nodes.
 
+pub mod gres_conf;
 pub mod sched;
 
 use crate::model::hostlist;
@@ -118,6 +119,14 @@ pub struct NodeConf {
     /// `/var/spool/sluice` as root).
     #[serde(default)]
     pub spool_dir: Option<String>,
+    /// Devices from `[[gres]]` entries or the imported gres.conf, when any names this
+    /// node (they replace `gres`/`gres_cores`).
+    #[serde(skip)]
+    pub gres_declared: Option<Vec<crate::model::gres::GresDevice>>,
+    /// gres.conf `AutoDetect=` for this node: `Some(false)` keeps the agent's NVML GPUs
+    /// out; `None`/`Some(true)` lets them in when nothing is declared.
+    #[serde(skip)]
+    pub gres_autodetect: Option<bool>,
 }
 
 impl NodeConf {
@@ -138,6 +147,9 @@ impl NodeConf {
     ///
     /// Errors: a malformed `gres` or `gres_cores` entry.
     pub fn gres_devices(&self) -> Result<Vec<crate::model::gres::GresDevice>, String> {
+        if let Some(d) = &self.gres_declared {
+            return Ok(d.clone());
+        }
         let mut devs = match &self.gres {
             None => Vec::new(),
             Some(g) => crate::model::gres::parse_node_gres(g).map_err(|e| e.to_string())?,
@@ -353,6 +365,12 @@ struct FileConf {
     cgroup: CgroupConf,
     #[serde(default)]
     accounts: Vec<AccountConf>,
+    /// gres.conf lines (`[[gres]]`).
+    #[serde(default)]
+    gres: Vec<gres_conf::GresLine>,
+    /// A Slurm gres.conf to import (its lines come after the `[[gres]]` ones).
+    #[serde(default)]
+    gres_conf: Option<PathBuf>,
 }
 
 /// The resolved configuration every role reads.
@@ -580,6 +598,36 @@ impl Config {
         fc.cgroup.validate().map_err(&invalid)?;
         if partitions.iter().filter(|p| p.default).count() > 1 {
             return Err(invalid("more than one partition has default = true".into()));
+        }
+        let mut gres_lines = fc.gres;
+        if let Some(p) = fc.gres_conf {
+            let p = abs(p);
+            let text = std::fs::read_to_string(&p)
+                .map_err(|e| invalid(format!("cannot read gres_conf {}: {e}", p.display())))?;
+            gres_lines.extend(gres_conf::parse_slurm(&text).map_err(&invalid)?);
+        }
+        for n in &mut nodes {
+            let ng = gres_conf::for_node(&gres_lines, &n.name)
+                .map_err(|e| invalid(format!("node '{}': {e}", n.name)))?;
+            n.gres_autodetect = ng.auto_detect;
+            if ng.devices.is_empty() {
+                continue;
+            }
+            // `gres = "gpu:4"` beside gres.conf lines must agree, as slurm.conf's Gres=
+            // must with gres.conf.
+            let text = crate::model::gres::fmt_node_gres(&ng.devices);
+            if let Some(g) = &n.gres {
+                let said = n
+                    .gres_devices()
+                    .map_err(|e| invalid(format!("node '{}': {e}", n.name)))?;
+                if crate::model::gres::fmt_node_gres(&said) != text {
+                    return Err(invalid(format!(
+                        "node '{}': gres = \"{g}\" disagrees with its [[gres]]/gres.conf lines ({text})",
+                        n.name
+                    )));
+                }
+            }
+            n.gres_declared = Some(ng.devices);
         }
         for n in &nodes {
             n.gres_devices()

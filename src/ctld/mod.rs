@@ -12,6 +12,7 @@ pub mod agents;
 pub mod array;
 pub mod depend;
 pub mod downtime;
+pub mod gres_detect;
 pub mod het;
 mod relay;
 pub mod resv;

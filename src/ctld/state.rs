@@ -1431,6 +1431,12 @@ impl Cluster {
         } else {
             Vec::new()
         };
+        let node_gres = self
+            .nodes
+            .iter()
+            .find(|n| n.name == batch_host)
+            .map(|n| n.gres.clone())
+            .unwrap_or_default();
         fx.to_agent.push((
             batch_host,
             ToAgent::Launch(LaunchBatch {
@@ -1439,6 +1445,7 @@ impl Cluster {
                 cluster: self.cluster_name.clone(),
                 cgroup: self.cgroup.clone(),
                 het,
+                node_gres,
             }),
         ));
     }
@@ -1618,10 +1625,12 @@ impl Cluster {
             os,
             arch,
             running,
+            gres,
         } = msg
         else {
             return;
         };
+        let detected = super::gres_detect::adopt(declared, gres);
         if let Some(n) = self.node_mut(&node) {
             n.cpus = declared.cpus.unwrap_or(cpus);
             n.real_memory = declared.memory.unwrap_or(real_memory);
@@ -1637,6 +1646,12 @@ impl Cluster {
             n.os = os;
             n.arch = arch;
             n.not_responding = false;
+            if let Some(g) = detected
+                && n.gres.is_empty()
+            {
+                n.alloc_gres = vec![0; g.len()];
+                n.gres = g;
+            }
             if n.state == NodeState::Unknown {
                 n.state = NodeState::Up;
             }

@@ -26,6 +26,8 @@ use crate::proto::{
 };
 use std::collections::HashMap;
 
+mod gres;
+
 /// Slurm's text for a step that must wait.
 pub const BUSY: &str = "Requested nodes are busy";
 
@@ -38,6 +40,8 @@ struct LiveStep {
     held: Vec<u32>,
     /// MiB held per node.
     held_mem: u64,
+    /// Whether the step holds `layout.gres` (it asked for GRES and is not `--overlap`).
+    holds_gres: bool,
     /// Nodes that have not reported the end yet.
     nodes_left: usize,
     statuses: Vec<ExitStatus>,
@@ -92,7 +96,8 @@ impl StepTable {
 /// Why a step cannot be placed.
 #[derive(Debug, PartialEq)]
 enum Placement {
-    Now(StepLayout, Vec<u32>, u64),
+    /// Layout, CPUs held per node, memory held per node, whether `layout.gres` is held.
+    Now(StepLayout, Vec<u32>, u64, bool),
     Busy,
     Never(SlurmError),
 }
@@ -129,8 +134,8 @@ impl Cluster {
             return;
         }
         match self.place_step(job, &spec) {
-            Placement::Now(layout, held, mem) => {
-                self.start_step(job_id, spec, layout, held, mem, token, now, fx)
+            Placement::Now(layout, held, mem, hg) => {
+                self.start_step(job_id, spec, layout, (held, mem, hg), token, now, fx)
             }
             Placement::Busy => {
                 fx.to_client.push((
@@ -301,8 +306,46 @@ impl Cluster {
                 return Placement::Busy;
             }
         }
+        // GRES: a subset of the job's devices, disjoint from other steps' holdings.
+        let node_gres: Vec<gres::NodeGres> = chosen
+            .iter()
+            .zip(&counts)
+            .map(|(&i, &n)| gres::NodeGres {
+                job: alloc.gres.get(i).map(Vec::as_slice).unwrap_or(&[]),
+                held: self
+                    .steps
+                    .live
+                    .iter()
+                    .filter(|((j, _), l)| *j == job.id && l.holds_gres)
+                    .flat_map(|(_, l)| {
+                        l.layout
+                            .nodes
+                            .iter()
+                            .position(|x| *x == alloc.nodes[i])
+                            .and_then(|k| l.layout.gres.get(k))
+                            .into_iter()
+                            .flatten()
+                            .map(|d| (d.slot, d.count))
+                    })
+                    .collect(),
+                tasks: n,
+                sockets: self
+                    .nodes
+                    .iter()
+                    .find(|x| x.name == alloc.nodes[i])
+                    .map_or(1, |x| x.sockets.max(1)),
+            })
+            .collect();
+        let (step_gres, holds_gres) = match gres::place(&spec.gpus, &node_gres, spec.overlap) {
+            gres::GresPlacement::Now(g, h) => (g, h),
+            gres::GresPlacement::Busy => return Placement::Busy,
+            gres::GresPlacement::Never => {
+                return Placement::Never(SlurmError::Other(gres::INVALID_GRES.into()));
+            }
+        };
         let layout = StepLayout {
             nodes: chosen.iter().map(|&i| alloc.nodes[i].clone()).collect(),
+            gres: step_gres,
             cpus: chosen
                 .iter()
                 .zip(&counts)
@@ -316,7 +359,7 @@ impl Cluster {
                 .collect(),
             tasks: layout_tasks(&counts, spec.distribution),
         };
-        Placement::Now(layout, held, mem)
+        Placement::Now(layout, held, mem, holds_gres)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -325,8 +368,7 @@ impl Cluster {
         job_id: u32,
         spec: StepSpec,
         layout: StepLayout,
-        held: Vec<u32>,
-        held_mem: u64,
+        (held, held_mem, holds_gres): (Vec<u32>, u64, bool),
         token: u64,
         now: i64,
         fx: &mut Effects,
@@ -334,6 +376,12 @@ impl Cluster {
         let kill_wait = self.kill_wait;
         let cluster = self.cluster_name.clone();
         let cgroup = self.cgroup.clone();
+        let node_gres: Vec<(String, Vec<crate::model::gres::GresDevice>)> = self
+            .nodes
+            .iter()
+            .filter(|n| layout.nodes.contains(&n.name) && !n.gres.is_empty())
+            .map(|n| (n.name.clone(), n.gres.clone()))
+            .collect();
         let Some(job) = self.jobs.get_mut(&job_id) else {
             return;
         };
@@ -382,6 +430,11 @@ impl Cluster {
                     kill_wait,
                     cluster: cluster.clone(),
                     cgroup: cgroup.clone(),
+                    node_gres: node_gres
+                        .iter()
+                        .find(|(n, _)| n == node)
+                        .map(|(_, g)| g.clone())
+                        .unwrap_or_default(),
                 })),
             ));
         }
@@ -401,6 +454,7 @@ impl Cluster {
                 layout,
                 held,
                 held_mem,
+                holds_gres,
                 statuses: Vec::new(),
                 usage: HashMap::new(),
                 cancelled: false,
@@ -423,10 +477,10 @@ impl Cluster {
             };
             match placement {
                 Placement::Busy => i += 1,
-                Placement::Now(layout, held, mem) => {
+                Placement::Now(layout, held, mem, hg) => {
                     let p = self.steps.pending.remove(i);
                     let _ = p.caller;
-                    self.start_step(job_id, p.spec, layout, held, mem, p.token, now, fx);
+                    self.start_step(job_id, p.spec, layout, (held, mem, hg), p.token, now, fx);
                 }
                 Placement::Never(e) => {
                     let p = self.steps.pending.remove(i);

@@ -173,7 +173,7 @@ pub struct LaterOpts {
     /// GPUs per task: [TYPE:]N
     #[arg(long = "gpus-per-task", value_name = "[TYPE:]N")]
     pub gpus_per_task: Option<String>,
-    /// (not supported yet) GPUs per socket
+    /// GPUs per socket (srun steps inside an allocation; not yet for allocations)
     #[arg(long = "gpus-per-socket", value_name = "[TYPE:]N")]
     pub gpus_per_socket: Option<String>,
     /// CPUs per allocated GPU
@@ -185,9 +185,12 @@ pub struct LaterOpts {
     /// (not supported yet) Tasks per GPU
     #[arg(long = "ntasks-per-gpu", value_name = "N")]
     pub ntasks_per_gpu: Option<String>,
-    /// (not supported yet) GPU binding
+    /// GPU binding of tasks (srun): [verbose,]closest|map_gpu:L|mask_gpu:L|single:N|none
     #[arg(long = "gpu-bind", value_name = "TYPE")]
     pub gpu_bind: Option<String>,
+    /// (not supported yet) GRES flags (enforce-binding, disable-binding)
+    #[arg(long = "gres-flags", value_name = "FLAGS")]
+    pub gres_flags: Option<String>,
     /// Node features required: a&b, a|b, a*N, [a|b]
     #[arg(short = 'C', long = "constraint", value_name = "LIST")]
     pub constraint: Option<String>,
@@ -581,6 +584,7 @@ impl JobOpts {
             ("--gpus-per-socket", l.gpus_per_socket.is_some()),
             ("--ntasks-per-gpu", l.ntasks_per_gpu.is_some()),
             ("--gpu-bind", l.gpu_bind.is_some()),
+            ("--gres-flags", l.gres_flags.is_some()),
             ("--switches", l.switches.is_some()),
             ("--priority", l.priority.is_some()),
             ("--time-min", l.time_min.is_some()),

@@ -31,6 +31,13 @@ pub struct GresDevice {
     /// Device file (`/dev/nvidia0`), when known.
     #[serde(default)]
     pub file: Option<String>,
+    /// NVLink counts from this device to each device of the same name, by index (`-1`
+    /// for itself; gres.conf `Links=`); empty = unknown.
+    #[serde(default)]
+    pub links: Vec<i32>,
+    /// PCI bus id (`00000000:17:00.0`), when discovery found it (for GPU–NIC affinity).
+    #[serde(default)]
+    pub pci_bus: Option<String>,
 }
 
 fn one() -> u32 {
@@ -167,6 +174,8 @@ pub fn parse_node_gres(s: &str) -> Result<Vec<GresDevice>, GresError> {
                 count: u32::try_from(r.count).map_err(|_| GresError::Bad(s.into()))?,
                 cores: Vec::new(),
                 file: None,
+                links: Vec::new(),
+                pci_bus: None,
             });
             continue;
         }
@@ -181,6 +190,8 @@ pub fn parse_node_gres(s: &str) -> Result<Vec<GresDevice>, GresError> {
                 count: 1,
                 cores: Vec::new(),
                 file: None,
+                links: Vec::new(),
+                pci_bus: None,
             });
         }
     }

@@ -9,6 +9,7 @@ pub mod array;
 pub mod assoc;
 pub mod constraint;
 pub mod depend;
+pub mod gpu_bind;
 pub mod gres;
 pub mod hostlist;
 pub mod job;

@@ -208,6 +208,68 @@ pub struct StepSpec {
     /// srun's umask (SLURM_UMASK, applied to the tasks).
     #[serde(default)]
     pub umask: u32,
+    /// The step's GPU and other GRES request (`--gres`, `--gpus*`); all empty = the
+    /// step uses the job's devices on its nodes without holding them.
+    #[serde(default)]
+    pub gpus: StepGpus,
+}
+
+/// What a step asks of the job's generic resources (cf. srun's `--gres`, `--gpus`,
+/// `--gpus-per-node`, `--gpus-per-task`, `--gpus-per-socket`, `--gpu-bind`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepGpus {
+    /// `--gres`: units per node of the step.
+    #[serde(default)]
+    pub gres: Vec<super::gres::GresReq>,
+    /// `--gpus`: GPUs for the whole step.
+    #[serde(default)]
+    pub total: Option<super::gres::GresReq>,
+    /// `--gpus-per-node`.
+    #[serde(default)]
+    pub per_node: Option<super::gres::GresReq>,
+    /// `--gpus-per-task`.
+    #[serde(default)]
+    pub per_task: Option<super::gres::GresReq>,
+    /// `--gpus-per-socket`: GPUs per socket of the node that the step's CPUs touch.
+    #[serde(default)]
+    pub per_socket: Option<super::gres::GresReq>,
+    /// `--gpu-bind`; `None` = the default (per task with `--gpus-per-task`, else none).
+    #[serde(default)]
+    pub bind: Option<super::gpu_bind::GpuBind>,
+}
+
+impl StepGpus {
+    /// Whether the step asks for any generic resource itself.
+    pub fn any(&self) -> bool {
+        !self.gres.is_empty()
+            || self.total.is_some()
+            || self.per_node.is_some()
+            || self.per_task.is_some()
+            || self.per_socket.is_some()
+    }
+
+    /// The binding tasks get: `--gpu-bind` if given, else `per_task:N` with
+    /// `--gpus-per-task=N` (as Slurm 21.08+), else none.
+    pub fn effective_bind(&self) -> super::gpu_bind::GpuBind {
+        use super::gpu_bind::{GpuBind, GpuBindKind};
+        let per_task = |verbose| GpuBind {
+            kind: GpuBindKind::PerTask(
+                self.per_task
+                    .as_ref()
+                    .map_or(1, |t| t.count.clamp(1, u64::from(u32::MAX)) as u32),
+            ),
+            verbose,
+        };
+        match &self.bind {
+            // A bare `verbose` keeps the default binding.
+            Some(b) if b.kind == GpuBindKind::None && b.verbose && self.per_task.is_some() => {
+                per_task(true)
+            }
+            Some(b) => b.clone(),
+            None if self.per_task.is_some() => per_task(false),
+            None => GpuBind::default(),
+        }
+    }
 }
 
 impl fmt::Debug for StepSpec {
@@ -244,6 +306,10 @@ pub struct StepLayout {
     pub nodes: Vec<String>,
     pub cpus: Vec<u32>,
     pub tasks: Vec<Vec<u32>>,
+    /// The job's GRES devices the step may use on each node (same order as `nodes`):
+    /// those it holds when it asked for some, else all of the job's there.
+    #[serde(default)]
+    pub gres: Vec<Vec<super::job::GresAlloc>>,
 }
 
 impl StepLayout {

@@ -602,6 +602,10 @@ pub struct LaunchBatch {
     /// `_HET_GROUP_<k>` variables).
     #[serde(default)]
     pub het: Vec<Job>,
+    /// The batch host's GRES devices as the controller knows them (files, `Cores=`), so
+    /// that stepd can deny the device files of GPUs not allocated to the job.
+    #[serde(default)]
+    pub node_gres: Vec<crate::model::gres::GresDevice>,
 }
 
 impl std::fmt::Debug for LaunchBatch {
@@ -679,6 +683,10 @@ pub enum FromAgent {
         os: String,
         arch: String,
         running: Vec<u32>,
+        /// GPUs the agent found (NVML, else `/dev/nvidia*`); used when the configuration
+        /// declares none for the node and does not say `AutoDetect=off`.
+        #[serde(default)]
+        gres: Vec<crate::model::gres::GresDevice>,
     },
     /// The batch script started (pid of the shell, epoch seconds).
     Started { job_id: u32, pid: u32, time: i64 },

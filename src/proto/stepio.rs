@@ -32,6 +32,10 @@ pub struct LaunchStep {
     /// The cluster's `[cgroup]` settings for stepd, from the controller's configuration.
     #[serde(default)]
     pub cgroup: crate::config::CgroupConf,
+    /// This node's GRES devices as the controller knows them (files, `Cores=`): for
+    /// binding tasks near their GPUs and denying the files of GPUs the step lacks.
+    #[serde(default)]
+    pub node_gres: Vec<crate::model::gres::GresDevice>,
 }
 
 impl std::fmt::Debug for LaunchStep {

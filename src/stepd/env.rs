@@ -471,6 +471,7 @@ pub fn step_env(ls: &crate::proto::LaunchStep, node: &str) -> Vec<(String, Strin
         "SLURM_TOPOLOGY_ADDR_PATTERN",
         "SLURM_JOB_START_TIME",
         "SLURM_JOB_END_TIME",
+        "SLURM_JOB_GPUS",
         "TMPDIR",
     ];
     for (k, v) in job_vars {
@@ -942,11 +943,13 @@ mod tests {
                 nodes: vec!["node01".into()],
                 cpus: vec![3],
                 tasks: vec![vec![0, 1, 2]],
+                gres: Vec::new(),
             },
             node_index: 0,
             kill_wait: 30,
             cluster: "anchor".into(),
             cgroup: Default::default(),
+            node_gres: Vec::new(),
         };
         let got: BTreeMap<String, String> = task_env(&step_env(&ls, "node01"), 0, 0, 0)
             .into_iter()

@@ -14,7 +14,9 @@
 //! slurmstepd does.
 
 pub mod env;
+pub mod gpus;
 pub mod isolate;
+pub mod nccl;
 pub mod step;
 pub mod usage;
 
@@ -151,7 +153,7 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711))?;
     }
     let start = job.start_time.unwrap_or_else(now);
-    let env = if lb.het.is_empty() {
+    let mut env = if lb.het.is_empty() {
         env::batch_env(job, &lb.cluster, &node, start)
     } else {
         env::het_batch_env(job, &lb.het, &lb.cluster, &node, start)
@@ -162,11 +164,6 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
     for a in &job.spec.argv {
         argv.push(cs(a)?);
     }
-    let env: Vec<CString> = env
-        .iter()
-        .filter(|(k, _)| !k.contains('=') && !k.contains('\0'))
-        .filter_map(|(k, v)| CString::new(format!("{k}={v}")).ok())
-        .collect();
     let iso = match isolate::step::StepIsolation::batch(&lb, &isolate_lock(dir)) {
         Ok(i) => i,
         Err(e) => {
@@ -181,6 +178,26 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
             iso.backend()
         );
     }
+    let (deny, notes) = gpus::deny_list(
+        &lb.node_gres,
+        job.alloc
+            .as_ref()
+            .and_then(|a| a.gres.first())
+            .map_or(&[], Vec::as_slice),
+    );
+    if lb.cgroup.constrain_devices {
+        for n in notes {
+            eprintln!("stepd: job {}: device not constrained: {n}", job.id);
+        }
+    }
+    if gpus::devices_hidden(lb.cgroup.constrain_devices, &deny, &iso.degraded()) {
+        gpus::local_ordinals(&mut env);
+    }
+    let env: Vec<CString> = env
+        .iter()
+        .filter(|(k, _)| !k.contains('=') && !k.contains('\0'))
+        .filter_map(|(k, v)| CString::new(format!("{k}={v}")).ok())
+        .collect();
     let prep = Prepared {
         script: cs(&script_path.to_string_lossy())?,
         argv,

@@ -13,8 +13,9 @@
 //! agent goes away the tasks are terminated: nobody could read their output.
 
 use super::env;
+use super::gpus;
 use super::usage;
-use crate::model::job::ExitStatus;
+use crate::model::job::{ExitStatus, GresAlloc};
 use crate::model::step::{CpuBindKind, StdinMode, StepUsage};
 use crate::proto::codec::{decode, encode};
 use crate::proto::spool;
@@ -188,6 +189,22 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         None
     };
     let base_env = env::step_env(&ls, &node);
+    // Device files of GPUs the job, and the step, do not hold on this node.
+    let job_devs = ls.job.alloc.as_ref().and_then(|a| {
+        let i = a.nodes.iter().position(|n| *n == node)?;
+        a.gres.get(i).cloned()
+    });
+    let step_devs: Vec<GresAlloc> = ls.layout.gres.get(node_index).cloned().unwrap_or_default();
+    let (job_deny, _) = gpus::deny_list(&ls.node_gres, &job_devs.unwrap_or_default());
+    let (step_deny, notes) = gpus::deny_list(&ls.node_gres, &step_devs);
+    if ls.cgroup.constrain_devices {
+        for n in notes {
+            eprintln!(
+                "stepd: step {}.{}: device not constrained: {n}",
+                ls.job.id, ls.step_id
+            );
+        }
+    }
     // The step's cgroups (`isolate`): tasks join theirs between fork and exec, and
     // whatever is left of the step when its tasks are gone is killed with it.
     let iso = {
@@ -213,7 +230,8 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
             cpus: ls.layout.cpus.get(node_index).copied().unwrap_or(0),
             mem_mib: ls.job.alloc.as_ref().map_or(0, |a| a.mem_per_node),
             node_ram: node_ram(),
-            deny: Vec::new(),
+            deny: step_deny.clone(),
+            deny_job: Some(job_deny),
             tasks: ranks.len() as u32,
         };
         let lock = dir.parent().unwrap_or(dir).join(".isolate.lock");
@@ -260,9 +278,92 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
     let mut ins: Vec<InFd> = Vec::new();
     let mut pty_master: Option<OwnedFd> = None;
     let mut pids = Vec::new();
+    let hidden = gpus::devices_hidden(
+        ls.cgroup.constrain_devices,
+        &step_deny,
+        &iso.as_ref().map(|i| i.degraded()).unwrap_or_default(),
+    );
+    let mut step_gpus = gpus::StepGpus::new(
+        &step_devs,
+        &ls.node_gres,
+        ls.spec.gpus.effective_bind(),
+        hidden,
+    );
+    let mut taken: Vec<usize> = Vec::new();
+    // NCCL's view of the node, read once per step: interfaces, and the first node's
+    // address (MASTER_ADDR's) to pick NCCL_SOCKET_IFNAME by.
+    let first_node = ls.layout.nodes.first().cloned().unwrap_or_default();
+    let (ifaces, first_addr) = if step_gpus.devs.is_empty() {
+        (Vec::new(), None)
+    } else {
+        use std::net::ToSocketAddrs;
+        let addr = (first_node.as_str(), 0)
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut a| {
+                a.find_map(|x| match x.ip() {
+                    std::net::IpAddr::V4(v) => Some(v),
+                    std::net::IpAddr::V6(_) => None,
+                })
+            });
+        (super::nccl::local_ifaces(), addr)
+    };
     for (local, &rank) in ranks.iter().enumerate() {
         let mut env = env::task_env(&base_env, rank, local as u32, ls.node_index);
         let cpus = bind_cpus(&ls, local as u32, &online);
+        let cpus = match step_gpus.bind_task(local as u32, cpus.clone(), &online, &taken) {
+            Ok(mut t) => {
+                if !t.globals.is_empty() {
+                    let buses: Vec<String> = t
+                        .globals
+                        .iter()
+                        .filter_map(|g| {
+                            ls.node_gres
+                                .iter()
+                                .find(|d| d.name == "gpu" && d.index == *g)
+                                .and_then(|d| d.pci_bus.clone())
+                        })
+                        .collect();
+                    let hcas = super::nccl::hcas_near(&super::nccl::sys_root(), &buses);
+                    let inp = super::nccl::NcclInput {
+                        job: ls.job.id,
+                        step: ls.step_id,
+                        rank,
+                        first_node: &first_node,
+                        first_addr,
+                        ifaces: &ifaces,
+                        hcas: &hcas,
+                    };
+                    let extra = super::nccl::nccl_env(&inp, &env);
+                    t.env.extend(extra);
+                }
+                for (k, v) in t.env {
+                    match env.iter_mut().find(|(n, _)| *n == k) {
+                        Some(e) => e.1 = v,
+                        None => env.push((k, v)),
+                    }
+                }
+                if let Some(v) = t.verbose {
+                    link.send(&StepdEvent::Output {
+                        task: rank,
+                        stderr: true,
+                        data: format!("{v}\n").into_bytes(),
+                    });
+                }
+                t.cpus
+            }
+            Err(e) => {
+                link.send(&StepdEvent::Output {
+                    task: rank,
+                    stderr: true,
+                    data: format!("slurmstepd-{node}: error: gpu-bind: {e}\n").into_bytes(),
+                });
+                cpus
+            }
+        };
+        if let Some(c) = &cpus {
+            taken.extend(c.iter().copied());
+        }
         if let Some(c) = &cpus {
             env.extend(env::cpu_bind_env(&ls.spec.cpu_bind, c));
         }

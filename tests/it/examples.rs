@@ -175,3 +175,29 @@ fn the_training_skeleton_checkpoints_and_requeues_itself() {
     c.ok("scancel", &[&id.to_string()]);
     assert_eq!(c.wait_done(id), "CANCELLED");
 }
+
+#[test]
+fn ddp_examples_are_valid_and_accepted_by_a_gpu_cluster() {
+    let c = TestCluster::start_with(Setup {
+        cpus: 64,
+        node_extra: "gres = \"gpu:4\"",
+        ..Setup::default()
+    });
+    for name in ["ddp-srun.sbatch", "ddp-torchrun.sbatch"] {
+        let f = examples().join(name);
+        let o = std::process::Command::new("bash")
+            .arg("-n")
+            .arg(&f)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+        std::fs::copy(&f, c.path(name)).unwrap();
+        // The torchrun example asks for two nodes; this cluster has one.
+        let o = c.run("sbatch", &["--test-only", "--nodes=1", name]);
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+        assert!(stderr(&o).contains("to start at"), "{name}: {}", stderr(&o));
+    }
+    // The srun example's step takes one GPU per task, and each task sees only its own.
+    let text = std::fs::read_to_string(examples().join("ddp-srun.sbatch")).unwrap();
+    assert!(text.contains("srun --gpus-per-task=1"), "{text}");
+}

@@ -6,6 +6,7 @@ mod depend;
 mod env;
 mod errors;
 mod examples;
+mod gpu;
 mod harness;
 mod hetjob;
 mod holds;

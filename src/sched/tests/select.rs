@@ -348,6 +348,8 @@ fn gres_device_type_matching() {
         count: 1,
         cores: vec![],
         file: None,
+        links: Vec::new(),
+        pci_bus: None,
     };
     assert!(d.matches("gpu", None));
 }

@@ -231,8 +231,11 @@ pub struct Constraints {
     /// CPUs the job is confined to; `None` leaves the parent's.
     pub cpus: Option<CpuList>,
     pub mem: Option<MemLimits>,
-    /// Devices the job may not open.
+    /// Devices the step may not open (written at the step level).
     pub deny: Vec<Device>,
+    /// Devices the whole job may not open (written at the job level, which the job's
+    /// other steps share); `None`: the same as `deny` (a job of one step).
+    pub deny_job: Option<Vec<Device>>,
     /// Number of task cgroups to create (`task_0` … `task_<n-1>`).
     pub tasks: u32,
 }

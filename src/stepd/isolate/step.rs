@@ -36,6 +36,9 @@ pub struct StepRequest {
     pub node_ram: u64,
     /// Devices the step may not open (GPUs not allocated to it).
     pub deny: Vec<Device>,
+    /// Devices no step of the job may open (GPUs not allocated to the job); `None`: the
+    /// same as `deny`.
+    pub deny_job: Option<Vec<Device>>,
     /// Number of tasks.
     pub tasks: u32,
 }
@@ -82,11 +85,18 @@ impl StepIsolation {
             .as_ref()
             .map(|a| (a.cpus.first().copied().unwrap_or(0), a.mem_per_node))
             .unwrap_or((0, 0));
+        let allowed = job
+            .alloc
+            .as_ref()
+            .and_then(|a| a.gres.first())
+            .map_or(&[][..], Vec::as_slice);
+        let (deny, _) = crate::stepd::gpus::deny_list(&lb.node_gres, allowed);
         let req = StepRequest {
             cpus,
             mem_mib,
             node_ram: node_ram(),
-            deny: Vec::new(),
+            deny,
+            deny_job: None,
             tasks: 1,
         };
         Self::setup(detect(conf, scope.clone()), conf, scope, &req, lock)
@@ -114,6 +124,11 @@ impl StepIsolation {
                 req.deny.clone()
             } else {
                 Vec::new()
+            },
+            deny_job: if conf.constrain_devices {
+                req.deny_job.clone()
+            } else {
+                None
             },
             tasks: req.tasks.max(1),
         };
@@ -291,6 +306,7 @@ mod tests {
             mem_mib: 100,
             node_ram: 1 << 34,
             deny: vec![Device::from_path(Path::new("/dev/null")).unwrap()],
+            deny_job: None,
             tasks: 1,
         };
         let iso = setup(&fake, &constrained(), &req).unwrap();
@@ -318,6 +334,7 @@ mod tests {
             mem_mib: 100,
             node_ram: 1 << 34,
             deny: vec![Device::from_path(Path::new("/dev/null")).unwrap()],
+            deny_job: None,
             tasks: 1,
         };
         let iso = setup(&fake, &CgroupConf::default(), &req).unwrap();

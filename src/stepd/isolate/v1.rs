@@ -194,7 +194,13 @@ impl V1 {
                     }
                 }
                 Ctrl::Devices if i == 2 || i == 3 => {
-                    for d in &k.deny {
+                    // v1 device rules are inherited: the job level gets only what no
+                    // step of the job may open, the step level the step's own.
+                    let rules = match (&k.deny_job, i) {
+                        (Some(j), 2) => j,
+                        _ => &k.deny,
+                    };
+                    for d in rules {
                         files::write(&dir.join("devices.deny"), &d.rule())?;
                     }
                 }
@@ -531,6 +537,7 @@ mod tests {
                 ram_swap: Some(120 * MIB),
             }),
             deny: vec![null],
+            deny_job: None,
             tasks: 1,
         };
         m.create(&k).unwrap();

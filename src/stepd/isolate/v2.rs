@@ -348,6 +348,7 @@ mod tests {
                 ram_swap: Some(250 * MIB),
             }),
             deny: vec![],
+            deny_job: None,
             tasks: 2,
         };
         m.create(&k).unwrap();
@@ -406,6 +407,7 @@ mod tests {
             cpus: CpuList::parse("0"),
             mem: Some(MemLimits::default()),
             deny: vec![Device::from_path(Path::new("/dev/null")).unwrap()],
+            deny_job: None,
             tasks: 1,
         })
         .unwrap();

@@ -1,0 +1,344 @@
+//! GPU discovery on a node (cf. Slurm's gpu/nvml plugin, src/plugins/gpu/nvml/gpu_nvml.c,
+//! which gres.conf `AutoDetect=nvml` uses): through NVML when libnvidia-ml can be loaded
+//! at run time, else from the `/dev/nvidia[0-9]*` files. Each GPU becomes a `gpu` GRES
+//! device with its type (`h100`, `a100`, `rtx4090`, from the model name), device file,
+//! CPU affinity (`Cores=`) and NVLink counts to its peers (`Links=`).
+//!
+//! A missing library, or a library without a driver, means "no NVML GPUs", never an
+//! error: most nodes have no NVIDIA GPU. Other NVML failures are reported as text for
+//! the agent's log and also give no NVML GPUs (the device files may still show some).
+//!
+//! Not done: MIG instances are not enumerated (nvml-wrapper 0.11 exposes MIG mode but not
+//! the instance handles); a GPU in MIG mode is reported whole, with a note.
+
+use crate::model::gres::GresDevice;
+use nvml_wrapper::Nvml;
+use nvml_wrapper::error::NvmlError;
+use std::path::Path;
+
+/// One GPU as NVML describes it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DetectedGpu {
+    /// NVML index (the CUDA/`nvidia-smi` order).
+    pub index: u32,
+    pub uuid: String,
+    /// Model name (`NVIDIA H100 80GB HBM3`).
+    pub model: String,
+    /// Total memory, MiB.
+    pub memory_mib: u64,
+    /// `/dev/nvidia<minor>`.
+    pub file: String,
+    /// PCI bus id (`00000000:17:00.0`).
+    pub bus_id: String,
+    /// CPUs close to the GPU.
+    pub cores: Vec<u32>,
+    /// NVLink links to each GPU, by index (`-1` for itself, 0 for none).
+    pub links: Vec<i32>,
+    /// MIG mode is on (instances are not enumerated).
+    pub mig: bool,
+}
+
+/// What NVML discovery found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NvmlProbe {
+    /// libnvidia-ml is not installed or has no driver to talk to: no NVML GPUs.
+    Absent(String),
+    /// NVML answered; these are its GPUs (possibly none).
+    Gpus(Vec<DetectedGpu>),
+    /// NVML is there but failed; the text says how. No NVML GPUs.
+    Failed(String),
+}
+
+/// How an NVML error at initialisation is taken: `None` = absent (not an error),
+/// `Some(text)` = a real failure to report.
+pub fn classify_init_error(e: &NvmlError) -> Option<String> {
+    match e {
+        NvmlError::LibloadingError(_)
+        | NvmlError::LibraryNotFound
+        | NvmlError::DriverNotLoaded
+        | NvmlError::FailedToLoadSymbol(_)
+        | NvmlError::FunctionNotFound => None,
+        other => Some(format!("NVML initialisation failed: {other}")),
+    }
+}
+
+/// Loads libnvidia-ml (the versioned name first: most systems have no unversioned
+/// development link) and lists its GPUs.
+pub fn nvml_gpus() -> NvmlProbe {
+    let mut last: Option<NvmlError> = None;
+    for lib in ["libnvidia-ml.so.1", "libnvidia-ml.so"] {
+        match Nvml::builder().lib_path(std::ffi::OsStr::new(lib)).init() {
+            Ok(n) => return list(&n),
+            Err(e) => last = Some(e),
+        }
+    }
+    match last {
+        Some(e) => match classify_init_error(&e) {
+            None => NvmlProbe::Absent(e.to_string()),
+            Some(t) => NvmlProbe::Failed(t),
+        },
+        None => NvmlProbe::Absent("not loaded".into()),
+    }
+}
+
+/// Turns NVML's CPU affinity words (bit `i` of word `w` = CPU `w*64+i`) into CPU ids.
+pub fn affinity_cpus(words: &[u64]) -> Vec<u32> {
+    let mut out = Vec::new();
+    for (w, bits) in words.iter().enumerate() {
+        for i in 0..64 {
+            if bits & (1u64 << i) != 0 {
+                out.push((w * 64 + i) as u32);
+            }
+        }
+    }
+    out
+}
+
+fn list(n: &Nvml) -> NvmlProbe {
+    let count = match n.device_count() {
+        Ok(c) => c,
+        Err(e) => return NvmlProbe::Failed(format!("NVML device count: {e}")),
+    };
+    let ncpus = std::thread::available_parallelism().map_or(64, |p| p.get());
+    let mut gpus = Vec::new();
+    let mut buses = Vec::new();
+    for i in 0..count {
+        let d = match n.device_by_index(i) {
+            Ok(d) => d,
+            Err(e) => return NvmlProbe::Failed(format!("NVML device {i}: {e}")),
+        };
+        let bus_id = d.pci_info().map(|p| p.bus_id).unwrap_or_default();
+        let minor = d.minor_number().unwrap_or(i);
+        // `c_ulong` is 32 bits on some targets; the words are widened either way.
+        #[allow(clippy::unnecessary_cast)]
+        let words = d
+            .cpu_affinity(ncpus.div_ceil(64).max(1))
+            .map(|v| v.into_iter().map(|w| w as u64).collect::<Vec<_>>())
+            .unwrap_or_default();
+        gpus.push(DetectedGpu {
+            index: d.index().unwrap_or(i),
+            uuid: d.uuid().unwrap_or_default(),
+            model: d.name().unwrap_or_default(),
+            memory_mib: d.memory_info().map(|m| m.total >> 20).unwrap_or(0),
+            file: format!("/dev/nvidia{minor}"),
+            bus_id: bus_id.clone(),
+            cores: affinity_cpus(&words),
+            links: Vec::new(),
+            mig: d.mig_mode().is_ok_and(|m| m.current == 1),
+        });
+        // Remote ends of this GPU's active NVLinks, by bus id.
+        let mut remote = Vec::new();
+        for l in 0..18 {
+            let link = d.link_wrapper_for(l);
+            if link.is_active().unwrap_or(false)
+                && let Ok(p) = link.remote_pci_info()
+            {
+                remote.push(p.bus_id);
+            }
+        }
+        buses.push(remote);
+    }
+    let ids: Vec<String> = gpus.iter().map(|g| norm_bus(&g.bus_id)).collect();
+    for (k, g) in gpus.iter_mut().enumerate() {
+        g.links = nvlink_counts(k, &ids, &buses[k]);
+    }
+    NvmlProbe::Gpus(gpus)
+}
+
+/// Bus ids compared without case and leading zero domain digits.
+fn norm_bus(s: &str) -> String {
+    let s = s.to_ascii_lowercase();
+    match s.split_once(':') {
+        Some((dom, rest)) => format!("{:04x}:{rest}", u32::from_str_radix(dom, 16).unwrap_or(0)),
+        None => s,
+    }
+}
+
+/// gres.conf `Links=` of GPU `me`: how many of its links reach each GPU (`-1` itself).
+pub fn nvlink_counts(me: usize, ids: &[String], remote: &[String]) -> Vec<i32> {
+    ids.iter()
+        .enumerate()
+        .map(|(j, id)| {
+            if j == me {
+                -1
+            } else {
+                remote.iter().filter(|r| norm_bus(r) == *id).count() as i32
+            }
+        })
+        .collect()
+}
+
+/// The GRES type Slurm users write for a model name: the first word after the vendor
+/// and brand words, lowercased, with `rtx`/`gtx` joined to their number
+/// (`NVIDIA GeForce RTX 4090` → `rtx4090`, `NVIDIA A100-SXM4-40GB` → `a100`,
+/// `Tesla V100-SXM2-16GB` → `v100`).
+pub fn gres_type(model: &str) -> Option<String> {
+    let lower = model.to_ascii_lowercase();
+    let words: Vec<&str> = lower
+        .split([' ', '-', '_'])
+        .filter(|w| !w.is_empty())
+        .filter(|w| !matches!(*w, "nvidia" | "geforce" | "tesla" | "quadro" | "graphics"))
+        .collect();
+    let first = *words.first()?;
+    let t = match (first, words.get(1)) {
+        ("rtx" | "gtx" | "titan", Some(n)) => format!("{first}{n}"),
+        _ => first.to_string(),
+    };
+    t.chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '.')
+        .then_some(t)
+}
+
+/// GRES devices for NVML's GPUs, in index order.
+pub fn devices_from(gpus: &[DetectedGpu]) -> Vec<GresDevice> {
+    let mut v: Vec<&DetectedGpu> = gpus.iter().collect();
+    v.sort_by_key(|g| g.index);
+    v.iter()
+        .enumerate()
+        .map(|(i, g)| GresDevice {
+            name: "gpu".into(),
+            kind: gres_type(&g.model),
+            index: i as u32,
+            count: 1,
+            cores: g.cores.clone(),
+            file: Some(g.file.clone()),
+            links: g.links.clone(),
+            pci_bus: Some(g.bus_id.clone()).filter(|b| !b.is_empty()),
+        })
+        .collect()
+}
+
+/// Untyped GPUs from the `nvidia<N>` files of `dev` (normally `/dev`), by number.
+pub fn devices_from_dev(dev: &Path) -> Vec<GresDevice> {
+    let mut nums: Vec<u32> = std::fs::read_dir(dev)
+        .map(|rd| {
+            rd.filter_map(|e| {
+                let name = e.ok()?.file_name().into_string().ok()?;
+                name.strip_prefix("nvidia")?.parse::<u32>().ok()
+            })
+            .collect()
+        })
+        .unwrap_or_default();
+    nums.sort_unstable();
+    nums.iter()
+        .enumerate()
+        .map(|(i, n)| GresDevice {
+            name: "gpu".into(),
+            kind: None,
+            index: i as u32,
+            count: 1,
+            cores: Vec::new(),
+            file: Some(dev.join(format!("nvidia{n}")).display().to_string()),
+            links: Vec::new(),
+            pci_bus: None,
+        })
+        .collect()
+}
+
+/// This node's GPUs: NVML's when it answers with some, else the `/dev/nvidia*` files.
+/// The second value holds notes for the agent's log (an NVML failure, MIG mode).
+pub fn detect() -> (Vec<GresDevice>, Vec<String>) {
+    let mut notes = Vec::new();
+    match nvml_gpus() {
+        NvmlProbe::Gpus(g) if !g.is_empty() => {
+            for x in g.iter().filter(|x| x.mig) {
+                notes.push(format!(
+                    "GPU {} is in MIG mode; its instances are not enumerated, it is used whole",
+                    x.index
+                ));
+            }
+            return (devices_from(&g), notes);
+        }
+        NvmlProbe::Failed(t) => notes.push(t),
+        _ => {}
+    }
+    (devices_from_dev(Path::new("/dev")), notes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn init_errors_that_mean_no_gpu_are_not_failures() {
+        assert_eq!(classify_init_error(&NvmlError::LibraryNotFound), None);
+        assert_eq!(classify_init_error(&NvmlError::DriverNotLoaded), None);
+        assert_eq!(classify_init_error(&NvmlError::FunctionNotFound), None);
+        assert_eq!(
+            classify_init_error(&NvmlError::FailedToLoadSymbol("nvmlInit_v2".into())),
+            None
+        );
+        for e in [
+            NvmlError::NoPermission,
+            NvmlError::LibRmVersionMismatch,
+            NvmlError::Unknown,
+        ] {
+            let t = classify_init_error(&e).expect("a real failure");
+            assert!(t.starts_with("NVML initialisation failed: "), "{t}");
+        }
+    }
+
+    #[test]
+    fn a_machine_without_the_library_has_no_nvml_gpus() {
+        // On machines without NVIDIA's driver this is the path taken; with it, GPUs.
+        match nvml_gpus() {
+            NvmlProbe::Absent(_) | NvmlProbe::Gpus(_) => {}
+            NvmlProbe::Failed(t) => panic!("NVML present but failing here: {t}"),
+        }
+    }
+
+    #[test]
+    fn model_names_become_gres_types() {
+        for (m, t) in [
+            ("NVIDIA H100 80GB HBM3", "h100"),
+            ("NVIDIA H200", "h200"),
+            ("NVIDIA A100-SXM4-40GB", "a100"),
+            ("NVIDIA GeForce RTX 4090", "rtx4090"),
+            ("Tesla V100-SXM2-16GB", "v100"),
+            ("NVIDIA L40S", "l40s"),
+            ("Quadro RTX 8000", "rtx8000"),
+        ] {
+            assert_eq!(gres_type(m).as_deref(), Some(t), "{m}");
+        }
+        assert_eq!(gres_type("NVIDIA"), None);
+        assert_eq!(gres_type(""), None);
+    }
+
+    #[test]
+    fn affinity_links_and_devices() {
+        assert_eq!(affinity_cpus(&[0b101, 1]), vec![0, 2, 64]);
+        let ids: Vec<String> = ["00000000:17:00.0", "00000000:65:00.0", "00000000:CA:00.0"]
+            .iter()
+            .map(|s| norm_bus(s))
+            .collect();
+        let remote = vec![
+            "0000:65:00.0".to_string(),
+            "00000000:65:00.0".to_string(),
+            "00000000:ca:00.0".to_string(),
+        ];
+        assert_eq!(nvlink_counts(0, &ids, &remote), vec![-1, 2, 1]);
+        let g = DetectedGpu {
+            index: 1,
+            model: "NVIDIA H100 80GB HBM3".into(),
+            file: "/dev/nvidia3".into(),
+            cores: vec![0, 1],
+            ..DetectedGpu::default()
+        };
+        let d = devices_from(&[g]);
+        assert_eq!(d[0].index, 0);
+        assert_eq!(d[0].kind.as_deref(), Some("h100"));
+        assert_eq!(d[0].file.as_deref(), Some("/dev/nvidia3"));
+    }
+
+    #[test]
+    fn dev_files_give_untyped_gpus() {
+        let t = tempfile::tempdir().unwrap();
+        for f in ["nvidia1", "nvidia0", "nvidiactl", "nvidia-uvm", "null"] {
+            std::fs::write(t.path().join(f), "").unwrap();
+        }
+        let d = devices_from_dev(t.path());
+        assert_eq!(d.len(), 2);
+        assert!(d[1].file.as_deref().unwrap().ends_with("nvidia1"));
+        assert!(devices_from_dev(&t.path().join("missing")).is_empty());
+    }
+}

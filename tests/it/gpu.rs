@@ -1,0 +1,317 @@
+//! GPUs through the real front-ends (issue 8), with fake GPUs declared in `[[gres]]`
+//! entries: steps taking disjoint subsets of the job's GPUs and waiting when they are
+//! taken, per-task binding for each `--gpu-bind` mode, typed step requests, CPUs moved
+//! near a task's GPU, and (where cgroup v1 devices and mknod are available) the device
+//! file of a GPU not allocated being unopenable.
+
+use crate::harness::*;
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+/// `[[gres]]` lines for four untyped GPUs: 0-1 near CPU 0, 2-3 near CPU 1 (every machine
+/// that runs the tests has CPUs 0 and 1).
+const FOUR_GPUS: &str = r#"
+[[gres]]
+name = "gpu"
+count = 2
+cores = "0"
+[[gres]]
+name = "gpu"
+count = 2
+cores = "1"
+"#;
+
+fn cluster(top: &'static str) -> TestCluster {
+    TestCluster::start_with(Setup {
+        top,
+        ..Setup::default()
+    })
+}
+
+/// Runs `script` as a batch job with `args` and returns its output once it ended
+/// COMPLETED.
+fn batch_output(c: &TestCluster, name: &str, args: &[&str], script: &str) -> String {
+    let out = c.path(&format!("{name}.out"));
+    c.script(&format!("{name}.sh"), &format!("#!/bin/sh\n{script}"));
+    let out_s = out.display().to_string();
+    let mut a: Vec<&str> = vec!["-o", &out_s];
+    a.extend_from_slice(args);
+    let sh = c.path(&format!("{name}.sh")).display().to_string();
+    a.push(&sh);
+    let id = c.submit(&a);
+    let state = c.wait_done(id);
+    let text = std::fs::read_to_string(&out).unwrap_or_default();
+    assert_eq!(
+        state,
+        "COMPLETED",
+        "job {id} output:\n{text}\n{}\n{}",
+        c.ok("scontrol", &["show", "job", &id.to_string()]),
+        c.controller_log()
+    );
+    text
+}
+
+/// The value after `key=` on the line starting with `prefix` (srun `-l` labels).
+fn value(out: &str, prefix: &str) -> String {
+    out.lines()
+        .find_map(|l| l.trim_start().strip_prefix(prefix))
+        .unwrap_or_else(|| panic!("no line {prefix:?} in:\n{out}"))
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn concurrent_steps_get_disjoint_gpus_and_a_step_that_does_not_fit_waits() {
+    let c = cluster(FOUR_GPUS);
+    let wait_for = |f: &str| format!("while [ ! -e {f} ]; do sleep 0.1; done");
+    let script = format!(
+        "echo job=$CUDA_VISIBLE_DEVICES\n\
+         srun --exact -n1 --gres=gpu:2 sh -c 'echo A=$SLURM_STEP_GPUS; touch a.up; {go}' &\n\
+         {a}\n\
+         srun --exact -n1 --gpus=2 sh -c 'echo B=$SLURM_STEP_GPUS; touch b.up; {go}' &\n\
+         {b}\n\
+         srun --exact -n1 --gres=gpu:1 sh -c 'echo C=$SLURM_STEP_GPUS' 2>c.err\n\
+         wait\n",
+        go = wait_for("go"),
+        a = wait_for("a.up"),
+        b = wait_for("b.up"),
+    );
+    for f in ["a.up", "b.up", "go", "c.err"] {
+        let _ = std::fs::remove_file(c.path(f));
+    }
+    c.script("steps.sh", &format!("#!/bin/sh\n{script}"));
+    let out = c.path("steps.out").display().to_string();
+    let sh = c.path("steps.sh").display().to_string();
+    let id = c.submit(&["-n4", "--gres=gpu:4", "-o", &out, &sh]);
+    // The third step waits, saying so as Slurm does, while the first two hold all four.
+    let err = c.wait_file("c.err", |s| s.contains("temporarily disabled"));
+    assert!(
+        err.contains(&format!(
+            "srun: Job {id} step creation temporarily disabled, retrying (Requested nodes are busy)"
+        )),
+        "{err}"
+    );
+    std::fs::write(c.path("go"), "").unwrap();
+    assert_eq!(c.wait_done(id), "COMPLETED");
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(value(&text, "job="), "0,1,2,3");
+    let set = |v: String| -> BTreeSet<String> { v.split(',').map(String::from).collect() };
+    let a = set(value(&text, "A="));
+    let b = set(value(&text, "B="));
+    assert_eq!(a.len(), 2, "{text}");
+    assert_eq!(b.len(), 2, "{text}");
+    assert!(a.is_disjoint(&b), "{text}");
+    assert_eq!(value(&text, "C=").split(',').count(), 1, "{text}");
+}
+
+#[test]
+fn every_gpu_bind_mode_chooses_each_tasks_devices() {
+    let c = cluster(FOUR_GPUS);
+    let show = "sh -c 'echo $CUDA_VISIBLE_DEVICES/$SLURM_STEP_GPUS/$GPU_DEVICE_ORDINAL'";
+    let script = format!(
+        "srun -l -n2 --gpus-per-task=1 {show} | sed 's/^/pertask /'\n\
+         srun -l -n2 --gres=gpu:4 --gpu-bind=map_gpu:3,1 {show} | sed 's/^/map /'\n\
+         srun -l -n2 --gres=gpu:4 --gpu-bind=mask_gpu:0x3,0xc {show} | sed 's/^/mask /'\n\
+         srun -l -n2 --gres=gpu:4 --cpu-bind=cores --gpu-bind=closest {show} | sed 's/^/closest /'\n\
+         srun -l -n2 --gres=gpu:4 --cpu-bind=cores --gpu-bind=single:1 {show} | sed 's/^/single /'\n\
+         srun -l -n2 --gpus-per-task=1 --gpu-bind=none {show} | sed 's/^/none /'\n\
+         srun -n1 --gres=gpu:2 --gpu-bind=verbose,map_gpu:1 true 2>&1 | sed 's/^/verbose /'\n\
+         srun -n1 --gres=gpu:4 --cpu-bind=cores --gpu-bind=map_gpu:2 \
+           sh -c 'grep Cpus_allowed_list /proc/self/status' | sed 's/^/near /'\n"
+    );
+    let out = batch_output(&c, "bind", &["-n4", "--gres=gpu:4"], &script);
+    // --gpus-per-task=1: Slurm's golden env_gpu_per_task.
+    assert_eq!(value(&out, "pertask 0:"), "0/0/0");
+    assert_eq!(value(&out, "pertask 1:"), "1/1/1");
+    assert_eq!(value(&out, "map 0:"), "3/3/3");
+    assert_eq!(value(&out, "map 1:"), "1/1/1");
+    assert_eq!(value(&out, "mask 0:"), "0,1/0,1/0,1");
+    assert_eq!(value(&out, "mask 1:"), "2,3/2,3/2,3");
+    // Task 0 is bound to CPU 0 (near GPUs 0-1), task 1 to CPU 1 (near 2-3).
+    assert_eq!(value(&out, "closest 0:"), "0,1/0,1/0,1");
+    assert_eq!(value(&out, "closest 1:"), "2,3/2,3/2,3");
+    assert_eq!(value(&out, "single 0:"), "0/0/0");
+    assert_eq!(value(&out, "single 1:"), "2/2/2");
+    assert_eq!(value(&out, "none 0:"), "0,1/0,1/0,1");
+    assert_eq!(value(&out, "none 1:"), "0,1/0,1/0,1");
+    assert!(
+        out.contains("verbose gpu-bind: usable_gres=0x2; bit_alloc=0x3; local_inx=0; global_list=1; local_list=1"),
+        "{out}"
+    );
+    // The task bound to GPU 2 runs on GPU 2's CPU (1), not the first one.
+    assert_eq!(value(&out, "near Cpus_allowed_list:"), "1");
+}
+
+#[test]
+fn typed_step_requests_take_devices_of_that_type_and_bad_ones_are_refused() {
+    let c = cluster(
+        r#"
+[[gres]]
+name = "gpu"
+type = "a100"
+count = 2
+[[gres]]
+name = "gpu"
+type = "h100"
+count = 2
+"#,
+    );
+    assert!(
+        c.ok("sinfo", &["-h", "-o", "%G"])
+            .contains("gpu:a100:2,gpu:h100:2")
+    );
+    let script = "srun -n1 --gres=gpu:h100:1 sh -c 'echo h=$SLURM_STEP_GPUS'\n\
+                  srun -n1 --gpus=a100:2 sh -c 'echo a=$SLURM_STEP_GPUS'\n\
+                  srun -n1 --gres=gpu:v100:1 true 2>&1 | sed 's/^/v100 /'\n\
+                  srun -n1 --gres=gpu:5 true 2>&1 | sed 's/^/five /'\n\
+                  srun -n1 --gpu-bind=nearest true 2>&1 | sed 's/^/badbind /'\n";
+    let out = batch_output(&c, "typed", &["--gres=gpu:4"], script);
+    assert_eq!(value(&out, "h="), "2");
+    assert_eq!(value(&out, "a="), "0,1");
+    for p in ["v100 ", "five "] {
+        assert!(
+            value(&out, p).contains("Invalid generic resource (gres) specification"),
+            "{out}"
+        );
+    }
+    assert!(
+        value(&out, "badbind ").contains("Invalid --gpu-bind argument: nearest"),
+        "{out}"
+    );
+}
+
+#[test]
+fn srun_outside_an_allocation_binds_one_gpu_per_task() {
+    let c = cluster(FOUR_GPUS);
+    let o = c.ok(
+        "srun",
+        &[
+            "-l",
+            "-n2",
+            "--gpus-per-task=1",
+            "sh",
+            "-c",
+            "echo $CUDA_VISIBLE_DEVICES",
+        ],
+    );
+    let mut seen: Vec<String> = o.lines().map(|l| l.trim().to_string()).collect();
+    seen.sort();
+    assert_eq!(seen, vec!["0: 0", "1: 1"], "{o}");
+}
+
+/// Makes `n` character devices `gpuN` in `dir` with a major number no driver uses:
+/// opening one fails with ENXIO ("No such device") unless a devices cgroup refuses it
+/// first (EPERM). `None` when mknod is not permitted here.
+fn fake_gpu_nodes(dir: &std::path::Path, n: u32) -> Option<()> {
+    for i in 0..n {
+        let made = nix::sys::stat::mknod(
+            &dir.join(format!("gpu{i}")),
+            nix::sys::stat::SFlag::S_IFCHR,
+            nix::sys::stat::Mode::from_bits_truncate(0o666),
+            nix::sys::stat::makedev(240, u64::from(i)),
+        );
+        if let Err(e) = made {
+            eprintln!("skipped: cannot create device files: {e}");
+            return None;
+        }
+    }
+    Some(())
+}
+
+#[test]
+fn a_gpu_not_allocated_is_unopenable_and_ordinals_are_local() {
+    let devdir = tempfile::tempdir().unwrap();
+    if fake_gpu_nodes(devdir.path(), 2).is_none() {
+        return;
+    }
+    let top: &'static str = Box::leak(
+        format!(
+            "[[gres]]\nname = \"gpu\"\nfile = \"{}/gpu[0-1]\"\n",
+            devdir.path().display()
+        )
+        .into_boxed_str(),
+    );
+    let c = TestCluster::start_with(Setup {
+        top,
+        cgroup: "ConstrainDevices = true",
+        ..Setup::default()
+    });
+    let m = sluice::stepd::isolate::detect(
+        &c.cgroup,
+        sluice::stepd::isolate::Scope::batch(&c.cgroup.root, 0, 0),
+    );
+    if m.backend() != sluice::stepd::isolate::Backend::V1 {
+        eprintln!(
+            "skipped: no writable cgroup v1 devices hierarchy ({:?})",
+            m.backend()
+        );
+        return;
+    }
+    let d = devdir.path().display();
+    // Prints the reason an open of the file fails (the shell's message after its last
+    // `: `).
+    c.script(
+        "probe.sh",
+        "#!/bin/sh\n(exec 3< \"$1\") 2>&1 | sed 's/.*: //'\n",
+    );
+    let probe = |f: &str| format!("./probe.sh {d}/{f}");
+    // A job of two GPUs; its steps take one each.
+    let script = format!(
+        "echo job=$CUDA_VISIBLE_DEVICES\n\
+         srun --gres=gpu:1 sh -c 'echo s0=$SLURM_STEP_GPUS/$CUDA_VISIBLE_DEVICES; echo own=$({p0}); echo other=$({p1})'\n",
+        p0 = probe("gpu0"),
+        p1 = probe("gpu1"),
+    );
+    let out = batch_output(&c, "devs", &["--gres=gpu:2"], &script);
+    assert_eq!(value(&out, "job="), "0,1");
+    // The step holds GPU 0: its file opens as far as the (absent) driver, GPU 1's is
+    // refused by the devices cgroup; CUDA would number the one visible device 0.
+    assert_eq!(value(&out, "s0="), "0/0");
+    // ENXIO: "No such device or address".
+    assert!(value(&out, "own=").starts_with("No such device"), "{out}");
+    assert_eq!(value(&out, "other="), "Operation not permitted");
+    // A batch job of one GPU cannot open the other's file: with GPU 0 taken by another
+    // job, it gets GPU 1, sees it as ordinal 0, and GPU 0's file is refused.
+    let script = format!(
+        "echo job=$SLURM_JOB_GPUS/$CUDA_VISIBLE_DEVICES\necho other=$({})\n",
+        probe("gpu0")
+    );
+    let blocker = c.submit(&["--gres=gpu:1", "-o", "/dev/null", "--wrap", "sleep 30"]);
+    c.wait_state(blocker, &["RUNNING"], Duration::from_secs(20));
+    let out = batch_output(&c, "devs1", &["--gres=gpu:1"], &script);
+    assert_eq!(value(&out, "job="), "1/0");
+    assert_eq!(value(&out, "other="), "Operation not permitted");
+    c.ok("scancel", &[&blocker.to_string()]);
+}
+
+#[test]
+fn gpu_steps_get_nccl_variables_unless_the_user_set_them() {
+    let c = cluster(FOUR_GPUS);
+    let show = "sh -c 'echo $MASTER_ADDR/$MASTER_PORT/$NCCL_DEBUG_FILE'";
+    let script = format!(
+        "srun -l -n2 --gpus-per-task=1 {show} | sed 's/^/plain /'\n\
+         export NCCL_DEBUG=INFO MASTER_PORT=29500\n\
+         srun -l -n2 --gpus-per-task=1 {show} | sed 's/^/user /'\n\
+"
+    );
+    let out = batch_output(&c, "nccl", &["-n2", "--gres=gpu:2"], &script);
+    let node = c.node();
+    let plain: Vec<String> = ["plain 0:", "plain 1:"]
+        .iter()
+        .map(|p| value(&out, p))
+        .collect();
+    // Both ranks agree on the rendezvous; the port is sluice's, derived from the ids.
+    assert_eq!(plain[0], plain[1], "{out}");
+    let (addr, rest) = plain[0].split_once('/').unwrap();
+    assert_eq!(addr, node);
+    let port: u16 = rest.trim_end_matches('/').parse().unwrap();
+    assert!((20000..32000).contains(&port), "{port}");
+    // The user's MASTER_PORT stays; NCCL_DEBUG brings one debug file per rank.
+    let u0 = value(&out, "user 0:");
+    let u1 = value(&out, "user 1:");
+    assert!(u0.starts_with(&format!("{node}/29500/nccl-debug.")), "{u0}");
+    assert!(
+        u0.ends_with(".0.log") && u1.ends_with(".1.log"),
+        "{u0} {u1}"
+    );
+}
