@@ -92,7 +92,12 @@ where
                 steps.observe(&ev);
                 link.send(&ev).await?
             }
-            _ = beat.tick() => link.send(&heartbeat()).await?,
+            _ = beat.tick() => {
+                link.send(&heartbeat()).await?;
+                for m in batch_usage(&cfg.spool_dir) {
+                    link.send(&m).await?;
+                }
+            }
         }
     }
 }
@@ -100,6 +105,22 @@ where
 fn heartbeat() -> FromAgent {
     let (load, free_mem) = discover::load_and_free_mem();
     FromAgent::Heartbeat { load, free_mem }
+}
+
+/// The latest usage sample of each batch step still running here (its stepd has
+/// written `usage` but no `result` yet).
+fn batch_usage(spool: &Path) -> Vec<FromAgent> {
+    known_jobs(spool)
+        .into_iter()
+        .filter_map(|job_id| {
+            let dir = job_dir(spool, job_id);
+            if dir.join(spool::RESULT).exists() {
+                return None;
+            }
+            let usage = spool::read(&dir, spool::USAGE).ok().flatten()?;
+            Some(FromAgent::BatchUsage { job_id, usage })
+        })
+        .collect()
 }
 
 /// Job ids with a spool directory (running, or finished and not yet forgotten).
@@ -224,6 +245,7 @@ fn ended_failed(job_id: u32, message: String) -> FromAgent {
         cpu_secs: 0.0,
         oom: false,
         message: Some(message),
+        usage: None,
     }
 }
 
@@ -237,6 +259,7 @@ fn result_msg(job_id: u32, r: StepResult) -> FromAgent {
         cpu_secs: r.cpu_secs,
         oom: r.oom,
         message: r.message,
+        usage: r.usage,
     }
 }
 
@@ -298,6 +321,7 @@ fn collect(dir: &Path, id: u32) -> FromAgent {
                             "stepd of job {id} died; its processes were killed. {}",
                             log.trim()
                         )),
+                        usage: spool::read(dir, spool::USAGE).ok().flatten(),
                     }
                 }
                 None => ended_failed(id, format!("stepd exited without a result: {}", log.trim())),

@@ -15,6 +15,7 @@ pub mod sbatch;
 pub mod scancel;
 pub mod scontrol;
 pub mod sdiag;
+pub mod seff;
 pub mod sinfo;
 pub mod sprio;
 pub mod squeue;
@@ -24,6 +25,7 @@ pub mod sstat;
 pub mod stepio;
 pub mod timefmt;
 pub mod timeparse;
+pub mod usagefmt;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -31,7 +33,7 @@ use std::process::ExitCode;
 /// The commands `install.sh` links to the binary, with the module that serves each.
 pub const LINKED_COMMANDS: &[&str] = &[
     "sbatch", "srun", "salloc", "squeue", "scancel", "sinfo", "scontrol", "sacct", "sstat",
-    "sprio", "sdiag",
+    "sprio", "sdiag", "seff",
 ];
 
 /// Entry point for every role: picks the command from argv[0], or from argv[1] when
@@ -93,6 +95,7 @@ fn dispatch(cmd: &str, args: Vec<OsString>) -> ExitCode {
         "srun" => srun::run(args),
         "salloc" => salloc::run(args),
         "sstat" => sstat::run(args),
+        "seff" => seff::run(args),
         "--version" | "-V" | "version" => {
             println!("sluice {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS

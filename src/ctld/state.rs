@@ -1108,6 +1108,7 @@ impl Cluster {
             max_rss_kib: 0,
             cpu_secs: 0.0,
             detail: None,
+            usage: None,
         });
         let batch_host = alloc.nodes[0].clone();
         j.alloc = Some(alloc);
@@ -1419,6 +1420,17 @@ impl Cluster {
                 step_id,
                 event,
             } => self.step_event(node, job_id, step_id, event, now, fx),
+            FromAgent::BatchUsage { job_id, usage } => {
+                // Kept in memory only: the final figures are stored when the job ends.
+                if let Some(s) = self
+                    .jobs
+                    .get_mut(&job_id)
+                    .and_then(|j| j.steps.iter_mut().find(|s| s.id == "batch"))
+                    .filter(|s| s.state == JobState::Running)
+                {
+                    s.usage = Some(Box::new(usage));
+                }
+            }
             FromAgent::Heartbeat { load, free_mem } => {
                 if let Some(n) = self.node_mut(node) {
                     n.cpu_load = Some(load);
@@ -1434,6 +1446,7 @@ impl Cluster {
                 cpu_secs,
                 oom,
                 message,
+                usage,
             } => {
                 if let Some(m) = message {
                     tracing::warn!(job_id, "{m}");
@@ -1445,6 +1458,7 @@ impl Cluster {
                     max_rss_kib,
                     cpu_secs,
                     oom,
+                    usage,
                 };
                 self.finish(job_id, Some(end), now, fx);
                 fx.to_agent
@@ -1486,6 +1500,9 @@ impl Cluster {
             if let Some(e) = &end {
                 s.max_rss_kib = e.max_rss_kib;
                 s.cpu_secs = e.cpu_secs;
+                if let Some(u) = &e.usage {
+                    s.usage = Some(Box::new(u.clone()));
+                }
             }
         }
         j.completing = false;
@@ -2217,6 +2234,7 @@ struct End {
     max_rss_kib: u64,
     cpu_secs: f64,
     oom: bool,
+    usage: Option<crate::model::step::StepUsage>,
 }
 
 /// Drops the script and environment of a job that has ended from the in-memory record

@@ -558,6 +558,14 @@ pub enum FromAgent {
         oom: bool,
         /// A message for the controller's log when launch failed.
         message: Option<String>,
+        /// The batch step's final usage (sacct's MaxRSS, AveRSS, MaxVMSize, UserCPU…).
+        #[serde(default)]
+        usage: Option<crate::model::step::StepUsage>,
+    },
+    /// The latest usage sample of a running job's batch step (sent with heartbeats).
+    BatchUsage {
+        job_id: u32,
+        usage: crate::model::step::StepUsage,
     },
     /// Periodic load report.
     Heartbeat { load: f64, free_mem: u64 },

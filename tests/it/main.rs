@@ -28,3 +28,4 @@ mod ssh;
 mod states;
 mod steps;
 mod system_mode;
+mod usage;

@@ -71,6 +71,14 @@ fn ended(id: u32, code: i32, signal: i32) -> FromAgent {
         cpu_secs: 0.5,
         oom: false,
         message: None,
+        usage: Some(crate::model::step::StepUsage {
+            ntasks: 1,
+            max_rss_kib: 100,
+            user_cpu_secs: 0.25,
+            sys_cpu_secs: 0.25,
+            sum_cpu_secs: 0.5,
+            ..Default::default()
+        }),
     }
 }
 
@@ -90,12 +98,37 @@ fn submit_resolves_defaults_and_schedules() {
     assert_eq!(c.jobs[&1].state, JobState::Running);
     assert_eq!(c.nodes[0].alloc_cpus, 1);
     c.sanity_check().unwrap();
+    // A live sample of the batch step is kept on its record (for sstat).
+    let mut fx = Effects::default();
+    let live = crate::model::step::StepUsage {
+        ntasks: 1,
+        max_rss_kib: 42,
+        ..Default::default()
+    };
+    c.from_agent(
+        "n1",
+        FromAgent::BatchUsage {
+            job_id: 1,
+            usage: live,
+        },
+        15,
+        &mut fx,
+    );
+    assert_eq!(c.jobs[&1].steps[0].usage().map(|u| u.max_rss_kib), Some(42));
     let mut fx = Effects::default();
     c.from_agent("n1", ended(1, 0, 0), 20, &mut fx);
     let j = &c.jobs[&1];
     assert_eq!(j.state, JobState::Completed);
     assert_eq!(j.steps[0].state, JobState::Completed);
     assert_eq!(j.steps[0].max_rss_kib, 100);
+    // The final figures replace the sample, and are stored.
+    let u = j.steps[0].usage().unwrap();
+    assert_eq!((u.max_rss_kib, u.user_cpu_secs), (100, 0.25));
+    assert!(
+        fx.persist
+            .iter()
+            .any(|p| p.id == 1 && p.steps[0].usage().is_some_and(|u| u.max_rss_kib == 100))
+    );
     assert_eq!(c.nodes[0].alloc_cpus, 0);
     c.sanity_check().unwrap();
 }
