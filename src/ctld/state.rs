@@ -1359,9 +1359,28 @@ impl Cluster {
         for id in lost {
             self.finish(id, None, now, fx);
         }
+        // What it still runs for jobs that ended (or moved) while it was away is ended.
+        let orphans = self.orphans_on(&node, &running);
+        for &id in &orphans {
+            tracing::warn!(
+                node,
+                job_id = id,
+                "ending a run the node kept while it was away"
+            );
+            fx.to_agent.push((
+                node.clone(),
+                ToAgent::Terminate {
+                    job_id: id,
+                    kill_wait: self.kill_wait,
+                    reason: None,
+                },
+            ));
+            fx.to_agent
+                .push((node.clone(), ToAgent::Forget { job_id: id }));
+        }
         // Jobs the node runs that the controller still has pending (it crashed between
         // sending the launch and recording it) are adopted as running.
-        for id in running {
+        for id in running.into_iter().filter(|id| !orphans.contains(id)) {
             let pending_here = self
                 .jobs
                 .get(&id)
@@ -2261,6 +2280,7 @@ fn fold_results(rs: Vec<Result<(), SlurmError>>) -> Option<SlurmError> {
     )
 }
 
+mod nodefail;
 #[cfg(test)]
 mod tests;
 

@@ -569,3 +569,44 @@ fn overflowing_counts_are_refused_not_a_panic() {
     s.mem = Some(MemReq::PerCpu(999_999_999_999_999));
     assert!(c.resolve(s, ALICE, 0, &names).is_err());
 }
+
+#[test]
+fn silent_node_ends_its_jobs_node_fail_or_requeues_them() {
+    let mut c = cluster();
+    let mut keep = spec("norequeue");
+    keep.requeue = Some(false);
+    let a = submit(&mut c, keep, ALICE, 10);
+    let mut rq = spec("requeue");
+    rq.requeue = Some(true);
+    let b = submit(&mut c, rq, ALICE, 10);
+    let mut fx = Effects::default();
+    c.schedule(10, &mut fx);
+    assert_eq!(launches(&fx), vec![a, b]);
+    let mut fx = Effects::default();
+    let hit = c.nodes_failed(&["n1".to_string()], 50, &mut fx);
+    assert_eq!(hit, vec![a, b]);
+    let ja = &c.jobs[&a];
+    assert_eq!(
+        (ja.state, &ja.reason),
+        (JobState::NodeFail, &Reason::NodeDown)
+    );
+    assert_eq!(ja.steps[0].state, JobState::NodeFail);
+    assert_eq!(ja.end_time, Some(50));
+    let jb = &c.jobs[&b];
+    assert_eq!((jb.state, jb.restarts), (JobState::Pending, 1));
+    assert!(jb.past_runs[0].node_fail);
+    assert_eq!(c.nodes[0].alloc_cpus, 0);
+    c.sanity_check().unwrap();
+    // Back again, the node still runs both: both are orphans now.
+    assert_eq!(c.orphans_on("n1", &[a, b, 999]), vec![a, b]);
+    // A job running here normally is not.
+    let d = submit(&mut c, spec("other"), ALICE, 60);
+    let mut fx = Effects::default();
+    c.schedule(60, &mut fx);
+    assert_eq!(c.jobs[&d].state, JobState::Running);
+    assert!(c.orphans_on("n1", &[d]).is_empty());
+    // A failure of another node leaves it alone.
+    let mut fx = Effects::default();
+    assert!(c.nodes_failed(&["n9".to_string()], 70, &mut fx).is_empty());
+    assert_eq!(c.jobs[&d].state, JobState::Running);
+}
