@@ -107,6 +107,22 @@ fn heartbeat() -> FromAgent {
     FromAgent::Heartbeat { load, free_mem }
 }
 
+/// Which isolation backend this node's stepds will find with `cgroup` settings, and
+/// why it is degraded when it is the process-group fallback (probing creates the
+/// agent's user's cgroup directory under sluice's root, as a stepd would).
+fn isolation_report(cgroup: &crate::config::CgroupConf) -> FromAgent {
+    use crate::stepd::isolate::{Backend, Scope, detect};
+    let uid = nix::unistd::geteuid().as_raw();
+    let m = detect(cgroup, Scope::batch(&cgroup.root, uid, 0));
+    let degraded = (m.backend() == Backend::None)
+        .then(|| m.degraded().into_iter().next())
+        .flatten();
+    FromAgent::Isolation {
+        backend: m.backend().to_string(),
+        degraded,
+    }
+}
+
 /// The latest usage sample of each batch step still running here (its stepd has
 /// written `usage` but no `result` yet).
 fn batch_usage(spool: &Path) -> Vec<FromAgent> {
@@ -143,6 +159,9 @@ fn handle(
     steps: &mut steps::Steps,
 ) {
     match msg {
+        ToAgent::Configure { cgroup } => {
+            let _ = etx.send(isolation_report(&cgroup));
+        }
         ToAgent::LaunchStep(ls) => steps.launch(*ls, cfg, etx),
         ToAgent::StepInput {
             job_id,

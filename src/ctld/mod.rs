@@ -547,6 +547,12 @@ impl Actor {
                     .unwrap_or_else(|| crate::config::NodeConf::named(&node));
                 self.cluster.agent_registered(reg, &declared, now, fx);
                 self.health.registered(&mut self.cluster.nodes, &node, now);
+                fx.to_agent.push((
+                    node.clone(),
+                    ToAgent::Configure {
+                        cgroup: self.cluster.cgroup.clone(),
+                    },
+                ));
             }
             Msg::Agent { node, msg } => {
                 if self.agents.contains_key(&node)

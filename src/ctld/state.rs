@@ -1439,6 +1439,9 @@ impl Cluster {
                 step_id,
                 event,
             } => self.step_event(node, job_id, step_id, event, now, fx),
+            FromAgent::Isolation { backend, degraded } => {
+                self.isolation_reported(node, &backend, degraded, now);
+            }
             FromAgent::BatchUsage { job_id, usage } => {
                 // Kept in memory only: the final figures are stored when the job ends.
                 if let Some(s) = self
@@ -2280,6 +2283,7 @@ fn fold_results(rs: Vec<Result<(), SlurmError>>) -> Option<SlurmError> {
     )
 }
 
+mod isolation;
 mod nodefail;
 #[cfg(test)]
 mod tests;

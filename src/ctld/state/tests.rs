@@ -610,3 +610,28 @@ fn silent_node_ends_its_jobs_node_fail_or_requeues_them() {
     assert!(c.nodes_failed(&["n9".to_string()], 70, &mut fx).is_empty());
     assert_eq!(c.jobs[&d].state, JobState::Running);
 }
+
+#[test]
+fn degraded_isolation_is_a_reason_on_the_node_that_never_replaces_an_admins() {
+    let mut c = cluster();
+    c.isolation_reported("n1", "none", Some("no cgroups: disabled".into()), 30);
+    let n = &c.nodes[0];
+    assert_eq!(
+        n.reason.as_deref(),
+        Some("Isolation degraded: no cgroups: disabled")
+    );
+    assert_eq!((n.reason_uid, n.reason_time), (Some(999), Some(30)));
+    assert_eq!(n.state, NodeState::Up);
+    assert!(n.schedulable());
+    // Full isolation again: our reason goes.
+    c.isolation_reported("n1", "cgroup/v1", None, 40);
+    assert_eq!(c.nodes[0].reason, None);
+    assert_eq!(c.nodes[0].isolation_degraded, None);
+    // An admin's reason stays.
+    c.nodes[0].reason = Some("disk".into());
+    c.isolation_reported("n1", "none", Some("no cgroups".into()), 50);
+    assert_eq!(c.nodes[0].reason.as_deref(), Some("disk"));
+    assert_eq!(c.nodes[0].isolation_degraded.as_deref(), Some("no cgroups"));
+    c.isolation_reported("n1", "cgroup/v1", None, 60);
+    assert_eq!(c.nodes[0].reason.as_deref(), Some("disk"));
+}
