@@ -237,14 +237,10 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    // Any user's job, any time (seff reads the accounting record directly).
     let q = AcctQuery {
         ids: vec![spec.job],
-        users: Vec::new(),
-        start: None,
-        end: None,
-        states: Vec::new(),
-        names: Vec::new(),
-        partitions: Vec::new(),
+        ..AcctQuery::default()
     };
     match client.request(&Request::Acct(q)) {
         Ok(Response::Acct { jobs, now }) => match pick(&jobs, &ids[0]) {
