@@ -119,7 +119,12 @@ where
                 steps.observe(&ev);
                 link.send(&ev).await?
             }
-            _ = beat.tick() => link.send(&heartbeat()).await?,
+            _ = beat.tick() => {
+                link.send(&heartbeat()).await?;
+                for m in batch_usage(&cfg.spool_dir) {
+                    link.send(&m).await?;
+                }
+            }
         }
     }
 }
@@ -127,6 +132,38 @@ where
 fn heartbeat() -> FromAgent {
     let (load, free_mem) = discover::load_and_free_mem();
     FromAgent::Heartbeat { load, free_mem }
+}
+
+/// Which isolation backend this node's stepds will find with `cgroup` settings, and
+/// why it is degraded when it is the process-group fallback (probing creates the
+/// agent's user's cgroup directory under sluice's root, as a stepd would).
+fn isolation_report(cgroup: &crate::config::CgroupConf) -> FromAgent {
+    use crate::stepd::isolate::{Backend, Scope, detect};
+    let uid = nix::unistd::geteuid().as_raw();
+    let m = detect(cgroup, Scope::batch(&cgroup.root, uid, 0));
+    let degraded = (m.backend() == Backend::None)
+        .then(|| m.degraded().into_iter().next())
+        .flatten();
+    FromAgent::Isolation {
+        backend: m.backend().to_string(),
+        degraded,
+    }
+}
+
+/// The latest usage sample of each batch step still running here (its stepd has
+/// written `usage` but no `result` yet).
+fn batch_usage(spool: &Path) -> Vec<FromAgent> {
+    known_jobs(spool)
+        .into_iter()
+        .filter_map(|job_id| {
+            let dir = job_dir(spool, job_id);
+            if dir.join(spool::RESULT).exists() {
+                return None;
+            }
+            let usage = spool::read(&dir, spool::USAGE).ok().flatten()?;
+            Some(FromAgent::BatchUsage { job_id, usage })
+        })
+        .collect()
 }
 
 /// Job ids with a spool directory (running, or finished and not yet forgotten).
@@ -149,6 +186,9 @@ fn handle(
     steps: &mut steps::Steps,
 ) {
     match msg {
+        ToAgent::Configure { cgroup } => {
+            let _ = etx.send(isolation_report(&cgroup));
+        }
         ToAgent::LaunchStep(mut ls) => {
             if let Some(path) = &cfg.relay {
                 let env = &mut ls.spec.environment;
@@ -277,6 +317,7 @@ fn ended_failed(job_id: u32, message: String) -> FromAgent {
         cpu_secs: 0.0,
         oom: false,
         message: Some(message),
+        usage: None,
     }
 }
 
@@ -290,6 +331,7 @@ fn result_msg(job_id: u32, r: StepResult) -> FromAgent {
         cpu_secs: r.cpu_secs,
         oom: r.oom,
         message: r.message,
+        usage: r.usage,
     }
 }
 
@@ -351,6 +393,7 @@ fn collect(dir: &Path, id: u32) -> FromAgent {
                             "stepd of job {id} died; its processes were killed. {}",
                             log.trim()
                         )),
+                        usage: spool::read(dir, spool::USAGE).ok().flatten(),
                     }
                 }
                 None => ended_failed(id, format!("stepd exited without a result: {}", log.trim())),

@@ -19,6 +19,7 @@ pub mod scancel;
 pub mod scontrol;
 pub mod scontrol_resv;
 pub mod sdiag;
+pub mod seff;
 pub mod sinfo;
 pub mod sprio;
 pub mod squeue;
@@ -30,6 +31,7 @@ pub mod sstat;
 pub mod stepio;
 pub mod timefmt;
 pub mod timeparse;
+pub mod usagefmt;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -37,7 +39,7 @@ use std::process::ExitCode;
 /// The commands `install.sh` links to the binary, with the module that serves each.
 pub const LINKED_COMMANDS: &[&str] = &[
     "sbatch", "srun", "salloc", "squeue", "scancel", "sinfo", "scontrol", "sacct", "sstat",
-    "sprio", "sdiag", "sshare", "sacctmgr", "sreport",
+    "sprio", "sdiag", "sshare", "sacctmgr", "sreport", "seff",
 ];
 
 /// Entry point for every role: picks the command from argv[0], or from argv[1] when
@@ -103,6 +105,7 @@ fn dispatch(cmd: &str, args: Vec<OsString>) -> ExitCode {
         "srun" => srun::run(args),
         "salloc" => salloc::run(args),
         "sstat" => sstat::run(args),
+        "seff" => seff::run(args),
         "--version" | "-V" | "version" => {
             println!("sluice {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS

@@ -14,6 +14,7 @@ use super::jobfmt;
 use super::jobid::{JobIdSpec, parse_job_id};
 use super::timefmt::fmt_ts;
 use super::timeparse::{TimeParseError, midnight_today, parse_time};
+use super::usagefmt;
 use crate::model::job::PastRun;
 use crate::model::time::fmt_hms;
 use crate::model::{Job, JobState, StepRecord, hostlist};
@@ -541,16 +542,6 @@ fn rows<'a>(o: &Opts, job: &'a Job) -> Vec<Option<&'a StepRecord>> {
     out
 }
 
-/// `TotalCPU` style: `MM:SS.mmm` under an hour, else `[D-]HH:MM:SS`.
-fn fmt_cpu(secs: f64) -> String {
-    let whole = secs.max(0.0) as u64;
-    if whole >= 3600 {
-        return fmt_hms(whole);
-    }
-    let ms = ((secs.max(0.0) - whole as f64) * 1000.0).round() as u64;
-    format!("{:02}:{:02}.{:03}", whole / 60, whole % 60, ms.min(999))
-}
-
 fn job_elapsed(job: &Job, now: i64) -> u64 {
     job.run_secs(now)
 }
@@ -566,6 +557,12 @@ fn ts_or_unknown(t: Option<i64>) -> String {
 /// The value of `field` for the job row (`step: None`) or a step row.
 pub fn value(field: &str, job: &Job, step: Option<&StepRecord>, now: i64, cluster: &str) -> String {
     let started = job.start_time.is_some();
+    // Measured usage of a step (its stepd's samples and final figures).
+    if let Some(u) = step.and_then(|s| s.usage())
+        && let Some(v) = usagefmt::step_field(field, u)
+    {
+        return v;
+    }
     match (field, step) {
         ("JobID", None) => job.display_id(false),
         ("JobID", Some(s)) => format!("{}.{}", job.display_id(false), s.id),
@@ -629,9 +626,24 @@ pub fn value(field: &str, job: &Job, step: Option<&StepRecord>, now: i64, cluste
             (job_elapsed(job, now) * u64::from(jobfmt::cpu_count(job))).to_string()
         }
         ("CPUTimeRAW", Some(s)) => (step_elapsed(s, now) * u64::from(s.ncpus)).to_string(),
-        ("TotalCPU", None) => fmt_cpu(job.steps.iter().map(|s| s.cpu_secs).sum()),
-        ("TotalCPU", Some(s)) => fmt_cpu(s.cpu_secs),
-        ("MaxRSS", Some(s)) if s.max_rss_kib > 0 => format!("{}K", s.max_rss_kib),
+        ("TotalCPU", None) => usagefmt::cpu(job.steps.iter().map(|s| s.cpu_secs).sum()),
+        ("UserCPU", None) => usagefmt::cpu(
+            job.steps
+                .iter()
+                .filter_map(|s| s.usage())
+                .map(|u| u.user_cpu_secs)
+                .sum(),
+        ),
+        ("SystemCPU", None) => usagefmt::cpu(
+            job.steps
+                .iter()
+                .filter_map(|s| s.usage())
+                .map(|u| u.sys_cpu_secs)
+                .sum(),
+        ),
+        // Records from before usage was kept whole.
+        ("TotalCPU", Some(s)) => usagefmt::cpu(s.cpu_secs),
+        ("MaxRSS", Some(s)) if s.max_rss_kib > 0 => usagefmt::kib(s.max_rss_kib),
         ("ReqMem", None) => jobfmt::req_mem_text(job),
         ("Timelimit", None) => job.time_limit.to_hms(),
         ("TimelimitRaw", None) => job
@@ -906,6 +918,7 @@ mod tests {
             max_rss_kib: rss,
             cpu_secs: 0.0,
             detail: None,
+            usage: None,
         }
     }
 
@@ -1190,8 +1203,8 @@ JobID           JobName      State ExitCode    Elapsed
 
     #[test]
     fn cpu_time_text() {
-        assert_eq!(fmt_cpu(0.0), "00:00.000");
-        assert_eq!(fmt_cpu(61.5), "01:01.500");
-        assert_eq!(fmt_cpu(3661.0), "01:01:01");
+        assert_eq!(usagefmt::cpu(0.0), "00:00.000");
+        assert_eq!(usagefmt::cpu(61.5), "01:01.500");
+        assert_eq!(usagefmt::cpu(3661.0), "01:01:01");
     }
 }

@@ -879,7 +879,11 @@ pub fn render(q: &Query, nodes: &[Node], partitions: &[Partition], ctx: &Ctx) ->
                         .any(|p| q.part_ok(p) && p.nodes.contains(&n.name))
             };
             for n in nodes.iter().filter(|n| q.node_ok(n) && in_parts(n)) {
-                let troubled = n.drain || n.state == NodeState::Down || n.not_responding;
+                // A node whose jobs run without cgroups says so here too.
+                let troubled = n.drain
+                    || n.state == NodeState::Down
+                    || n.not_responding
+                    || n.isolation_degraded.is_some();
                 if troubled && n.reason.is_some() {
                     raw.push(Group {
                         part: None,

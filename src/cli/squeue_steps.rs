@@ -190,6 +190,7 @@ mod tests {
                 max_rss_kib: 0,
                 cpu_secs: 0.0,
                 detail: None,
+                usage: None,
             });
         }
         j

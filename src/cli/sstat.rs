@@ -179,7 +179,7 @@ fn bytes_m(v: u64) -> String {
 /// The value of `field` for step `rec` of `job`.
 pub fn value(field: &str, job: &Job, rec: &StepRecord) -> String {
     let empty = StepUsage::default();
-    let u = rec.detail.as_ref().map(|d| &d.usage).unwrap_or(&empty);
+    let u = rec.usage().unwrap_or(&empty);
     let n = u64::from(u.ntasks.max(1));
     match field {
         "JobID" => format!("{}.{}", job.id, rec.id),
@@ -274,10 +274,12 @@ pub fn render(o: &Opts, jobs: &[Job]) -> (String, String) {
             err.push_str(&format!("sstat: error: couldn't get steps for job {id}\n"));
             continue;
         };
+        // `-a` lists every running step, the batch step too; without it the first
+        // numbered one.
         let running: Vec<&StepRecord> = job
             .steps
             .iter()
-            .filter(|s| s.state == JobState::Running && s.detail.is_some())
+            .filter(|s| s.state == JobState::Running && (o.all_steps || s.detail.is_some()))
             .collect();
         let rows: Vec<&StepRecord> = match sel {
             Some(s) => {
@@ -412,6 +414,7 @@ mod tests {
                 usage,
                 ..StepDetail::default()
             })),
+            usage: None,
         });
         j
     }

@@ -476,7 +476,7 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
                     }
                 }
                 let now = crate::cli::timefmt::now();
-                actor.check_health(now);
+                actor.check_health(now, &mut fx);
                 actor.cluster.tick(now, &mut fx);
                 actor.cluster.resv_tick(now, &mut fx);
                 actor.downlog.observe(&actor.cluster.nodes, now);
@@ -573,6 +573,12 @@ impl Actor {
                     .unwrap_or_else(|| crate::config::NodeConf::named(&node));
                 self.cluster.agent_registered(reg, &declared, now, fx);
                 self.health.registered(&mut self.cluster.nodes, &node, now);
+                fx.to_agent.push((
+                    node.clone(),
+                    ToAgent::Configure {
+                        cgroup: self.cluster.cgroup.clone(),
+                    },
+                ));
             }
             Msg::Agent { node, msg } => {
                 if self.agents.contains_key(&node)
@@ -918,12 +924,19 @@ impl Actor {
 
     /// Marks nodes silent past SlurmdTimeout DOWN, and drops remote ones' links so that
     /// they reconnect.
-    fn check_health(&mut self, now: i64) {
-        for node in self.health.check(&mut self.cluster.nodes, now) {
+    ///
+    /// Their jobs end NODE_FAIL or are requeued (`Cluster::nodes_failed`), as Slurm does
+    /// with the jobs of a node that misses SlurmdTimeout.
+    fn check_health(&mut self, now: i64, fx: &mut Effects) {
+        let silent = self.health.check(&mut self.cluster.nodes, now);
+        for node in &silent {
             tracing::warn!(node, "node not responding; set DOWN");
-            if self.remote.contains(&node) {
-                self.agents.remove(&node);
+            if self.remote.contains(node) {
+                self.agents.remove(node);
             }
+        }
+        if !silent.is_empty() {
+            self.cluster.nodes_failed(&silent, now, fx);
         }
     }
 

@@ -1406,6 +1406,7 @@ impl Cluster {
             max_rss_kib: 0,
             cpu_secs: 0.0,
             detail: None,
+            usage: None,
         });
         let batch_host = alloc.nodes[0].clone();
         j.alloc = Some(alloc);
@@ -1669,9 +1670,28 @@ impl Cluster {
         for id in lost {
             self.finish(id, None, now, fx);
         }
+        // What it still runs for jobs that ended (or moved) while it was away is ended.
+        let orphans = self.orphans_on(&node, &running);
+        for &id in &orphans {
+            tracing::warn!(
+                node,
+                job_id = id,
+                "ending a run the node kept while it was away"
+            );
+            fx.to_agent.push((
+                node.clone(),
+                ToAgent::Terminate {
+                    job_id: id,
+                    kill_wait: self.kill_wait,
+                    reason: None,
+                },
+            ));
+            fx.to_agent
+                .push((node.clone(), ToAgent::Forget { job_id: id }));
+        }
         // Jobs the node runs that the controller still has pending (it crashed between
         // sending the launch and recording it) are adopted as running.
-        for id in running {
+        for id in running.into_iter().filter(|id| !orphans.contains(id)) {
             let pending_here = self
                 .jobs
                 .get(&id)
@@ -1734,6 +1754,20 @@ impl Cluster {
                 step_id,
                 event,
             } => self.step_event(node, job_id, step_id, event, now, fx),
+            FromAgent::Isolation { backend, degraded } => {
+                self.isolation_reported(node, &backend, degraded, now);
+            }
+            FromAgent::BatchUsage { job_id, usage } => {
+                // Kept in memory only: the final figures are stored when the job ends.
+                if let Some(s) = self
+                    .jobs
+                    .get_mut(&job_id)
+                    .and_then(|j| j.steps.iter_mut().find(|s| s.id == "batch"))
+                    .filter(|s| s.state == JobState::Running)
+                {
+                    s.usage = Some(Box::new(usage));
+                }
+            }
             FromAgent::Heartbeat { load, free_mem } => {
                 if let Some(n) = self.node_mut(node) {
                     n.cpu_load = Some(load);
@@ -1749,6 +1783,7 @@ impl Cluster {
                 cpu_secs,
                 oom,
                 message,
+                usage,
             } => {
                 if let Some(m) = message {
                     tracing::warn!(job_id, "{m}");
@@ -1760,6 +1795,7 @@ impl Cluster {
                     max_rss_kib,
                     cpu_secs,
                     oom,
+                    usage,
                 };
                 self.finish(job_id, Some(end), now, fx);
                 fx.to_agent
@@ -1805,6 +1841,9 @@ impl Cluster {
             if let Some(e) = &end {
                 s.max_rss_kib = e.max_rss_kib;
                 s.cpu_secs = e.cpu_secs;
+                if let Some(u) = &e.usage {
+                    s.usage = Some(Box::new(u.clone()));
+                }
             }
         }
         j.completing = false;
@@ -2552,6 +2591,7 @@ struct End {
     max_rss_kib: u64,
     cpu_secs: f64,
     oom: bool,
+    usage: Option<crate::model::step::StepUsage>,
 }
 
 /// Drops the script and environment of a job that has ended from the in-memory record
@@ -2584,6 +2624,8 @@ mod suspend;
 #[cfg(test)]
 #[path = "state/fs_tests.rs"]
 mod fs_tests;
+mod isolation;
+mod nodefail;
 #[cfg(test)]
 mod tests;
 

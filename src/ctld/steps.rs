@@ -414,6 +414,7 @@ impl Cluster {
             max_rss_kib: 0,
             cpu_secs: 0.0,
             detail: Some(Box::new(detail)),
+            usage: None,
         });
         fx.persist.push(Job::clone(job));
         let job_copy = Box::new(Job::clone(job));

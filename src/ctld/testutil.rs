@@ -92,6 +92,7 @@ pub fn end(c: &mut Cluster, id: u32, code: i32, now: i64) {
             cpu_secs: 0.0,
             oom: false,
             message: None,
+            usage: None,
         },
         now,
         &mut fx,

@@ -577,6 +577,21 @@ pub struct StepRecord {
     /// What only `srun` steps have: layout, launcher, limits, live usage.
     #[serde(default)]
     pub detail: Option<Box<StepDetail>>,
+    /// Usage of a step without `detail` (the batch step): the latest sample while it
+    /// runs, the final figures after.
+    #[serde(default)]
+    pub usage: Option<Box<super::step::StepUsage>>,
+}
+
+impl StepRecord {
+    /// The step's usage as sampled by its stepd (`srun` steps keep it in `detail`);
+    /// `None` when nothing was measured.
+    pub fn usage(&self) -> Option<&super::step::StepUsage> {
+        match &self.detail {
+            Some(d) => Some(&d.usage),
+            None => self.usage.as_deref(),
+        }
+    }
 }
 
 /// The parts of a numbered step's record beyond accounting (`scontrol show step`,

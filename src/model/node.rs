@@ -75,6 +75,10 @@ pub struct Node {
     pub os: String,
     pub arch: String,
     pub version: String,
+    /// Why jobs here are not fully isolated (no usable cgroup hierarchy: process-group
+    /// tracking only), as the agent reported it; `None` when they are, or not known.
+    #[serde(default)]
+    pub isolation_degraded: Option<String>,
 }
 
 impl Node {
@@ -115,6 +119,7 @@ impl Node {
             os: String::new(),
             arch: String::new(),
             version: String::new(),
+            isolation_degraded: None,
         }
     }
 

@@ -379,6 +379,11 @@ pub struct StepUsage {
     pub max_rss_task: u32,
     /// Sum over tasks of their current RSS (divide by `ntasks` for AveRSS).
     pub sum_rss_kib: u64,
+    /// The highest `sum_rss_kib` seen over the step's life, KiB (TRESUsageInTot's
+    /// `mem`, which seff reports; Slurm sums each task's own peak, which equals this
+    /// for one task and is close to it for tasks that peak together).
+    #[serde(default)]
+    pub peak_sum_rss_kib: u64,
     pub max_vsize_kib: u64,
     pub max_vsize_node: String,
     pub max_vsize_task: u32,
@@ -391,7 +396,20 @@ pub struct StepUsage {
     pub min_cpu_secs: f64,
     pub min_cpu_node: String,
     pub min_cpu_task: u32,
+    /// The busiest task's CPU seconds (TRESUsageInMax's `cpu`).
+    #[serde(default)]
+    pub max_cpu_secs: f64,
+    #[serde(default)]
+    pub max_cpu_node: String,
+    #[serde(default)]
+    pub max_cpu_task: u32,
+    /// User + system CPU seconds of every task (TotalCPU).
     pub sum_cpu_secs: f64,
+    /// The user-mode and kernel-mode parts of `sum_cpu_secs` (UserCPU, SystemCPU).
+    #[serde(default)]
+    pub user_cpu_secs: f64,
+    #[serde(default)]
+    pub sys_cpu_secs: f64,
     pub max_disk_read: u64,
     pub max_disk_read_node: String,
     pub max_disk_read_task: u32,
@@ -412,7 +430,10 @@ pub struct TaskSample {
     pub rss_kib: u64,
     pub vsize_kib: u64,
     pub pages: u64,
+    /// User + system CPU seconds.
     pub cpu_secs: f64,
+    /// The user-mode part of `cpu_secs`.
+    pub user_secs: f64,
     pub disk_read: u64,
     pub disk_write: u64,
 }
@@ -438,6 +459,9 @@ impl StepUsage {
             if t.cpu_secs < u.min_cpu_secs {
                 (u.min_cpu_secs, u.min_cpu_task) = (t.cpu_secs, t.rank);
             }
+            if t.cpu_secs >= u.max_cpu_secs {
+                (u.max_cpu_secs, u.max_cpu_task) = (t.cpu_secs, t.rank);
+            }
             if t.disk_read >= u.max_disk_read {
                 (u.max_disk_read, u.max_disk_read_task) = (t.disk_read, t.rank);
             }
@@ -445,9 +469,12 @@ impl StepUsage {
                 (u.max_disk_write, u.max_disk_write_task) = (t.disk_write, t.rank);
             }
             u.sum_rss_kib += t.rss_kib;
+            u.peak_sum_rss_kib += t.rss_kib;
             u.sum_vsize_kib += t.vsize_kib;
             u.sum_pages += t.pages;
             u.sum_cpu_secs += t.cpu_secs;
+            u.user_cpu_secs += t.user_secs;
+            u.sys_cpu_secs += (t.cpu_secs - t.user_secs).max(0.0);
             u.sum_disk_read += t.disk_read;
             u.sum_disk_write += t.disk_write;
         }
@@ -459,6 +486,7 @@ impl StepUsage {
             &mut u.max_vsize_node,
             &mut u.max_pages_node,
             &mut u.min_cpu_node,
+            &mut u.max_cpu_node,
             &mut u.max_disk_read_node,
             &mut u.max_disk_write_node,
         ] {
@@ -491,6 +519,7 @@ impl StepUsage {
         max_of!(max_pages, max_pages_node, max_pages_task);
         max_of!(max_disk_read, max_disk_read_node, max_disk_read_task);
         max_of!(max_disk_write, max_disk_write_node, max_disk_write_task);
+        max_of!(max_cpu_secs, max_cpu_node, max_cpu_task);
         if o.min_cpu_secs < self.min_cpu_secs {
             self.min_cpu_secs = o.min_cpu_secs;
             self.min_cpu_node = o.min_cpu_node.clone();
@@ -498,9 +527,12 @@ impl StepUsage {
         }
         self.ntasks += o.ntasks;
         self.sum_rss_kib += o.sum_rss_kib;
+        self.peak_sum_rss_kib += o.peak_sum_rss_kib;
         self.sum_vsize_kib += o.sum_vsize_kib;
         self.sum_pages += o.sum_pages;
         self.sum_cpu_secs += o.sum_cpu_secs;
+        self.user_cpu_secs += o.user_cpu_secs;
+        self.sys_cpu_secs += o.sys_cpu_secs;
         self.sum_disk_read += o.sum_disk_read;
         self.sum_disk_write += o.sum_disk_write;
         self.pids.extend(o.pids.iter().copied());
@@ -533,14 +565,80 @@ impl StepUsage {
                 *task = then_task;
             }
         }
+        self.peak_sum_rss_kib = self.peak_sum_rss_kib.max(earlier.peak_sum_rss_kib);
         if earlier.sum_cpu_secs > self.sum_cpu_secs {
             self.sum_cpu_secs = earlier.sum_cpu_secs;
+            self.user_cpu_secs = earlier.user_cpu_secs;
+            self.sys_cpu_secs = earlier.sys_cpu_secs;
+        }
+        if earlier.max_cpu_secs > self.max_cpu_secs {
+            self.max_cpu_secs = earlier.max_cpu_secs;
+            self.max_cpu_node = earlier.max_cpu_node.clone();
+            self.max_cpu_task = earlier.max_cpu_task;
         }
     }
 
-    /// Average RSS per task, KiB.
+    /// Raises the CPU totals to a measurement of the same tasks taken another way
+    /// (`getrusage` of reaped children, a cgroup's counters), which also counts
+    /// processes that had already exited when /proc was sampled: `user` and `sys`
+    /// seconds. Only a larger total replaces the sampled one.
+    pub fn raise_cpu(&mut self, user: f64, sys: f64) {
+        if user + sys > self.sum_cpu_secs {
+            self.sum_cpu_secs = user + sys;
+            self.user_cpu_secs = user;
+            self.sys_cpu_secs = sys;
+        }
+        if self.ntasks <= 1 && self.sum_cpu_secs > self.max_cpu_secs {
+            self.max_cpu_secs = self.sum_cpu_secs;
+            self.max_cpu_task = 0;
+        }
+        if self.ntasks <= 1 && self.sum_cpu_secs > self.min_cpu_secs {
+            self.min_cpu_secs = self.sum_cpu_secs;
+            self.min_cpu_task = 0;
+        }
+    }
+
+    /// Raises the peak RSS to `kib` measured on `node` (a cgroup's memory peak, or
+    /// `getrusage`'s `ru_maxrss` of the largest child), which sees peaks between
+    /// samples.
+    pub fn raise_rss(&mut self, node: &str, kib: u64) {
+        if kib > self.max_rss_kib {
+            self.max_rss_kib = kib;
+            self.max_rss_node = node.to_string();
+        }
+        if self.ntasks <= 1 {
+            self.peak_sum_rss_kib = self.peak_sum_rss_kib.max(kib);
+        }
+    }
+
+    /// TRESUsageInTot's memory: the tasks' summed peak RSS, KiB (at least the largest
+    /// single peak).
+    pub fn tot_rss_kib(&self) -> u64 {
+        self.peak_sum_rss_kib.max(self.max_rss_kib)
+    }
+
+    /// Names `node` wherever a maximum or minimum has no node yet (a step whose tasks
+    /// ended before the first sample, measured only at the end).
+    pub fn fill_empty_nodes(&mut self, node: &str) {
+        for s in [
+            &mut self.max_rss_node,
+            &mut self.max_vsize_node,
+            &mut self.max_pages_node,
+            &mut self.min_cpu_node,
+            &mut self.max_cpu_node,
+            &mut self.max_disk_read_node,
+            &mut self.max_disk_write_node,
+        ] {
+            if s.is_empty() {
+                *s = node.to_string();
+            }
+        }
+    }
+
+    /// Average over tasks of their peak RSS, KiB (Slurm's AveRSS: for one task, its
+    /// MaxRSS).
     pub fn ave_rss_kib(&self) -> u64 {
-        self.sum_rss_kib / u64::from(self.ntasks.max(1))
+        self.tot_rss_kib() / u64::from(self.ntasks.max(1))
     }
 
     /// Average virtual size per task, KiB.

@@ -621,6 +621,9 @@ impl std::fmt::Debug for LaunchBatch {
 pub enum ToAgent {
     /// Start a batch job's script on this node.
     Launch(LaunchBatch),
+    /// The cluster's `[cgroup]` settings, sent after registration: the agent checks
+    /// whether its stepds can isolate jobs here and answers [`FromAgent::Isolation`].
+    Configure { cgroup: crate::config::CgroupConf },
     /// Send `signal` to the job's processes (the batch shell only with `batch_only`).
     Signal {
         job_id: u32,
@@ -703,6 +706,20 @@ pub enum FromAgent {
         oom: bool,
         /// A message for the controller's log when launch failed.
         message: Option<String>,
+        /// The batch step's final usage (sacct's MaxRSS, AveRSS, MaxVMSize, UserCPU…).
+        #[serde(default)]
+        usage: Option<crate::model::step::StepUsage>,
+    },
+    /// Whether jobs here run isolated: the backend stepd will use (`cgroup/v1`,
+    /// `cgroup/v2`, `none`), and why isolation is degraded (`None`: it is not).
+    Isolation {
+        backend: String,
+        degraded: Option<String>,
+    },
+    /// The latest usage sample of a running job's batch step (sent with heartbeats).
+    BatchUsage {
+        job_id: u32,
+        usage: crate::model::step::StepUsage,
     },
     /// Periodic load report.
     Heartbeat { load: f64, free_mem: u64 },

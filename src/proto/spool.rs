@@ -25,6 +25,10 @@ pub const RESULT: &str = "result";
 /// The suspend state the controller last asked for (a `bool`, true = suspended); stepd
 /// reads it on SIGUSR2.
 pub const SUSPEND: &str = "suspend";
+/// The batch step's latest usage sample (a [`crate::model::step::StepUsage`]),
+/// rewritten by stepd every few seconds while the job runs; the agent forwards it
+/// with its heartbeats (for `sstat` on `JOB.batch`).
+pub const USAGE: &str = "usage";
 /// The [`super::LaunchStep`] of a numbered step's directory (`step_<job>.<step>`).
 pub const STEP_LAUNCH: &str = "launch_step";
 
@@ -49,6 +53,10 @@ pub struct StepResult {
     pub cpu_secs: f64,
     pub oom: bool,
     pub message: Option<String>,
+    /// The batch step's final usage (peaks, averages, CPU split); `None` when it never
+    /// ran.
+    #[serde(default)]
+    pub usage: Option<crate::model::step::StepUsage>,
 }
 
 /// A temporary name private to this process: the agent and stepd both record stepd's

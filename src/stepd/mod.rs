@@ -21,6 +21,7 @@ pub mod step;
 pub mod usage;
 
 use crate::model::job::ExitStatus;
+use crate::model::step::StepUsage;
 use crate::proto::spool::{self, StepResult, TerminateRequest};
 use crate::proto::{EndKind, LaunchBatch};
 use anyhow::Context;
@@ -59,6 +60,7 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
                 cpu_secs: 0.0,
                 oom: false,
                 message: Some(format!("{e:#}")),
+                usage: None,
             };
             if !dir.join(spool::RESULT).exists() {
                 let _ = spool::write(&dir, spool::RESULT, &r);
@@ -123,6 +125,7 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
             cpu_secs: 0.0,
             oom: false,
             message: None,
+            usage: None,
         };
         spool::write(dir, spool::RESULT, &r)?;
         return Ok(());
@@ -232,6 +235,7 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
                     "job {} could not start on {node}: {e} (working directory {}, output {})",
                     job.id, job.spec.work_dir, paths.stdout
                 )),
+                usage: None,
             };
             spool::write(dir, spool::RESULT, &r)?;
             return Ok(());
@@ -243,7 +247,7 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
     if spool::read::<bool>(dir, spool::SUSPEND).ok().flatten() == Some(true) {
         set_suspended(&iso, Pid::from_raw(pid as i32), true);
     }
-    let status = supervise(
+    let (status, sampled) = supervise(
         dir,
         Pid::from_raw(pid as i32),
         &paths,
@@ -261,27 +265,22 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
     if let Some(line) = &fin.oom_message {
         note_in_stderr(job.spec.work_dir.as_ref(), &paths, &node, line);
     }
-    let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN).ok();
-    let (max_rss_kib, cpu_secs) = match usage {
-        Some(u) => {
-            let t = |tv: nix::sys::time::TimeVal| tv.tv_sec() as f64 + tv.tv_usec() as f64 / 1e6;
-            (
-                u.max_rss().max(0) as u64,
-                t(u.user_time()) + t(u.system_time()),
-            )
-        }
-        None => (0, 0.0),
-    };
+    let mut usage = sampled;
+    usage.pids.clear();
+    usage::add_children_rusage(&mut usage, &node);
     // The cgroup also counts processes that escaped the shell's process tree.
-    let cpu_secs = cpu_secs.max(fin.usage.cpu_secs().unwrap_or(0.0));
+    usage::add_cgroup_usage(&mut usage, &node, &fin.usage);
+    usage.ntasks = 1;
+    usage.fill_empty_nodes(&node);
     let r = StepResult {
         kind: EndKind::Exited,
         status,
         time: now(),
-        max_rss_kib,
-        cpu_secs,
+        max_rss_kib: usage.max_rss_kib,
+        cpu_secs: usage.sum_cpu_secs,
         oom: fin.oom_kills > 0,
         message: None,
+        usage: Some(usage),
     };
     spool::write(dir, spool::RESULT, &r)?;
     Ok(())
@@ -302,6 +301,7 @@ fn write_launch_failed(dir: &Path, message: String) -> anyhow::Result<()> {
         cpu_secs: 0.0,
         oom: false,
         message: Some(message),
+        usage: None,
     };
     spool::write(dir, spool::RESULT, &r)?;
     Ok(())
@@ -429,7 +429,14 @@ fn child_setup(p: &Prepared) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Waits for the batch shell, serving terminate requests; returns its exit status.
+/// How often the batch step's processes are sampled for `sstat` and accounting
+/// (Slurm's JobAcctGatherFrequency; its default is 30 s, shorter here so that short
+/// jobs get averages too).
+const SAMPLE_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Waits for the batch shell, serving terminate requests and sampling the job's usage
+/// every [`SAMPLE_EVERY`] (written to the spool's `usage` file); returns the shell's
+/// exit status and the last sample (peaks kept over the job's life).
 fn supervise(
     dir: &Path,
     pid: Pid,
@@ -438,26 +445,54 @@ fn supervise(
     node: &str,
     mask: &SigSet,
     iso: &isolate::step::StepIsolation,
-) -> ExitStatus {
+) -> (ExitStatus, StepUsage) {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use nix::sys::signalfd::{SfdFlags, SignalFd};
+    use std::os::fd::AsFd;
+    let sfd = SignalFd::with_flags(mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC).ok();
+    let page_kib = usage::page_kib();
+    let mut last = StepUsage::default();
+    let mut next_sample = std::time::Instant::now();
     loop {
         match waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
-            Ok(WaitStatus::Exited(_, code)) => return ExitStatus { code, signal: 0 },
+            Ok(WaitStatus::Exited(_, code)) => return (ExitStatus { code, signal: 0 }, last),
             Ok(WaitStatus::Signaled(_, sig, _)) => {
-                return ExitStatus {
+                let st = ExitStatus {
                     code: 0,
                     signal: sig as i32,
                 };
+                return (st, last);
             }
             Ok(_) => {}
-            Err(_) => return ExitStatus::default(),
+            Err(_) => return (ExitStatus::default(), last),
         }
-        match mask.wait() {
-            Ok(Signal::SIGUSR2) => {
+        let now = std::time::Instant::now();
+        if now >= next_sample {
+            last = sample_batch(pid, node, page_kib, &last, iso);
+            let _ = spool::write(dir, spool::USAGE, &last);
+            next_sample = now + SAMPLE_EVERY;
+        }
+        let sig = match &sfd {
+            Some(sfd) => {
+                let wait = next_sample.saturating_duration_since(now);
+                let timeout = PollTimeout::try_from(wait).unwrap_or(PollTimeout::MAX);
+                let mut fds = [PollFd::new(sfd.as_fd(), PollFlags::POLLIN)];
+                let _ = poll(&mut fds, timeout);
+                match sfd.read_signal() {
+                    Ok(Some(si)) => Signal::try_from(si.ssi_signo as i32).ok(),
+                    _ => None,
+                }
+            }
+            // No signalfd: wait for signals only (no live samples).
+            None => mask.wait().ok(),
+        };
+        match sig {
+            Some(Signal::SIGUSR2) => {
                 if let Ok(Some(stop)) = spool::read::<bool>(dir, spool::SUSPEND) {
                     set_suspended(iso, pid, stop);
                 }
             }
-            Ok(Signal::SIGTERM) => {
+            Some(Signal::SIGTERM) => {
                 // Frozen processes take no signal: a suspended job is thawed first.
                 set_suspended(iso, pid, false);
                 let req: TerminateRequest = spool::read(dir, spool::TERMINATE)
@@ -481,7 +516,7 @@ fn supervise(
                 }
                 nix::unistd::alarm::set(req.kill_wait.max(1));
             }
-            Ok(Signal::SIGALRM) => {
+            Some(Signal::SIGALRM) => {
                 let _ = kill(Pid::from_raw(-pid.as_raw()), Signal::SIGKILL);
                 iso.signal(Signal::SIGKILL);
             }
@@ -511,6 +546,23 @@ fn set_suspended(iso: &isolate::step::StepIsolation, pid: Pid, stop: bool) {
         };
         let _ = kill(Pid::from_raw(-pid.as_raw()), sig);
     }
+}
+
+/// One sample of the batch step: the shell's process group from /proc, raised to the
+/// job cgroup's counters, with the peaks of `last` kept.
+fn sample_batch(
+    pid: Pid,
+    node: &str,
+    page_kib: u64,
+    last: &StepUsage,
+    iso: &isolate::step::StepIsolation,
+) -> StepUsage {
+    let (samples, pids) = usage::sample_groups(&[(0, pid.as_raw())], page_kib);
+    let mut u = StepUsage::from_tasks(node, &samples);
+    u.pids = pids;
+    u.keep_peaks(last);
+    usage::add_cgroup_usage(&mut u, node, &iso.usage());
+    u
 }
 
 /// Appends `slurmstepd-<node>: error: <msg>` to the job's stderr file, as slurmstepd

@@ -624,18 +624,7 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
     reap(&mut tasks, &mut link);
     let mut fin = last_usage;
     fin.pids.clear();
-    if let Ok(ru) = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN) {
-        let t = |tv: nix::sys::time::TimeVal| tv.tv_sec() as f64 + tv.tv_usec() as f64 / 1e6;
-        let cpu = t(ru.user_time()) + t(ru.system_time());
-        if cpu > fin.sum_cpu_secs {
-            fin.sum_cpu_secs = cpu;
-        }
-        let rss = ru.max_rss().max(0) as u64;
-        if rss > fin.max_rss_kib {
-            fin.max_rss_kib = rss;
-            fin.max_rss_node = node.clone();
-        }
-    }
+    usage::add_children_rusage(&mut fin, &node);
     if let Some(f) = iso.take().map(|i| i.finish()).or(finished) {
         for e in &f.errors {
             eprintln!("stepd: step {}.{}: {e}", ls.job.id, ls.step_id);
@@ -658,22 +647,10 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
                 data: format!("slurmstepd-{node}: error: {m}\n").into_bytes(),
             });
         }
-        if let Some(peak) = f.usage.mem_peak.map(|b| b / 1024)
-            && peak > fin.max_rss_kib
-        {
-            fin.max_rss_kib = peak;
-            fin.max_rss_node = node.clone();
-        }
-        if let Some(cpu) = f.usage.cpu_secs()
-            && cpu > fin.sum_cpu_secs
-        {
-            fin.sum_cpu_secs = cpu;
-        }
+        usage::add_cgroup_usage(&mut fin, &node, &f.usage);
     }
     fin.ntasks = tasks.len() as u32;
-    if fin.max_rss_node.is_empty() {
-        fin.max_rss_node = node.clone();
-    }
+    fin.fill_empty_nodes(&node);
     link.send(&StepdEvent::Done { usage: fin });
     Ok(())
 }

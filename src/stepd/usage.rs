@@ -5,7 +5,7 @@
 //! processes; unreadable entries (processes that just exited, another user's /proc/PID/io)
 //! are skipped.
 
-use crate::model::step::TaskSample;
+use crate::model::step::{StepUsage, TaskSample};
 
 /// KiB per memory page.
 pub fn page_kib() -> u64 {
@@ -34,6 +34,8 @@ pub struct ProcStat {
     pub majflt: u64,
     /// utime + stime + cutime + cstime, clock ticks.
     pub ticks: u64,
+    /// utime + cutime (the user-mode part of `ticks`).
+    pub user_ticks: u64,
     pub vsize_bytes: u64,
     pub rss_pages: u64,
 }
@@ -54,6 +56,7 @@ pub fn parse_stat(line: &str) -> Option<ProcStat> {
         session: int(6)?,
         majflt: num(12)?,
         ticks: num(14)? + num(15)? + num(16)? + num(17)?,
+        user_ticks: num(14)? + num(16)?,
         vsize_bytes: num(23)?,
         rss_pages: num(24)?,
     })
@@ -112,12 +115,38 @@ pub fn sample_groups(tasks: &[(u32, i32)], page_kib: u64) -> (Vec<TaskSample>, V
         s.vsize_kib += st.vsize_bytes / 1024;
         s.pages += st.majflt;
         s.cpu_secs += st.ticks as f64 / hz;
+        s.user_secs += st.user_ticks as f64 / hz;
         s.disk_read += r;
         s.disk_write += w;
         pids.push(pid as u32);
     }
     pids.sort_unstable();
     (samples, pids)
+}
+
+/// Raises `u` to what `getrusage(RUSAGE_CHILDREN)` says of the reaped children of this
+/// process (every task stepd has waited for): their CPU split into user and system
+/// seconds, and the largest child's peak RSS, seen on `node`.
+pub fn add_children_rusage(u: &mut StepUsage, node: &str) {
+    use nix::sys::resource::{UsageWho, getrusage};
+    let Ok(ru) = getrusage(UsageWho::RUSAGE_CHILDREN) else {
+        return;
+    };
+    let t = |tv: nix::sys::time::TimeVal| tv.tv_sec() as f64 + tv.tv_usec() as f64 / 1e6;
+    u.raise_cpu(t(ru.user_time()), t(ru.system_time()));
+    u.raise_rss(node, ru.max_rss().max(0) as u64);
+}
+
+/// Raises `u` to a cgroup's counters (`c`, from the step's cgroup): the cgroup also
+/// counts processes that left the tasks' process groups, and its memory peak sees
+/// what happened between samples.
+pub fn add_cgroup_usage(u: &mut StepUsage, node: &str, c: &super::isolate::Usage) {
+    if let (Some(user), Some(sys)) = (c.cpu_user_usec, c.cpu_system_usec) {
+        u.raise_cpu(user as f64 / 1e6, sys as f64 / 1e6);
+    }
+    if let Some(peak) = c.mem_peak {
+        u.raise_rss(node, peak / 1024);
+    }
 }
 
 #[cfg(test)]
@@ -132,6 +161,7 @@ mod tests {
         assert_eq!((st.pgrp, st.session), (4242, 4242));
         assert_eq!(st.majflt, 3);
         assert_eq!(st.ticks, 7 + 5 + 2 + 1);
+        assert_eq!(st.user_ticks, 7 + 2);
         assert_eq!(st.vsize_bytes, 10_485_760);
         assert_eq!(st.rss_pages, 256);
         assert!(parse_stat("garbage").is_none());
@@ -144,5 +174,47 @@ mod tests {
         let (s, pids) = sample_groups(&[(0, pgrp)], page_kib());
         assert!(pids.contains(&(me as u32)), "{pids:?}");
         assert!(s[0].rss_kib > 0 && s[0].vsize_kib > 0);
+    }
+}
+
+#[cfg(test)]
+mod merge_tests {
+    use super::*;
+
+    #[test]
+    fn cgroup_counters_raise_cpu_split_and_peak() {
+        let mut u = StepUsage::from_tasks(
+            "n1",
+            &[TaskSample {
+                rank: 0,
+                rss_kib: 1000,
+                cpu_secs: 1.0,
+                user_secs: 0.75,
+                ..TaskSample::default()
+            }],
+        );
+        assert_eq!((u.user_cpu_secs, u.sys_cpu_secs), (0.75, 0.25));
+        let c = super::super::isolate::Usage {
+            mem_peak: Some(4096 * 1024),
+            mem_current: None,
+            cpu_user_usec: Some(3_000_000),
+            cpu_system_usec: Some(1_000_000),
+        };
+        add_cgroup_usage(&mut u, "n1", &c);
+        assert_eq!(u.max_rss_kib, 4096);
+        assert_eq!(
+            (u.sum_cpu_secs, u.user_cpu_secs, u.sys_cpu_secs),
+            (4.0, 3.0, 1.0)
+        );
+        assert_eq!((u.max_cpu_secs, u.min_cpu_secs), (4.0, 4.0));
+        // A smaller reading changes nothing.
+        let small = super::super::isolate::Usage {
+            mem_peak: Some(1024),
+            cpu_user_usec: Some(1),
+            cpu_system_usec: Some(1),
+            ..c
+        };
+        add_cgroup_usage(&mut u, "n1", &small);
+        assert_eq!((u.max_rss_kib, u.sum_cpu_secs), (4096, 4.0));
     }
 }

@@ -216,4 +216,29 @@ fn without_cgroups_escaped_processes_are_still_killed_and_isolation_is_degraded(
     c.ok("scancel", &[&id.to_string()]);
     c.wait_done(id);
     job_end_kills_the_escaped_process(&c);
+    // The node says so too: a reason on `scontrol show node` and in `sinfo -R`, with
+    // who set it and when; the node stays usable.
+    let want = "Isolation degraded: no cgroups: cgroups disabled by configuration";
+    let show = wait_until(
+        "degraded reason on the node",
+        Duration::from_secs(20),
+        || {
+            let s = c.ok("scontrol", &["show", "node", &c.node()]);
+            s.contains(want).then_some(s)
+        },
+    );
+    let me = nix::unistd::User::from_uid(nix::unistd::geteuid())
+        .unwrap()
+        .unwrap()
+        .name;
+    assert!(show.contains(&format!("   Reason={want} [{me}@")), "{show}");
+    assert!(show.contains("State=IDLE"), "{show}");
+    let reasons = c.ok("sinfo", &["-R", "-h", "-o", "%E|%u|%N"]);
+    assert_eq!(
+        reasons.trim(),
+        format!("{want}|{me}|{}", c.node()),
+        "{reasons}"
+    );
+    let ok = c.submit(&["--wrap", "true"]);
+    assert_eq!(c.wait_done(ok), "COMPLETED");
 }

@@ -36,3 +36,4 @@ mod states;
 mod steps;
 mod suspend;
 mod system_mode;
+mod usage;

@@ -4,7 +4,8 @@
 
 use crate::harness::sluice_bin;
 use crate::harness::sshd::{NodeSetup, SshCluster};
-use nix::sys::signal::Signal;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
 use std::process::Command;
 use std::time::Duration;
 
@@ -406,6 +407,82 @@ fn ssh_steps_span_remote_nodes_and_stream_their_output() {
     );
     assert!(o.status.success(), "{o:?}");
     assert_eq!(String::from_utf8_lossy(&o.stdout), "on=sn2\n");
+}
+
+#[test]
+fn ssh_dead_node_ends_its_jobs_node_fail_or_requeues_them() {
+    let setup = vec![NodeSetup::new("sn1"), NodeSetup::new("sn2")];
+    // SlurmdTimeout 3 s: a node silent that long is dead.
+    let Some(mut c) = SshCluster::start(&setup, 3) else {
+        return;
+    };
+    c.wait_all_idle();
+    let fail = c.submit(&["-w", "sn1", "--no-requeue", "--wrap", "sleep 300"]);
+    let rq = c.submit(&["-w", "sn1", "--requeue", "--wrap", "sleep 300"]);
+    let survivor = c.submit(&["-w", "sn2", "--wrap", "sleep 300"]);
+    for id in [fail, rq, survivor] {
+        c.wait_state(id, &["RUNNING"], Duration::from_secs(30));
+    }
+    let spool = c.node_mut("sn1").spool.clone();
+    let stepd_pid = crate::harness::wait_until("stepd pid", Duration::from_secs(10), || {
+        std::fs::read_to_string(spool.join(format!("job_{fail}/stepd.pid")))
+            .ok()?
+            .trim()
+            .parse::<i32>()
+            .ok()
+    });
+    // The node's sshd and agent die; the job's detached stepd lives on, unreachable.
+    c.node_mut("sn1").kill_sshd();
+    assert_eq!(
+        c.wait_state(fail, &["NODE_FAIL"], Duration::from_secs(30)),
+        "NODE_FAIL"
+    );
+    c.wait_state(rq, &["PENDING"], Duration::from_secs(30));
+    let acct = |args: &[&str]| c.ok("sacct", args);
+    assert_eq!(
+        acct(&[
+            "-j",
+            &fail.to_string(),
+            "-X",
+            "-n",
+            "-P",
+            "-o",
+            "State,ExitCode"
+        ])
+        .trim(),
+        "NODE_FAIL|0:0"
+    );
+    let runs = acct(&[
+        "-j",
+        &rq.to_string(),
+        "-X",
+        "-D",
+        "-n",
+        "-P",
+        "-o",
+        "JobID,State",
+    ]);
+    assert_eq!(
+        runs.lines().collect::<Vec<_>>(),
+        vec![format!("{rq}|NODE_FAIL"), format!("{rq}|PENDING")],
+        "{runs}"
+    );
+    // The other node's job is untouched.
+    assert_eq!(c.state(survivor).as_deref(), Some("RUNNING"));
+    assert!(
+        kill(Pid::from_raw(stepd_pid), None).is_ok(),
+        "stepd should outlive its agent"
+    );
+    c.ok("scancel", &[&rq.to_string(), &survivor.to_string()]);
+    // Back again: what sn1 kept running for the ended jobs is terminated.
+    c.node_mut("sn1").start_sshd();
+    c.wait_node("sn1", "back in service", Duration::from_secs(60), |s, r| {
+        !s.starts_with("DOWN") && r.is_empty()
+    });
+    crate::harness::wait_until("orphaned stepd gone", Duration::from_secs(30), || {
+        kill(Pid::from_raw(stepd_pid), None).is_err().then_some(())
+    });
+    assert_eq!(c.state(fail).as_deref(), Some("NODE_FAIL"));
 }
 
 #[test]

@@ -71,6 +71,14 @@ fn ended(id: u32, code: i32, signal: i32) -> FromAgent {
         cpu_secs: 0.5,
         oom: false,
         message: None,
+        usage: Some(crate::model::step::StepUsage {
+            ntasks: 1,
+            max_rss_kib: 100,
+            user_cpu_secs: 0.25,
+            sys_cpu_secs: 0.25,
+            sum_cpu_secs: 0.5,
+            ..Default::default()
+        }),
     }
 }
 
@@ -90,12 +98,37 @@ fn submit_resolves_defaults_and_schedules() {
     assert_eq!(c.jobs[&1].state, JobState::Running);
     assert_eq!(c.nodes[0].alloc_cpus, 1);
     c.sanity_check().unwrap();
+    // A live sample of the batch step is kept on its record (for sstat).
+    let mut fx = Effects::default();
+    let live = crate::model::step::StepUsage {
+        ntasks: 1,
+        max_rss_kib: 42,
+        ..Default::default()
+    };
+    c.from_agent(
+        "n1",
+        FromAgent::BatchUsage {
+            job_id: 1,
+            usage: live,
+        },
+        15,
+        &mut fx,
+    );
+    assert_eq!(c.jobs[&1].steps[0].usage().map(|u| u.max_rss_kib), Some(42));
     let mut fx = Effects::default();
     c.from_agent("n1", ended(1, 0, 0), 20, &mut fx);
     let j = &c.jobs[&1];
     assert_eq!(j.state, JobState::Completed);
     assert_eq!(j.steps[0].state, JobState::Completed);
     assert_eq!(j.steps[0].max_rss_kib, 100);
+    // The final figures replace the sample, and are stored.
+    let u = j.steps[0].usage().unwrap();
+    assert_eq!((u.max_rss_kib, u.user_cpu_secs), (100, 0.25));
+    assert!(
+        fx.persist
+            .iter()
+            .any(|p| p.id == 1 && p.steps[0].usage().is_some_and(|u| u.max_rss_kib == 100))
+    );
     assert_eq!(c.nodes[0].alloc_cpus, 0);
     c.sanity_check().unwrap();
 }
@@ -637,4 +670,70 @@ priority_tier = 5
     assert_eq!(c.jobs[&low].state, JobState::Preempted);
     c.schedule(41, &mut fx);
     assert_eq!(c.jobs[&high].state, JobState::Running);
+}
+
+#[test]
+fn silent_node_ends_its_jobs_node_fail_or_requeues_them() {
+    let mut c = cluster();
+    let mut keep = spec("norequeue");
+    keep.requeue = Some(false);
+    let a = submit(&mut c, keep, ALICE, 10);
+    let mut rq = spec("requeue");
+    rq.requeue = Some(true);
+    let b = submit(&mut c, rq, ALICE, 10);
+    let mut fx = Effects::default();
+    c.schedule(10, &mut fx);
+    assert_eq!(launches(&fx), vec![a, b]);
+    let mut fx = Effects::default();
+    let hit = c.nodes_failed(&["n1".to_string()], 50, &mut fx);
+    assert_eq!(hit, vec![a, b]);
+    let ja = &c.jobs[&a];
+    assert_eq!(
+        (ja.state, &ja.reason),
+        (JobState::NodeFail, &Reason::NodeDown)
+    );
+    assert_eq!(ja.steps[0].state, JobState::NodeFail);
+    assert_eq!(ja.end_time, Some(50));
+    let jb = &c.jobs[&b];
+    assert_eq!((jb.state, jb.restarts), (JobState::Pending, 1));
+    assert!(jb.past_runs[0].node_fail);
+    assert_eq!(c.nodes[0].alloc_cpus, 0);
+    c.sanity_check().unwrap();
+    // Back again, the node still runs both: both are orphans now.
+    assert_eq!(c.orphans_on("n1", &[a, b, 999]), vec![a, b]);
+    // A job running here normally is not.
+    let d = submit(&mut c, spec("other"), ALICE, 60);
+    let mut fx = Effects::default();
+    c.schedule(60, &mut fx);
+    assert_eq!(c.jobs[&d].state, JobState::Running);
+    assert!(c.orphans_on("n1", &[d]).is_empty());
+    // A failure of another node leaves it alone.
+    let mut fx = Effects::default();
+    assert!(c.nodes_failed(&["n9".to_string()], 70, &mut fx).is_empty());
+    assert_eq!(c.jobs[&d].state, JobState::Running);
+}
+
+#[test]
+fn degraded_isolation_is_a_reason_on_the_node_that_never_replaces_an_admins() {
+    let mut c = cluster();
+    c.isolation_reported("n1", "none", Some("no cgroups: disabled".into()), 30);
+    let n = &c.nodes[0];
+    assert_eq!(
+        n.reason.as_deref(),
+        Some("Isolation degraded: no cgroups: disabled")
+    );
+    assert_eq!((n.reason_uid, n.reason_time), (Some(999), Some(30)));
+    assert_eq!(n.state, NodeState::Up);
+    assert!(n.schedulable());
+    // Full isolation again: our reason goes.
+    c.isolation_reported("n1", "cgroup/v1", None, 40);
+    assert_eq!(c.nodes[0].reason, None);
+    assert_eq!(c.nodes[0].isolation_degraded, None);
+    // An admin's reason stays.
+    c.nodes[0].reason = Some("disk".into());
+    c.isolation_reported("n1", "none", Some("no cgroups".into()), 50);
+    assert_eq!(c.nodes[0].reason.as_deref(), Some("disk"));
+    assert_eq!(c.nodes[0].isolation_degraded.as_deref(), Some("no cgroups"));
+    c.isolation_reported("n1", "cgroup/v1", None, 60);
+    assert_eq!(c.nodes[0].reason.as_deref(), Some("disk"));
 }

@@ -187,6 +187,12 @@ impl StepIsolation {
         self.mgr.signal(self.level, sig)
     }
 
+    /// The step cgroup's counters now (memory peak and current, CPU user/system);
+    /// fields are `None` where the backend has no such counter.
+    pub fn usage(&self) -> Usage {
+        self.mgr.usage(Level::Step)
+    }
+
     /// Stops every process of the step (of the job, for the batch step), for
     /// `scontrol suspend`. Errors: no freezer, or it did not freeze in time.
     pub fn suspend(&self) -> Result<(), IsolateError> {

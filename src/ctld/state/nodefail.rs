@@ -1,0 +1,79 @@
+//! Jobs on a node that stopped answering (issue 7): Slurm's behaviour when slurmd
+//! misses SlurmdTimeout. The node's running jobs end NODE_FAIL, or go back to the
+//! queue when requeueable (JobRequeue=1; `--no-requeue` opts out); their steps end; a
+//! multi-node job's batch host is told to end what it runs. When the node answers
+//! again, whatever its agent still runs for jobs that ended meanwhile (or that run
+//! elsewhere now) is terminated, so that nothing runs untracked.
+
+use super::{Cluster, Effects};
+use crate::model::JobState;
+use crate::proto::ToAgent;
+
+impl Cluster {
+    /// `nodes` stopped answering (silent past SlurmdTimeout): ends or requeues every
+    /// job running or completing on any of them. Returns the ids handled.
+    pub fn nodes_failed(&mut self, nodes: &[String], now: i64, fx: &mut Effects) -> Vec<u32> {
+        let mut hit: Vec<(u32, String)> = self
+            .jobs
+            .values()
+            .filter(|j| j.state == JobState::Running || j.completing)
+            .filter_map(|j| {
+                let a = j.alloc.as_ref()?;
+                a.nodes
+                    .iter()
+                    .any(|n| nodes.contains(n))
+                    .then(|| (j.id, a.nodes[0].clone()))
+            })
+            .collect();
+        // A heterogeneous job ends through its leader.
+        hit = hit
+            .into_iter()
+            .filter_map(|(id, host)| match self.jobs[&id].het {
+                Some(h) if h.offset != 0 => {
+                    let l = self.jobs.get(&h.job_id)?;
+                    Some((h.job_id, l.alloc.as_ref()?.nodes[0].clone()))
+                }
+                _ => Some((id, host)),
+            })
+            .collect();
+        hit.sort();
+        hit.dedup();
+        for (id, host) in &hit {
+            tracing::warn!(job_id = id, "node failure: ending the job's run");
+            self.finish(*id, None, now, fx);
+            if !nodes.contains(host) {
+                fx.to_agent.push((
+                    host.clone(),
+                    ToAgent::Terminate {
+                        job_id: *id,
+                        kill_wait: self.kill_wait,
+                        reason: None,
+                    },
+                ));
+            }
+        }
+        fx.schedule = true;
+        hit.into_iter().map(|(id, _)| id).collect()
+    }
+
+    /// Of the jobs a registering `node` says it runs, those that must not run there:
+    /// ended (NODE_FAIL, cancelled while the node was away), or running on another
+    /// node now. A pending job is left to the caller (the controller may have crashed
+    /// between launching and recording it), unless its last run ended by node failure.
+    pub fn orphans_on(&self, node: &str, running: &[u32]) -> Vec<u32> {
+        running
+            .iter()
+            .copied()
+            .filter(|id| match self.jobs.get(id) {
+                None => false,
+                Some(j) if j.state == JobState::Pending => {
+                    j.past_runs.last().is_some_and(|r| r.node_fail)
+                }
+                Some(j) if j.state == JobState::Running || j.completing => {
+                    j.alloc.as_ref().is_some_and(|a| a.nodes[0] != node)
+                }
+                Some(_) => true,
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,169 @@
+//! Usage accounting (issue 5): a batch job that burns a known amount of CPU and holds a
+//! known amount of memory is measured by its stepd, and `seff`, `sacct` and `sstat`
+//! report those figures.
+
+use crate::harness::*;
+use std::time::Duration;
+
+/// Seconds of CPU the job burns, and MiB it holds.
+const BURN_SECS: f64 = 3.0;
+const HOLD_MIB: f64 = 200.0;
+
+/// Perl grows one string in place to `mib` MiB (every page written), then spins until
+/// its own CPU time (user + system: `times` is a system call) reaches `secs`, then
+/// optionally sleeps.
+fn burner(mib: f64, secs: f64, sleep: u32) -> String {
+    format!(
+        "#!/bin/bash\nperl -e '$x = \"a\"; $x x= {} * 1048576; 1 while do {{ my @t = times; $t[0] + $t[1] }} < {secs}; sleep {sleep}'\n",
+        mib as u64
+    )
+}
+
+/// A `K`/`M`/`G` size (sacct's exact units) in MiB.
+fn mib_of(v: &str) -> f64 {
+    let (num, unit) = v.split_at(v.len() - 1);
+    let n: f64 = num.parse().unwrap_or_else(|_| panic!("size {v:?}"));
+    match unit {
+        "K" => n / 1024.0,
+        "M" => n,
+        "G" => n * 1024.0,
+        _ => panic!("size {v:?}"),
+    }
+}
+
+/// `MM:SS.mmm` or `HH:MM:SS` in seconds.
+fn secs_of(v: &str) -> f64 {
+    let parts: Vec<f64> = v
+        .split(':')
+        .map(|p| p.parse().unwrap_or_else(|_| panic!("time {v:?}")))
+        .collect();
+    parts.iter().fold(0.0, |acc, p| acc * 60.0 + p)
+}
+
+fn within(got: f64, want: f64, what: &str) {
+    assert!(
+        (got - want).abs() <= want * 0.10,
+        "{what}: {got} is not within 10% of {want}"
+    );
+}
+
+#[test]
+fn seff_and_sacct_report_a_known_cpu_burn_and_allocation() {
+    let c = TestCluster::start();
+    c.script("burn.sh", &burner(HOLD_MIB, BURN_SECS, 0));
+    let id = c.submit(&["--mem=400M", "-n1", "burn.sh"]);
+    let st = c.wait_state(id, &["COMPLETED", "FAILED"], Duration::from_secs(120));
+    assert_eq!(st, "COMPLETED");
+
+    let rep = c.ok("seff", &[&id.to_string()]);
+    let line = |k: &str| -> String {
+        rep.lines()
+            .find_map(|l| l.strip_prefix(&format!("{k}: ")))
+            .unwrap_or_else(|| panic!("no {k} in {rep}"))
+            .to_string()
+    };
+    assert_eq!(line("Job ID"), id.to_string());
+    assert_eq!(line("Cluster"), "testc");
+    assert_eq!(line("State"), "COMPLETED (exit code 0)");
+    assert_eq!(line("Cores"), "1");
+    // One task: its peak is the average peak, so seff has no imbalance line.
+    assert!(!rep.contains("The task which"), "{rep}");
+    within(secs_of(&line("CPU Utilized")), BURN_SECS, "CPU Utilized");
+    let mem = line("Memory Utilized");
+    let mb: f64 = mem
+        .strip_suffix(" MB")
+        .unwrap_or_else(|| panic!("{mem}"))
+        .parse()
+        .unwrap();
+    within(mb, HOLD_MIB, "Memory Utilized");
+    let eff = line("Memory Efficiency");
+    assert!(eff.ends_with("of 400.00 MB (400.00 MB/node)"), "{eff}");
+    let pct: f64 = eff.split('%').next().unwrap().parse().unwrap();
+    within(pct, HOLD_MIB / 400.0 * 100.0, "Memory Efficiency");
+    // CPU efficiency is CPU time over the (load-dependent) wall time.
+    let wall = secs_of(&line("Job Wall-clock time"));
+    let ce = line("CPU Efficiency");
+    let cpct: f64 = ce.split('%').next().unwrap().parse().unwrap();
+    let cpu = secs_of(&line("CPU Utilized"));
+    if wall > 0.0 {
+        assert!(
+            (cpct - cpu / wall * 100.0).abs() < 0.01,
+            "{ce} vs {cpu}/{wall}"
+        );
+    }
+
+    // The batch step's accounting row.
+    let out = c.ok(
+        "sacct",
+        &[
+            "-j",
+            &format!("{id}.batch"),
+            "-n",
+            "-P",
+            "-o",
+            "MaxRSS,AveRSS,MaxVMSize,TotalCPU,UserCPU,SystemCPU,TRESUsageInMax,TRESUsageInAve,AllocTRES,MaxRSSNode,NTasks",
+        ],
+    );
+    let f: Vec<&str> = out.trim_end().split('|').collect();
+    assert_eq!(f.len(), 11, "{out}");
+    within(mib_of(f[0]), HOLD_MIB, "MaxRSS");
+    assert!(
+        mib_of(f[1]) > 0.0 && mib_of(f[1]) <= mib_of(f[0]),
+        "AveRSS {out}"
+    );
+    assert!(
+        mib_of(f[2]) >= mib_of(f[0]),
+        "MaxVMSize below MaxRSS: {out}"
+    );
+    within(secs_of(f[3]), BURN_SECS, "TotalCPU");
+    within(
+        secs_of(f[4]) + secs_of(f[5]),
+        secs_of(f[3]),
+        "UserCPU + SystemCPU",
+    );
+    assert!(
+        f[6].starts_with("cpu=00:00:0") && f[6].contains(&format!(",mem={},", f[0])),
+        "TRESUsageInMax {out}"
+    );
+    assert!(f[7].starts_with("cpu=") && f[7].contains(",vmem="), "{out}");
+    assert_eq!(f[8], "cpu=1,mem=400M,node=1");
+    assert_eq!(f[9], c.node());
+    assert_eq!(f[10], "1");
+    // The job row sums its steps' CPU.
+    let job_cpu = c.ok(
+        "sacct",
+        &["-X", "-j", &id.to_string(), "-n", "-P", "-o", "TotalCPU"],
+    );
+    within(secs_of(job_cpu.trim()), BURN_SECS, "job TotalCPU");
+}
+
+#[test]
+fn sstat_samples_a_running_batch_step() {
+    let c = TestCluster::start();
+    c.script("hold.sh", &burner(100.0, 0.0, 60));
+    let id = c.submit(&["--mem=400M", "hold.sh"]);
+    c.wait_state(id, &["RUNNING"], Duration::from_secs(30));
+    let step = format!("{id}.batch");
+    // Sampled by stepd every 2 s and forwarded with the agent's heartbeats.
+    let row = wait_until("a batch usage sample", Duration::from_secs(60), || {
+        let o = c.run(
+            "sstat",
+            &["-j", &step, "-n", "-P", "-o", "JobID,MaxRSS,NTasks,Pids"],
+        );
+        let s = stdout(&o);
+        let f: Vec<String> = s.trim_end().split('|').map(str::to_string).collect();
+        (f.len() == 4 && f[1] != "0K" && mib_of(&f[1]) >= 90.0).then_some(f)
+    });
+    assert_eq!(row[0], step);
+    within(mib_of(&row[1]), 100.0, "sstat MaxRSS");
+    assert_eq!(row[2], "1");
+    assert!(!row[3].is_empty(), "no pids: {row:?}");
+    // -a lists the batch step too.
+    let all = c.ok(
+        "sstat",
+        &["-a", "-j", &id.to_string(), "-n", "-P", "-o", "JobID"],
+    );
+    assert!(all.lines().any(|l| l == step), "{all}");
+    c.ok("scancel", &[&id.to_string()]);
+    c.wait_done(id);
+}
