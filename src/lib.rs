@@ -9,6 +9,7 @@ pub mod cli;
 pub mod config;
 pub mod ctld;
 pub mod jobspec;
+pub mod logsink;
 pub mod model;
 pub mod proto;
 pub mod sched;

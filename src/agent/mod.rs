@@ -7,6 +7,7 @@
 //! (`proto::spool`), and a restarted agent re-adopts them from there.
 
 pub mod discover;
+mod relay;
 pub mod stdio;
 mod steps;
 
@@ -33,6 +34,10 @@ pub struct AgentConfig {
     /// Time between heartbeats (the controller sets it to a third of its SlurmdTimeout,
     /// at most 10 s).
     pub heartbeat: Duration,
+    /// Where to listen for front-ends inside jobs on this node (`SLUICE_SOCKET` in their
+    /// environment), relaying them to the controller over the link; `None` when they
+    /// reach the controller's socket directly (the controller's own node).
+    pub relay: Option<PathBuf>,
 }
 
 fn job_dir(spool: &Path, id: u32) -> PathBuf {
@@ -78,6 +83,10 @@ where
     let mut beat = tokio::time::interval(cfg.heartbeat.max(Duration::from_millis(100)));
     beat.tick().await;
     let mut steps = steps::Steps::default();
+    let mut relay = match &cfg.relay {
+        Some(path) => Some(relay::Relay::bind(path)?),
+        None => None,
+    };
     loop {
         tokio::select! {
             m = link.recv::<ToAgent>() => {
@@ -86,7 +95,19 @@ where
                     Err(crate::proto::ProtoError::Closed) => return Ok(()),
                     Err(e) => return Err(e.into()),
                 };
+                let msg = match relay.as_mut() {
+                    Some(r) => match r.intercept(msg) {
+                        Some(m) => m,
+                        None => continue,
+                    },
+                    None => msg,
+                };
                 handle(msg, &cfg, &etx, &mut steps);
+            }
+            Some(conn) = relay::accept(relay.as_ref()) => {
+                if let Some(r) = relay.as_mut() {
+                    r.serve(conn, &etx);
+                }
             }
             Some(ev) = erx.recv() => {
                 steps.observe(&ev);
@@ -122,13 +143,25 @@ fn handle(
     steps: &mut steps::Steps,
 ) {
     match msg {
-        ToAgent::LaunchStep(ls) => steps.launch(*ls, cfg, etx),
+        ToAgent::LaunchStep(mut ls) => {
+            if let Some(path) = &cfg.relay {
+                let env = &mut ls.spec.environment;
+                env.insert(relay::SOCKET_VAR.into(), path.display().to_string());
+            }
+            steps.launch(*ls, cfg, etx)
+        }
+        // Without a relay socket there are no relayed connections to serve.
+        ToAgent::Relay { .. } | ToAgent::RelayClose { .. } => {}
         ToAgent::StepInput {
             job_id,
             step_id,
             input,
         } => steps.input(job_id, step_id, input),
-        ToAgent::Launch(lb) => {
+        ToAgent::Launch(mut lb) => {
+            if let Some(path) = &cfg.relay {
+                let env = &mut lb.job.spec.environment;
+                env.insert(relay::SOCKET_VAR.into(), path.display().to_string());
+            }
             let id = lb.job.id;
             if let Err(e) = launch(lb, cfg, etx.clone()) {
                 tracing::error!(job_id = id, "launch failed: {e:#}");

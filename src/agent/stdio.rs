@@ -88,6 +88,12 @@ pub fn default_spool(node: &str) -> PathBuf {
         .join(node)
 }
 
+/// Where a remote agent listens for front-ends in its jobs: `relay/sock` in its spool
+/// directory (the path stays short enough for a Unix socket name).
+pub fn relay_path(spool: &std::path::Path) -> PathBuf {
+    spool.join("relay").join("sock")
+}
+
 fn init_log(path: Option<&PathBuf>) -> Result<(), String> {
     let filter = tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
@@ -104,7 +110,10 @@ fn init_log(path: Option<&PathBuf>) -> Result<(), String> {
             b.with_writer(std::sync::Mutex::new(f)).try_init()
         }
         // Under SSH the controller logs these lines with its own timestamps.
-        None => b.without_time().with_writer(std::io::stderr).try_init(),
+        None => b
+            .without_time()
+            .with_writer(crate::logsink::stderr)
+            .try_init(),
     };
     r.map_err(|e| format!("cannot set up logging: {e}"))
 }
@@ -146,11 +155,13 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
     };
     // Launch records carry job environments: keep every spool file private.
     nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
+    let spool = o.spool.clone().unwrap_or_else(|| default_spool(&node));
     let cfg = AgentConfig {
-        spool_dir: o.spool.clone().unwrap_or_else(|| default_spool(&node)),
+        spool_dir: spool.clone(),
         node: NodeConf::named(&node),
         exe,
         heartbeat: Duration::from_secs(o.heartbeat.unwrap_or(10)),
+        relay: Some(relay_path(&spool)),
     };
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()

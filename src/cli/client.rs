@@ -56,7 +56,25 @@ impl Client {
     }
 
     /// Connects using `cfg`; in personal mode starts the controller when none answers.
+    ///
+    /// With `SLUICE_SOCKET` set (a job on a remote node, whose agent relays to the
+    /// controller) that socket is the only one tried, and no controller is started.
     pub fn connect_with(cfg: &Config) -> Result<Client, ClientError> {
+        if let Some(relay) =
+            std::env::var_os(crate::config::RELAY_SOCKET_VAR).filter(|s| !s.is_empty())
+        {
+            let mut relayed = cfg.clone();
+            relayed.socket = relay.into();
+            // The agent's socket, not a personal controller's: no owner checks.
+            relayed.mode = Mode::System;
+            return Client::try_connect(&relayed).map_err(|e| ClientError::Unreachable {
+                hint: Some(format!(
+                    "sluice: this node's agent does not answer on {} ({}); is the node still connected to the controller?",
+                    relayed.socket.display(),
+                    e.hint().map(str::to_string).unwrap_or_else(|| e.to_string())
+                )),
+            });
+        }
         match Client::try_connect(cfg) {
             Ok(c) => return Ok(c),
             Err(e) if cfg.mode == Mode::System => {

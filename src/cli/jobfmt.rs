@@ -99,6 +99,62 @@ pub fn tres_sacct(job: &Job) -> String {
     )
 }
 
+/// GRES held on one node (or the whole job), grouped by name and type as scontrol and
+/// squeue's JSON show them: `gpu:4` or, with `with_idx`, `gpu:4(IDX:0-3)`; several
+/// groups are comma-joined.
+pub fn gres_alloc_text(gs: &[crate::model::job::GresAlloc], with_idx: bool) -> String {
+    let mut groups: Vec<(&str, Option<&str>, u32, Vec<u32>)> = Vec::new();
+    for g in gs {
+        match groups
+            .iter_mut()
+            .find(|x| x.0 == g.name && x.1 == g.kind.as_deref())
+        {
+            Some(x) => {
+                x.2 += g.count;
+                x.3.push(g.index);
+            }
+            None => groups.push((&g.name, g.kind.as_deref(), g.count, vec![g.index])),
+        }
+    }
+    groups
+        .iter()
+        .map(|(n, k, c, idx)| {
+            let head = match k {
+                Some(k) => format!("{n}:{k}:{c}"),
+                None => format!("{n}:{c}"),
+            };
+            if with_idx {
+                format!("{head}(IDX:{})", id_ranges(idx))
+            } else {
+                head
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// `0-3,8,10-11` from a list of ids (CPU ids, GRES indices), sorted and deduplicated.
+pub fn id_ranges(ids: &[u32]) -> String {
+    let mut v = ids.to_vec();
+    v.sort_unstable();
+    v.dedup();
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < v.len() {
+        let mut j = i;
+        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
+            j += 1;
+        }
+        out.push(if i == j {
+            v[i].to_string()
+        } else {
+            format!("{}-{}", v[i], v[j])
+        });
+        i = j + 1;
+    }
+    out.join(",")
+}
+
 /// `ReqMem` / `MinMemory*` value: `400M` per CPU or per node, exact units.
 pub fn req_mem_text(job: &Job) -> String {
     match job.req_mem {

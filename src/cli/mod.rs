@@ -3,10 +3,12 @@
 //! Slurm-shaped text; they hold no scheduling logic.
 
 pub mod client;
+pub mod doctor;
 pub mod format;
 pub mod getopt;
 pub mod jobfmt;
 pub mod jobid;
+pub mod jobjson;
 pub mod keygen;
 pub mod multiprog;
 pub mod sacct;
@@ -90,6 +92,7 @@ fn dispatch(cmd: &str, args: Vec<OsString>) -> ExitCode {
         "simulate" => crate::sim::cli_main(args),
         "agent" => crate::agent::stdio::cli_main(args),
         "keygen" => keygen::run(args),
+        "doctor" => doctor::run(args),
         "srun" => srun::run(args),
         "salloc" => salloc::run(args),
         "sstat" => sstat::run(args),
@@ -111,7 +114,7 @@ fn dispatch(cmd: &str, args: Vec<OsString>) -> ExitCode {
 
 fn print_usage() {
     eprintln!(
-        "usage: sluice <command> [args...]\n\ncommands: {} controller agent keygen stepd simulate\n\
+        "usage: sluice <command> [args...]\n\ncommands: {} controller agent keygen doctor stepd simulate\n\
          Each Slurm command also works under its own name through a symlink (see install.sh).",
         LINKED_COMMANDS.join(" ")
     );

@@ -277,6 +277,12 @@ pub struct Opts {
     pub names: Vec<String>,
     /// `-r/--partition`.
     pub partitions: Vec<String>,
+    /// `-A/--accounts`.
+    pub accounts: Vec<String>,
+    /// `-q/--qos`.
+    pub qos: Vec<String>,
+    /// `-N/--nodelist`, expanded.
+    pub nodes: Vec<String>,
     /// Columns, from `-o`, `-b`, `-l` or the default list.
     pub fields: Vec<Field>,
     pub layout: Layout,
@@ -370,11 +376,12 @@ pub fn parse_args(args: &[String], lookup: &dyn Fn(&str) -> Option<u32>) -> Resu
                     "json" => {
                         return Err("sacct: error: --json is not supported yet by sluice".into());
                     }
-                    "accounts" | "qos" | "nodelist" => {
-                        return Err(format!(
-                            "sacct: error: --{name} is not supported yet by sluice"
-                        ));
-                    }
+                    "accounts" => o.accounts.extend(split_list(&v).map(String::from)),
+                    "qos" => o.qos.extend(split_list(&v).map(String::from)),
+                    "nodelist" => match crate::model::hostlist::expand(&v) {
+                        Ok(names) => o.nodes.extend(names),
+                        Err(_) => return Err(format!("sacct: error: Invalid node list: {v}")),
+                    },
                     // Accepted for compatibility; one cluster, no unit conversion options.
                     _ => {}
                 }
@@ -436,6 +443,9 @@ pub fn query_for(o: &Opts, users: &[u32], win: (Option<i64>, Option<i64>)) -> Ac
         states: o.states.clone(),
         names: o.names.clone(),
         partitions: o.partitions.clone(),
+        accounts: o.accounts.clone(),
+        qos: o.qos.clone(),
+        nodes: o.nodes.clone(),
     }
 }
 

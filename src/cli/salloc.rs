@@ -99,13 +99,6 @@ fn run_inner(argv: &[String]) -> Result<u8, Failure> {
         println!("slurm {}", crate::config::DEFAULT_SLURM_VERSION);
         return Ok(0);
     }
-    if a.no_shell {
-        let e = OptError::Unsupported("--no-shell".into());
-        return Err(Failure {
-            stderr: e.render(PROG),
-            code: e.exit_code(),
-        });
-    }
     let ctx = sbatch::submit_context().map_err(|f| Failure {
         stderr: f.stderr.replace("sbatch:", "salloc:"),
         code: 1,
@@ -145,7 +138,12 @@ fn run_inner(argv: &[String]) -> Result<u8, Failure> {
         })
     };
     let mut owner = connect()?;
-    let job_id = srun::allocate(&mut owner, PROG, &spec, a.job.quiet)?;
+    let job_id = srun::allocate(&mut owner, PROG, &spec, a.job.quiet, a.no_shell)?;
+    if a.no_shell {
+        // Slurm's --no-shell: the allocation outlives salloc until scancel or its time
+        // limit; steps join it with `srun --jobid`.
+        return Ok(0);
+    }
     let job = match owner.request(&Request::Jobs(crate::proto::JobFilter {
         ids: vec![job_id],
         ..Default::default()

@@ -53,6 +53,12 @@ pub struct Opts {
     pub partitions: Vec<String>,
     /// `-n/--name`.
     pub names: Vec<String>,
+    /// `-A/--account`.
+    pub accounts: Vec<String>,
+    /// `-q/--qos`.
+    pub qos: Vec<String>,
+    /// `-w/--nodelist`, expanded.
+    pub nodes: Vec<String>,
     /// `-s`: signal number; `None` cancels.
     pub signal: Option<i32>,
     /// `-b`: signal only the batch shell.
@@ -214,7 +220,26 @@ pub fn parse_args(
                             .extend(v.split(',').filter(|s| !s.is_empty()).map(String::from));
                         filtered = true;
                     }
-                    "account" | "qos" | "reservation" | "nodelist" | "wckey" => {
+                    "account" => {
+                        o.accounts
+                            .extend(v.split(',').filter(|s| !s.is_empty()).map(String::from));
+                        filtered = true;
+                    }
+                    "qos" => {
+                        o.qos
+                            .extend(v.split(',').filter(|s| !s.is_empty()).map(String::from));
+                        filtered = true;
+                    }
+                    "nodelist" => {
+                        match crate::model::hostlist::expand(&v) {
+                            Ok(names) => o.nodes.extend(names),
+                            Err(_) => {
+                                return Err(format!("scancel: error: Invalid node list: {v}"));
+                            }
+                        }
+                        filtered = true;
+                    }
+                    "reservation" | "wckey" => {
                         return Err(format!(
                             "scancel: error: --{name} is not supported yet by sluice"
                         ));
@@ -247,6 +272,9 @@ pub fn request_for(o: &Opts) -> Request {
             names: o.names.clone(),
             array_tasks: o.array_tasks.clone(),
             active_only: false,
+            accounts: o.accounts.clone(),
+            qos: o.qos.clone(),
+            nodes: o.nodes.clone(),
         },
         signal: o.signal,
         batch_only: o.batch && !o.full,

@@ -29,6 +29,8 @@ pub struct Opts {
     pub cluster: Option<String>,
     /// `-Q/--quiet`: no error messages for hold/release and the like.
     pub quiet: bool,
+    /// `--json`: `show job` prints OpenAPI v0.0.38 job objects (`cli::jobjson`).
+    pub json: bool,
 }
 
 /// What to show.
@@ -121,6 +123,7 @@ pub fn parse_args(args: &[String]) -> Result<(Opts, Vec<String>), String> {
             "-o" | "--oneliner" => opts.oneliner = true,
             "-d" | "--details" => opts.details = true,
             "-Q" | "--quiet" => opts.quiet = true,
+            "--json" => opts.json = true,
             "-v" | "--verbose" => {}
             "-a" | "--all" => {}
             "-M" | "--clusters" | "--cluster" => {
@@ -592,6 +595,15 @@ fn show_job(id: Option<&str>, opts: &Opts, req: &mut Requester<'_>) -> Output {
             if let Some(k) = het_offset {
                 jobs.retain(|j| j.het.is_some_and(|h| h.offset == k));
             }
+            if opts.json && (!jobs.is_empty() || id.is_none()) {
+                let (cluster, version) = crate::config::Config::load()
+                    .map(|c| (c.cluster_name, c.slurm_version))
+                    .unwrap_or_else(|_| {
+                        ("sluice".into(), crate::config::DEFAULT_SLURM_VERSION.into())
+                    });
+                let shown: Vec<&Job> = jobs.iter().collect();
+                return Output::ok(crate::cli::jobjson::render(&shown, &cluster, &version));
+            }
             if jobs.is_empty() {
                 if id.is_some() {
                     return Output::err("slurm_load_jobs error: Invalid job id specified\n".into());
@@ -989,49 +1001,25 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
 /// `  Nodes=… CPU_IDs=… Mem=… GRES=…` line per node (two more spaces of indent).
 fn alloc_detail_lines(job: &Job, a: &crate::model::job::Allocation) -> Vec<String> {
     use crate::model::job::GresAlloc;
-    let gres_text = |gs: &[GresAlloc], with_idx: bool| -> String {
-        // Group by (name, type): `gpu:4(IDX:0-3)`.
-        let mut groups: Vec<(String, Option<String>, u32, Vec<u32>)> = Vec::new();
-        for g in gs {
-            match groups.iter_mut().find(|x| x.0 == g.name && x.1 == g.kind) {
-                Some(x) => {
-                    x.2 += g.count;
-                    x.3.push(g.index);
-                }
-                None => groups.push((g.name.clone(), g.kind.clone(), g.count, vec![g.index])),
-            }
-        }
-        groups
-            .iter()
-            .map(|(n, k, c, idx)| {
-                let head = match k {
-                    Some(k) => format!("{n}:{k}:{c}"),
-                    None => format!("{n}:{c}"),
-                };
-                if with_idx {
-                    format!("{head}(IDX:{})", cpu_ranges(idx))
-                } else {
-                    head
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(",")
-    };
     let all: Vec<GresAlloc> = a.gres.iter().flatten().cloned().collect();
     let mut l = vec![format!(
         "JOB_GRES={}",
         if all.is_empty() {
             "(null)".to_string()
         } else {
-            gres_text(&all, false)
+            jobfmt::gres_alloc_text(&all, false)
         }
     )];
     for (k, node) in a.nodes.iter().enumerate() {
-        let ids = a.cpu_ids.get(k).map(|v| cpu_ranges(v)).unwrap_or_default();
+        let ids = a
+            .cpu_ids
+            .get(k)
+            .map(|v| jobfmt::id_ranges(v))
+            .unwrap_or_default();
         let gres = a
             .gres
             .get(k)
-            .map(|g| gres_text(g, true))
+            .map(|g| jobfmt::gres_alloc_text(g, true))
             .unwrap_or_default();
         l.push(format!(
             "  Nodes={node} CPU_IDs={ids} Mem={} GRES={gres}",
@@ -1043,27 +1031,6 @@ fn alloc_detail_lines(job: &Job, a: &crate::model::job::Allocation) -> Vec<Strin
 }
 
 /// `0-3,8,10-11` from a list of ids.
-fn cpu_ranges(ids: &[u32]) -> String {
-    let mut v = ids.to_vec();
-    v.sort_unstable();
-    v.dedup();
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < v.len() {
-        let mut j = i;
-        while j + 1 < v.len() && v[j + 1] == v[j] + 1 {
-            j += 1;
-        }
-        out.push(if i == j {
-            v[i].to_string()
-        } else {
-            format!("{}-{}", v[i], v[j])
-        });
-        i = j + 1;
-    }
-    out.join(",")
-}
-
 /// One job record as `scontrol show job` prints it.
 pub fn render_job(job: &Job, now: i64, details: bool, oneliner: bool) -> String {
     join_record(&job_lines(job, now, details), oneliner, true)

@@ -15,7 +15,7 @@
 //! `123_[5-99%10]`; `-r` and `-j 123_i` show them one per line. An array's id in `-j`
 //! selects every record of the array, a task's own id that task.
 //!
-//! Not yet: `--json`/`--yaml`, `-i` iteration. `--start` shows the backfill timeline's
+//! `--json` prints OpenAPI v0.0.38 job objects (`cli::jobjson`). Not yet: `--yaml`, `-i` iteration. `--start` shows the backfill timeline's
 //! expected start of a pending job (else `N/A`) and the nodes it was planned on
 //! (SCHEDNODES).
 
@@ -1091,10 +1091,6 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         println!("slurm {}", crate::config::advertised_slurm_version());
         return ExitCode::SUCCESS;
     }
-    if opts.json {
-        eprintln!("squeue: error: --json is not supported by sluice yet");
-        return ExitCode::from(1);
-    }
     if let Some(list) = &opts.steps {
         return run_steps(&opts, list);
     }
@@ -1139,6 +1135,16 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         ..JobFilter::default()
     };
     match client.request(&Request::Jobs(filter)) {
+        Ok(Response::Jobs { jobs, .. }) if opts.json => {
+            // Format options do not apply; the selection (users, states, ids…) does.
+            let mut shown: Vec<&Job> = jobs.iter().filter(|j| q.matches(j)).collect();
+            shown.sort_by_key(|j| j.id);
+            print!(
+                "{}",
+                crate::cli::jobjson::render(&shown, &cfg.cluster_name, &cfg.slurm_version)
+            );
+            ExitCode::SUCCESS
+        }
         Ok(Response::Jobs { jobs, now }) => emit(&render(&q, &jobs, now, &cfg.cluster_name)),
         Ok(Response::Error(SlurmError::InvalidJobId)) if q.jobs.len() > 1 => {
             // Several ids: unknown ones are simply omitted.

@@ -303,7 +303,7 @@ fn run_inner(argv: &[String]) -> Result<u8, Failure> {
         }
         None => {
             let mut owner = Client::connect_with(&cfg).map_err(unreachable)?;
-            let job = allocate(&mut owner, PROG, &p.job, p.quiet)?;
+            let job = allocate(&mut owner, PROG, &p.job, p.quiet, false)?;
             let c = Client::connect_with(&cfg).map_err(unreachable)?;
             let code = launch(c, job, &p);
             let _ = owner.request(&Request::ReleaseAllocation {
@@ -319,7 +319,9 @@ fn run_inner(argv: &[String]) -> Result<u8, Failure> {
 }
 
 /// Asks for an allocation-only job and waits until it runs; returns its id. Prints
-/// Slurm's lines about waiting (`prog` is `srun` or `salloc`).
+/// Slurm's lines about waiting (`prog` is `srun` or `salloc`). A `detach`ed allocation
+/// is not owned by `owner`'s connection (salloc `--no-shell`): it stays after the
+/// connection closes.
 ///
 /// Errors: the request is refused, or the job ends before it starts.
 pub fn allocate(
@@ -327,11 +329,13 @@ pub fn allocate(
     prog: &str,
     spec: &JobSpec,
     quiet: bool,
+    detach: bool,
 ) -> Result<u32, Failure> {
     let fail = |m: String| Failure { stderr: m, code: 1 };
     let resp = owner
         .request(&Request::Allocate {
             spec: Box::new(spec.clone()),
+            detach,
         })
         .map_err(|e| fail(format!("{prog}: error: {e}\n")))?;
     let job = match resp {

@@ -358,12 +358,25 @@ pub struct Config {
     pub cgroup: CgroupConf,
 }
 
+/// Set in a job's environment by a remote node's agent: the socket that relays
+/// front-ends to the controller (see `agent::relay`).
+pub const RELAY_SOCKET_VAR: &str = "SLUICE_SOCKET";
+
 impl Config {
     /// Loads the configuration the way every front-end and daemon does:
     /// `$SLUICE_CONF` if set, else `/etc/sluice/sluice.toml` if it exists, else personal
     /// mode.
+    ///
+    /// Inside a job on a remote node (`SLUICE_SOCKET` set by the node's agent), a
+    /// `$SLUICE_CONF` inherited from the submitting host that does not exist on this
+    /// node is passed over for personal-mode defaults: the front-end talks to the
+    /// controller through the relay and needs no file of its own.
     pub fn load() -> Result<Config, ConfigError> {
         if let Some(p) = std::env::var_os("SLUICE_CONF").filter(|p| !p.is_empty()) {
+            let relayed = std::env::var_os(RELAY_SOCKET_VAR).is_some_and(|s| !s.is_empty());
+            if relayed && !Path::new(&p).exists() {
+                return Ok(Config::personal());
+            }
             return Config::from_file(Path::new(&p));
         }
         if Path::new(SYSTEM_CONF).exists() {

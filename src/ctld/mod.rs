@@ -11,6 +11,7 @@ pub mod agents;
 pub mod array;
 pub mod depend;
 pub mod het;
+mod relay;
 pub mod state;
 pub mod steps;
 pub mod store;
@@ -172,7 +173,7 @@ fn init_tracing() {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(crate::logsink::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
 }
@@ -375,6 +376,8 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
             spool_dir: cfg.spool_dir.clone(),
             exe: exe.clone(),
             heartbeat: Duration::from_secs(heartbeat.into()),
+            // Jobs here reach the controller's own socket.
+            relay: None,
         };
         tokio::spawn(async move {
             if let Err(e) = crate::agent::run(Framed::new(agent_end), agent_cfg).await {
@@ -754,7 +757,7 @@ impl Actor {
                 Response::Priority { rows, weights }
             }
             Request::Stats => Response::Stats(Box::new(self.cluster.stats_at(now))),
-            Request::Allocate { spec } => {
+            Request::Allocate { spec, .. } => {
                 let mut spec = *spec;
                 spec.alloc_only = true;
                 match self.cluster.resolve(spec, c, now, &user_group_names) {
@@ -901,6 +904,15 @@ fn user_group_names(uid: u32, gid: u32) -> (String, String) {
 
 async fn serve_client(stream: tokio::net::UnixStream, tx: mpsc::Sender<Msg>) -> anyhow::Result<()> {
     let cred = transport::peer_cred(&stream)?;
+    serve_stream(stream, cred, tx).await
+}
+
+/// Serves one front-end connection whose peer is `cred`: the controller's own socket, or
+/// a connection relayed by a node's agent ([`relay`]).
+async fn serve_stream<S>(stream: S, cred: PeerCred, tx: mpsc::Sender<Msg>) -> anyhow::Result<()>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
     let mut framed = Framed::new(stream);
     framed.handshake(Role::Controller, &[Role::Client]).await?;
     // Allocation-only jobs this connection owns (cancelled if it closes first).
@@ -912,12 +924,15 @@ async fn serve_client(stream: tokio::net::UnixStream, tx: mpsc::Sender<Msg>) -> 
     res
 }
 
-async fn serve_requests(
-    framed: &mut Framed<tokio::net::UnixStream>,
+async fn serve_requests<S>(
+    framed: &mut Framed<S>,
     cred: PeerCred,
     tx: &mpsc::Sender<Msg>,
     owned: &mut Vec<u32>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<()>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
     loop {
         let req: Request = match framed.recv().await {
             Ok(r) => r,
@@ -939,7 +954,7 @@ async fn serve_requests(
             Request::ReleaseAllocation { job_id, .. } => Some(*job_id),
             _ => None,
         };
-        let allocating = matches!(req, Request::Allocate { .. });
+        let allocating = matches!(req, Request::Allocate { detach: false, .. });
         let (rtx, rrx) = oneshot::channel();
         tx.send(Msg::Client {
             cred,
@@ -962,13 +977,16 @@ async fn serve_requests(
 
 /// A step stream: events from the actor to srun, input from srun to the actor, until
 /// the step is done or either side goes away.
-async fn serve_step(
-    framed: &mut Framed<tokio::net::UnixStream>,
+async fn serve_step<S>(
+    framed: &mut Framed<S>,
     cred: PeerCred,
     tx: &mpsc::Sender<Msg>,
     job_id: u32,
     spec: Box<StepSpec>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<()>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
     let token = NEXT_TOKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let (etx, mut erx) = mpsc::unbounded_channel::<StepEvent>();
     tx.send(Msg::StepLaunch {
@@ -1052,10 +1070,16 @@ where
     {
         return Ok(());
     }
+    // Relayed front-end connections have their own outgoing queue, so that the link
+    // still ends when the actor drops `atx`.
+    let (mut relays, mut relay_out) = relay::Relays::new();
     loop {
         tokio::select! {
             m = link.recv::<FromAgent>() => match m {
                 Ok(msg) => {
+                    let Some(msg) = relays.intercept(msg, &tx) else {
+                        continue;
+                    };
                     if tx.send(Msg::Agent { node: node.clone(), msg }).await.is_err() {
                         return Ok(());
                     }
@@ -1065,6 +1089,12 @@ where
                     break;
                 }
             },
+            Some(out) = relay_out.recv() => {
+                if let Err(e) = link.send(&out).await {
+                    tracing::warn!(node, "agent link: {e}");
+                    break;
+                }
+            }
             out = arx.recv() => match out {
                 Some(msg) => {
                     if let Err(e) = link.send(&msg).await {

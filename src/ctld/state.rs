@@ -1414,6 +1414,10 @@ impl Cluster {
         match msg {
             FromAgent::Register { .. } => {}
             FromAgent::Started { .. } => {}
+            // Relayed connections are served by the link task (ctld::relay).
+            FromAgent::RelayOpen { .. }
+            | FromAgent::Relay { .. }
+            | FromAgent::RelayClose { .. } => {}
             FromAgent::Step {
                 job_id,
                 step_id,

@@ -242,12 +242,24 @@ impl Store {
             if (q.states.is_empty() || q.states.contains(&j.state))
                 && (q.names.is_empty() || q.names.contains(&j.spec.name))
                 && (q.partitions.is_empty() || q.partitions.contains(&j.partition))
+                && (q.accounts.is_empty() || q.accounts.contains(&j.account))
+                && (q.qos.is_empty() || q.qos.contains(&j.qos))
+                && (q.nodes.is_empty() || ran_on_any(&j, &q.nodes))
             {
                 out.push(j);
             }
         }
         Ok(out)
     }
+}
+
+/// Whether the job (this run or an earlier one) held any of `nodes`.
+fn ran_on_any(j: &Job, nodes: &[String]) -> bool {
+    let held = |a: &Option<crate::model::job::Allocation>| {
+        a.as_ref()
+            .is_some_and(|a| a.nodes.iter().any(|n| nodes.contains(n)))
+    };
+    held(&j.alloc) || j.past_runs.iter().any(|r| held(&r.alloc))
 }
 
 /// The store thread's loop: block for one op, take everything else queued, write all

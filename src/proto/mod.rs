@@ -129,6 +129,15 @@ pub struct JobFilter {
     /// that a busy queue's finished jobs do not travel to every `squeue`.
     #[serde(default)]
     pub active_only: bool,
+    /// Only jobs charged to these accounts (scancel `-A`).
+    #[serde(default)]
+    pub accounts: Vec<String>,
+    /// Only jobs of these QOS (scancel `-q`).
+    #[serde(default)]
+    pub qos: Vec<String>,
+    /// Only jobs allocated any of these nodes (scancel `-w`, names expanded).
+    #[serde(default)]
+    pub nodes: Vec<String>,
 }
 
 impl JobFilter {
@@ -147,6 +156,13 @@ impl JobFilter {
             && (self.states.is_empty() || self.states.contains(&job.state))
             && (self.partitions.is_empty() || self.partitions.contains(&job.partition))
             && (self.names.is_empty() || self.names.contains(&job.spec.name))
+            && (self.accounts.is_empty() || self.accounts.contains(&job.account))
+            && (self.qos.is_empty() || self.qos.contains(&job.qos))
+            && (self.nodes.is_empty()
+                || job
+                    .alloc
+                    .as_ref()
+                    .is_some_and(|a| a.nodes.iter().any(|n| self.nodes.contains(n))))
     }
 }
 
@@ -197,6 +213,15 @@ pub struct AcctQuery {
     pub states: Vec<JobState>,
     pub names: Vec<String>,
     pub partitions: Vec<String>,
+    /// Only jobs charged to these accounts (sacct `-A`).
+    #[serde(default)]
+    pub accounts: Vec<String>,
+    /// Only jobs of these QOS (sacct `-q`).
+    #[serde(default)]
+    pub qos: Vec<String>,
+    /// Only jobs that ran on any of these nodes (sacct `-N`, names expanded).
+    #[serde(default)]
+    pub nodes: Vec<String>,
 }
 
 /// A front-end's request to the controller.
@@ -266,8 +291,13 @@ pub enum Request {
     /// Answered with [`Response::Allocation`] after the next scheduling pass, so the job
     /// is either running or pending with its reason. The connection that sent it owns
     /// the allocation: when it closes without [`Request::Release`], the job is
-    /// cancelled.
-    Allocate { spec: Box<JobSpec> },
+    /// cancelled — unless `detach` (salloc `--no-shell`), where the allocation lives
+    /// until it is cancelled or reaches its time limit.
+    Allocate {
+        spec: Box<JobSpec>,
+        #[serde(default)]
+        detach: bool,
+    },
     /// Answered with [`Response::Allocation`] once the job has started (`started`) or
     /// has ended (`!started`), whichever is asked; at once if that already happened.
     WaitJob { job_id: u32, started: bool },
@@ -515,6 +545,15 @@ pub enum ToAgent {
         step_id: u32,
         input: StepdInput,
     },
+    /// Bytes from the controller for relayed connection `conn` (see
+    /// [`FromAgent::RelayOpen`]).
+    Relay {
+        conn: u64,
+        #[serde(with = "crate::proto::bytes")]
+        bytes: Vec<u8>,
+    },
+    /// The controller has finished with relayed connection `conn`: close it.
+    RelayClose { conn: u64 },
 }
 
 /// How a batch job ended on the node.
@@ -567,4 +606,18 @@ pub enum FromAgent {
         step_id: u32,
         event: StepdEvent,
     },
+    /// A front-end inside a job on this node connected to the agent's relay socket
+    /// (`SLUICE_SOCKET` in the job's environment); `uid`/`gid` are its SO_PEERCRED as
+    /// the agent read them, which the controller trusts as it trusts the agent. The
+    /// connection's bytes follow as [`FromAgent::Relay`] and are served exactly like a
+    /// connection to the controller's own socket.
+    RelayOpen { conn: u64, uid: u32, gid: u32 },
+    /// Bytes from the front-end on relayed connection `conn`.
+    Relay {
+        conn: u64,
+        #[serde(with = "crate::proto::bytes")]
+        bytes: Vec<u8>,
+    },
+    /// The front-end closed relayed connection `conn`.
+    RelayClose { conn: u64 },
 }

@@ -644,6 +644,36 @@ impl Session {
         Ok(Probe::Unusable(why))
     }
 
+    /// What the node's configured sluice (else a binary pushed earlier) says about
+    /// itself: `Ok(info)` when usable, `Err(why)` when not (`sluice doctor`).
+    ///
+    /// Errors: the session fails.
+    pub async fn probe_usable(&self) -> Result<Result<(String, ProbeInfo), String>, SshError> {
+        let spec = &self.spec;
+        let why = match self.probe(&spec.sluice_path).await? {
+            Probe::Usable(info) => return Ok(Ok((spec.sluice_path.clone(), info))),
+            Probe::Unusable(why) => why,
+        };
+        if spec.push_path != spec.sluice_path
+            && let Probe::Usable(info) = self.probe(&spec.push_path).await?
+        {
+            return Ok(Ok((spec.push_path.clone(), info)));
+        }
+        Ok(Err(why))
+    }
+
+    /// Runs `cmd` through the remote shell and returns its exit status and stdout
+    /// (lossily decoded), waiting at most the usual step timeout.
+    ///
+    /// Errors: the session fails or the command does not finish in time.
+    pub async fn run_text(&self, cmd: &str) -> Result<(Option<u32>, String), SshError> {
+        let out = timed("running a check", STEP_TIMEOUT, self.exec(cmd, None)).await?;
+        Ok((
+            out.status,
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        ))
+    }
+
     /// Copies the controller's own binary to `spec.push_path` through this session
     /// (written to a temporary name, then renamed, so a running agent is not disturbed).
     async fn push(&self) -> Result<u64, SshError> {

@@ -2,6 +2,7 @@
 //! batch shell, finished and unknown jobs (silent, exit 0), and bad input.
 
 use crate::harness::*;
+use std::time::Duration;
 
 #[test]
 fn by_id_user_state_partition_and_name() {
@@ -112,4 +113,40 @@ fn signals_finished_unknown_and_bad_input() {
         assert!(e.starts_with(err), "{args:?}: {e}");
     }
     assert_eq!(c.state(p).as_deref(), Some("PENDING"));
+}
+
+#[test]
+fn scancel_and_sacct_select_by_account_qos_and_node() {
+    let c = TestCluster::start_with(Setup {
+        cpus: 4,
+        ..Setup::default()
+    });
+    let a = c.submit(&["-A", "proj1", "-o", "/dev/null", "--wrap", "sleep 30"]);
+    let b = c.submit(&["-A", "proj2", "-o", "/dev/null", "--wrap", "sleep 30"]);
+    for id in [a, b] {
+        c.wait_state(id, &["RUNNING"], Duration::from_secs(20));
+    }
+    // -A picks proj1's job only.
+    c.ok("scancel", &["-A", "proj1"]);
+    c.wait_state(a, &["CANCELLED"], Duration::from_secs(10));
+    assert_eq!(c.state(b).as_deref(), Some("RUNNING"));
+    // A QOS nobody uses selects nothing; the node list selects b.
+    c.ok("scancel", &["-q", "nosuchqos"]);
+    assert_eq!(c.state(b).as_deref(), Some("RUNNING"));
+    c.ok("scancel", &["-w", &c.node()]);
+    c.wait_state(b, &["CANCELLED"], Duration::from_secs(10));
+    let (code, err) = c.fails_err("scancel", &["-w", "bad[1-"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("Invalid node list"), "{err}");
+    // sacct filters the same way.
+    let rows = |args: &[&str]| -> Vec<String> {
+        let mut v = vec!["-X", "-n", "-P", "-o", "JobID,Account"];
+        v.extend_from_slice(args);
+        c.ok("sacct", &v).lines().map(String::from).collect()
+    };
+    assert_eq!(rows(&["-A", "proj2"]), vec![format!("{b}|proj2")]);
+    assert_eq!(rows(&["-A", "proj1,proj2"]).len(), 2);
+    assert!(rows(&["-q", "nosuchqos"]).is_empty());
+    assert_eq!(rows(&["-N", &c.node()]).len(), 2);
+    assert!(rows(&["-N", "othernode"]).is_empty());
 }

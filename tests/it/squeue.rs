@@ -229,3 +229,43 @@ fn unknown_ids_and_bad_input() {
         format!("{DEFAULT_HEADER}\n")
     );
 }
+
+#[test]
+fn squeue_and_scontrol_json_give_slurms_job_objects() {
+    let c = TestCluster::start();
+    let done = c.submit(&["-J", "first", "-o", "/dev/null", "--wrap", "exit 3"]);
+    c.wait_done(done);
+    let run = c.submit(&["-J", "sleeper", "-o", "/dev/null", "--wrap", "sleep 30"]);
+    c.wait_state(run, &["RUNNING"], Duration::from_secs(20));
+    let parse = |text: &str| -> serde_json::Value {
+        serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+    };
+    // squeue --json: the queue's selection (active jobs by default), as objects.
+    let v = parse(&c.ok("squeue", &["--json"]));
+    assert_eq!(v["meta"]["plugin"]["type"], "openapi/v0.0.38");
+    let jobs = v["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 1, "{v}");
+    assert_eq!(jobs[0]["job_id"], run);
+    assert_eq!(jobs[0]["name"], "sleeper");
+    assert_eq!(jobs[0]["job_state"], "RUNNING");
+    assert_eq!(jobs[0]["nodes"], c.node());
+    // -t all adds the finished one, with its exit code as a wait status.
+    let v = parse(&c.ok("squeue", &["--json", "-t", "all"]));
+    let first = v["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["job_id"] == done)
+        .cloned()
+        .expect("the finished job");
+    assert_eq!(first["job_state"], "FAILED");
+    assert_eq!(first["exit_code"], 3 << 8);
+    // scontrol show job --json ID.
+    let v = parse(&c.ok("scontrol", &["--json", "show", "job", &run.to_string()]));
+    assert_eq!(v["jobs"][0]["job_id"], run);
+    assert_eq!(v["jobs"].as_array().unwrap().len(), 1);
+    let (code, err) = c.fails_err("scontrol", &["--json", "show", "job", "999999"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("Invalid job id"), "{err}");
+    c.ok("scancel", &[&run.to_string()]);
+}

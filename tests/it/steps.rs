@@ -526,6 +526,35 @@ fn a_killed_salloc_gives_its_allocation_back_and_scancel_revokes_it() {
 }
 
 #[test]
+fn salloc_no_shell_leaves_an_allocation_that_srun_jobid_uses_until_scancel() {
+    let c = TestCluster::start();
+    let o = c.run("salloc", &["--no-shell", "-n2", "-J", "kept"]);
+    assert!(o.status.success(), "{o:?}");
+    let id = job_of(&text(&o.stderr), "salloc: Granted job allocation ");
+    // salloc has exited; the allocation is still running.
+    assert_eq!(c.state(id).as_deref(), Some("RUNNING"));
+    let out = c.ok(
+        "srun",
+        &[
+            "--jobid",
+            &id.to_string(),
+            "-n2",
+            "-l",
+            "sh",
+            "-c",
+            "echo in=$SLURM_JOB_ID",
+        ],
+    );
+    assert!(
+        out.contains(&format!("0: in={id}")) && out.contains(&format!("1: in={id}")),
+        "{out}"
+    );
+    assert_eq!(c.state(id).as_deref(), Some("RUNNING"));
+    c.ok("scancel", &[&id.to_string()]);
+    c.wait_state(id, &["CANCELLED"], Duration::from_secs(10));
+}
+
+#[test]
 fn sstat_reports_a_running_step() {
     let c = TestCluster::start();
     let id = c.submit(&[
