@@ -67,7 +67,11 @@ impl Client {
             relayed.socket = relay.into();
             // The agent's socket, not a personal controller's: no owner checks.
             relayed.mode = Mode::System;
-            return Client::try_connect(&relayed).map_err(|e| ClientError::Unreachable {
+            // The relay's answer is awaited here (not with the first request) so that
+            // a node cut off from the controller is reported as such.
+            let client =
+                Client::try_connect(&relayed).and_then(|mut c| c.finish_handshake().map(|()| c));
+            return client.map_err(|e| ClientError::Unreachable {
                 hint: Some(format!(
                     "sluice: this node's agent does not answer on {} ({}); is the node still connected to the controller?",
                     relayed.socket.display(),
