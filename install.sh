@@ -8,7 +8,7 @@ set -euo pipefail
 
 # The Slurm commands linked to the binary (keep in step with cli::LINKED_COMMANDS;
 # tests/install_test.sh checks that they agree).
-COMMANDS=(sbatch srun salloc squeue scancel sinfo scontrol sacct sstat sprio sdiag)
+COMMANDS=(sbatch srun salloc squeue scancel sinfo scontrol sacct sstat sprio sdiag sacctmgr)
 
 PROG=${0##*/}
 SRC_DIR=$(cd "$(dirname "$0")" && pwd)

@@ -111,6 +111,7 @@ fn pass(c: &mut Criterion) {
         config: &cfg,
         now: 0,
         backfill,
+        limits: None,
     };
     let mut g = c.benchmark_group("pass_10k_pending_1k_running_256_nodes");
     g.sample_size(10);

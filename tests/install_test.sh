@@ -26,7 +26,7 @@ export SLUICE_BIN
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/sluice-install-test.XXXXXX")
 trap 'rm -rf -- "$T"' EXIT
-COMMANDS=(sbatch srun salloc squeue scancel sinfo scontrol sacct sstat sprio sdiag)
+COMMANDS=(sbatch srun salloc squeue scancel sinfo scontrol sacct sstat sprio sdiag sacctmgr)
 failures=0
 
 fail() {

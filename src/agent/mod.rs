@@ -202,6 +202,20 @@ fn handle(
                 let _ = kill(Pid::from_raw(pid), Signal::SIGTERM);
             }
         }
+        ToAgent::Suspend { job_id, suspend } => {
+            steps.suspend_job(job_id, suspend);
+            let dir = job_dir(&cfg.spool_dir, job_id);
+            if !dir.join(spool::LAUNCH).exists() || dir.join(spool::RESULT).exists() {
+                return;
+            }
+            if let Err(e) = spool::write(&dir, spool::SUSPEND, &suspend) {
+                tracing::warn!(job_id, "cannot write suspend request: {e}");
+                return;
+            }
+            if let Some(pid) = spool::read_pid(&dir, spool::STEPD_PID) {
+                let _ = kill(Pid::from_raw(pid), Signal::SIGUSR2);
+            }
+        }
         ToAgent::Forget { job_id } => {
             let dir = job_dir(&cfg.spool_dir, job_id);
             let stepd_alive = spool::read_pid(&dir, spool::STEPD_PID)

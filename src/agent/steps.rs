@@ -75,6 +75,15 @@ impl Steps {
         }
     }
 
+    /// Stops (`true`) or continues every step of a job (`scontrol suspend`/`resume`).
+    pub fn suspend_job(&mut self, job_id: u32, stop: bool) {
+        for ((j, _), tx) in &self.links {
+            if *j == job_id {
+                let _ = tx.send(StepdInput::Suspend(stop));
+            }
+        }
+    }
+
     /// Ends every step of a job (the job is ending).
     pub fn terminate_job(&mut self, job_id: u32, kill_wait: u32) {
         for ((j, _), tx) in &self.links {

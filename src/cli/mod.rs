@@ -12,6 +12,7 @@ pub mod jobjson;
 pub mod keygen;
 pub mod multiprog;
 pub mod sacct;
+pub mod sacctmgr;
 pub mod salloc;
 pub mod sbatch;
 pub mod scancel;
@@ -33,7 +34,7 @@ use std::process::ExitCode;
 /// The commands `install.sh` links to the binary, with the module that serves each.
 pub const LINKED_COMMANDS: &[&str] = &[
     "sbatch", "srun", "salloc", "squeue", "scancel", "sinfo", "scontrol", "sacct", "sstat",
-    "sprio", "sdiag",
+    "sprio", "sdiag", "sacctmgr",
 ];
 
 /// Entry point for every role: picks the command from argv[0], or from argv[1] when
@@ -87,6 +88,7 @@ fn dispatch(cmd: &str, args: Vec<OsString>) -> ExitCode {
         "sacct" => sacct::run(args),
         "sprio" => sprio::run(args),
         "sdiag" => sdiag::run(args),
+        "sacctmgr" => sacctmgr::run(args),
         "controller" => crate::ctld::cli_main(args),
         "stepd" => crate::stepd::cli_main(args),
         "simulate" => crate::sim::cli_main(args),

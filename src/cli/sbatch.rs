@@ -566,6 +566,8 @@ fn response_kind(r: &Response) -> &'static str {
         Response::Priority { .. } => "Priority",
         Response::Stats(_) => "Stats",
         Response::Allocation(_) => "Allocation",
+        Response::AcctTree { .. } => "AcctTree",
+        Response::AcctChanged(_) => "AcctChanged",
     }
 }
 

@@ -62,6 +62,11 @@ pub enum Command {
         ids: Vec<String>,
         hold: bool,
     },
+    /// `suspend` (`resume: false`) and `resume` (`resume: true`).
+    Suspend {
+        ids: Vec<String>,
+        resume: bool,
+    },
     UpdateJob {
         id: String,
         updates: Vec<JobUpdate>,
@@ -191,6 +196,18 @@ pub fn parse_command(words: &[String]) -> Result<Command, String> {
         return Ok(Command::Requeue {
             ids: job_args(rest, "requeue")?,
             hold: false,
+        });
+    }
+    if abbrev(w, "suspend", 2) {
+        return Ok(Command::Suspend {
+            ids: job_args(rest, "suspend")?,
+            resume: false,
+        });
+    }
+    if abbrev(w, "resume", 3) {
+        return Ok(Command::Suspend {
+            ids: job_args(rest, "resume")?,
+            resume: true,
         });
     }
     if abbrev(w, "update", 1) {
@@ -462,6 +479,20 @@ pub fn execute(
                     ids,
                     hold: *hold,
                     array_tasks,
+                }
+            })
+        }
+        Command::Suspend { ids, resume } => {
+            let prefix = if *resume {
+                "slurm_resume error"
+            } else {
+                "slurm_suspend error"
+            };
+            with_ids(ids, prefix, opts, req, |ids, array_tasks| {
+                Request::Suspend {
+                    ids,
+                    array_tasks,
+                    resume: *resume,
                 }
             })
         }
@@ -907,8 +938,21 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
         ts_or_unknown(end),
         spec.deadline.map(fmt_ts).unwrap_or_else(|| "N/A".into())
     ));
+    // A job chosen for preemption (Slurm prints this line where preemption applies).
+    if let Some(p) = job.preempt {
+        l.push(format!(
+            "PreemptEligibleTime={} PreemptTime={}",
+            ts_or_unknown(start),
+            fmt_ts(p.time)
+        ));
+    }
+    // While suspended: when, and how long the job had run before it.
+    let (suspend_time, pre_suspend) = match job.suspension {
+        Some(sus) => (fmt_ts(sus.since), job.run_secs(sus.since)),
+        None => ("None".to_string(), 0),
+    };
     l.push(format!(
-        "SuspendTime=None SecsPreSuspend=0 LastSchedEval={} Scheduler={}",
+        "SuspendTime={suspend_time} SecsPreSuspend={pre_suspend} LastSchedEval={} Scheduler={}",
         ts_or_unknown(job.last_sched_eval),
         if job.sched.backfilled {
             "Backfill"
@@ -1175,11 +1219,12 @@ pub fn partition_lines(p: &Partition, nodes: &[Node]) -> Vec<String> {
             if p.default { "YES" } else { "NO" }
         ),
         format!(
-            "DefaultTime={} DisableRootJobs=NO ExclusiveUser={} GraceTime=0 Hidden={}",
+            "DefaultTime={} DisableRootJobs=NO ExclusiveUser={} GraceTime={} Hidden={}",
             p.default_time
                 .map(|t| t.to_hms())
                 .unwrap_or_else(|| "NONE".into()),
             yes_no(p.exclusive_user),
+            p.grace_time,
             yes_no(p.hidden)
         ),
         format!(
@@ -1200,7 +1245,10 @@ pub fn partition_lines(p: &Partition, nodes: &[Node]) -> Vec<String> {
             p.priority_tier,
             p.oversubscribe.as_text()
         ),
-        "OverTimeLimit=NONE PreemptMode=OFF".into(),
+        format!(
+            "OverTimeLimit=NONE PreemptMode={}",
+            p.preempt_mode.unwrap_or_default().as_str()
+        ),
         format!(
             "State={} TotalCPUs={cpus} TotalNodes={nnodes} SelectTypeParameters=NONE",
             p.state.as_str()

@@ -189,6 +189,15 @@ struct SchedulerConf {
     /// Seconds.
     #[serde(default)]
     bf_interval: Option<u32>,
+    /// `preempt/none`, `preempt/partition_prio`, `preempt/qos`.
+    #[serde(default)]
+    preempt_type: Option<String>,
+    /// `OFF`, `CANCEL`, `REQUEUE`, `SUSPEND[,GANG]`.
+    #[serde(default)]
+    preempt_mode: Option<String>,
+    /// Slurm's time-limit format (`10` = ten minutes, `[D-]HH:MM:SS`).
+    #[serde(default)]
+    preempt_exempt_time: Option<String>,
 }
 
 /// `[priority]`: priority/multifactor weights and options.
@@ -267,6 +276,12 @@ struct PartitionConf {
     def_mem_per_gpu: Option<u64>,
     #[serde(default)]
     max_cpus_per_node: Option<u32>,
+    /// `OFF`, `CANCEL`, `REQUEUE`, `SUSPEND[,GANG]`.
+    #[serde(default)]
+    preempt_mode: Option<String>,
+    /// Seconds.
+    #[serde(default)]
+    grace_time: Option<u32>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -305,6 +320,9 @@ struct FileConf {
     /// `ALL` (default: refuse at submit what can never run) or `NO` (accept and pend).
     #[serde(default)]
     enforce_part_limits: Option<String>,
+    /// Slurm's AccountingStorageEnforce (`associations,limits,qos,safe`, `all`, `none`).
+    #[serde(default)]
+    accounting_storage_enforce: Option<String>,
     #[serde(default)]
     scheduler: SchedulerConf,
     #[serde(default)]
@@ -352,6 +370,12 @@ pub struct Config {
     /// EnforcePartLimits: refuse at submit what can never run (`ALL`, the default) or
     /// accept it and let it pend with a reason (`NO`).
     pub enforce_part_limits: bool,
+    /// AccountingStorageEnforce as configured (`accounting_storage_enforce`). `None`
+    /// (the key absent) means automatic: nothing is enforced while no account or user
+    /// beyond the initial root has been defined with sacctmgr (so personal mode and a
+    /// fresh install need no accounting set-up), and `associations,limits,qos` once
+    /// one has. Set `"none"` to never enforce.
+    pub accounting_storage_enforce: Option<crate::model::assoc::Enforce>,
     /// Backfill and priority parameters.
     pub sched: sched::SchedConfig,
     /// How stepd isolates jobs (Slurm's cgroup.conf).
@@ -501,6 +525,13 @@ impl Config {
             p.allow_groups = list(&pc.allow_groups);
             p.allow_qos = list(&pc.allow_qos);
             p.exclusive_user = pc.exclusive_user.unwrap_or(false);
+            if let Some(m) = &pc.preempt_mode {
+                p.preempt_mode =
+                    Some(crate::model::preempt::PreemptMode::parse(m).ok_or_else(|| {
+                        invalid(format!("partition '{}': bad preempt_mode '{m}'", pc.name))
+                    })?);
+            }
+            p.grace_time = pc.grace_time.unwrap_or(0);
             p.hidden = pc.hidden.unwrap_or(false);
             if let Some(o) = &pc.oversubscribe {
                 p.oversubscribe = crate::model::OverSubscribe::parse(o).ok_or_else(|| {
@@ -544,6 +575,13 @@ impl Config {
                 )));
             }
         };
+        let accounting_storage_enforce = match fc.accounting_storage_enforce.as_deref() {
+            None => None,
+            Some(v) => Some(
+                crate::model::assoc::Enforce::parse(v)
+                    .map_err(|e| invalid(format!("accounting_storage_enforce: {e}")))?,
+            ),
+        };
         let sched = sched_config(&fc.scheduler, &fc.priority).map_err(invalid)?;
         Ok(Config {
             mode: Mode::System,
@@ -566,6 +604,7 @@ impl Config {
             partitions,
             licenses: fc.licenses.into_iter().collect(),
             enforce_part_limits,
+            accounting_storage_enforce,
             sched,
             cgroup: fc.cgroup,
         })
@@ -610,6 +649,7 @@ impl Config {
             partitions: vec![p],
             licenses: Vec::new(),
             enforce_part_limits: true,
+            accounting_storage_enforce: None,
             sched: sched::SchedConfig::default(),
             // Its own cgroup root, so a personal controller and a system one on the same
             // machine never share job cgroups (their job ids overlap).
@@ -762,6 +802,28 @@ impl CgroupConf {
     }
 }
 
+/// Resolves the preemption keys of `[scheduler]`.
+fn preempt_config(s: &SchedulerConf) -> Result<crate::model::preempt::PreemptConfig, String> {
+    use crate::model::preempt::{PreemptMode, PreemptType};
+    let mut c = crate::model::preempt::PreemptConfig::default();
+    if let Some(v) = &s.preempt_type {
+        c.preempt_type = PreemptType::parse(v).ok_or_else(|| {
+            format!("bad preempt_type '{v}' (preempt/none, preempt/partition_prio, preempt/qos)")
+        })?;
+    }
+    if let Some(v) = &s.preempt_mode {
+        c.mode = PreemptMode::parse(v)
+            .ok_or_else(|| format!("bad preempt_mode '{v}' (OFF, CANCEL, REQUEUE, SUSPEND)"))?;
+    }
+    if let Some(v) = &s.preempt_exempt_time {
+        // Slurm's time-limit format: `10` is ten minutes, `1:00:00` an hour.
+        c.exempt_time = parse_limit(v)
+            .map(|l| l.secs().unwrap_or(u64::MAX))
+            .ok_or_else(|| format!("bad preempt_exempt_time '{v}'"))?;
+    }
+    Ok(c)
+}
+
 /// Resolves `[scheduler]` and `[priority]`.
 fn sched_config(s: &SchedulerConf, p: &PriorityConf) -> Result<sched::SchedConfig, String> {
     let mut c = sched::SchedConfig::default();
@@ -787,6 +849,7 @@ fn sched_config(s: &SchedulerConf, p: &PriorityConf) -> Result<sched::SchedConfi
     if let Some(v) = s.bf_interval {
         c.bf_interval = i64::from(v.max(1));
     }
+    c.preempt = preempt_config(s)?;
     let w = &mut c.priority;
     let set = |dst: &mut u32, v: Option<u32>| {
         if let Some(v) = v {
@@ -1027,6 +1090,49 @@ push_binary = false
             ("[cgroup]\nCgroupPlugin='cgroup/v3'\n", "unknown variant"),
         ];
         for (text, want) in cases {
+            let e = Config::from_toml(text, p).unwrap_err().to_string();
+            assert!(e.contains(want), "{text:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn preemption_keys() {
+        use crate::model::preempt::{PreemptMode, PreemptType};
+        let p = Path::new("/x/sluice.toml");
+        let c = Config::from_toml(
+            r#"
+[scheduler]
+preempt_type = "preempt/qos"
+preempt_mode = "SUSPEND,GANG"
+preempt_exempt_time = "5"
+[[nodes]]
+name = "n1"
+[[partitions]]
+name = "low"
+nodes = "n1"
+preempt_mode = "requeue"
+grace_time = 30
+"#,
+            p,
+        )
+        .unwrap();
+        assert_eq!(c.sched.preempt.preempt_type, PreemptType::Qos);
+        assert_eq!(c.sched.preempt.mode, PreemptMode::Suspend);
+        // Slurm's time-limit format: a bare number is minutes.
+        assert_eq!(c.sched.preempt.exempt_time, 300);
+        assert_eq!(c.partitions[0].preempt_mode, Some(PreemptMode::Requeue));
+        assert_eq!(c.partitions[0].grace_time, 30);
+        for (text, want) in [
+            (
+                "[scheduler]\npreempt_type = \"preempt/magic\"\n",
+                "bad preempt_type",
+            ),
+            ("[scheduler]\npreempt_mode = \"kill\"\n", "bad preempt_mode"),
+            (
+                "[scheduler]\npreempt_exempt_time = \"soon\"\n",
+                "bad preempt_exempt_time",
+            ),
+        ] {
             let e = Config::from_toml(text, p).unwrap_err().to_string();
             assert!(e.contains(want), "{text:?}: {e}");
         }

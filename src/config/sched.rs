@@ -55,6 +55,9 @@ pub struct SchedConfig {
     /// Seconds between backfill passes (`bf_interval`), used by the controller.
     pub bf_interval: i64,
     pub priority: PriorityConfig,
+    /// Preemption (`preempt_type`, `preempt_mode`, `preempt_exempt_time`).
+    #[serde(default)]
+    pub preempt: crate::model::preempt::PreemptConfig,
 }
 
 impl Default for SchedConfig {
@@ -68,6 +71,7 @@ impl Default for SchedConfig {
             bf_continue: false,
             bf_interval: 30,
             priority: PriorityConfig::default(),
+            preempt: Default::default(),
         }
     }
 }

@@ -227,7 +227,8 @@ impl Cluster {
         }
         let mut running: HashMap<u32, u32> = HashMap::new();
         for j in self.jobs.values() {
-            if j.array_job_id != 0 && (j.state == JobState::Running || j.completing) {
+            let started = matches!(j.state, JobState::Running | JobState::Suspended);
+            if j.array_job_id != 0 && (started || j.completing) {
                 *running.entry(j.array_job_id).or_default() += 1;
             }
         }

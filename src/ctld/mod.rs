@@ -7,6 +7,7 @@
 //! carries out their [`state::Effects`]. Scheduling runs after each burst of messages
 //! that asked for it, and on a one-second tick (time limits, MinJobAge purge).
 
+pub mod acct;
 pub mod agents;
 pub mod array;
 pub mod depend;
@@ -343,6 +344,8 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
     let owner = nix::unistd::geteuid().as_raw();
     let mut cluster = Cluster::new(&cfg, owner);
     cluster.restore(jobs, next_id);
+    cluster.assoc = store.load_assoc()?;
+    (cluster.used_mins, cluster.used_mins_at) = store.load_usage()?;
     tracing::info!(
         jobs = cluster.jobs.len(),
         next_id = cluster.next_id,
@@ -712,7 +715,7 @@ impl Actor {
             },
             Request::Nodes => Response::Nodes {
                 nodes: self.cluster.nodes.clone(),
-                partitions: self.cluster.partitions.clone(),
+                partitions: self.cluster.partitions_shown(),
                 now,
             },
             Request::Cancel {
@@ -733,6 +736,11 @@ impl Actor {
                 hold,
                 array_tasks,
             } => Response::Results(self.cluster.requeue(&ids, &array_tasks, hold, c, now, fx)),
+            Request::Suspend {
+                ids,
+                array_tasks,
+                resume,
+            } => Response::Results(self.cluster.suspend(&ids, &array_tasks, resume, c, now, fx)),
             Request::UpdateJob { id, updates, tasks } => {
                 match self.cluster.update_job(id, tasks.as_ref(), &updates, c, fx) {
                     Ok(()) => Response::Ok,
@@ -789,6 +797,30 @@ impl Actor {
             Request::CancelSteps { steps, signal } => {
                 Response::Results(self.cluster.cancel_steps(&steps, signal, c, now, fx))
             }
+            Request::AcctTree => Response::AcctTree {
+                tree: Box::new(self.cluster.assoc.clone()),
+                cluster: self.cluster.cluster_name.clone(),
+                enforce: self.cluster.enforce(),
+            },
+            Request::AcctChange { op, commit } => {
+                let (user, _) = user_group_names(c.uid, c.gid);
+                match self.cluster.acct_change(&op, commit, c, &user) {
+                    Err(e) => Response::Error(e),
+                    Ok(out) if commit && out.changed => {
+                        // Pending jobs are re-evaluated against the new limits; the
+                        // reply waits for the tree's commit.
+                        fx.schedule = true;
+                        self.apply_persist(fx);
+                        let tree = Box::new(self.cluster.assoc.clone());
+                        let _ = self.store.send(StoreOp::PutAssoc(tree));
+                        let _ = self
+                            .store
+                            .send(StoreOp::Reply(reply, Response::AcctChanged(out)));
+                        return;
+                    }
+                    Ok(out) => Response::AcctChanged(out),
+                }
+            }
             Request::Shutdown => {
                 if self.cluster.is_operator(c) {
                     let _ = self.stop.try_send(());
@@ -813,6 +845,7 @@ impl Actor {
         v.push(("KillWait".into(), format!("{} sec", c.kill_wait)));
         v.push(("MinJobAge".into(), format!("{} sec", c.min_job_age)));
         v.push(("SLURM_VERSION".into(), c.slurm_version.clone()));
+        v.push(("AccountingStorageEnforce".into(), c.enforce().as_text()));
         v.sort();
         v
     }
@@ -836,6 +869,13 @@ impl Actor {
 
     fn apply(&mut self, mut fx: Effects) {
         self.apply_persist(&mut fx);
+        if self.cluster.used_dirty {
+            self.cluster.used_dirty = false;
+            let _ = self.store.send(StoreOp::PutUsage(
+                Box::new(self.cluster.used_mins.clone()),
+                self.cluster.used_mins_at,
+            ));
+        }
         for (reply, resp) in self.deferred.drain(..) {
             let _ = self.store.send(StoreOp::Reply(reply, resp));
         }

@@ -107,6 +107,15 @@ pub struct Cluster {
     pub kill_invalid_depend: bool,
     /// Live and waiting steps (`ctld::steps`).
     pub steps: super::steps::StepTable,
+    /// Accounts, users, associations and QOS (`ctld::acct`, sacctmgr).
+    pub assoc: crate::model::assoc::AssocTree,
+    /// `accounting_storage_enforce` as configured; `None` = automatic (`ctld::acct`).
+    pub enforce_cfg: Option<crate::model::assoc::Enforce>,
+    /// TRES-minutes used per association and QOS (GrpTRESMins), decayed to
+    /// `used_mins_at`; `used_dirty` when it must be saved.
+    pub used_mins: crate::sched::limits::UsedMins,
+    pub used_mins_at: i64,
+    pub used_dirty: bool,
 }
 
 impl Cluster {
@@ -217,6 +226,15 @@ impl Cluster {
                 },
             ),
             ("SchedulerTimeSlice".into(), "30 sec".into()),
+            ("PreemptMode".into(), cfg.sched.preempt.mode.as_str().into()),
+            (
+                "PreemptType".into(),
+                cfg.sched.preempt.preempt_type.name().into(),
+            ),
+            (
+                "PreemptExemptTime".into(),
+                crate::model::time::fmt_hms(cfg.sched.preempt.exempt_time),
+            ),
         ];
         Cluster {
             cluster_name: cfg.cluster_name.clone(),
@@ -244,6 +262,11 @@ impl Cluster {
             max_array_size: cfg.max_array_size,
             kill_invalid_depend: cfg.kill_invalid_depend,
             steps: Default::default(),
+            assoc: Default::default(),
+            enforce_cfg: cfg.accounting_storage_enforce,
+            used_mins: Default::default(),
+            used_mins_at: 0,
+            used_dirty: false,
         }
     }
 
@@ -455,6 +478,8 @@ impl Cluster {
         {
             return Err(SlurmError::InvalidTimeValue);
         }
+        // Account, QOS and limits (AccountingStorageEnforce).
+        self.acct_resolve(&mut job, now)?;
         job.priority = self.priority_of(&job, now);
         if job.spec.hold {
             job.hold = Some(HoldKind::User);
@@ -595,6 +620,15 @@ impl Cluster {
                 .map(|(u, (v, t))| (*u, priority::decay(*v, *t, now, half)))
                 .collect(),
             users: users.len(),
+            qos_norm: {
+                let max = self.assoc.max_qos_priority();
+                self.assoc
+                    .qos
+                    .values()
+                    .filter(|_| max > 0)
+                    .map(|q| (q.name.clone(), f64::from(q.priority) / f64::from(max)))
+                    .collect()
+            },
         }
     }
 
@@ -748,6 +782,7 @@ impl Cluster {
             config: &self.sched_cfg,
             now: begin,
             backfill: true,
+            limits: self.limits_policy(),
         });
         let mine = out.decisions.iter().find(|d| {
             matches!(d, Decision::Start { job_id, .. } | Decision::Pending { job_id, .. } if *job_id == u32::MAX)
@@ -864,6 +899,7 @@ impl Cluster {
     pub fn schedule(&mut self, now: i64, fx: &mut Effects) {
         let corr = self.evaluate_dependencies(now, fx);
         self.expire_deadlines(now, fx);
+        self.resume_preempted(now, fx);
         let pending = self
             .jobs
             .values()
@@ -874,6 +910,7 @@ impl Cluster {
             return;
         }
         self.refresh_priorities(now);
+        self.decay_used(now);
         if self.stats.since == 0 {
             self.stats.since = now;
         }
@@ -921,6 +958,7 @@ impl Cluster {
                 config: &self.sched_cfg,
                 now,
                 backfill,
+                limits: self.limits_policy(),
             });
             let d = &out.decisions;
             let partial = if check_het {
@@ -1032,6 +1070,7 @@ impl Cluster {
         for leader in het_started {
             self.launch(leader, fx);
         }
+        self.preempt_for_pending(now, fx);
         // An array that started up to its throttle waits on it from now on.
         for (id, n) in split {
             if let Some(j) = self.jobs.get_mut(&id)
@@ -1148,6 +1187,7 @@ impl Cluster {
     /// Periodic work: `--signal` warnings, time limits and MinJobAge purge.
     pub fn tick(&mut self, now: i64, fx: &mut Effects) {
         self.tick_steps(now, fx);
+        self.end_graced(now, fx);
         // `--signal=B:SIG@secs` goes to the batch shell `secs` before the limit. Without
         // `B:` Slurm signals the job's steps only (those running at that moment).
         let warn: Vec<(u32, String, i32, bool)> = self
@@ -1161,8 +1201,7 @@ impl Cluster {
             })
             .filter_map(|j| {
                 let sig = j.spec.signal?;
-                let limit = j.time_limit.secs()? as i64;
-                let due = j.start_time? + limit - i64::from(sig.secs_before);
+                let due = j.limit_end(now)? - i64::from(sig.secs_before);
                 let node = j.alloc.as_ref()?.nodes[0].clone();
                 (now >= due).then_some((j.id, node, sig.signal, sig.batch_only))
             })
@@ -1192,10 +1231,7 @@ impl Cluster {
             .values()
             .filter(|j| j.state == JobState::Running && !j.completing)
             .filter(|j| j.het.is_none_or(|h| h.offset == 0))
-            .filter(|j| match (j.start_time, j.time_limit.secs()) {
-                (Some(s), Some(l)) => now >= s + l as i64,
-                _ => false,
-            })
+            .filter(|j| j.limit_end(now).is_some_and(|e| now >= e))
             .map(|j| j.id)
             .collect();
         for id in expired {
@@ -1268,7 +1304,7 @@ impl Cluster {
         fx: &mut Effects,
     ) -> Option<String> {
         let j = self.jobs.get(&id)?;
-        if j.state != JobState::Running || j.completing {
+        if !matches!(j.state, JobState::Running | JobState::Suspended) || j.completing {
             return None;
         }
         let alloc_only = j.spec.alloc_only;
@@ -1278,6 +1314,7 @@ impl Cluster {
             return None;
         }
         let j = self.jobs.get_mut(&id)?;
+        suspend::end_suspension(j, now);
         j.state = state;
         j.reason = reason;
         j.end_time = Some(now);
@@ -1349,7 +1386,7 @@ impl Cluster {
         let lost: Vec<u32> = self
             .jobs
             .values()
-            .filter(|j| j.state == JobState::Running || j.completing)
+            .filter(|j| matches!(j.state, JobState::Running | JobState::Suspended) || j.completing)
             .filter(|j| j.alloc.as_ref().is_some_and(|a| a.nodes[0] == node))
             .filter(|j| !running.contains(&j.id))
             .filter(|j| j.het.is_none_or(|h| h.offset == 0))
@@ -1466,8 +1503,12 @@ impl Cluster {
         let Some(j) = self.jobs.get_mut(&id) else {
             return;
         };
-        if !(j.state == JobState::Running || j.completing) {
+        if !(matches!(j.state, JobState::Running | JobState::Suspended) || j.completing) {
             return;
+        }
+        suspend::end_suspension(j, now);
+        if j.state == JobState::Suspended {
+            j.state = JobState::Running;
         }
         let was_completing = j.completing;
         let alloc = j.alloc.clone();
@@ -1499,6 +1540,14 @@ impl Cluster {
                 hold: false,
                 node_fail: true,
             }),
+            // A job in its preemption grace time that ended by itself still goes
+            // back to the queue when it was to be requeued.
+            (None, Some(_)) if !was_completing && j.preempt.is_some_and(|p| p.requeue) => {
+                Some(Ending::Requeue {
+                    hold: false,
+                    node_fail: false,
+                })
+            }
             (e, _) => e,
         };
         if let Some(Ending::Requeue { hold, node_fail }) = ending {
@@ -1512,6 +1561,7 @@ impl Cluster {
                 node_fail,
             });
             j.state = JobState::Pending;
+            j.preempt = None;
             j.restarts += 1;
             j.alloc = None;
             j.start_time = None;
@@ -1569,6 +1619,11 @@ impl Cluster {
                     j.exit = e.status;
                 }
             }
+            // It ended during its preemption grace time: preempted all the same.
+            if end.is_some() && j.preempt.is_some() {
+                j.state = JobState::Preempted;
+                j.reason = Reason::None;
+            }
         }
         fx.persist.push(Job::clone(j));
         shed_after_end(j);
@@ -1579,6 +1634,7 @@ impl Cluster {
             self.charge(&a, was_completing, -1);
             // Fair-share usage: CPU-seconds held.
             self.record_usage(uid, f64::from(a.total_cpus()) * ran as f64, now);
+            self.record_assoc_usage(id, &a, ran, now);
         }
         match state {
             JobState::Pending => {}
@@ -1882,7 +1938,7 @@ impl Cluster {
                 Ok(())
             }
             JobState::Pending => Err(SlurmError::JobPending),
-            JobState::Running if !j.completing => {
+            JobState::Running | JobState::Suspended if !j.completing => {
                 self.requeue_running(id, hold, false, now, fx);
                 Ok(())
             }
@@ -2131,7 +2187,7 @@ impl Cluster {
         let victims: Vec<(u32, String)> = self
             .jobs
             .values()
-            .filter(|j| j.state == JobState::Running && !j.completing)
+            .filter(|j| matches!(j.state, JobState::Running | JobState::Suspended) && !j.completing)
             .filter_map(|j| {
                 let a = j.alloc.as_ref()?;
                 a.nodes
@@ -2246,6 +2302,9 @@ fn fold_results(rs: Vec<Result<(), SlurmError>>) -> Option<SlurmError> {
             .unwrap_or(SlurmError::InvalidJobId),
     )
 }
+
+mod preempt;
+mod suspend;
 
 #[cfg(test)]
 mod tests;

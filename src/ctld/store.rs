@@ -8,8 +8,10 @@
 //! durable. Queries run after the writes queued before them, so they see them.
 
 use crate::model::Job;
+use crate::model::assoc::{Account, AssocTree, Cluster as AcctCluster, Qos, User, UserAssoc};
 use crate::proto::codec::{decode, encode};
 use crate::proto::{AcctQuery, Response};
+use crate::sched::limits::UsedMins;
 use rusqlite::{Connection, OpenFlags, params};
 use std::path::Path;
 use tokio::sync::{mpsc, oneshot};
@@ -17,8 +19,11 @@ use tokio::sync::{mpsc, oneshot};
 /// SQLite `application_id` marking a sluice database ("SLUC").
 const APP_ID: i64 = 0x534c_5543;
 /// Schema version stored in `user_version` (2 added `jobs.array_job_id`: the array
-/// or heterogeneous job a record belongs to, so that its id finds all of them).
-const SCHEMA: i64 = 2;
+/// or heterogeneous job a record belongs to, so that its id finds all of them; 3 added
+/// the accounting tables `acct_*`: clusters, accounts, users, associations, QOS and
+/// TRES-minute usage. Older databases get the new tables empty, which loads as the
+/// initial tree).
+const SCHEMA: i64 = 3;
 
 /// Errors opening the database.
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +49,8 @@ pub enum StoreError {
     Sql(#[from] rusqlite::Error),
     #[error("undecodable job record {id}: {msg}")]
     Record { id: i64, msg: String },
+    #[error("bad accounting data in the database: {0}")]
+    Acct(String),
 }
 
 /// The id that names a job's whole group in the `array_job_id` column: its array's
@@ -56,6 +63,11 @@ fn group_id(j: &Job) -> u32 {
     }
 }
 
+/// Encodes an accounting record for its `data` column.
+fn enc<T: serde::Serialize>(v: &T) -> Result<Vec<u8>, StoreError> {
+    encode(v).map_err(|e| StoreError::Acct(e.to_string()))
+}
+
 /// One unit of work for the store thread.
 pub enum StoreOp {
     /// Insert or replace a job record.
@@ -64,6 +76,10 @@ pub enum StoreOp {
     Reply(oneshot::Sender<Response>, Response),
     /// Answer an accounting query.
     Query(AcctQuery, oneshot::Sender<Response>, i64),
+    /// Replace the stored association tree (sacctmgr changes).
+    PutAssoc(Box<AssocTree>),
+    /// Replace the stored TRES-minute usage (GrpTRESMins), decayed as of `at`.
+    PutUsage(Box<UsedMins>, i64),
 }
 
 /// An open database.
@@ -152,6 +168,19 @@ impl Store {
         conn.execute_batch(
             "CREATE INDEX IF NOT EXISTS jobs_array ON jobs(array_job_id) WHERE array_job_id != 0",
         )?;
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS acct_clusters (name TEXT PRIMARY KEY);
+             CREATE TABLE IF NOT EXISTS acct_accounts (
+                name TEXT PRIMARY KEY, parent TEXT, data BLOB NOT NULL);
+             CREATE TABLE IF NOT EXISTS acct_users (
+                name TEXT PRIMARY KEY, default_account TEXT NOT NULL, data BLOB NOT NULL);
+             CREATE TABLE IF NOT EXISTS acct_assocs (
+                seq INTEGER PRIMARY KEY, user TEXT NOT NULL, account TEXT NOT NULL,
+                partition TEXT, data BLOB NOT NULL);
+             CREATE TABLE IF NOT EXISTS acct_qos (name TEXT PRIMARY KEY, data BLOB NOT NULL);
+             CREATE TABLE IF NOT EXISTS acct_usage (
+                id INTEGER PRIMARY KEY CHECK (id = 0), at INTEGER NOT NULL, data BLOB NOT NULL);",
+        )?;
         conn.pragma_update(None, "application_id", APP_ID)?;
         conn.pragma_update(None, "user_version", SCHEMA)?;
         Ok(Store { conn })
@@ -179,6 +208,132 @@ impl Store {
             .conn
             .query_row("SELECT max(id) FROM jobs", [], |r| r.get(0))?;
         Ok((jobs, max.unwrap_or(0) as u32 + 1))
+    }
+
+    /// The association tree: the stored one, or the initial tree (root account, root
+    /// user, QOS `normal`) when none was stored yet. Errors: undecodable rows, or rows
+    /// that break the tree's invariants.
+    pub fn load_assoc(&self) -> Result<AssocTree, StoreError> {
+        let bad = |e: String| StoreError::Acct(e);
+        let accounts: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM acct_accounts", [], |r| r.get(0))?;
+        if accounts == 0 {
+            return Ok(AssocTree::default());
+        }
+        fn rows<T: serde::de::DeserializeOwned>(
+            conn: &Connection,
+            sql: &str,
+        ) -> Result<Vec<T>, StoreError> {
+            let mut stmt = conn.prepare(sql)?;
+            let data = stmt.query_map([], |r| r.get::<_, Vec<u8>>(0))?;
+            let mut out = Vec::new();
+            for d in data {
+                out.push(decode(&d?).map_err(|e| StoreError::Acct(e.to_string()))?);
+            }
+            Ok(out)
+        }
+        let mut t = AssocTree {
+            clusters: Vec::new(),
+            accounts: Default::default(),
+            users: Default::default(),
+            user_assocs: rows::<UserAssoc>(
+                &self.conn,
+                "SELECT data FROM acct_assocs ORDER BY seq",
+            )?,
+            qos: Default::default(),
+        };
+        let mut stmt = self
+            .conn
+            .prepare("SELECT name FROM acct_clusters ORDER BY rowid")?;
+        for n in stmt.query_map([], |r| r.get::<_, String>(0))? {
+            t.clusters.push(AcctCluster { name: n? });
+        }
+        for a in rows::<Account>(&self.conn, "SELECT data FROM acct_accounts")? {
+            t.accounts.insert(a.name.clone(), a);
+        }
+        for u in rows::<User>(&self.conn, "SELECT data FROM acct_users")? {
+            t.users.insert(u.name.clone(), u);
+        }
+        for q in rows::<Qos>(&self.conn, "SELECT data FROM acct_qos")? {
+            t.qos.insert(q.name.clone(), q);
+        }
+        t.check().map_err(bad)?;
+        Ok(t)
+    }
+
+    /// Replaces the stored association tree in one transaction.
+    pub fn put_assoc(&mut self, t: &AssocTree) -> Result<(), StoreError> {
+        let tx = self.conn.transaction()?;
+        tx.execute_batch(
+            "DELETE FROM acct_clusters; DELETE FROM acct_accounts; DELETE FROM acct_users;
+             DELETE FROM acct_assocs; DELETE FROM acct_qos;",
+        )?;
+        for c in &t.clusters {
+            tx.execute(
+                "INSERT INTO acct_clusters (name) VALUES (?1)",
+                params![c.name],
+            )?;
+        }
+        for a in t.accounts.values() {
+            tx.execute(
+                "INSERT INTO acct_accounts (name, parent, data) VALUES (?1, ?2, ?3)",
+                params![a.name, a.parent, enc(a)?],
+            )?;
+        }
+        for u in t.users.values() {
+            tx.execute(
+                "INSERT INTO acct_users (name, default_account, data) VALUES (?1, ?2, ?3)",
+                params![u.name, u.default_account, enc(u)?],
+            )?;
+        }
+        for (i, a) in t.user_assocs.iter().enumerate() {
+            tx.execute(
+                "INSERT INTO acct_assocs (seq, user, account, partition, data)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![i as i64, a.user, a.account, a.partition, enc(a)?],
+            )?;
+        }
+        for q in t.qos.values() {
+            tx.execute(
+                "INSERT INTO acct_qos (name, data) VALUES (?1, ?2)",
+                params![q.name, enc(q)?],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The stored TRES-minute usage and when it was last decayed; empty at time 0 when
+    /// none is stored.
+    pub fn load_usage(&self) -> Result<(UsedMins, i64), StoreError> {
+        let row: Option<(i64, Vec<u8>)> = self
+            .conn
+            .query_row("SELECT at, data FROM acct_usage WHERE id = 0", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .map(Some)
+            .or_else(|e| match e {
+                rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                e => Err(e),
+            })?;
+        match row {
+            None => Ok((UsedMins::default(), 0)),
+            Some((at, data)) => Ok((
+                decode(&data).map_err(|e| StoreError::Acct(e.to_string()))?,
+                at,
+            )),
+        }
+    }
+
+    /// Replaces the stored TRES-minute usage.
+    pub fn put_usage(&mut self, u: &UsedMins, at: i64) -> Result<(), StoreError> {
+        let data = encode(u).map_err(|e| StoreError::Acct(e.to_string()))?;
+        self.conn.execute(
+            "INSERT OR REPLACE INTO acct_usage (id, at, data) VALUES (0, ?1, ?2)",
+            params![at, data],
+        )?;
+        Ok(())
     }
 
     /// Writes job records in one transaction.
@@ -283,9 +438,28 @@ pub fn run(mut store: Store, mut rx: mpsc::UnboundedReceiver<StoreOp>) -> Result
                 }
             }
         }
-        if !puts.is_empty()
-            && let Err(e) = store.put_all(&puts)
-        {
+        // The last tree and usage of the batch are what counts.
+        let assoc = batch.iter().rev().find_map(|op| match op {
+            StoreOp::PutAssoc(t) => Some(t.as_ref()),
+            _ => None,
+        });
+        let usage = batch.iter().rev().find_map(|op| match op {
+            StoreOp::PutUsage(u, at) => Some((u.as_ref(), *at)),
+            _ => None,
+        });
+        let written = (|| {
+            if !puts.is_empty() {
+                store.put_all(&puts)?;
+            }
+            if let Some(t) = assoc {
+                store.put_assoc(t)?;
+            }
+            if let Some((u, at)) = usage {
+                store.put_usage(u, at)?;
+            }
+            Ok::<(), StoreError>(())
+        })();
+        if let Err(e) = written {
             // Fail-stop: nothing may be acknowledged that was not saved. Waiting
             // clients hear why; the controller stops once it sees the store gone.
             tracing::error!("cannot write the state database: {e}; the controller stops");
@@ -300,7 +474,7 @@ pub fn run(mut store: Store, mut rx: mpsc::UnboundedReceiver<StoreOp>) -> Result
         }
         for op in batch {
             match op {
-                StoreOp::Put(_) => {}
+                StoreOp::Put(_) | StoreOp::PutAssoc(_) | StoreOp::PutUsage(..) => {}
                 StoreOp::Reply(tx, resp) => {
                     let _ = tx.send(resp);
                 }
@@ -315,4 +489,60 @@ pub fn run(mut store: Store, mut rx: mpsc::UnboundedReceiver<StoreOp>) -> Result
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::acct_ops::{AcctOp, Entity, Setting, apply};
+
+    #[test]
+    fn a_schema_2_database_loads_with_the_initial_tree_and_keeps_a_new_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sluice.db");
+        {
+            // What a schema-2 build left: the jobs table only.
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE jobs (id INTEGER PRIMARY KEY, uid INTEGER NOT NULL,
+                   submit INTEGER NOT NULL, start INTEGER, end INTEGER,
+                   active INTEGER NOT NULL, data BLOB NOT NULL,
+                   array_job_id INTEGER NOT NULL DEFAULT 0);",
+            )
+            .unwrap();
+            conn.pragma_update(None, "application_id", APP_ID).unwrap();
+            conn.pragma_update(None, "user_version", 2).unwrap();
+        }
+        let mut s = Store::open(&path).unwrap();
+        assert_eq!(s.load_assoc().unwrap(), AssocTree::default());
+        assert_eq!(s.load_usage().unwrap(), (UsedMins::default(), 0));
+
+        let mut t = AssocTree::default();
+        for (e, n, a) in [
+            (Entity::Account, "phys", vec!["GrpTRES=gres/gpu=4"]),
+            (Entity::User, "alice", vec!["Account=phys", "Partition=gpu"]),
+            (Entity::Qos, "high", vec!["Priority=10", "Preempt=normal"]),
+            (Entity::Cluster, "other", vec![]),
+        ] {
+            let op = AcctOp::Add {
+                entity: e,
+                names: vec![n.into()],
+                settings: a.iter().map(|x| Setting::parse(x).unwrap()).collect(),
+            };
+            apply(&mut t, &op, "lab").unwrap();
+        }
+        s.put_assoc(&t).unwrap();
+        let mut used = UsedMins::default();
+        used.record(
+            &t,
+            ("alice", "phys", "high"),
+            &[("cpu".to_string(), 2)].into(),
+            30.0,
+        );
+        s.put_usage(&used, 1234).unwrap();
+        drop(s);
+        let s = Store::open(&path).unwrap();
+        assert_eq!(s.load_assoc().unwrap(), t);
+        assert_eq!(s.load_usage().unwrap(), (used, 1234));
+    }
 }

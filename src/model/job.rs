@@ -469,6 +469,9 @@ pub enum Reason {
     JobArrayTaskLimit,
     /// `--deadline` passed.
     DeadLine,
+    /// An association or QOS limit holds the job (`AssocGrpGRES`,
+    /// `QOSMaxJobsPerUserLimit`, …; see [`super::limit`]).
+    Limit(super::limit::LimitReason),
 }
 
 impl Reason {
@@ -501,6 +504,7 @@ impl Reason {
             Reason::DependencyNeverSatisfied => "DependencyNeverSatisfied",
             Reason::JobArrayTaskLimit => "JobArrayTaskLimit",
             Reason::DeadLine => "DeadLine",
+            Reason::Limit(l) => l.as_str(),
         }
     }
 }
@@ -722,9 +726,16 @@ pub struct Job {
     pub eligible_time: Option<i64>,
     pub start_time: Option<i64>,
     pub end_time: Option<i64>,
-    /// Seconds the job has been suspended in total (not used until suspend exists).
+    /// Seconds the job has been suspended in total, not counting a suspension still
+    /// in progress (see `suspension`). Time limits are extended by it, as in Slurm.
     #[serde(default)]
     pub suspended_secs: u64,
+    /// The suspension in progress while the state is SUSPENDED; `None` otherwise.
+    #[serde(default)]
+    pub suspension: Option<Suspension>,
+    /// Set once the job is chosen for preemption (CANCEL/REQUEUE) until it ends.
+    #[serde(default)]
+    pub preempt: Option<super::preempt::Preemption>,
     pub alloc: Option<Allocation>,
     pub exit: ExitStatus,
     /// Highest exit among the job's steps (scontrol -d `DerivedExitCode`).
@@ -777,6 +788,16 @@ pub struct HetInfo {
     pub size: u32,
 }
 
+/// A suspension in progress (`scontrol suspend`, or preemption in SUSPEND mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Suspension {
+    /// When it began, epoch seconds.
+    pub since: i64,
+    /// The job whose start suspended this one (PreemptMode=SUSPEND); `None` for an
+    /// operator's `scontrol suspend`, which only `scontrol resume` ends.
+    pub preemptor: Option<u32>,
+}
+
 /// One run of a job that was requeued afterwards.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PastRun {
@@ -822,6 +843,8 @@ impl Default for Job {
             start_time: None,
             end_time: None,
             suspended_secs: 0,
+            suspension: None,
+            preempt: None,
             alloc: None,
             exit: ExitStatus::default(),
             derived_exit: ExitStatus::default(),
@@ -881,15 +904,36 @@ impl Job {
         }
     }
 
-    /// Seconds the job has run at `now` (0 if it never started).
+    /// Seconds the job has run at `now` (0 if it never started): the time since its
+    /// start less the time it spent suspended (including a suspension in progress).
     pub fn run_secs(&self, now: i64) -> u64 {
         match self.start_time {
             Some(s) => {
                 let end = self.end_time.unwrap_or(now);
-                (end - s).max(0) as u64 - self.suspended_secs.min((end - s).max(0) as u64)
+                let wall = (end - s).max(0) as u64;
+                wall - self.suspended_total(end).min(wall)
             }
             None => 0,
         }
+    }
+
+    /// Seconds spent suspended up to `now`, the suspension in progress included.
+    pub fn suspended_total(&self, now: i64) -> u64 {
+        let current = self.suspension.map_or(0, |s| (now - s.since).max(0) as u64);
+        self.suspended_secs + current
+    }
+
+    /// When the job's time limit runs out, epoch seconds: its start plus the limit,
+    /// pushed back by the time it spent suspended (Slurm does not count suspended time
+    /// against the limit). `None` for a job not started or without a limit.
+    pub fn limit_end(&self, now: i64) -> Option<i64> {
+        let start = self.start_time?;
+        let limit = self.time_limit.secs()?;
+        Some(
+            start
+                .saturating_add(limit.min(i64::MAX as u64 / 4) as i64)
+                .saturating_add(self.suspended_total(now) as i64),
+        )
     }
 
     /// True for an array's meta record: the pending tasks that have not been split off

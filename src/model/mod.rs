@@ -4,20 +4,24 @@
 //! Pure: no I/O, no clock. Everything here is serde-serialisable because it travels on
 //! the wire (`proto`) and into the store (`ctld::store`).
 
+pub mod acct_ops;
 pub mod array;
+pub mod assoc;
 pub mod constraint;
 pub mod depend;
 pub mod gres;
 pub mod hostlist;
 pub mod job;
+pub mod limit;
 pub mod node;
 pub mod partition;
+pub mod preempt;
 pub mod step;
 pub mod time;
 
 pub use job::{
     Env, ExitStatus, HoldKind, Job, JobSpec, JobState, MemReq, Reason, SignalSpec, StepRecord,
-    TimeLimit,
+    Suspension, TimeLimit,
 };
 pub use node::{Node, NodeState};
 pub use partition::{OverSubscribe, Partition, PartitionState};

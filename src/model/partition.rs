@@ -137,6 +137,13 @@ pub struct Partition {
     /// Most CPUs a job may use per node here (`MaxCPUsPerNode`); `None` = UNLIMITED.
     #[serde(default)]
     pub max_cpus_per_node: Option<u32>,
+    /// `PreemptMode=` of jobs running here (preempt/partition_prio); `None` follows
+    /// the cluster's.
+    #[serde(default)]
+    pub preempt_mode: Option<super::preempt::PreemptMode>,
+    /// Seconds a job preempted here gets between its signal and its end (`GraceTime=`).
+    #[serde(default)]
+    pub grace_time: u32,
 }
 
 impl Partition {
@@ -165,6 +172,8 @@ impl Partition {
             def_cpu_per_gpu: None,
             def_mem_per_gpu: None,
             max_cpus_per_node: None,
+            preempt_mode: None,
+            grace_time: 0,
         }
     }
 

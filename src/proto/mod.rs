@@ -314,6 +314,24 @@ pub enum Request {
         steps: Vec<(u32, u32)>,
         signal: Option<i32>,
     },
+    /// `scontrol suspend` (`resume: false`) or `scontrol resume` (`resume: true`);
+    /// operators only.
+    Suspend {
+        ids: Vec<u32>,
+        #[serde(default)]
+        array_tasks: Vec<ArrayTasks>,
+        resume: bool,
+    },
+    /// The accounting tree (sacctmgr show, sshare); anyone may read it.
+    AcctTree,
+    /// A sacctmgr change. `commit: false` only says what would change (the summary
+    /// sacctmgr shows before asking to commit); `commit: true` applies and persists
+    /// it. Only operators (root, the controller's owner, AdminLevel Operator or
+    /// Administrator) may.
+    AcctChange {
+        op: crate::model::acct_ops::AcctOp,
+        commit: bool,
+    },
 }
 
 /// A user-facing error from the controller; `Display` is Slurm's text.
@@ -356,6 +374,14 @@ pub enum SlurmError {
     CannotStartImmediately,
     #[error("Invalid time specification")]
     InvalidTimeValue,
+    #[error("Invalid account or account/partition combination specified")]
+    InvalidAccount,
+    #[error("Invalid qos specification")]
+    InvalidQos,
+    #[error(
+        "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)"
+    )]
+    AccountingPolicy,
 }
 
 /// Per-job outcome of a multi-job operation (cancel, hold, …).
@@ -432,6 +458,14 @@ pub enum Response {
         weights: PriorityWeights,
     },
     Stats(Box<SchedStats>),
+    /// The accounting tree, the controller's cluster name and the enforcement in force.
+    AcctTree {
+        tree: Box<crate::model::assoc::AssocTree>,
+        cluster: String,
+        enforce: crate::model::assoc::Enforce,
+    },
+    /// What a [`Request::AcctChange`] changed (or would change).
+    AcctChanged(crate::model::acct_ops::Outcome),
 }
 
 /// One pending job's priority factors, weighted (sprio).
@@ -554,6 +588,9 @@ pub enum ToAgent {
     },
     /// The controller has finished with relayed connection `conn`: close it.
     RelayClose { conn: u64 },
+    /// Stop (`suspend: true`) or continue every process of the job on this node: the
+    /// batch step and the job's steps (freezer, or SIGSTOP/SIGCONT without one).
+    Suspend { job_id: u32, suspend: bool },
 }
 
 /// How a batch job ended on the node.

@@ -22,6 +22,9 @@ pub const JOB_PID: &str = "job.pid";
 pub const TERMINATE: &str = "terminate";
 /// The [`StepResult`], written by stepd when the batch shell is gone.
 pub const RESULT: &str = "result";
+/// The suspend state the controller last asked for (a `bool`, true = suspended); stepd
+/// reads it on SIGUSR2.
+pub const SUSPEND: &str = "suspend";
 /// The [`super::LaunchStep`] of a numbered step's directory (`step_<job>.<step>`).
 pub const STEP_LAUNCH: &str = "launch_step";
 

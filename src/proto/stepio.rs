@@ -113,6 +113,8 @@ pub enum StepdInput {
         kill_wait: u32,
         message: Option<String>,
     },
+    /// Stop (`true`) or continue (`false`) the step's tasks (`scontrol suspend`).
+    Suspend(bool),
 }
 
 /// stepd → controller (through the agent).

@@ -21,6 +21,8 @@
 //! free in the snapshot, and a backfilled job never overlaps a reservation made in the
 //! same pass.
 
+pub mod limits;
+pub mod preempt;
 pub mod priority;
 pub mod select;
 pub mod timeline;
@@ -62,6 +64,9 @@ pub struct Input<'a> {
     pub now: i64,
     /// Run the backfill stage in this pass.
     pub backfill: bool,
+    /// Association and QOS limits to apply (`None`: no accounting policy, as in
+    /// personal mode or the simulator).
+    pub limits: Option<limits::Policy<'a>>,
 }
 
 /// A pending job's expected start from the backfill timeline.
@@ -233,6 +238,7 @@ pub fn schedule(
         config: &cfg,
         now,
         backfill: true,
+        limits: None,
     })
     .decisions
 }
@@ -257,6 +263,8 @@ struct Pass<'a> {
     started: Vec<(&'a Job, Allocation, String)>,
     /// [`fits_empty`] results by request shape.
     memo: std::cell::RefCell<HashMap<(String, [u64; 7]), bool>>,
+    /// Association/QOS limit usage, charged as jobs start in this pass.
+    limits: Option<limits::LimitState<'a>>,
 }
 
 impl<'a> Pass<'a> {
@@ -311,6 +319,25 @@ impl<'a> Pass<'a> {
             lic_free,
             started: Vec::new(),
             memo: Default::default(),
+            limits: input
+                .limits
+                .filter(|p| p.enforce.limits)
+                .map(|p| limits::LimitState::new(p, input.jobs, input.now)),
+        }
+    }
+
+    /// The limit that holds `job` now, if any.
+    fn limit_reason(&self, job: &Job) -> Option<Reason> {
+        self.limits
+            .as_ref()
+            .and_then(|l| l.check(job))
+            .map(Reason::Limit)
+    }
+
+    /// Counts a job this pass starts against its limits.
+    fn charge_limits(&mut self, job: &Job) {
+        if let Some(l) = self.limits.as_mut() {
+            l.charge(job);
         }
     }
 
@@ -416,11 +443,15 @@ pub fn run(input: &Input) -> Outcome {
     let mut fifo_blocked = false;
     let mut reasons: Vec<Reason> = Vec::with_capacity(pending.len());
     for job in &pending {
-        let r = match pre_check(job, now) {
+        let r = match pre_check(job, now).or_else(|| pass.limit_reason(job)) {
             Some(r) => r,
             None => {
                 out.stats.main_depth += 1;
-                main_one(&mut pass, job, &mut blocked, &mut fifo_blocked, policy)
+                let r = main_one(&mut pass, job, &mut blocked, &mut fifo_blocked, policy);
+                if r == Reason::None {
+                    pass.charge_limits(job);
+                }
+                r
             }
         };
         reasons.push(r);
@@ -653,7 +684,8 @@ fn planned_end(j: &Job, now: i64) -> i64 {
         return now + 1;
     }
     match (j.start_time, j.time_limit.secs()) {
-        (Some(s), Some(l)) => (s + l as i64).max(now + 1),
+        // Suspended time does not count against the limit.
+        (Some(_), Some(_)) => j.limit_end(now).unwrap_or(FOREVER).max(now + 1),
         (None, Some(l)) => now + l as i64,
         _ => FOREVER,
     }
@@ -787,6 +819,11 @@ fn backfill<'a>(
             *n += 1;
         }
         out.stats.bf_depth_try += 1;
+        // Jobs backfill started earlier in the pass may have used up a limit.
+        if let Some(r) = pass.limit_reason(job) {
+            reasons[k] = r;
+            continue;
+        }
         // EASY: once a partition holds its reservation, later jobs may only start now.
         let mut best: Option<(i64, &str, Req, Placement)> = None;
         for pname in job_partitions(job) {
@@ -829,6 +866,7 @@ fn backfill<'a>(
                 );
             }
             lic_line.change(now, end, &lic, -1);
+            pass.charge_limits(job);
             out.backfilled.push(job.id);
             out.stats.bf_started += 1;
             bf_started.insert(*job as *const Job, (pname.to_string(), alloc));

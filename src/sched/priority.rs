@@ -7,6 +7,9 @@
 //! of all decayed usage, S: the user's normalised shares; equal shares for every user
 //! until accounts and shares exist). Pure: the caller passes usage and `now`.
 //!
+//! The QOS factor is the job's QOS `Priority` normalised by the highest QOS priority
+//! (`PriorityContext::qos_norm`, filled by the controller from the association tree).
+//!
 //! Invariant: the sum is truncated to an integer and an eligible job's priority is at
 //! least 1 (0 is reserved for held jobs).
 
@@ -30,6 +33,9 @@ pub struct PriorityContext {
     pub usage: HashMap<u32, f64>,
     /// Users sharing the cluster (each gets 1/users of the shares).
     pub users: usize,
+    /// Each QOS's normalised priority in [0, 1]: its `Priority` over the highest
+    /// `Priority` of any QOS (Slurm's QOS factor). A QOS not listed has 0.
+    pub qos_norm: HashMap<String, f64>,
 }
 
 impl PriorityContext {
@@ -135,7 +141,7 @@ pub fn factors(
         fairshare: f64::from(cfg.weight_fairshare) * ctx.fairshare(job.uid),
         jobsize: f64::from(cfg.weight_jobsize) * size,
         partition: f64::from(cfg.weight_partition) * part,
-        qos: 0.0,
+        qos: f64::from(cfg.weight_qos) * ctx.qos_norm.get(&job.qos).copied().unwrap_or(0.0),
         tres,
         nice: i64::from(job.spec.nice),
     }

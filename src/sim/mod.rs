@@ -173,6 +173,7 @@ pub fn simulate(
                 config: cfg,
                 now,
                 backfill: true,
+                limits: None,
             });
             passes += 1;
             backfilled += out.backfilled.len();

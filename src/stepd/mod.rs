@@ -99,6 +99,7 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         Signal::SIGALRM,
         Signal::SIGINT,
         Signal::SIGHUP,
+        Signal::SIGUSR2,
     ] {
         mask.add(s);
     }
@@ -221,6 +222,10 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
     };
     let pid = child.id();
     spool::write_pid(dir, spool::JOB_PID, pid)?;
+    // A suspend asked for before the shell existed applies now.
+    if spool::read::<bool>(dir, spool::SUSPEND).ok().flatten() == Some(true) {
+        set_suspended(&iso, Pid::from_raw(pid as i32), true);
+    }
     let status = supervise(
         dir,
         Pid::from_raw(pid as i32),
@@ -430,7 +435,14 @@ fn supervise(
             Err(_) => return ExitStatus::default(),
         }
         match mask.wait() {
+            Ok(Signal::SIGUSR2) => {
+                if let Ok(Some(stop)) = spool::read::<bool>(dir, spool::SUSPEND) {
+                    set_suspended(iso, pid, stop);
+                }
+            }
             Ok(Signal::SIGTERM) => {
+                // Frozen processes take no signal: a suspended job is thawed first.
+                set_suspended(iso, pid, false);
                 let req: TerminateRequest = spool::read(dir, spool::TERMINATE)
                     .ok()
                     .flatten()
@@ -458,6 +470,29 @@ fn supervise(
             }
             _ => {}
         }
+    }
+}
+
+/// Stops (`stop`) or continues the whole job for `scontrol suspend`/`resume`: through
+/// the job's cgroup freezer when there is one, else (or when freezing fails) with
+/// SIGSTOP/SIGCONT to the batch shell's process group. Resuming sends SIGCONT as well,
+/// so that a job stopped either way continues.
+fn set_suspended(iso: &isolate::step::StepIsolation, pid: Pid, stop: bool) {
+    let r = if stop { iso.suspend() } else { iso.resume() };
+    if let Err(e) = &r {
+        eprintln!(
+            "stepd: {} through {} failed: {e}",
+            if stop { "suspend" } else { "resume" },
+            iso.backend()
+        );
+    }
+    if r.is_err() || !stop {
+        let sig = if stop {
+            Signal::SIGSTOP
+        } else {
+            Signal::SIGCONT
+        };
+        let _ = kill(Pid::from_raw(-pid.as_raw()), sig);
     }
 }
 

@@ -467,9 +467,16 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
                             set_winsize(m, rows, cols);
                         }
                     }
+                    StepdInput::Suspend(stop) => {
+                        if !terminating {
+                            set_suspended(iso.as_ref(), &tasks, stop);
+                        }
+                    }
                     StepdInput::Terminate { kill_wait, message } => {
                         if !terminating {
                             terminating = true;
+                            // Frozen tasks take no signal: a suspended step is thawed.
+                            set_suspended(iso.as_ref(), &tasks, false);
                             if let (Some(m), Some(t)) = (message, tasks.first()) {
                                 link.send(&StepdEvent::Output {
                                     task: t.rank,
@@ -503,6 +510,7 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
                     }
                     Ok(Signal::SIGTERM | Signal::SIGINT | Signal::SIGHUP) if !terminating => {
                         terminating = true;
+                        set_suspended(iso.as_ref(), &tasks, false);
                         terminate(&tasks, ls.kill_wait);
                     }
                     _ => {}
@@ -590,6 +598,32 @@ fn signal_tasks(tasks: &[Task], sig: i32) {
         if let Some(pid) = t.pid {
             let _ = kill(Pid::from_raw(-pid), sig);
         }
+    }
+}
+
+/// Stops (`stop`) or continues the step's tasks for `scontrol suspend`/`resume`:
+/// through the cgroup freezer when the step has one, else (or when freezing fails)
+/// SIGSTOP/SIGCONT to each task's process group.
+fn set_suspended(iso: Option<&super::isolate::step::StepIsolation>, tasks: &[Task], stop: bool) {
+    let frozen = iso.is_some_and(|i| {
+        let r = if stop { i.suspend() } else { i.resume() };
+        if let Err(e) = &r {
+            eprintln!(
+                "stepd: {} failed: {e}",
+                if stop { "suspend" } else { "resume" }
+            );
+        }
+        r.is_ok()
+    });
+    // Without a freezer, signals; on resume both, so that a step stopped either way
+    // continues.
+    if !frozen || !stop {
+        let sig = if stop {
+            Signal::SIGSTOP
+        } else {
+            Signal::SIGCONT
+        };
+        signal_tasks(tasks, sig as i32);
     }
 }
 

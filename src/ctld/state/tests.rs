@@ -536,3 +536,103 @@ fn overflowing_counts_are_refused_not_a_panic() {
     s.mem = Some(MemReq::PerCpu(999_999_999_999_999));
     assert!(c.resolve(s, ALICE, 0, &names).is_err());
 }
+
+#[test]
+fn suspended_time_pushes_the_time_limit_back_and_only_operators_suspend() {
+    let mut c = cluster();
+    let mut s = spec("s");
+    s.time_limit = Some(TimeLimit::Minutes(1));
+    let id = submit(&mut c, s, ALICE, 0);
+    let mut fx = Effects::default();
+    c.schedule(0, &mut fx);
+    // The owner is not an operator.
+    let r = c.suspend(&[id], &[], false, ALICE, 10, &mut fx);
+    assert_eq!(r[0].error, Some(SlurmError::AccessDenied));
+    let mut fx = Effects::default();
+    let r = c.suspend(&[id], &[], false, ROOT, 10, &mut fx);
+    assert_eq!(r[0].error, None);
+    assert_eq!(c.jobs[&id].state, JobState::Suspended);
+    assert!(fx.to_agent.iter().any(|(n, m)| n == "n1"
+        && matches!(m, ToAgent::Suspend { job_id, suspend: true } if *job_id == id)));
+    // Suspended past the limit: no timeout.
+    c.tick(100, &mut fx);
+    assert_eq!(c.jobs[&id].state, JobState::Suspended);
+    assert_eq!(c.jobs[&id].run_secs(100), 10);
+    let mut fx = Effects::default();
+    let r = c.suspend(&[id], &[], true, ROOT, 40, &mut fx);
+    assert_eq!(r[0].error, None);
+    assert_eq!(c.jobs[&id].suspended_secs, 30);
+    // 60 s of run time end at 60 + 30 suspended.
+    c.tick(89, &mut fx);
+    assert_eq!(c.jobs[&id].state, JobState::Running);
+    c.tick(90, &mut fx);
+    assert_eq!(c.jobs[&id].state, JobState::Timeout);
+    let r = c.suspend(&[id], &[], true, ROOT, 91, &mut fx);
+    assert_eq!(r[0].error, Some(SlurmError::AlreadyDone));
+}
+
+#[test]
+fn a_higher_tier_job_preempts_and_the_victim_ends_preempted() {
+    let cfg = Config::from_toml(
+        r#"
+[scheduler]
+preempt_type = "preempt/partition_prio"
+preempt_mode = "cancel"
+[[nodes]]
+name = "n1"
+cpus = 4
+memory = 4000
+[[partitions]]
+name = "low"
+nodes = "n1"
+default = true
+grace_time = 30
+[[partitions]]
+name = "high"
+nodes = "n1"
+priority_tier = 5
+"#,
+        Path::new("/x/sluice.toml"),
+    )
+    .unwrap();
+    let mut c = Cluster::new(&cfg, 999);
+    c.nodes[0].state = NodeState::Up;
+    let mut s = spec("low");
+    s.ntasks = Some(4);
+    // `--signal=USR1@60`: the preemption notice is the job's own signal.
+    s.signal = Some(crate::model::SignalSpec {
+        signal: 10,
+        secs_before: 60,
+        batch_only: false,
+        reservation: false,
+    });
+    let low = submit(&mut c, s, ALICE, 0);
+    let mut fx = Effects::default();
+    c.schedule(0, &mut fx);
+    let mut s = spec("high");
+    s.ntasks = Some(4);
+    s.partition = Some("high".into());
+    let high = submit(&mut c, s, ALICE, 10);
+    let mut fx = Effects::default();
+    c.schedule(10, &mut fx);
+    // The victim gets its notice and keeps running through its grace time.
+    assert!(fx.to_agent.iter().any(|(_, m)| matches!(m,
+        ToAgent::Signal { job_id, signal: 10, batch_only: false } if *job_id == low)));
+    assert_eq!(c.jobs[&low].state, JobState::Running);
+    assert_eq!(c.jobs[&low].preempt.map(|p| p.end), Some(40));
+    assert_eq!(c.jobs[&high].state, JobState::Pending);
+    // A second pass preempts nothing more.
+    let mut fx = Effects::default();
+    c.schedule(20, &mut fx);
+    assert!(fx.to_agent.is_empty(), "{:?}", fx.to_agent);
+    let mut fx = Effects::default();
+    c.tick(40, &mut fx);
+    assert_eq!(c.jobs[&low].state, JobState::Preempted);
+    assert!(fx.to_agent.iter().any(|(_, m)| matches!(m,
+        ToAgent::Terminate { reason: Some(r), .. } if r.contains("DUE TO PREEMPTION"))));
+    let mut fx = Effects::default();
+    c.from_agent("n1", ended(low, 0, 15), 41, &mut fx);
+    assert_eq!(c.jobs[&low].state, JobState::Preempted);
+    c.schedule(41, &mut fx);
+    assert_eq!(c.jobs[&high].state, JobState::Running);
+}

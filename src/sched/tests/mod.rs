@@ -2,6 +2,7 @@
 //! scenario files per area: selection, backfill, priority, reasons, properties.
 
 mod backfill;
+mod preempt;
 mod priority;
 mod props;
 mod reasons;
@@ -77,6 +78,7 @@ pub fn pass(
         config: cfg,
         now,
         backfill: true,
+        limits: None,
     })
 }
 

@@ -13,6 +13,7 @@ fn ctx() -> PriorityContext {
         max_part_factor: 1,
         usage: Default::default(),
         users: 1,
+        qos_norm: Default::default(),
     }
 }
 
@@ -90,4 +91,22 @@ fn small_relative_to_time_and_partition_and_tres() {
         factors(&j, 1, &c, &cfg, 0).tres,
         vec![("cpu".to_string(), 25.0)]
     );
+}
+
+#[test]
+fn qos_factor_is_priority_over_the_highest_qos_priority() {
+    let cfg = PriorityConfig {
+        weight_qos: 1000,
+        ..PriorityConfig::default()
+    };
+    let mut c = ctx();
+    c.qos_norm.insert("high".into(), 1.0);
+    c.qos_norm.insert("low".into(), 0.25);
+    let mut j = job(1, 1, 400);
+    j.qos = "high".into();
+    assert_eq!(factors(&j, 1, &c, &cfg, 0).qos, 1000.0);
+    j.qos = "low".into();
+    assert_eq!(factors(&j, 1, &c, &cfg, 0).qos, 250.0);
+    j.qos = "normal".into();
+    assert_eq!(factors(&j, 1, &c, &cfg, 0).qos, 0.0);
 }

@@ -1,0 +1,286 @@
+//! sacctmgr changes applied to a tree: what changes, what is refused, what is printed.
+
+use super::*;
+
+fn set(args: &[&str]) -> Vec<Setting> {
+    args.iter().map(|a| Setting::parse(a).unwrap()).collect()
+}
+
+fn add(t: &mut AssocTree, e: Entity, names: &[&str], args: &[&str]) -> Result<Outcome, String> {
+    apply(
+        t,
+        &AcctOp::Add {
+            entity: e,
+            names: names.iter().map(|s| s.to_string()).collect(),
+            settings: set(args),
+        },
+        "lab",
+    )
+}
+
+fn names(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+fn by_name(n: &[&str]) -> Cond {
+    Cond {
+        names: names(n),
+        ..Cond::default()
+    }
+}
+
+fn modify(t: &mut AssocTree, e: Entity, cond: Cond, args: &[&str]) -> Result<Outcome, String> {
+    apply(
+        t,
+        &AcctOp::Modify {
+            entity: e,
+            cond,
+            settings: set(args),
+        },
+        "lab",
+    )
+}
+
+fn delete(t: &mut AssocTree, e: Entity, cond: Cond) -> Result<Outcome, String> {
+    apply(t, &AcctOp::Delete { entity: e, cond }, "lab")
+}
+
+#[test]
+fn add_account_user_and_print_as_sacctmgr() {
+    let mut t = AssocTree::default();
+    let o = add(
+        &mut t,
+        Entity::Account,
+        &["phys"],
+        &["Description=Physics", "Fairshare=70"],
+    )
+    .unwrap();
+    assert!(o.changed);
+    assert_eq!(
+        o.lines,
+        [
+            " Adding Account(s)",
+            "  phys",
+            " Settings",
+            "  Description     = Physics",
+            "  Organization    = Parent/Account Name",
+            " Associations",
+            "  A = phys       C = lab       ",
+            " Settings",
+            "  Parent        = root",
+            "  Fairshare     = 70",
+        ]
+    );
+    let a = t.account("phys").unwrap();
+    assert_eq!(a.shares, Shares::Raw(70));
+    assert_eq!(a.organization, "phys");
+    let o = add(
+        &mut t,
+        Entity::User,
+        &["alice"],
+        &["Account=phys", "MaxJobs=2"],
+    )
+    .unwrap();
+    assert_eq!(o.lines[0], " Adding User(s)");
+    assert!(o.lines.contains(&"  Default Account = phys".to_string()));
+    assert!(
+        o.lines
+            .contains(&"  U = alice     A = phys       C = lab       ".to_string())
+    );
+    assert_eq!(t.default_account("alice"), Some("phys"));
+    assert_eq!(
+        t.find_assoc("alice", "phys", "any")
+            .unwrap()
+            .limits
+            .max_jobs,
+        Some(2)
+    );
+    // Adding it again changes nothing.
+    let o = add(&mut t, Entity::User, &["alice"], &["Account=phys"]).unwrap();
+    assert!(!o.changed);
+    assert_eq!(o.lines, [" Nothing new added."]);
+}
+
+#[test]
+fn refusals_leave_the_tree_unchanged() {
+    let mut t = AssocTree::default();
+    let before = t.clone();
+    assert!(
+        add(&mut t, Entity::Account, &["x"], &["Parent=nope"])
+            .unwrap_err()
+            .contains("Parent account 'nope' doesn't exist")
+    );
+    assert!(
+        add(&mut t, Entity::User, &["bob"], &["Account=nope"])
+            .unwrap_err()
+            .contains("This account 'nope' doesn't exist")
+    );
+    assert!(
+        add(&mut t, Entity::Account, &["x"], &["QOS=bogus"])
+            .unwrap_err()
+            .contains("bad qos 'bogus'")
+    );
+    assert!(
+        add(&mut t, Entity::Account, &["x"], &["Bogus=1"])
+            .unwrap_err()
+            .contains("Unknown option")
+    );
+    assert!(add(&mut t, Entity::Account, &["x"], &["GrpTRES=cpu=x"]).is_err());
+    assert!(add(&mut t, Entity::Account, &["x"], &["Cluster=elsewhere"]).is_err());
+    assert_eq!(t, before);
+}
+
+#[test]
+fn modify_limits_qos_lists_and_parent() {
+    let mut t = AssocTree::default();
+    add(&mut t, Entity::Account, &["a"], &[]).unwrap();
+    add(&mut t, Entity::Account, &["b"], &["Parent=a"]).unwrap();
+    add(&mut t, Entity::Qos, &["high", "low"], &["Priority=10"]).unwrap();
+    modify(
+        &mut t,
+        Entity::Account,
+        by_name(&["b"]),
+        &["GrpTRES=cpu=8,gres/gpu=2", "QOS=normal,high"],
+    )
+    .unwrap();
+    let b = t.account("b").unwrap();
+    assert_eq!(b.limits.grp_tres.to_string(), "cpu=8,gres/gpu=2");
+    assert_eq!(b.qos, ["normal", "high"]);
+    modify(
+        &mut t,
+        Entity::Account,
+        by_name(&["b"]),
+        &["QOS-=normal", "GrpTRES=cpu=-1"],
+    )
+    .unwrap();
+    let b = t.account("b").unwrap();
+    assert_eq!(b.qos, ["high"]);
+    assert_eq!(b.limits.grp_tres.to_string(), "gres/gpu=2");
+    // No cycles.
+    assert!(
+        modify(&mut t, Entity::Account, by_name(&["a"]), &["Parent=b"])
+            .unwrap_err()
+            .contains("below its own sub-account")
+    );
+    modify(
+        &mut t,
+        Entity::Qos,
+        by_name(&["high"]),
+        &[
+            "Preempt=low",
+            "PreemptMode=requeue",
+            "GraceTime=120",
+            "Flags=DenyOnLimit",
+            "MaxJobsPerUser=3",
+        ],
+    )
+    .unwrap();
+    let q = t.qos("high").unwrap();
+    assert_eq!(q.preempt, ["low"]);
+    assert_eq!(q.preempt_mode, PreemptMode::Requeue);
+    assert_eq!(q.grace_time_secs, 120);
+    assert!(q.has_flag(QosFlag::DenyOnLimit));
+    assert_eq!(q.limits.max_jobs_per_user, Some(3));
+    let o = modify(&mut t, Entity::Qos, by_name(&["nope"]), &["Priority=1"]).unwrap();
+    assert!(!o.changed);
+    assert_eq!(o.lines, [" Nothing modified"]);
+}
+
+#[test]
+fn modify_user_default_account_must_be_associated() {
+    let mut t = AssocTree::default();
+    add(&mut t, Entity::Account, &["a", "b"], &[]).unwrap();
+    add(&mut t, Entity::User, &["alice"], &["Account=a"]).unwrap();
+    assert!(
+        modify(
+            &mut t,
+            Entity::User,
+            by_name(&["alice"]),
+            &["DefaultAccount=b"]
+        )
+        .unwrap_err()
+        .contains("aren't associated")
+    );
+    add(&mut t, Entity::User, &["alice"], &["Account=b"]).unwrap();
+    let o = modify(
+        &mut t,
+        Entity::User,
+        by_name(&["alice"]),
+        &["DefaultAccount=b", "GrpJobs=4"],
+    )
+    .unwrap();
+    assert_eq!(t.default_account("alice"), Some("b"));
+    assert_eq!(o.lines[0], " Modified users...");
+    assert!(
+        o.lines
+            .contains(&" Modified user associations...".to_string())
+    );
+    assert!(
+        t.assocs_of_user("alice")
+            .all(|a| a.limits.grp_jobs == Some(4))
+    );
+}
+
+#[test]
+fn delete_keeps_the_tree_consistent() {
+    let mut t = AssocTree::default();
+    add(&mut t, Entity::Account, &["a", "b"], &[]).unwrap();
+    add(
+        &mut t,
+        Entity::User,
+        &["alice"],
+        &["Account=a,b", "DefaultAccount=a"],
+    )
+    .unwrap();
+    add(&mut t, Entity::Qos, &["high"], &[]).unwrap();
+    modify(
+        &mut t,
+        Entity::Account,
+        by_name(&["a"]),
+        &["QOS=normal,high", "DefaultQOS=high"],
+    )
+    .unwrap();
+    // The QOS goes from every list that named it.
+    delete(&mut t, Entity::Qos, by_name(&["high"])).unwrap();
+    assert_eq!(t.account("a").unwrap().qos, ["normal"]);
+    assert_eq!(t.account("a").unwrap().default_qos, None);
+    // Deleting alice's default account moves her default to the other one.
+    let o = delete(&mut t, Entity::Account, by_name(&["a"])).unwrap();
+    assert_eq!(o.lines, [" Deleting accounts...", "  a"]);
+    assert_eq!(t.default_account("alice"), Some("b"));
+    // Her last association gone, she goes too.
+    delete(
+        &mut t,
+        Entity::User,
+        Cond {
+            names: names(&["alice"]),
+            accounts: names(&["b"]),
+            ..Cond::default()
+        },
+    )
+    .unwrap();
+    assert!(t.user("alice").is_none());
+    assert!(delete(&mut t, Entity::Account, by_name(&["root"])).is_err());
+    assert!(delete(&mut t, Entity::Qos, by_name(&["normal"])).is_err());
+    t.check().unwrap();
+}
+
+#[test]
+fn settings_and_entities_parse() {
+    let s = Setting::parse("QOS+=high").unwrap();
+    assert_eq!(
+        (s.key.as_str(), s.op, s.value.as_str()),
+        ("QOS", SetOp::Add, "high")
+    );
+    let s = Setting::parse("Description=\"Big Lab\"").unwrap();
+    assert_eq!(s.value, "Big Lab");
+    assert!(Setting::parse("where").is_none());
+    assert_eq!(Entity::parse("assoc"), Some(Entity::Association));
+    assert_eq!(Entity::parse("users"), Some(Entity::User));
+    assert_eq!(Entity::parse("acc"), Some(Entity::Account));
+    assert_eq!(Entity::parse("bogus"), None);
+    assert_eq!(parse_minutes("MaxWall", "1-00:00:00").unwrap(), Some(1440));
+    assert_eq!(parse_minutes("MaxWall", "90").unwrap(), Some(90));
+    assert_eq!(parse_minutes("MaxWall", "-1").unwrap(), None);
+    assert!(parse_minutes("MaxWall", "x").is_err());
+}

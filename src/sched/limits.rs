@@ -1,0 +1,648 @@
+//! Association and QOS limits (cf. src/slurmctld/acct_policy.c): which pending job
+//! may start now without passing a limit, with Slurm's exact pending reason when not,
+//! and which submissions are refused outright.
+//!
+//! PURE: the caller passes the association tree, `AccountingStorageEnforce`, the
+//! TRES-minutes already used (decayed by the caller) and the active jobs.
+//!
+//! Counting, as Slurm: a job counts as *running* from its start until it ends
+//! (suspended included, completing excluded: Slurm releases limits when the job ends);
+//! *submitted* counts pending plus running jobs (an array's meta record counts each task
+//! it still holds). `Grp*` limits of an account count every job below it; `Grp*` of a
+//! user association count that association's jobs; `Max*` limits apply to each job or
+//! association on its own, and a user association without one inherits the nearest
+//! account's (Slurm's assoc_mgr inheritance). A QOS's `Grp*` limits count every job
+//! in the QOS, its `*PerUser`/`*PerAccount` limits the user's/account's jobs in it.
+//!
+//! Order of checks (Slurm's pre-select then post-select): QOS job counts and wall
+//! time, association job counts and wall time (the job's association, then its
+//! accounts up to root), then QOS TRES limits, then association TRES limits. The first
+//! limit hit is the reason.
+//!
+//! Not enforced yet: `GrpWall`, `MinTRES`, QOS `UsageThreshold`.
+
+use crate::model::assoc::{AssocTree, Enforce, Limits, Qos, QosFlag, TresMap, UserAssoc};
+use crate::model::job::Allocation;
+use crate::model::limit::{LimitKind as K, LimitReason, Scope};
+use crate::model::{Job, JobState, MemReq};
+use std::collections::HashMap;
+
+/// TRES counts keyed by TRES name (`cpu`, `mem` in MiB, `node`, `gres/gpu`, …).
+pub type Tres = HashMap<String, u64>;
+
+/// TRES-minutes already used, per account (its whole subtree), per user association
+/// `(user, account)` and per QOS. Decayed by the caller (PriorityDecayHalfLife) as
+/// Slurm decays the usage GrpTRESMins is checked against.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct UsedMins {
+    pub accounts: HashMap<String, HashMap<String, f64>>,
+    pub users: HashMap<(String, String), HashMap<String, f64>>,
+    pub qos: HashMap<String, HashMap<String, f64>>,
+}
+
+impl UsedMins {
+    /// Adds `tres` × `minutes` of a finished (or finishing) job of `user` under
+    /// `account` in `qos` to its user association, every account from `account` up to
+    /// root, and the QOS.
+    pub fn record(
+        &mut self,
+        tree: &AssocTree,
+        (user, account, qos): (&str, &str, &str),
+        tres: &Tres,
+        minutes: f64,
+    ) {
+        let add = |m: &mut HashMap<String, f64>| {
+            for (k, v) in tres {
+                *m.entry(k.clone()).or_default() += *v as f64 * minutes;
+            }
+        };
+        add(self
+            .users
+            .entry((user.to_string(), account.to_string()))
+            .or_default());
+        for a in tree.parent_chain(account) {
+            add(self.accounts.entry(a.name.clone()).or_default());
+        }
+        add(self.qos.entry(qos.to_string()).or_default());
+    }
+
+    /// Multiplies every figure by `factor` (decay).
+    pub fn scale(&mut self, factor: f64) {
+        let s = |m: &mut HashMap<String, f64>| m.values_mut().for_each(|v| *v *= factor);
+        self.accounts.values_mut().for_each(s);
+        self.users.values_mut().for_each(s);
+        self.qos.values_mut().for_each(s);
+    }
+}
+
+/// What the limit checks need to know about accounting.
+#[derive(Debug, Clone, Copy)]
+pub struct Policy<'a> {
+    pub tree: &'a AssocTree,
+    pub enforce: Enforce,
+    pub used: &'a UsedMins,
+}
+
+/// A job's TRES in total (cpu, mem, node, billing, each `gres/NAME` and
+/// `gres/NAME:TYPE`, `license/NAME`). A running job's come from its allocation, a
+/// pending job's from its request. Billing is the CPU count (no TRESBillingWeights).
+pub fn job_tres(job: &Job) -> Tres {
+    let mut t = Tres::new();
+    let mut add = |k: String, v: u64| {
+        if v > 0 {
+            *t.entry(k).or_default() += v;
+        }
+    };
+    if let Some(a) = job
+        .alloc
+        .as_ref()
+        .filter(|_| job.state != JobState::Pending)
+    {
+        let cpus = u64::from(a.total_cpus());
+        add("cpu".into(), cpus);
+        add("billing".into(), cpus);
+        add("node".into(), a.nodes.len() as u64);
+        add("mem".into(), a.mem_per_node * a.nodes.len() as u64);
+        for g in a.gres.iter().flatten() {
+            add(format!("gres/{}", g.name), u64::from(g.count));
+            if let Some(k) = &g.kind {
+                add(format!("gres/{}:{k}", g.name), u64::from(g.count));
+            }
+        }
+        for l in &a.licenses {
+            add(format!("license/{}", l.name), u64::from(l.count));
+        }
+        return t;
+    }
+    let cpus = u64::from(job.req_cpus.max(1));
+    let nodes = u64::from(job.req_nodes.max(1));
+    add("cpu".into(), cpus);
+    add("billing".into(), cpus);
+    add("node".into(), nodes);
+    add(
+        "mem".into(),
+        match job.req_mem {
+            MemReq::PerNode(m) => m.saturating_mul(nodes),
+            MemReq::PerCpu(m) => m.saturating_mul(cpus),
+        },
+    );
+    let s = &job.spec;
+    let tasks = u64::from(job.req_tasks.max(1));
+    let per_job = s
+        .gres
+        .iter()
+        .map(|g| (g, nodes))
+        .chain(s.gpus_per_node.iter().map(|g| (g, nodes)))
+        .chain(s.gpus.iter().map(|g| (g, 1)))
+        .chain(s.gpus_per_task.iter().map(|g| (g, tasks)));
+    for (g, mult) in per_job {
+        let n = g.count.saturating_mul(mult);
+        add(format!("gres/{}", g.name), n);
+        if let Some(k) = &g.kind {
+            add(format!("gres/{}:{k}", g.name), n);
+        }
+    }
+    for l in &s.licenses {
+        add(format!("license/{}", l.name), u64::from(l.count));
+    }
+    t
+}
+
+/// The TRES an allocation holds (cpu, billing = cpu, node, mem, GRES with and
+/// without type, licenses).
+pub fn alloc_tres(a: &Allocation) -> Tres {
+    let mut t = Tres::new();
+    let mut add = |k: String, v: u64| {
+        if v > 0 {
+            *t.entry(k).or_default() += v;
+        }
+    };
+    let cpus = u64::from(a.total_cpus());
+    add("cpu".into(), cpus);
+    add("billing".into(), cpus);
+    add("node".into(), a.nodes.len() as u64);
+    add("mem".into(), a.mem_per_node * a.nodes.len() as u64);
+    for g in a.gres.iter().flatten() {
+        add(format!("gres/{}", g.name), u64::from(g.count));
+        if let Some(k) = &g.kind {
+            add(format!("gres/{}:{k}", g.name), u64::from(g.count));
+        }
+    }
+    for l in &a.licenses {
+        add(format!("license/{}", l.name), u64::from(l.count));
+    }
+    t
+}
+
+/// A job's TRES on its busiest node (for MaxTRESPerNode).
+fn job_tres_per_node(job: &Job, total: &Tres) -> Tres {
+    let nodes = match job
+        .alloc
+        .as_ref()
+        .filter(|_| job.state != JobState::Pending)
+    {
+        Some(a) => a.nodes.len().max(1) as u64,
+        None => u64::from(job.req_nodes.max(1)),
+    };
+    total
+        .iter()
+        .filter(|(k, _)| k.as_str() != "node")
+        .map(|(k, v)| (k.clone(), v.div_ceil(nodes)))
+        .collect()
+}
+
+/// The job's time limit in minutes; `None` when unlimited.
+fn limit_mins(job: &Job) -> Option<f64> {
+    job.time_limit.secs().map(|s| s as f64 / 60.0)
+}
+
+/// How many jobs a record stands for in submit counts: the tasks an array's meta
+/// record still holds, else 1.
+fn job_count(job: &Job) -> u32 {
+    match &job.array {
+        Some(a) if job.array_task_id.is_none() => (a.tasks.len() as u32).max(1),
+        _ => 1,
+    }
+}
+
+/// Running and submitted counts of one group.
+#[derive(Debug, Clone, Default)]
+struct Usage {
+    running: u32,
+    submitted: u32,
+    tres: HashMap<String, u64>,
+    /// TRES × remaining time-limit minutes of the running jobs.
+    run_mins: HashMap<String, f64>,
+}
+
+impl Usage {
+    fn add_running(&mut self, tres: &Tres, remaining_mins: f64) {
+        self.running += 1;
+        for (k, v) in tres {
+            *self.tres.entry(k.clone()).or_default() += v;
+            *self.run_mins.entry(k.clone()).or_default() += *v as f64 * remaining_mins;
+        }
+    }
+}
+
+/// Where a job's usage is counted.
+struct Groups<'t> {
+    /// Index of the job's user association in `tree.user_assocs`.
+    assoc: Option<usize>,
+    /// The job's account and its ancestors, nearest first.
+    chain: Vec<&'t str>,
+    qos: Option<&'t Qos>,
+}
+
+/// The limit state of one scheduling pass: usage counted from the active jobs, and
+/// charged further as the pass starts jobs.
+pub struct LimitState<'a> {
+    policy: Policy<'a>,
+    /// `(user, account)` → indices of user associations (partition-specific first).
+    index: HashMap<(&'a str, &'a str), Vec<usize>>,
+    assocs: HashMap<usize, Usage>,
+    accounts: HashMap<&'a str, Usage>,
+    qos: HashMap<&'a str, Usage>,
+    qos_user: HashMap<(&'a str, String), Usage>,
+    qos_acct: HashMap<(&'a str, String), Usage>,
+}
+
+/// The effective `Max*` limits of a user association: its own, else the nearest
+/// account's up the chain.
+#[derive(Debug, Default)]
+struct MaxLimits {
+    max_jobs: Option<u32>,
+    max_submit: Option<u32>,
+    max_wall: Option<u32>,
+    per_job: TresMap,
+    per_node: TresMap,
+    mins_per_job: TresMap,
+}
+
+impl<'a> LimitState<'a> {
+    /// Counts the usage of `jobs` (every active job; others are ignored) at `now`.
+    pub fn new(policy: Policy<'a>, jobs: &[&Job], now: i64) -> LimitState<'a> {
+        let mut index: HashMap<(&str, &str), Vec<usize>> = HashMap::new();
+        for (i, a) in policy.tree.user_assocs.iter().enumerate() {
+            index
+                .entry((a.user.as_str(), a.account.as_str()))
+                .or_default()
+                .push(i);
+        }
+        let mut st = LimitState {
+            policy,
+            index,
+            assocs: HashMap::new(),
+            accounts: HashMap::new(),
+            qos: HashMap::new(),
+            qos_user: HashMap::new(),
+            qos_acct: HashMap::new(),
+        };
+        if !policy.enforce.limits {
+            return st;
+        }
+        for j in jobs {
+            let running =
+                matches!(j.state, JobState::Running | JobState::Suspended) && !j.completing;
+            let pending = j.state == JobState::Pending;
+            if !running && !pending {
+                continue;
+            }
+            let n = job_count(j);
+            st.for_each_group(j, |u| u.submitted += n);
+            if running {
+                let tres = job_tres(j);
+                let remaining = match (limit_mins(j), j.start_time) {
+                    (Some(m), Some(s)) => (m - (now - s).max(0) as f64 / 60.0).max(0.0),
+                    (Some(m), None) => m,
+                    (None, _) => 0.0,
+                };
+                st.for_each_group(j, |u| u.add_running(&tres, remaining));
+            }
+        }
+        st
+    }
+
+    fn groups(&self, job: &Job) -> Groups<'a> {
+        let tree = self.policy.tree;
+        let assoc = self
+            .index
+            .get(&(job.user.as_str(), job.account.as_str()))
+            .and_then(|v| {
+                v.iter()
+                    .copied()
+                    .find(|&i| tree.user_assocs[i].partition.as_deref() == Some(&job.partition))
+                    .or_else(|| {
+                        v.iter()
+                            .copied()
+                            .find(|&i| tree.user_assocs[i].partition.is_none())
+                    })
+            });
+        Groups {
+            assoc,
+            chain: tree
+                .parent_chain(&job.account)
+                .into_iter()
+                .map(|a| a.name.as_str())
+                .collect(),
+            qos: tree.qos(&job.qos),
+        }
+    }
+
+    fn for_each_group(&mut self, job: &Job, mut f: impl FnMut(&mut Usage)) {
+        let g = self.groups(job);
+        if let Some(i) = g.assoc {
+            f(self.assocs.entry(i).or_default());
+        }
+        for a in g.chain {
+            f(self.accounts.entry(a).or_default());
+        }
+        if let Some(q) = g.qos {
+            let name = q.name.as_str();
+            f(self.qos.entry(name).or_default());
+            f(self.qos_user.entry((name, job.user.clone())).or_default());
+            f(self
+                .qos_acct
+                .entry((name, job.account.clone()))
+                .or_default());
+        }
+    }
+
+    fn max_limits(&self, assoc: Option<&UserAssoc>, chain: &[&str]) -> MaxLimits {
+        let tree = self.policy.tree;
+        let levels: Vec<&Limits> = assoc
+            .map(|a| &a.limits)
+            .into_iter()
+            .chain(
+                chain
+                    .iter()
+                    .filter_map(|n| tree.account(n))
+                    .map(|a| &a.limits),
+            )
+            .collect();
+        let first = |f: &dyn Fn(&Limits) -> Option<u32>| levels.iter().find_map(|l| f(l));
+        // A TRES limit is inherited per TRES: the nearest level that names it.
+        let tres = |f: &dyn Fn(&Limits) -> &TresMap| {
+            let mut out = TresMap::new();
+            for l in levels.iter().rev() {
+                for (k, v) in f(l).iter() {
+                    out.set(k, v);
+                }
+            }
+            out
+        };
+        MaxLimits {
+            max_jobs: first(&|l| l.max_jobs),
+            max_submit: first(&|l| l.max_submit_jobs),
+            max_wall: first(&|l| l.max_wall_mins),
+            per_job: tres(&|l| &l.max_tres_per_job),
+            per_node: tres(&|l| &l.max_tres_per_node),
+            mins_per_job: tres(&|l| &l.max_tres_mins_per_job),
+        }
+    }
+
+    /// Why `job` may not start now because of a limit, or `None`. Always `None` unless
+    /// `AccountingStorageEnforce` includes `limits`.
+    pub fn check(&self, job: &Job) -> Option<LimitReason> {
+        if !self.policy.enforce.limits {
+            return None;
+        }
+        let g = self.groups(job);
+        let tree = self.policy.tree;
+        let assoc = g.assoc.map(|i| &tree.user_assocs[i]);
+        let empty = Usage::default();
+        let mins = limit_mins(job);
+        let qos_use = g.qos.map(|q| {
+            let n = q.name.as_str();
+            (
+                self.qos.get(n).unwrap_or(&empty),
+                self.qos_user.get(&(n, job.user.clone())).unwrap_or(&empty),
+                self.qos_acct
+                    .get(&(n, job.account.clone()))
+                    .unwrap_or(&empty),
+            )
+        });
+        let wall_over = |max: Option<u32>| match (max, mins) {
+            (Some(m), Some(t)) => t > f64::from(m),
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        // ---- job counts and wall time: QOS, then associations
+        if let (Some(q), Some((all, user, acct))) = (g.qos, &qos_use) {
+            let l = &q.limits;
+            let over = |lim: Option<u32>, u: &Usage| lim.is_some_and(|m| u.running + 1 > m);
+            if over(l.grp_jobs, all) {
+                return Some(LimitReason::plain(Scope::Qos, K::GrpJobs));
+            }
+            if over(l.max_jobs_per_user, user) {
+                return Some(LimitReason::plain(Scope::Qos, K::MaxJobsPerUser));
+            }
+            if over(l.max_jobs_per_account, acct) {
+                return Some(LimitReason::plain(Scope::Qos, K::MaxJobsPerAccount));
+            }
+            if wall_over(l.max_wall_mins) {
+                return Some(LimitReason::plain(Scope::Qos, K::MaxWall));
+            }
+        }
+        let max = self.max_limits(assoc, &g.chain);
+        if let Some(i) = g.assoc {
+            let u = self.assocs.get(&i).unwrap_or(&empty);
+            let l = &tree.user_assocs[i].limits;
+            if l.grp_jobs.is_some_and(|m| u.running + 1 > m) {
+                return Some(LimitReason::plain(Scope::Assoc, K::GrpJobs));
+            }
+            if max.max_jobs.is_some_and(|m| u.running + 1 > m) {
+                return Some(LimitReason::plain(Scope::Assoc, K::MaxJobs));
+            }
+            if wall_over(max.max_wall) {
+                return Some(LimitReason::plain(Scope::Assoc, K::MaxWall));
+            }
+        }
+        for name in &g.chain {
+            let Some(a) = tree.account(name) else {
+                continue;
+            };
+            let u = self.accounts.get(name).unwrap_or(&empty);
+            if a.limits.grp_jobs.is_some_and(|m| u.running + 1 > m) {
+                return Some(LimitReason::plain(Scope::Assoc, K::GrpJobs));
+            }
+        }
+        // ---- TRES: QOS, then associations
+        let jt = job_tres(job);
+        let pn = job_tres_per_node(job, &jt);
+        let need = |t: &str| jt.get(t).copied().unwrap_or(0);
+        let safe = self.policy.enforce.safe;
+        let mins_or_inf = mins.unwrap_or(f64::INFINITY);
+        // The first TRES of `lim` that `over(tres, limit)` says is passed.
+        let first_over = |lim: &TresMap, over: &dyn Fn(&str, u64) -> bool| {
+            lim.iter()
+                .find(|(t, v)| over(t, *v))
+                .map(|(t, _)| t.to_string())
+        };
+        let grp_checks = |scope: Scope,
+                          l: &Limits,
+                          u: &Usage,
+                          used: Option<&HashMap<String, f64>>|
+         -> Option<LimitReason> {
+            let used_of = |t: &str| used.and_then(|m| m.get(t)).copied().unwrap_or(0.0);
+            if let Some(t) = first_over(&l.grp_tres_mins, &|t, v| {
+                let run = u.run_mins.get(t).copied().unwrap_or(0.0);
+                if safe {
+                    need(t) > 0 && used_of(t) + run + need(t) as f64 * mins_or_inf > v as f64
+                } else {
+                    used_of(t) >= v as f64
+                }
+            }) {
+                return Some(LimitReason::tres(scope, K::GrpTresMins, &t));
+            }
+            if let Some(t) = first_over(&l.grp_tres, &|t, v| {
+                need(t) > 0 && u.tres.get(t).copied().unwrap_or(0) + need(t) > v
+            }) {
+                return Some(LimitReason::tres(scope, K::GrpTres, &t));
+            }
+            if let Some(t) = first_over(&l.grp_tres_run_mins, &|t, v| {
+                need(t) > 0
+                    && u.run_mins.get(t).copied().unwrap_or(0.0) + need(t) as f64 * mins_or_inf
+                        > v as f64
+            }) {
+                return Some(LimitReason::tres(scope, K::GrpTresRunMins, &t));
+            }
+            None
+        };
+        let per_job_checks = |scope: Scope,
+                              per_job: &TresMap,
+                              per_node: &TresMap,
+                              mins_per_job: &TresMap|
+         -> Option<LimitReason> {
+            if let Some(t) = first_over(mins_per_job, &|t, v| {
+                need(t) > 0 && need(t) as f64 * mins_or_inf > v as f64
+            }) {
+                return Some(LimitReason::tres(scope, K::MaxTresMinsPerJob, &t));
+            }
+            if let Some(t) = first_over(per_job, &|t, v| need(t) > v) {
+                return Some(LimitReason::tres(scope, K::MaxTresPerJob, &t));
+            }
+            if let Some(t) = first_over(per_node, &|t, v| pn.get(t).copied().unwrap_or(0) > v) {
+                return Some(LimitReason::tres(scope, K::MaxTresPerNode, &t));
+            }
+            None
+        };
+        if let (Some(q), Some((all, user, acct))) = (g.qos, &qos_use) {
+            let l = &q.limits;
+            if let Some(r) = grp_checks(Scope::Qos, l, all, self.policy.used.qos.get(&q.name)) {
+                return Some(r);
+            }
+            if let Some(r) = per_job_checks(
+                Scope::Qos,
+                &l.max_tres_per_job,
+                &l.max_tres_per_node,
+                &l.max_tres_mins_per_job,
+            ) {
+                return Some(r);
+            }
+            if let Some(t) = first_over(&l.max_tres_per_user, &|t, v| {
+                need(t) > 0 && user.tres.get(t).copied().unwrap_or(0) + need(t) > v
+            }) {
+                return Some(LimitReason::tres(Scope::Qos, K::MaxTresPerUser, &t));
+            }
+            if let Some(t) = first_over(&l.max_tres_per_account, &|t, v| {
+                need(t) > 0 && acct.tres.get(t).copied().unwrap_or(0) + need(t) > v
+            }) {
+                return Some(LimitReason::tres(Scope::Qos, K::MaxTresPerAccount, &t));
+            }
+        }
+        if let Some(i) = g.assoc {
+            let a = &tree.user_assocs[i];
+            let u = self.assocs.get(&i).unwrap_or(&empty);
+            let used = self
+                .policy
+                .used
+                .users
+                .get(&(a.user.clone(), a.account.clone()));
+            if let Some(r) = grp_checks(Scope::Assoc, &a.limits, u, used) {
+                return Some(r);
+            }
+        }
+        for name in &g.chain {
+            let Some(a) = tree.account(name) else {
+                continue;
+            };
+            let u = self.accounts.get(name).unwrap_or(&empty);
+            let used = self.policy.used.accounts.get(*name);
+            if let Some(r) = grp_checks(Scope::Assoc, &a.limits, u, used) {
+                return Some(r);
+            }
+        }
+        per_job_checks(Scope::Assoc, &max.per_job, &max.per_node, &max.mins_per_job)
+    }
+
+    /// Counts `job` as started now (by this pass), so later jobs of the pass see it.
+    pub fn charge(&mut self, job: &Job) {
+        if !self.policy.enforce.limits {
+            return;
+        }
+        let tres = job_tres(job);
+        let mins = limit_mins(job).unwrap_or(0.0);
+        self.for_each_group(job, |u| u.add_running(&tres, mins));
+    }
+
+    /// The submit-time check (Slurm's acct_policy_validate): a submission that would
+    /// pass a `*Submit*` limit is refused; with the QOS flag `DenyOnLimit`, so is one
+    /// that alone passes a per-job, per-node, per-user or group TRES or wall limit
+    /// (without it, such a job pends with the reason). `Ok` unless
+    /// `AccountingStorageEnforce` includes `limits`.
+    pub fn submit_check(&self, job: &Job) -> Result<(), LimitReason> {
+        if !self.policy.enforce.limits {
+            return Ok(());
+        }
+        let g = self.groups(job);
+        let tree = self.policy.tree;
+        let n = job_count(job);
+        let empty = Usage::default();
+        let over = |lim: Option<u32>, u: &Usage| lim.is_some_and(|m| u.submitted + n > m);
+        if let Some(q) = g.qos {
+            let l = &q.limits;
+            let name = q.name.as_str();
+            if over(l.grp_submit_jobs, self.qos.get(name).unwrap_or(&empty)) {
+                return Err(LimitReason::plain(Scope::Qos, K::GrpSubmit));
+            }
+            let user = self.qos_user.get(&(name, job.user.clone()));
+            if over(l.max_submit_jobs_per_user, user.unwrap_or(&empty)) {
+                return Err(LimitReason::plain(Scope::Qos, K::MaxSubmitPerUser));
+            }
+            let acct = self.qos_acct.get(&(name, job.account.clone()));
+            if over(l.max_submit_jobs_per_account, acct.unwrap_or(&empty)) {
+                return Err(LimitReason::plain(Scope::Qos, K::MaxSubmitPerAccount));
+            }
+        }
+        let assoc = g.assoc.map(|i| &tree.user_assocs[i]);
+        let max = self.max_limits(assoc, &g.chain);
+        if let Some(i) = g.assoc {
+            let u = self.assocs.get(&i).unwrap_or(&empty);
+            if over(tree.user_assocs[i].limits.grp_submit_jobs, u) {
+                return Err(LimitReason::plain(Scope::Assoc, K::GrpSubmit));
+            }
+            if over(max.max_submit, u) {
+                return Err(LimitReason::plain(Scope::Assoc, K::MaxSubmit));
+            }
+        }
+        for name in &g.chain {
+            if let Some(a) = tree.account(name)
+                && over(
+                    a.limits.grp_submit_jobs,
+                    self.accounts.get(name).unwrap_or(&empty),
+                )
+            {
+                return Err(LimitReason::plain(Scope::Assoc, K::GrpSubmit));
+            }
+        }
+        if g.qos.is_some_and(|q| q.has_flag(QosFlag::DenyOnLimit)) {
+            // The job alone, on an idle cluster: what `check` would say.
+            let alone = LimitState {
+                policy: Policy {
+                    used: &EMPTY_USED,
+                    enforce: Enforce {
+                        safe: false,
+                        ..self.policy.enforce
+                    },
+                    ..self.policy
+                },
+                index: self.index.clone(),
+                assocs: HashMap::new(),
+                accounts: HashMap::new(),
+                qos: HashMap::new(),
+                qos_user: HashMap::new(),
+                qos_acct: HashMap::new(),
+            };
+            if let Some(r) = alone.check(job) {
+                return Err(r);
+            }
+        }
+        Ok(())
+    }
+}
+
+static EMPTY_USED: std::sync::LazyLock<UsedMins> = std::sync::LazyLock::new(UsedMins::default);
+
+#[cfg(test)]
+mod tests;

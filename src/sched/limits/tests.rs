@@ -1,0 +1,402 @@
+//! The pure limit checks, one scenario per limit: the reason is Slurm's, and the job
+//! under the limit is not held.
+
+use super::*;
+use crate::model::assoc::{Account, ROOT, User, UserAssoc};
+use crate::model::gres::GresReq;
+use crate::model::{JobSpec, TimeLimit};
+
+fn tree() -> AssocTree {
+    let mut t = AssocTree::default();
+    t.accounts
+        .insert("phys".into(), Account::new("phys", Some(ROOT)));
+    t.accounts
+        .insert("theory".into(), Account::new("theory", Some("phys")));
+    for u in ["alice", "bob"] {
+        t.users.insert(
+            u.into(),
+            User {
+                name: u.into(),
+                default_account: "theory".into(),
+                admin_level: Default::default(),
+            },
+        );
+        t.user_assocs.push(UserAssoc::new(u, "theory", None));
+    }
+    t
+}
+
+fn enforce() -> Enforce {
+    Enforce::parse("associations,limits,qos").unwrap()
+}
+
+fn job(id: u32, user: &str, state: JobState, cpus: u32) -> Job {
+    Job {
+        id,
+        user: user.into(),
+        account: "theory".into(),
+        qos: "normal".into(),
+        partition: "p".into(),
+        req_cpus: cpus,
+        req_tasks: cpus,
+        time_limit: TimeLimit::Minutes(60),
+        state,
+        start_time: (state == JobState::Running).then_some(0),
+        ..Job::default()
+    }
+}
+
+fn reason(t: &AssocTree, e: Enforce, jobs: &[Job], j: &Job) -> Option<&'static str> {
+    let used = UsedMins::default();
+    reason_used(t, e, &used, jobs, j)
+}
+
+fn reason_used(
+    t: &AssocTree,
+    e: Enforce,
+    used: &UsedMins,
+    jobs: &[Job],
+    j: &Job,
+) -> Option<&'static str> {
+    let refs: Vec<&Job> = jobs.iter().collect();
+    let st = LimitState::new(
+        Policy {
+            tree: t,
+            enforce: e,
+            used,
+        },
+        &refs,
+        0,
+    );
+    st.check(j).map(|r| r.as_str())
+}
+
+fn user_limits<'a>(t: &'a mut AssocTree, user: &str) -> &'a mut Limits {
+    &mut t
+        .user_assocs
+        .iter_mut()
+        .find(|a| a.user == user)
+        .unwrap()
+        .limits
+}
+
+#[test]
+fn nothing_enforced_without_limits_flag() {
+    let mut t = tree();
+    user_limits(&mut t, "alice").max_jobs = Some(0);
+    let j = job(1, "alice", JobState::Pending, 1);
+    assert_eq!(
+        reason(&t, Enforce::parse("associations").unwrap(), &[], &j),
+        None
+    );
+    assert_eq!(reason(&t, enforce(), &[], &j), Some("AssocMaxJobsLimit"));
+}
+
+#[test]
+fn max_jobs_counts_running_jobs_of_the_association() {
+    let mut t = tree();
+    user_limits(&mut t, "alice").max_jobs = Some(1);
+    let running = job(1, "alice", JobState::Running, 1);
+    let waiting = job(2, "alice", JobState::Pending, 1);
+    assert_eq!(
+        reason(&t, enforce(), std::slice::from_ref(&running), &waiting),
+        Some("AssocMaxJobsLimit")
+    );
+    // bob's association is another one.
+    let bobs = job(3, "bob", JobState::Pending, 1);
+    assert_eq!(
+        reason(&t, enforce(), std::slice::from_ref(&running), &bobs),
+        None
+    );
+    // Nothing running: free to start.
+    assert_eq!(reason(&t, enforce(), &[], &waiting), None);
+}
+
+#[test]
+fn max_jobs_is_inherited_from_the_account() {
+    let mut t = tree();
+    t.accounts.get_mut("phys").unwrap().limits.max_jobs = Some(1);
+    let jobs = [job(1, "alice", JobState::Running, 1)];
+    assert_eq!(
+        reason(&t, enforce(), &jobs, &job(2, "alice", JobState::Pending, 1)),
+        Some("AssocMaxJobsLimit")
+    );
+    // Inherited per association: bob has his own allowance.
+    assert_eq!(
+        reason(&t, enforce(), &jobs, &job(3, "bob", JobState::Pending, 1)),
+        None
+    );
+}
+
+#[test]
+fn grp_limits_of_an_ancestor_count_the_whole_subtree() {
+    let mut t = tree();
+    let l = &mut t.accounts.get_mut("phys").unwrap().limits;
+    l.grp_jobs = Some(2);
+    let jobs = [
+        job(1, "alice", JobState::Running, 1),
+        job(2, "bob", JobState::Running, 1),
+    ];
+    assert_eq!(
+        reason(&t, enforce(), &jobs, &job(3, "alice", JobState::Pending, 1)),
+        Some("AssocGrpJobsLimit")
+    );
+    let mut t = tree();
+    t.accounts.get_mut("phys").unwrap().limits.grp_tres = TresMap::parse("cpu=8").unwrap();
+    let jobs = [job(1, "bob", JobState::Running, 6)];
+    assert_eq!(
+        reason(&t, enforce(), &jobs, &job(2, "alice", JobState::Pending, 4)),
+        Some("AssocGrpCpuLimit")
+    );
+    assert_eq!(
+        reason(&t, enforce(), &jobs, &job(2, "alice", JobState::Pending, 2)),
+        None
+    );
+}
+
+#[test]
+fn grp_gres_and_gres_minutes() {
+    let mut t = tree();
+    user_limits(&mut t, "alice").grp_tres = TresMap::parse("gres/gpu=2").unwrap();
+    let gpu_job = |id, state| Job {
+        spec: JobSpec {
+            gres: vec![GresReq {
+                name: "gpu".into(),
+                kind: None,
+                count: 2,
+            }],
+            ..JobSpec::default()
+        },
+        ..job(id, "alice", state, 1)
+    };
+    let jobs = [gpu_job(1, JobState::Running)];
+    assert_eq!(
+        reason(&t, enforce(), &jobs, &gpu_job(2, JobState::Pending)),
+        Some("AssocGrpGRES")
+    );
+    // A CPU-only job is not held by a GPU limit.
+    assert_eq!(
+        reason(&t, enforce(), &jobs, &job(3, "alice", JobState::Pending, 1)),
+        None
+    );
+
+    let mut t = tree();
+    user_limits(&mut t, "alice").grp_tres_mins = TresMap::parse("gres/gpu=600").unwrap();
+    let mut used = UsedMins::default();
+    used.users.insert(
+        ("alice".into(), "theory".into()),
+        HashMap::from([("gres/gpu".to_string(), 600.0)]),
+    );
+    assert_eq!(
+        reason_used(&t, enforce(), &used, &[], &gpu_job(2, JobState::Pending)),
+        Some("AssocGrpGRESMinutes")
+    );
+    used.users.clear();
+    assert_eq!(
+        reason_used(&t, enforce(), &used, &[], &gpu_job(2, JobState::Pending)),
+        None
+    );
+}
+
+#[test]
+fn safe_holds_a_job_that_could_not_finish_within_grp_tres_mins() {
+    let mut t = tree();
+    user_limits(&mut t, "alice").grp_tres_mins = TresMap::parse("cpu=100").unwrap();
+    // 2 CPUs × 60 minutes = 120 CPU-minutes > 100.
+    let j = job(1, "alice", JobState::Pending, 2);
+    assert_eq!(reason(&t, enforce(), &[], &j), None);
+    assert_eq!(
+        reason(&t, Enforce::parse("safe").unwrap(), &[], &j),
+        Some("AssocGrpCPUMinutesLimit")
+    );
+}
+
+#[test]
+fn grp_cpu_run_minutes() {
+    let mut t = tree();
+    user_limits(&mut t, "alice").grp_tres_run_mins = TresMap::parse("cpu=100").unwrap();
+    let jobs = [job(1, "alice", JobState::Running, 1)]; // 60 CPU-minutes left
+    assert_eq!(
+        reason(&t, enforce(), &jobs, &job(2, "alice", JobState::Pending, 1)),
+        Some("AssocGrpCPURunMinutesLimit")
+    );
+    assert_eq!(
+        reason(&t, enforce(), &[], &job(2, "alice", JobState::Pending, 1)),
+        None
+    );
+}
+
+#[test]
+fn max_wall_and_per_job_tres() {
+    let mut t = tree();
+    user_limits(&mut t, "alice").max_wall_mins = Some(30);
+    let j = job(1, "alice", JobState::Pending, 1);
+    assert_eq!(
+        reason(&t, enforce(), &[], &j),
+        Some("AssocMaxWallDurationPerJobLimit")
+    );
+    let mut t = tree();
+    user_limits(&mut t, "alice").max_tres_per_job = TresMap::parse("cpu=2").unwrap();
+    assert_eq!(
+        reason(&t, enforce(), &[], &job(1, "alice", JobState::Pending, 4)),
+        Some("AssocMaxCpuPerJobLimit")
+    );
+    let mut t = tree();
+    user_limits(&mut t, "alice").max_tres_mins_per_job = TresMap::parse("cpu=100").unwrap();
+    assert_eq!(
+        reason(&t, enforce(), &[], &job(1, "alice", JobState::Pending, 2)),
+        Some("AssocMaxCpuMinutesPerJobLimit")
+    );
+}
+
+#[test]
+fn qos_limits_per_user_and_group() {
+    let mut t = tree();
+    let q = t.qos.get_mut("normal").unwrap();
+    q.limits.max_jobs_per_user = Some(1);
+    let jobs = [job(1, "alice", JobState::Running, 1)];
+    assert_eq!(
+        reason(&t, enforce(), &jobs, &job(2, "alice", JobState::Pending, 1)),
+        Some("QOSMaxJobsPerUserLimit")
+    );
+    assert_eq!(
+        reason(&t, enforce(), &jobs, &job(3, "bob", JobState::Pending, 1)),
+        None
+    );
+    let mut t = tree();
+    let q = t.qos.get_mut("normal").unwrap();
+    q.limits.max_tres_per_user = TresMap::parse("gres/gpu=1").unwrap();
+    q.limits.grp_tres = TresMap::parse("cpu=3").unwrap();
+    let gpu = Job {
+        spec: JobSpec {
+            gpus: Some(GresReq {
+                name: "gpu".into(),
+                kind: None,
+                count: 2,
+            }),
+            ..JobSpec::default()
+        },
+        ..job(1, "alice", JobState::Pending, 1)
+    };
+    assert_eq!(reason(&t, enforce(), &[], &gpu), Some("QOSMaxGRESPerUser"));
+    let jobs = [job(1, "bob", JobState::Running, 2)];
+    assert_eq!(
+        reason(&t, enforce(), &jobs, &job(2, "alice", JobState::Pending, 2)),
+        Some("QOSGrpCpuLimit")
+    );
+}
+
+#[test]
+fn qos_is_checked_before_the_association() {
+    let mut t = tree();
+    user_limits(&mut t, "alice").max_jobs = Some(1);
+    t.qos.get_mut("normal").unwrap().limits.grp_jobs = Some(1);
+    let jobs = [job(1, "alice", JobState::Running, 1)];
+    assert_eq!(
+        reason(&t, enforce(), &jobs, &job(2, "alice", JobState::Pending, 1)),
+        Some("QOSGrpJobsLimit")
+    );
+}
+
+#[test]
+fn charge_counts_jobs_started_in_the_same_pass() {
+    let mut t = tree();
+    user_limits(&mut t, "alice").max_jobs = Some(1);
+    let used = UsedMins::default();
+    let a = job(1, "alice", JobState::Pending, 1);
+    let b = job(2, "alice", JobState::Pending, 1);
+    let jobs = [&a, &b];
+    let mut st = LimitState::new(
+        Policy {
+            tree: &t,
+            enforce: enforce(),
+            used: &used,
+        },
+        &jobs,
+        0,
+    );
+    assert_eq!(st.check(&a), None);
+    st.charge(&a);
+    assert_eq!(st.check(&b).map(|r| r.as_str()), Some("AssocMaxJobsLimit"));
+}
+
+#[test]
+fn submit_limits_refuse_and_deny_on_limit_refuses_what_pends_otherwise() {
+    let mut t = tree();
+    user_limits(&mut t, "alice").max_submit_jobs = Some(2);
+    let used = UsedMins::default();
+    let queued = [
+        job(1, "alice", JobState::Running, 1),
+        job(2, "alice", JobState::Pending, 1),
+    ];
+    let refs: Vec<&Job> = queued.iter().collect();
+    let p = Policy {
+        tree: &t,
+        enforce: enforce(),
+        used: &used,
+    };
+    let st = LimitState::new(p, &refs, 0);
+    let new = job(3, "alice", JobState::Pending, 1);
+    assert_eq!(
+        st.submit_check(&new).unwrap_err().as_str(),
+        "AssocMaxSubmitJobLimit"
+    );
+    assert!(
+        st.submit_check(&job(3, "bob", JobState::Pending, 1))
+            .is_ok()
+    );
+
+    let mut t = tree();
+    t.qos
+        .get_mut("normal")
+        .unwrap()
+        .limits
+        .max_submit_jobs_per_user = Some(1);
+    t.qos.get_mut("normal").unwrap().limits.max_tres_per_job = TresMap::parse("cpu=2").unwrap();
+    let p = Policy {
+        tree: &t,
+        enforce: enforce(),
+        used: &used,
+    };
+    let st = LimitState::new(p, &refs, 0);
+    assert_eq!(
+        st.submit_check(&new).unwrap_err().as_str(),
+        "QOSMaxSubmitJobPerUserLimit"
+    );
+    let st = LimitState::new(p, &[], 0);
+    let big = job(3, "alice", JobState::Pending, 4);
+    assert!(st.submit_check(&big).is_ok(), "pends without DenyOnLimit");
+    t.qos
+        .get_mut("normal")
+        .unwrap()
+        .flags
+        .push(QosFlag::DenyOnLimit);
+    let p = Policy {
+        tree: &t,
+        enforce: enforce(),
+        used: &used,
+    };
+    let st = LimitState::new(p, &[], 0);
+    assert_eq!(
+        st.submit_check(&big).unwrap_err().as_str(),
+        "QOSMaxCpuPerJobLimit"
+    );
+}
+
+#[test]
+fn partition_association_is_used_for_its_partition() {
+    let mut t = tree();
+    let mut pa = UserAssoc::new("alice", "theory", Some("gpu"));
+    pa.limits.max_jobs = Some(0);
+    t.user_assocs.push(pa);
+    let j = job(1, "alice", JobState::Pending, 1);
+    assert_eq!(reason(&t, enforce(), &[], &j), None);
+    let in_gpu = Job {
+        partition: "gpu".into(),
+        ..j
+    };
+    assert_eq!(
+        reason(&t, enforce(), &[], &in_gpu),
+        Some("AssocMaxJobsLimit")
+    );
+}

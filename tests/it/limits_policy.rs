@@ -1,0 +1,230 @@
+//! Association and QOS limits through the real front-ends: each limit holds the job
+//! with Slurm's exact pending reason in `squeue`, and the job starts once the limit
+//! allows it; submit limits refuse with Slurm's error.
+//!
+//! One cluster serves several scenarios, each under its own account so that their
+//! counts do not mix; the holding jobs are cancelled between scenarios.
+
+use crate::harness::*;
+use std::time::Duration;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+fn reason(c: &TestCluster, id: u32) -> String {
+    c.ok("squeue", &["-h", "-o", "%r", "-j", &id.to_string()])
+        .trim()
+        .to_string()
+}
+
+fn wait_reason(c: &TestCluster, id: u32, want: &str) {
+    wait_until(&format!("job {id} reason {want}"), WAIT, || {
+        (reason(c, id) == want).then_some(())
+    });
+}
+
+fn sacctmgr(c: &TestCluster, args: &str) {
+    let a: Vec<&str> = args.split_whitespace().collect();
+    c.ok("sacctmgr", &a);
+}
+
+/// An account `name` with root (the test's user) associated to it.
+fn account(c: &TestCluster, name: &str) {
+    sacctmgr(c, &format!("-i add account {name}"));
+    sacctmgr(c, &format!("-i add user root Account={name}"));
+}
+
+/// Submits `holder` (which must start) and then `waiter` under `acct`, checks the
+/// waiter's reason, lifts the hold by cancelling the holder, and checks the waiter
+/// then starts; cleans up.
+fn holds(c: &TestCluster, acct: &str, holder: &[&str], waiter: &[&str], want: &str) {
+    let a = format!("--account={acct}");
+    let mut h = vec![a.as_str(), "-o", "/dev/null"];
+    h.extend_from_slice(holder);
+    h.extend_from_slice(&["--wrap", "sleep 300"]);
+    let hid = c.submit(&h);
+    c.wait_state(hid, &["RUNNING"], WAIT);
+    let mut w = vec![a.as_str(), "-o", "/dev/null"];
+    w.extend_from_slice(waiter);
+    w.extend_from_slice(&["--wrap", "sleep 300"]);
+    let wid = c.submit(&w);
+    wait_reason(c, wid, want);
+    c.ok("scancel", &[&hid.to_string()]);
+    c.wait_state(wid, &["RUNNING"], WAIT);
+    c.ok("scancel", &[&wid.to_string()]);
+    c.wait_state(wid, &["CANCELLED"], WAIT);
+}
+
+#[test]
+fn association_limits_hold_jobs_with_slurms_reasons() {
+    let c = TestCluster::start_with(Setup {
+        node_extra: "gres = \"gpu:2\"",
+        ..Setup::default()
+    });
+    account(&c, "a1");
+    sacctmgr(&c, "-i modify user root where account=a1 set MaxJobs=1");
+    holds(&c, "a1", &[], &[], "AssocMaxJobsLimit");
+
+    account(&c, "a2");
+    sacctmgr(&c, "-i modify account a2 set GrpJobs=1");
+    holds(&c, "a2", &[], &[], "AssocGrpJobsLimit");
+
+    account(&c, "a3");
+    sacctmgr(&c, "-i modify account a3 set GrpTRES=cpu=2");
+    holds(&c, "a3", &["-n2"], &["-n1"], "AssocGrpCpuLimit");
+
+    account(&c, "a4");
+    sacctmgr(&c, "-i modify account a4 set GrpTRES=gres/gpu=1");
+    holds(
+        &c,
+        "a4",
+        &["--gres=gpu:1"],
+        &["--gres=gpu:1"],
+        "AssocGrpGRES",
+    );
+
+    account(&c, "a5");
+    sacctmgr(&c, "-i modify account a5 set GrpTRESRunMins=cpu=100");
+    holds(
+        &c,
+        "a5",
+        &["-t", "60"],
+        &["-t", "60"],
+        "AssocGrpCPURunMinutesLimit",
+    );
+
+    // Per-job limits: the job waits until the limit is raised.
+    account(&c, "a6");
+    sacctmgr(
+        &c,
+        "-i modify user root where account=a6 set MaxWall=00:10:00 MaxTRES=cpu=1",
+    );
+    let long = c.submit(&[
+        "--account=a6",
+        "-t",
+        "30",
+        "-o",
+        "/dev/null",
+        "--wrap",
+        "true",
+    ]);
+    wait_reason(&c, long, "AssocMaxWallDurationPerJobLimit");
+    let wide = c.submit(&[
+        "--account=a6",
+        "-n2",
+        "-t",
+        "5",
+        "-o",
+        "/dev/null",
+        "--wrap",
+        "true",
+    ]);
+    wait_reason(&c, wide, "AssocMaxCpuPerJobLimit");
+    sacctmgr(
+        &c,
+        "-i modify user root where account=a6 set MaxWall=-1 MaxTRES=cpu=-1",
+    );
+    c.wait_done(long);
+    c.wait_done(wide);
+
+    // A job with no --time gets MaxWall as its limit.
+    let capped = c.submit(&["--account=a6", "-H", "--wrap", "true"]);
+    assert_eq!(c.show_field(capped, "TimeLimit"), "01:00:00");
+    sacctmgr(&c, "-i modify user root where account=a6 set MaxWall=5");
+    let capped = c.submit(&["--account=a6", "-H", "--wrap", "true"]);
+    assert_eq!(c.show_field(capped, "TimeLimit"), "00:05:00");
+    c.ok("scancel", &["--me"]);
+}
+
+#[test]
+fn qos_limits_and_submit_refusals() {
+    let c = TestCluster::start_with(Setup {
+        node_extra: "gres = \"gpu:2\"",
+        top: "accounting_storage_enforce = \"associations,limits,qos,safe\"",
+        ..Setup::default()
+    });
+    account(&c, "q");
+    sacctmgr(&c, "-i add qos perjob MaxJobsPerUser=1");
+    sacctmgr(&c, "-i add qos grp GrpTRES=cpu=1");
+    sacctmgr(&c, "-i add qos gpus MaxTRESPerUser=gres/gpu=1");
+    sacctmgr(
+        &c,
+        "-i modify user root where account=q set QOS=normal,perjob,grp,gpus",
+    );
+    holds(
+        &c,
+        "q",
+        &["--qos=perjob"],
+        &["--qos=perjob"],
+        "QOSMaxJobsPerUserLimit",
+    );
+    holds(&c, "q", &["--qos=grp"], &["--qos=grp"], "QOSGrpCpuLimit");
+    holds(
+        &c,
+        "q",
+        &["--qos=gpus", "--gpus=1"],
+        &["--qos=gpus", "--gpus=1"],
+        "QOSMaxGRESPerUser",
+    );
+
+    // safe: a job that could not finish within GrpTRESMins does not start.
+    account(&c, "m");
+    sacctmgr(&c, "-i modify account m set GrpTRESMins=gres/gpu=10");
+    let j = c.submit(&[
+        "--account=m",
+        "--gres=gpu:1",
+        "-t",
+        "60",
+        "-o",
+        "/dev/null",
+        "--wrap",
+        "true",
+    ]);
+    wait_reason(&c, j, "AssocGrpGRESMinutes");
+    let short = c.submit(&[
+        "--account=m",
+        "--gres=gpu:1",
+        "-t",
+        "5",
+        "-o",
+        "/dev/null",
+        "--wrap",
+        "true",
+    ]);
+    c.wait_done(short);
+    c.ok("scancel", &[&j.to_string()]);
+
+    // Submit limits refuse with Slurm's error; nothing is queued.
+    account(&c, "s");
+    sacctmgr(
+        &c,
+        "-i modify user root where account=s set MaxSubmitJobs=1",
+    );
+    let first = c.submit(&["--account=s", "-H", "--wrap", "true"]);
+    let o = c.run("sbatch", &["--account=s", "-H", "--wrap", "true"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains(
+            "sbatch: error: Batch job submission failed: Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    c.ok("scancel", &[&first.to_string()]);
+    c.wait_state(first, &["CANCELLED"], WAIT);
+    let again = c.submit(&["--account=s", "-H", "--wrap", "true"]);
+    c.ok("scancel", &[&again.to_string()]);
+
+    // DenyOnLimit: what would only pend is refused at submit.
+    sacctmgr(&c, "-i add qos strict MaxTRES=cpu=1 Flags=DenyOnLimit");
+    sacctmgr(&c, "-i modify user root where account=q set QOS+=strict");
+    let o = c.run(
+        "sbatch",
+        &["--account=q", "--qos=strict", "-n2", "--wrap", "true"],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("Job violates accounting/QOS policy"),
+        "{}",
+        stderr(&o)
+    );
+}
