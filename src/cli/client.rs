@@ -4,8 +4,8 @@
 //! auto-starts harmless.
 
 use crate::config::{Config, Mode};
-use crate::proto::codec::SyncFramed;
-use crate::proto::{ProtoError, Request, Response, Role, SlurmError};
+use crate::proto::codec::{SyncFramed, frame};
+use crate::proto::{Hello, ProtoError, Request, Response, Role, SlurmError};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
@@ -32,8 +32,16 @@ impl ClientError {
 }
 
 /// A connection to the controller.
+///
+/// Our hello leaves in the same write as the first request, and the controller's hello
+/// is read just before the first answer: a one-request front-end (sbatch) pays one
+/// round trip, not two.
 pub struct Client {
     framed: SyncFramed<UnixStream>,
+    /// Our hello, framed, until it leaves with the first request.
+    hello_out: Vec<u8>,
+    /// The controller's hello has not been read (and checked) yet.
+    hello_pending: bool,
 }
 
 /// How long a front-end waits for an answer before giving up.
@@ -59,7 +67,11 @@ impl Client {
             relayed.socket = relay.into();
             // The agent's socket, not a personal controller's: no owner checks.
             relayed.mode = Mode::System;
-            return Client::try_connect(&relayed).map_err(|e| ClientError::Unreachable {
+            // The relay's answer is awaited here (not with the first request) so that
+            // a node cut off from the controller is reported as such.
+            let client =
+                Client::try_connect(&relayed).and_then(|mut c| c.finish_handshake().map(|()| c));
+            return client.map_err(|e| ClientError::Unreachable {
                 hint: Some(format!(
                     "sluice: this node's agent does not answer on {} ({}); is the node still connected to the controller?",
                     relayed.socket.display(),
@@ -174,17 +186,39 @@ impl Client {
             }
         }
         s.set_read_timeout(Some(RECV_TIMEOUT)).ok();
-        let mut framed = SyncFramed::new(s);
-        framed.handshake(Role::Client, &[Role::Controller])?;
-        Ok(Client { framed })
+        Ok(Client {
+            framed: SyncFramed::new(s),
+            hello_out: frame(&Hello::new(Role::Client))?,
+            hello_pending: true,
+        })
+    }
+
+    /// Reads and checks the controller's hello if that is still to be done.
+    ///
+    /// Errors: the connection closed, or the peer is not a controller of a protocol
+    /// version this build speaks.
+    fn finish_handshake(&mut self) -> Result<(), ClientError> {
+        if !self.hello_out.is_empty() {
+            self.framed
+                .send_framed(&std::mem::take(&mut self.hello_out))?;
+        }
+        if self.hello_pending {
+            let peer: Hello = self.framed.recv()?;
+            peer.check(&[Role::Controller])?;
+            self.hello_pending = false;
+        }
+        Ok(())
     }
 
     /// The connection itself, for a step stream (no read timeout: a step may be quiet
-    /// for as long as it likes).
-    pub fn into_stream(self) -> UnixStream {
+    /// for as long as it likes), once the controller's hello has been checked.
+    ///
+    /// Errors: as the handshake's (see [`Client::request`]).
+    pub fn into_stream(mut self) -> Result<UnixStream, ClientError> {
+        self.finish_handshake()?;
         let s = self.framed.into_inner();
         let _ = s.set_read_timeout(None);
-        s
+        Ok(s)
     }
 
     /// Like [`Client::request`] for a request whose answer may take arbitrarily long
@@ -197,8 +231,13 @@ impl Client {
     }
 
     /// One request, one response. A controller-side error arrives as `Ok(Response::Error)`.
+    /// The first request also reads the controller's hello (sent before the answer);
+    /// a peer that is not a compatible controller gives `Err(Proto)`.
     pub fn request(&mut self, req: &Request) -> Result<Response, ClientError> {
-        self.framed.send(req)?;
+        let mut out = std::mem::take(&mut self.hello_out);
+        out.extend_from_slice(&frame(req)?);
+        self.framed.send_framed(&out)?;
+        self.finish_handshake()?;
         Ok(self.framed.recv()?)
     }
 }
@@ -247,4 +286,81 @@ fn last_line(path: &std::path::Path) -> Option<String> {
 /// Slurm front-ends print for it.
 pub fn error_text(e: &SlurmError) -> String {
     e.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    /// A client on one end of a socket pair, as `try_connect` leaves it.
+    fn client_on(s: UnixStream) -> Client {
+        Client {
+            framed: SyncFramed::new(s),
+            hello_out: frame(&Hello::new(Role::Client)).unwrap(),
+            hello_pending: true,
+        }
+    }
+
+    #[test]
+    fn the_hello_leaves_with_the_first_request_in_one_write() {
+        let (a, mut b) = UnixStream::pair().unwrap();
+        let server = std::thread::spawn(move || {
+            // The controller's hello goes out at once, as ctld's does on accept.
+            let mut f = SyncFramed::new(b.try_clone().unwrap());
+            f.send(&Hello::new(Role::Controller)).unwrap();
+            let mut buf = vec![0u8; 1 << 16];
+            let n = b.read(&mut buf).unwrap();
+            let mut got = SyncFramed::new(std::io::Cursor::new(buf[..n].to_vec()));
+            let hello: Hello = got.recv().unwrap();
+            let req: Request = got.recv().unwrap();
+            f.send(&Response::Ok).unwrap();
+            // A second request on the same connection comes alone.
+            let again: Request = f.recv().unwrap();
+            f.send(&Response::Ok).unwrap();
+            (hello.role, req, again)
+        });
+        let mut c = client_on(a);
+        assert_eq!(c.request(&Request::Ping).unwrap(), Response::Ok);
+        assert_eq!(c.request(&Request::Ping).unwrap(), Response::Ok);
+        let (role, req, again) = server.join().unwrap();
+        assert_eq!(role, Role::Client);
+        assert_eq!(req, Request::Ping);
+        assert_eq!(again, Request::Ping);
+    }
+
+    #[test]
+    fn a_peer_that_is_not_a_compatible_controller_is_refused() {
+        for bad in [
+            Hello::new(Role::Agent),
+            Hello {
+                proto: crate::proto::PROTO + 1,
+                ..Hello::new(Role::Controller)
+            },
+        ] {
+            let (a, b) = UnixStream::pair().unwrap();
+            let mut f = SyncFramed::new(b);
+            f.send(&bad).unwrap();
+            f.send(&Response::Ok).unwrap();
+            let mut c = client_on(a);
+            assert!(
+                matches!(c.request(&Request::Ping), Err(ClientError::Proto(_))),
+                "{bad:?} was accepted"
+            );
+        }
+    }
+
+    #[test]
+    fn a_step_stream_is_handed_over_after_the_handshake() {
+        let (a, b) = UnixStream::pair().unwrap();
+        let mut f = SyncFramed::new(b);
+        f.send(&Hello::new(Role::Controller)).unwrap();
+        let c = client_on(a);
+        let mut s = SyncFramed::new(c.into_stream().unwrap());
+        // Our hello reached the controller before anything sent on the stream.
+        let hello: Hello = f.recv().unwrap();
+        assert_eq!(hello.role, Role::Client);
+        s.send(&Request::Ping).unwrap();
+        assert_eq!(f.recv::<Request>().unwrap(), Request::Ping);
+    }
 }

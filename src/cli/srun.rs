@@ -426,7 +426,14 @@ pub fn allocate(
 
 /// Sends the step request on `c` and runs the step stream; returns srun's exit code.
 fn launch(c: Client, job_id: u32, p: &Plan) -> u8 {
-    let mut f = SyncFramed::new(c.into_stream());
+    let stream = match c.into_stream() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{PROG}: error: Unable to create step for job {job_id}: {e}");
+            return 1;
+        }
+    };
+    let mut f = SyncFramed::new(stream);
     if let Err(e) = f.send(&Request::StepLaunch {
         job_id,
         spec: Box::new(p.step.clone()),

@@ -30,6 +30,7 @@ use chrono::{DateTime, Datelike, Duration, FixedOffset, NaiveDate, NaiveTime, Ti
 use clap::{ArgAction, Args, Parser};
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Mutex;
 
 /// Options every job-creating command understands (sbatch, srun, salloc).
 #[derive(Args, Debug, Clone, Default, PartialEq)]
@@ -549,8 +550,53 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    SbatchArgs::try_parse_from(argv).map_err(|e| OptError::from_clap(&e))
+    use clap::{CommandFactory, FromArgMatches};
+    let argv: Vec<std::ffi::OsString> = argv.into_iter().map(Into::into).collect();
+    // sbatch parses the same words several times (each component, each directive line,
+    // then the merged vector): recent answers are kept. The ~100-option command is
+    // built once per process and reused, since building it is most of a parse's cost;
+    // a parse that fails (help, usage errors) drops it rather than reuse it. Both live
+    // in statics, so that nothing is torn down at exit either.
+    if let Some(hit) = lock(&PARSED)
+        .iter()
+        .find(|(words, _)| *words == argv)
+        .map(|(_, a)| a.clone())
+    {
+        return Ok(hit);
+    }
+    let mut cmd = lock(&SBATCH_COMMAND).take().unwrap_or_else(|| {
+        let mut c = SbatchArgs::command();
+        c.build();
+        c
+    });
+    let parsed = cmd
+        .try_get_matches_from_mut(argv.iter().cloned())
+        .and_then(|mut m| SbatchArgs::from_arg_matches_mut(&mut m))
+        .map_err(|e| OptError::from_clap(&e.format(&mut cmd)))?;
+    *lock(&SBATCH_COMMAND) = Some(cmd);
+    let mut memo = lock(&PARSED);
+    if memo.len() >= PARSE_MEMO {
+        memo.remove(0);
+    }
+    memo.push((argv, parsed.clone()));
+    Ok(parsed)
 }
+
+/// Locks one of [`parse_sbatch_argv`]'s statics (whose data stay valid if a holder
+/// panicked).
+fn lock<T>(m: &'static Mutex<T>) -> std::sync::MutexGuard<'static, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// How many recent parses [`parse_sbatch_argv`] remembers.
+const PARSE_MEMO: usize = 8;
+
+/// The sbatch command, built (`Command::build`), between parses.
+static SBATCH_COMMAND: Mutex<Option<clap::Command>> = Mutex::new(None);
+
+/// Recent successful parses by argument vector.
+#[allow(clippy::type_complexity)]
+static PARSED: Mutex<Vec<(Vec<std::ffi::OsString>, SbatchArgs)>> = Mutex::new(Vec::new());
 
 /// What the submitting process knows that the options are resolved against.
 #[derive(Debug, Clone)]
@@ -1151,6 +1197,27 @@ mod tests {
 
     fn spec(args: &[&str]) -> Result<JobSpec, OptError> {
         parse(args)?.job.to_spec(&ctx()).map(|n| n.spec)
+    }
+
+    #[test]
+    fn repeated_parses_answer_each_argument_vector_for_itself() {
+        // More distinct vectors than the memo keeps, each parsed twice, interleaved
+        // with failures: every answer is the one a fresh parse gives.
+        let names: Vec<String> = (0..PARSE_MEMO * 2 + 1).map(|i| format!("j{i}")).collect();
+        for round in 0..2 {
+            for n in &names {
+                let a = parse(&["-J", n, "--wrap", "true"]).unwrap();
+                assert_eq!(a.job.job_name.as_deref(), Some(n.as_str()), "round {round}");
+                assert_eq!(a.batch.wrap.as_deref(), Some("true"));
+                assert!(matches!(
+                    parse(&["-J", n, "--no-such-option"]),
+                    Err(OptError::Usage(_))
+                ));
+            }
+        }
+        assert!(parse(&["-H"]).unwrap().job.hold);
+        assert!(!parse(&[]).unwrap().job.hold);
+        assert!(matches!(parse(&["--help"]), Err(OptError::Help(t)) if t.contains("--job-name")));
     }
 
     #[test]

@@ -44,6 +44,21 @@ pub fn decode<T: DeserializeOwned>(buf: &[u8]) -> Result<T, ProtoError> {
     rmp_serde::from_slice(buf).map_err(|e| ProtoError::Decode(e.to_string()))
 }
 
+/// One message as it goes on the wire: the 4-byte big-endian length, then the body.
+pub fn frame<T: Serialize>(msg: &T) -> Result<Vec<u8>, ProtoError> {
+    let body = encode(msg)?;
+    let len = u32::try_from(body.len())
+        .ok()
+        .filter(|&n| n as usize <= MAX_FRAME)
+        .ok_or_else(|| {
+            ProtoError::Encode(format!("message of {} bytes is too large", body.len()))
+        })?;
+    let mut buf = Vec::with_capacity(body.len() + 4);
+    buf.extend_from_slice(&len.to_be_bytes());
+    buf.extend_from_slice(&body);
+    Ok(buf)
+}
+
 fn codec() -> LengthDelimitedCodec {
     LengthDelimitedCodec::builder()
         .length_field_length(4)
@@ -102,11 +117,13 @@ impl<S: Read + Write> SyncFramed<S> {
 
     /// Sends one message.
     pub fn send<T: Serialize>(&mut self, msg: &T) -> Result<(), ProtoError> {
-        let body = encode(msg)?;
-        let mut buf = Vec::with_capacity(body.len() + 4);
-        buf.extend_from_slice(&(body.len() as u32).to_be_bytes());
-        buf.extend_from_slice(&body);
-        self.stream.write_all(&buf)?;
+        self.send_framed(&frame(msg)?)
+    }
+
+    /// Sends bytes made of whole frames (see [`frame`]) in one write, so that several
+    /// messages reach the peer together.
+    pub fn send_framed(&mut self, frames: &[u8]) -> Result<(), ProtoError> {
+        self.stream.write_all(frames)?;
         self.stream.flush()?;
         Ok(())
     }
