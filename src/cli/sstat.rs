@@ -10,9 +10,9 @@
 use super::client::Client;
 use super::getopt::{self, Item, opt};
 use super::jobid::{StepSel, parse_job_id};
+use crate::cli::usagefmt;
 use crate::model::job::StepRecord;
 use crate::model::step::StepUsage;
-use crate::model::time::fmt_hms;
 use crate::model::{Job, JobState};
 use crate::proto::{JobFilter, Request, Response};
 use std::ffi::OsString;
@@ -168,48 +168,17 @@ pub fn parse_args(args: &[String]) -> Result<Opts, String> {
     Ok(o)
 }
 
-fn kib(v: u64) -> String {
-    format!("{v}K")
-}
-
-fn bytes_m(v: u64) -> String {
-    format!("{:.2}M", v as f64 / (1024.0 * 1024.0))
-}
-
-/// The value of `field` for step `rec` of `job`.
+/// The value of `field` for step `rec` of `job`: sstat's own columns here, the usage
+/// figures as sacct prints them (`cli::usagefmt`).
 pub fn value(field: &str, job: &Job, rec: &StepRecord) -> String {
     let empty = StepUsage::default();
     let u = rec.usage().unwrap_or(&empty);
-    let n = u64::from(u.ntasks.max(1));
     match field {
         "JobID" => format!("{}.{}", job.id, rec.id),
-        "MaxVMSize" => kib(u.max_vsize_kib),
-        "MaxVMSizeNode" => u.max_vsize_node.clone(),
-        "MaxVMSizeTask" => u.max_vsize_task.to_string(),
-        "AveVMSize" => kib(u.ave_vsize_kib()),
-        "MaxRSS" => kib(u.max_rss_kib.max(rec.max_rss_kib)),
-        "MaxRSSNode" => u.max_rss_node.clone(),
-        "MaxRSSTask" => u.max_rss_task.to_string(),
-        "AveRSS" => kib(u.ave_rss_kib()),
-        "MaxPages" => u.max_pages.to_string(),
-        "MaxPagesNode" => u.max_pages_node.clone(),
-        "MaxPagesTask" => u.max_pages_task.to_string(),
-        "AvePages" => (u.sum_pages / n).to_string(),
-        "MinCPU" => fmt_hms(u.min_cpu_secs as u64),
-        "MinCPUNode" => u.min_cpu_node.clone(),
-        "MinCPUTask" => u.min_cpu_task.to_string(),
-        "AveCPU" => fmt_hms(u.ave_cpu_secs() as u64),
+        "MaxRSS" => usagefmt::kib(u.max_rss_kib.max(rec.max_rss_kib)),
         "NTasks" => u.ntasks.max(rec.ntasks.min(1)).to_string(),
-        "AveCPUFreq" | "ConsumedEnergy" | "ConsumedEnergyRaw" => "0".into(),
+        "AveCPUFreq" => "0".into(),
         "ReqCPUFreq" | "ReqCPUFreqMin" | "ReqCPUFreqMax" | "ReqCPUFreqGov" => "Unknown".into(),
-        "MaxDiskRead" => bytes_m(u.max_disk_read),
-        "MaxDiskReadNode" => u.max_disk_read_node.clone(),
-        "MaxDiskReadTask" => u.max_disk_read_task.to_string(),
-        "AveDiskRead" => bytes_m(u.sum_disk_read / n),
-        "MaxDiskWrite" => bytes_m(u.max_disk_write),
-        "MaxDiskWriteNode" => u.max_disk_write_node.clone(),
-        "MaxDiskWriteTask" => u.max_disk_write_task.to_string(),
-        "AveDiskWrite" => bytes_m(u.sum_disk_write / n),
         "Nodelist" => rec.nodes.clone(),
         "Pids" => u
             .pids
@@ -217,7 +186,7 @@ pub fn value(field: &str, job: &Job, rec: &StepRecord) -> String {
             .map(u32::to_string)
             .collect::<Vec<_>>()
             .join(","),
-        _ => String::new(),
+        _ => usagefmt::step_field(field, u).unwrap_or_default(),
     }
 }
 

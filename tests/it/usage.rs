@@ -152,7 +152,7 @@ fn sstat_samples_a_running_batch_step() {
         );
         let s = stdout(&o);
         let f: Vec<String> = s.trim_end().split('|').map(str::to_string).collect();
-        (f.len() == 4 && f[1] != "0K" && mib_of(&f[1]) >= 90.0).then_some(f)
+        (f.len() == 4 && f[1] != "0" && mib_of(&f[1]) >= 90.0).then_some(f)
     });
     assert_eq!(row[0], step);
     within(mib_of(&row[1]), 100.0, "sstat MaxRSS");
