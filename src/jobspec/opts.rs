@@ -418,7 +418,21 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    SrunArgs::try_parse_from(argv).map_err(|e| OptError::from_clap(&e))
+    let a = SrunArgs::try_parse_from(argv).map_err(|e| OptError::from_clap(&e))?;
+    refuse_het_separator(&a.command)?;
+    Ok(a)
+}
+
+/// srun and salloc read a lone `:` in the command as Slurm does, the start of another
+/// heterogeneous component, which sluice does not run yet: refused rather than passed
+/// to the command as an argument.
+fn refuse_het_separator(command: &[String]) -> Result<(), OptError> {
+    if command.iter().any(|w| w == ":") {
+        return Err(OptError::Unsupported(
+            "the \":\" separator (heterogeneous job components)".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// Parses a salloc command line (argv[0] included).
@@ -429,7 +443,9 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    SallocArgs::try_parse_from(argv).map_err(|e| OptError::from_clap(&e))
+    let a = SallocArgs::try_parse_from(argv).map_err(|e| OptError::from_clap(&e))?;
+    refuse_het_separator(&a.command)?;
+    Ok(a)
 }
 
 /// A user error in options, rendered as Slurm prints it. Exit codes follow Slurm:
@@ -1172,6 +1188,23 @@ fn parse_date(s: &str, this_year: i32) -> Option<NaiveDate> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lone_colon_in_srun_or_salloc_is_refused_as_a_het_separator() {
+        for parse in [
+            |v: &[&str]| parse_srun_argv(v.iter().copied()).map(|_| ()),
+            |v: &[&str]| parse_salloc_argv(v.iter().copied()).map(|_| ()),
+        ] {
+            let e = parse(&["x", "-n1", "echo", "a", ":", "-n1", "echo", "b"]).unwrap_err();
+            assert!(
+                matches!(&e, OptError::Unsupported(m) if m.contains("separator")),
+                "{e:?}"
+            );
+            assert_eq!(e.exit_code(), 1);
+            // A colon inside a word is an ordinary argument.
+            assert!(parse(&["x", "echo", "a:b"]).is_ok());
+        }
+    }
     use crate::model::TimeLimit;
 
     fn parse(args: &[&str]) -> Result<SbatchArgs, OptError> {
