@@ -594,3 +594,49 @@ fn bench_ssh_srun_n4_n32_in_an_allocation() {
         ms[10], ms[0], ms[20]
     );
 }
+
+/// Issue 7's four-node shape: `srun -N4 -n16` inside a batch job spanning four SSH
+/// nodes, each task reporting its node, ranks and the job's layout.
+#[test]
+fn ssh_four_node_job_runs_sixteen_tasks_with_consistent_env() {
+    let mut setup: Vec<NodeSetup> = ["sn1", "sn2", "sn3", "sn4"]
+        .iter()
+        .map(|n| NodeSetup::new(n))
+        .collect();
+    for n in &mut setup {
+        n.cpus = 4;
+    }
+    let Some(c) = SshCluster::start(&setup, 60) else {
+        return;
+    };
+    c.wait_all_idle();
+    let id = c.submit(&[
+        "-N4",
+        "-n16",
+        "-o",
+        "four.out",
+        "--wrap",
+        "echo batch $SLURMD_NODENAME $SLURM_JOB_NODELIST $SLURM_TASKS_PER_NODE; \
+         srun -N4 -n16 -l sh -c 'echo t $SLURMD_NODENAME $SLURM_NODEID $SLURM_LOCALID $SLURM_STEP_NUM_TASKS $SLURM_STEP_NODELIST'",
+    ]);
+    let state = c.wait_done(id);
+    let out = std::fs::read_to_string(c.path("four.out")).unwrap_or_default();
+    assert_eq!(state, "COMPLETED", "{out}");
+    let out = c.wait_file("four.out", |s| s.matches(" t ").count() == 16);
+    assert!(out.contains("batch sn1 sn[1-4] 4(x4)"), "{out}");
+    let mut tasks: Vec<(u32, String)> = out
+        .lines()
+        .filter_map(|l| {
+            let (rank, rest) = l.trim_start().split_once(": t ")?;
+            Some((rank.parse().ok()?, rest.to_string()))
+        })
+        .collect();
+    tasks.sort();
+    assert_eq!(tasks.len(), 16, "{out}");
+    for (rank, rest) in &tasks {
+        // Block layout: ranks 4k..4k+3 on node k.
+        let node = rank / 4;
+        let want = format!("sn{} {node} {} 16 sn[1-4]", node + 1, rank % 4);
+        assert_eq!(rest, &want, "rank {rank}: {out}");
+    }
+}
