@@ -6,7 +6,8 @@
 //!
 //! Rules (Slurm 22.05, golden `dependency.txt`):
 //! - a job the controller does not know (never existed, or purged after MinJobAge)
-//!   satisfies every kind;
+//!   satisfies every kind, unless an earlier evaluation already found the item failed
+//!   (a failed item never recovers);
 //! - `after` waits for the other job to start (or end without starting), `afterany` for
 //!   it to end, `afterok` for COMPLETED (any other end fails it), `afternotok` for an end
 //!   other than COMPLETED (COMPLETED fails it); `+MIN` adds minutes after that event;
@@ -234,6 +235,11 @@ impl Cluster {
             let Some(dep) = &job.depend else { continue };
             let mut new = dep.clone();
             for item in &mut new.items {
+                // A failed item stays failed: its job may be purged later (and an
+                // unknown job satisfies every kind), but what it did is settled.
+                if item.state == DepState::Failed {
+                    continue;
+                }
                 item.state = match item.kind {
                     DepKind::Singleton => {
                         if Self::singleton_blocked(&ix, job) {

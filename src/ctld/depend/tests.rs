@@ -47,6 +47,13 @@ fn afterok_afternotok_afterany_on_a_failing_job() {
     assert_eq!(dep_text(&c, any), "(null)");
     // A job behind a never-satisfied one just waits.
     assert_eq!(c.jobs[&chain].reason, Reason::Dependency);
+    // Once the failed job is purged (MinJobAge), the failure still stands.
+    let mut fx = Effects::default();
+    c.tick(5 + 400, &mut fx);
+    assert!(!c.jobs.contains_key(&a), "purged");
+    assert!(pass(&mut c, 406).is_empty());
+    assert_eq!(c.jobs[&ok].reason, Reason::DependencyNeverSatisfied);
+    assert_eq!(dep_text(&c, ok), format!("afterok:{a}(failed)"));
 }
 
 #[test]
