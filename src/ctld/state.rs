@@ -2158,6 +2158,10 @@ impl Cluster {
             if j.state != JobState::Pending {
                 return Err(SlurmError::NotPending);
             }
+            // An admin hold is not the user's to turn into one they may release.
+            if j.hold == Some(HoldKind::Admin) && !op {
+                return Err(SlurmError::AccessDenied);
+            }
             let kind = if user_hold || !op {
                 HoldKind::User
             } else {

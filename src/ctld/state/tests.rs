@@ -296,6 +296,12 @@ fn hold_release_and_admin_hold() {
         c.release(&[id], &[], ALICE, 1, &mut fx)[0].error,
         Some(SlurmError::AccessDenied)
     );
+    // Nor can the owner turn it into a user hold (`scontrol uhold`) and release that.
+    assert_eq!(
+        c.hold(&[id], &[], true, ALICE, &mut fx)[0].error,
+        Some(SlurmError::AccessDenied)
+    );
+    assert_eq!(c.jobs[&id].reason, Reason::JobHeldAdmin);
     assert_eq!(c.release(&[id], &[], ROOT, 1, &mut fx)[0].error, None);
     let mut fx = Effects::default();
     c.schedule(2, &mut fx);
