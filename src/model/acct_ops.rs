@@ -967,6 +967,20 @@ fn modify(
             }
             if !assoc_set.is_empty() {
                 let mut touched = Vec::new();
+                // `QOS+=`/`QOS-=` on an association that inherits its list edits the
+                // inherited list (Slurm: `+=gpu` on a user with `normal` gives both).
+                let edits_inherited = assoc_set.iter().any(|s| {
+                    matches!(s.key.to_ascii_lowercase().as_str(), "qos" | "qoslevel")
+                        && s.op != SetOp::Assign
+                });
+                let inherited: std::collections::HashMap<String, Vec<String>> = if edits_inherited {
+                    t.user_assocs
+                        .iter()
+                        .map(|a| (a.account.clone(), t.account_qos(&a.account)))
+                        .collect()
+                } else {
+                    Default::default()
+                };
                 for a in t.user_assocs.iter_mut() {
                     if !users.contains(&a.user)
                         || !Cond::any(&cond.accounts, &a.account)
@@ -976,6 +990,11 @@ fn modify(
                                 .is_some_and(|p| cond.partitions.contains(p)))
                     {
                         continue;
+                    }
+                    if a.qos.is_empty()
+                        && let Some(list) = inherited.get(&a.account)
+                    {
+                        a.qos = list.clone();
                     }
                     for s in &assoc_set {
                         let f = AssocFields {

@@ -284,3 +284,23 @@ fn settings_and_entities_parse() {
     assert_eq!(parse_minutes("MaxWall", "-1").unwrap(), None);
     assert!(parse_minutes("MaxWall", "x").is_err());
 }
+
+#[test]
+fn qos_plus_on_a_user_adds_to_the_inherited_list() {
+    let mut t = AssocTree::default();
+    add(&mut t, Entity::Account, &["phys"], &[]).unwrap();
+    add(&mut t, Entity::User, &["alice"], &["Account=phys"]).unwrap();
+    add(&mut t, Entity::Qos, &["gpu-high"], &[]).unwrap();
+    modify(
+        &mut t,
+        Entity::User,
+        by_name(&["alice"]),
+        &["QOS+=gpu-high"],
+    )
+    .unwrap();
+    let a = t.find_assoc("alice", "phys", "any").unwrap();
+    assert_eq!(a.qos, ["normal", "gpu-high"]);
+    modify(&mut t, Entity::User, by_name(&["alice"]), &["QOS-=normal"]).unwrap();
+    let a = t.find_assoc("alice", "phys", "any").unwrap();
+    assert_eq!(a.qos, ["gpu-high"]);
+}
