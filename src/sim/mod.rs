@@ -312,6 +312,9 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
     let mut policy = Policy::Easy;
     let mut json = false;
     let mut scenario: Option<String> = None;
+    /// A scenario runs in about a second per simulated week on this machine; ten years
+    /// is already far past convergence.
+    const MAX_SCENARIO_DAYS: i64 = 3650;
     let mut days: i64 = 7;
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -355,9 +358,11 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
                 Err(c) => return c,
             },
             "--days" => match value("--days").map(|v| v.parse::<i64>()) {
-                Ok(Ok(d)) if d > 0 => days = d,
+                Ok(Ok(d)) if (1..=MAX_SCENARIO_DAYS).contains(&d) => days = d,
                 Ok(_) => {
-                    eprintln!("sluice simulate: --days needs a positive whole number");
+                    eprintln!(
+                        "sluice simulate: --days needs a whole number from 1 to {MAX_SCENARIO_DAYS}"
+                    );
                     return ExitCode::from(2);
                 }
                 Err(c) => return c,

@@ -349,3 +349,18 @@ fn the_multicall_binary_dispatches_and_refuses_unknown_roles() {
         "alloc-ok\n"
     );
 }
+
+#[test]
+fn simulate_refuses_an_unbounded_scenario_length() {
+    for bad in ["99999999999", "0", "-3", "x"] {
+        let o = Command::new(sluice_bin())
+            .args(["simulate", "--scenario", "fairshare", "--days", bad])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "--days {bad}: {o:?}");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("--days needs a whole number from 1 to"),
+            "{o:?}"
+        );
+    }
+}
