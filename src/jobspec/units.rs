@@ -25,26 +25,7 @@ pub fn parse_time_limit(s: &str) -> Result<TimeLimit, UnitError> {
     if t.eq_ignore_ascii_case("infinite") || t.eq_ignore_ascii_case("unlimited") || t == "-1" {
         return Ok(TimeLimit::Unlimited);
     }
-    let num = |x: &str| -> Result<u64, UnitError> {
-        if x.is_empty() || x.len() > 9 || !x.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(err());
-        }
-        x.parse().map_err(|_| err())
-    };
-    let (days, rest) = match t.split_once('-') {
-        Some((d, r)) => (Some(num(d)?), r),
-        None => (None, t),
-    };
-    let parts: Vec<&str> = rest.split(':').collect();
-    let secs = match (days, parts.as_slice()) {
-        (None, [m]) => num(m)? * 60,
-        (None, [m, s]) => num(m)? * 60 + num(s)?,
-        (None, [h, m, s]) => num(h)? * 3600 + num(m)? * 60 + num(s)?,
-        (Some(d), [h]) => d * 86400 + num(h)? * 3600,
-        (Some(d), [h, m]) => d * 86400 + num(h)? * 3600 + num(m)? * 60,
-        (Some(d), [h, m, s]) => d * 86400 + num(h)? * 3600 + num(m)? * 60 + num(s)?,
-        _ => return Err(err()),
-    };
+    let secs = crate::model::time::parse_duration_secs(t).ok_or_else(err)?;
     if secs == 0 {
         return Ok(TimeLimit::Unlimited);
     }

@@ -234,26 +234,7 @@ pub fn parse_minutes(key: &str, v: &str) -> Result<Option<u32>, String> {
     if t == "-1" || t.eq_ignore_ascii_case("unlimited") || t.eq_ignore_ascii_case("infinite") {
         return Ok(None);
     }
-    let num = |x: &str| -> Result<u64, String> {
-        if x.is_empty() || x.len() > 9 || !x.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(err());
-        }
-        x.parse().map_err(|_| err())
-    };
-    let (days, rest) = match t.split_once('-') {
-        Some((d, r)) => (Some(num(d)?), r),
-        None => (None, t),
-    };
-    let p: Vec<&str> = rest.split(':').collect();
-    let secs = match (days, p.as_slice()) {
-        (None, [m]) => num(m)? * 60,
-        (None, [m, s]) => num(m)? * 60 + num(s)?,
-        (None, [h, m, s]) => num(h)? * 3600 + num(m)? * 60 + num(s)?,
-        (Some(d), [h]) => d * 86400 + num(h)? * 3600,
-        (Some(d), [h, m]) => d * 86400 + num(h)? * 3600 + num(m)? * 60,
-        (Some(d), [h, m, s]) => d * 86400 + num(h)? * 3600 + num(m)? * 60 + num(s)?,
-        _ => return Err(err()),
-    };
+    let secs = crate::model::time::parse_duration_secs(t).ok_or_else(err)?;
     u32::try_from(secs.div_ceil(60))
         .map(Some)
         .map_err(|_| err())

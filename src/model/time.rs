@@ -34,6 +34,35 @@ fn split(secs: u64) -> (u64, u64, u64, u64) {
     )
 }
 
+/// Seconds in a duration written as Slurm accepts it: `M`, `M:S`, `H:M:S`, `D-H`,
+/// `D-H:M` or `D-H:M:S`, each field a plain number of at most 9 digits (surrounding
+/// whitespace ignored). `None` for anything else, including signs and empty fields;
+/// words such as `UNLIMITED` are the caller's. Cf. src/common/parse_time.c
+/// `time_str2secs`.
+pub fn parse_duration_secs(s: &str) -> Option<u64> {
+    let num = |x: &str| -> Option<u64> {
+        if x.is_empty() || x.len() > 9 || !x.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        x.parse().ok()
+    };
+    let t = s.trim();
+    let (days, rest) = match t.split_once('-') {
+        Some((d, r)) => (Some(num(d)?), r),
+        None => (None, t),
+    };
+    let parts: Vec<&str> = rest.split(':').collect();
+    Some(match (days, parts.as_slice()) {
+        (None, [m]) => num(m)? * 60,
+        (None, [m, s]) => num(m)? * 60 + num(s)?,
+        (None, [h, m, s]) => num(h)? * 3600 + num(m)? * 60 + num(s)?,
+        (Some(d), [h]) => d * 86400 + num(h)? * 3600,
+        (Some(d), [h, m]) => d * 86400 + num(h)? * 3600 + num(m)? * 60,
+        (Some(d), [h, m, s]) => d * 86400 + num(h)? * 3600 + num(m)? * 60 + num(s)?,
+        _ => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
