@@ -1,22 +1,63 @@
 #!/usr/bin/env bash
-# GPU check on a machine with a real NVIDIA GPU (issue 8): builds sluice (or uses
-# $SLUICE_BIN), starts a private controller whose node declares no GRES, so the agent's
-# NVML discovery supplies the GPUs, then prints what was discovered and what a GPU job
-# and a GPU step see (CUDA_VISIBLE_DEVICES, nvidia-smi -L). Meant to finish in under
-# three minutes on a warm build; exits non-zero when a stage fails.
+# GPU check on a machine with a real NVIDIA GPU (issue 8). Starts a private controller
+# whose node declares no GRES, so the agent's NVML discovery supplies the GPUs, and
+# checks, printing one PASS/FAIL/SKIP line per check and what it saw:
 #
-# usage: scripts/gpu-device-check.sh        (from the repository root)
+#   discovery      sinfo %G / scontrol show node list the GPUs nvidia-smi -L lists
+#                  (MIG instances as gpu:<type>_<profile> when MIG is on)
+#   doctor         `sluice doctor --gpus` prints a matrix with one row per GPU
+#                  (shown next to `nvidia-smi topo -m` for comparison)
+#   job-env        a --gres=gpu:1 job gets CUDA_VISIBLE_DEVICES and SLURM_JOB_GPUS
+#   job-devices    inside it nvidia-smi sees exactly one GPU (the devices cgroup agrees
+#                  with CUDA_VISIBLE_DEVICES), and another GPU's /dev file is refused
+#                  (only with 2+ GPUs and cgroup v1 devices)
+#   step-env       an srun step inside the job gets its GPU and the NCCL variables
+#   usage          sacct shows gres/gpumem and gres/gpuutil for the job's batch step
+#                  and its step (a torch matmul loop loads the GPU when torch exists)
+#
+# Time: under two minutes once sluice is built. Build first where possible
+# (`cargo build --release`, several minutes from cold); the script uses, in order,
+# $SLUICE_BIN, target/release/sluice, target/debug/sluice, else builds --release.
+# Run it as root for the devices cgroup check (cgroup v1 devices, or v2 with eBPF).
+# Exit status: 0 when no check failed, 1 otherwise.
+#
+# usage: scripts/gpu-device-check.sh        (from anywhere in the repository)
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
+
+failed=0
+pass() { echo "PASS  $1: $2"; }
+fail() { echo "FAIL  $1: $2"; failed=1; }
+skip() { echo "SKIP  $1: $2"; }
+section() { echo; echo "== $* =="; }
+
 if [ -z "${SLUICE_BIN:-}" ]; then
-	echo "== building (cargo build) =="
-	cargo build --quiet || exit 1
-	SLUICE_BIN=$top/target/debug/sluice
+	if [ -x target/release/sluice ]; then
+		SLUICE_BIN=$top/target/release/sluice
+	elif [ -x target/debug/sluice ]; then
+		SLUICE_BIN=$top/target/debug/sluice
+	else
+		section "building (cargo build --release)"
+		cargo build --release --quiet || { fail build "cargo build failed"; exit 1; }
+		SLUICE_BIN=$top/target/release/sluice
+	fi
 fi
-echo "== nvidia-smi -L on the host =="
-nvidia-smi -L || echo "(nvidia-smi not available)"
+echo "sluice: $SLUICE_BIN"
+
+section "host: nvidia-smi -L"
+if ! host_list=$(nvidia-smi -L 2>&1); then
+	echo "$host_list"
+	fail host "nvidia-smi -L failed: no usable NVIDIA GPU here"
+	exit 1
+fi
+echo "$host_list"
+host_gpus=$(grep -c '^GPU ' <<<"$host_list")
+host_migs=$(grep -c '^ *MIG ' <<<"$host_list")
+echo "($host_gpus GPU(s), $host_migs MIG instance(s))"
+
 tmp=$(mktemp -d /tmp/sluice-gpucheck.XXXXXX)
+chmod 755 "$tmp"
 node=$(hostname -s 2>/dev/null || hostname)
 node=${node%%.*}
 cat >"$tmp/sluice.toml" <<TOML
@@ -37,29 +78,138 @@ root = "sluice-gpucheck-$(basename "$tmp" | tr -dc 'A-Za-z0-9')"
 ConstrainDevices = true
 TOML
 mkdir -p "$tmp/bin"
-for c in sbatch srun squeue sinfo scontrol sluice; do ln -s "$SLUICE_BIN" "$tmp/bin/$c"; done
+for c in sbatch srun squeue sinfo scontrol sacct sstat sluice; do
+	ln -s "$SLUICE_BIN" "$tmp/bin/$c"
+done
 export SLUICE_CONF=$tmp/sluice.toml PATH=$tmp/bin:$PATH
+unset SLUICE_GPU_USAGE_FILE
 "$SLUICE_BIN" controller --foreground >"$tmp/controller.log" 2>&1 &
 ctld=$!
 trap 'kill $ctld 2>/dev/null; wait $ctld 2>/dev/null; rm -rf "$tmp"' EXIT
 for _ in $(seq 100); do sinfo -h >/dev/null 2>&1 && break; sleep 0.1; done
-# The agent registers shortly after the controller answers.
-for _ in $(seq 50); do [ "$(sinfo -h -o %G)" != "(null)" ] && break; sleep 0.2; done
-rc=0
-echo "== discovery: sinfo %G, scontrol show node =="
+# The agent registers (with its discovered GPUs) shortly after the controller answers.
+for _ in $(seq 75); do [ "$(sinfo -h -o %G)" != "(null)" ] && break; sleep 0.2; done
+
+section "discovery: sinfo %G, scontrol show node"
+gres=$(sinfo -h -o %G)
 sinfo -h -o '%N %G'
-scontrol show node "$node" | grep -E 'Gres=|CfgTRES=' || rc=1
+scontrol show node "$node" | grep -E 'Gres=|CfgTRES='
 grep -i 'GPU discovery' "$tmp/controller.log"
-[ "$(sinfo -h -o %G)" = "(null)" ] && { echo "FAIL: no GPU discovered"; rc=1; }
+ngres=$(tr ',' '\n' <<<"$gres" | awk -F: '$1=="gpu"{n+=$NF} END{print n+0}')
+want=$host_gpus
+[ "$host_migs" -gt 0 ] && want=$host_migs
+if [ "$gres" = "(null)" ]; then
+	fail discovery "no GPU discovered (see the log lines above)"
+elif [ "$ngres" = "$want" ]; then
+	pass discovery "$gres ($ngres device(s), nvidia-smi: $want)"
+else
+	fail discovery "$gres has $ngres device(s), nvidia-smi lists $want"
+fi
+
+section "doctor --gpus (then nvidia-smi topo -m)"
+doctor=$(sluice doctor --gpus 2>&1)
+echo "$doctor"
+echo "--"
+nvidia-smi topo -m 2>&1 || true
+rows=$(grep -c '^GPU[0-9]' <<<"$doctor")
+if [ "$rows" = "$host_gpus" ] && grep -q '^Legend:' <<<"$doctor"; then
+	pass doctor "$rows GPU row(s) and the legend"
+else
+	fail doctor "$rows GPU row(s) for $host_gpus GPU(s)"
+fi
+
+section "a job with --gres=gpu:1 and a step in it"
 cd "$tmp" || exit 1
-echo "== batch job --gres=gpu:1 =="
-timeout 120 sbatch --wait -o "$tmp/job.out" --gres=gpu:1 --wrap '
-	echo "CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES SLURM_JOB_GPUS=$SLURM_JOB_GPUS"
-	nvidia-smi -L
-	echo "-- step srun --gpus=1:"
-	srun --gpus=1 sh -c "echo step CUDA_VISIBLE_DEVICES=\$CUDA_VISIBLE_DEVICES SLURM_STEP_GPUS=\$SLURM_STEP_GPUS MASTER_ADDR=\$MASTER_ADDR MASTER_PORT=\$MASTER_PORT NCCL_SOCKET_IFNAME=\${NCCL_SOCKET_IFNAME:-} NCCL_IB_HCA=\${NCCL_IB_HCA:-}; nvidia-smi -L"
-' || rc=1
-cat "$tmp/job.out"
-grep -q '^GPU ' "$tmp/job.out" || { echo "FAIL: nvidia-smi saw no GPU inside the job"; rc=1; }
-echo "== result: $([ $rc = 0 ] && echo PASS || echo FAIL) =="
-exit $rc
+cat >"$tmp/load.py" <<'PY'
+import time, torch
+x = torch.randn(4096, 4096, device="cuda")
+end = time.time() + 8
+while time.time() < end:
+    y = x @ x
+torch.cuda.synchronize()
+print("load: ran matmuls on", torch.cuda.get_device_name(0))
+PY
+other=""
+if [ "$host_gpus" -ge 2 ] && [ "$host_migs" = 0 ]; then
+	# The job gets one GPU; some other GPU's file must be refused inside it.
+	other=$(ls /dev/nvidia[0-9]* | tail -1)
+fi
+cat >"$tmp/job.sh" <<SH
+#!/bin/bash
+echo "job CUDA_VISIBLE_DEVICES=\$CUDA_VISIBLE_DEVICES SLURM_JOB_GPUS=\$SLURM_JOB_GPUS"
+echo "job-smi \$(nvidia-smi -L 2>&1 | grep -c '^GPU ')"
+nvidia-smi -L 2>&1 | sed 's/^/  /'
+if [ -n "$other" ]; then
+	for f in /dev/nvidia[0-9]*; do
+		(exec 3<"\$f") 2>/dev/null && r=open || r=refused
+		echo "job-dev \$f \$r"
+	done
+fi
+if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+	python3 $tmp/load.py
+else
+	echo "load: no torch with CUDA here; the GPU stays idle (usage reads near 0)"
+	sleep 6
+fi
+srun --gpus=1 bash -c 'echo "step CUDA_VISIBLE_DEVICES=\$CUDA_VISIBLE_DEVICES SLURM_STEP_GPUS=\$SLURM_STEP_GPUS MASTER_ADDR=\$MASTER_ADDR MASTER_PORT=\$MASTER_PORT NCCL_SOCKET_IFNAME=\${NCCL_SOCKET_IFNAME:-} NCCL_IB_HCA=\${NCCL_IB_HCA:-}"; sleep 4'
+SH
+chmod 755 "$tmp/job.sh"
+jobid=$(timeout 20 sbatch --parsable -o "$tmp/job.out" --gres=gpu:1 "$tmp/job.sh")
+if [ -z "$jobid" ]; then
+	fail job-env "sbatch refused the job"
+else
+	for _ in $(seq 120); do
+		st=$(squeue -h -j "$jobid" -o %T 2>/dev/null)
+		[ -z "$st" ] && break
+		sleep 0.5
+	done
+	cat "$tmp/job.out"
+	state=$(sacct -n -X -j "$jobid" -o State%20 | tr -d ' ')
+	echo "job $jobid: $state"
+	cvd=$(sed -n 's/^job CUDA_VISIBLE_DEVICES=\([^ ]*\) .*/\1/p' "$tmp/job.out")
+	if [ -n "$cvd" ]; then
+		pass job-env "CUDA_VISIBLE_DEVICES=$cvd"
+	else
+		fail job-env "no CUDA_VISIBLE_DEVICES in the job"
+	fi
+	seen=$(sed -n 's/^job-smi //p' "$tmp/job.out")
+	if [ "$seen" = 1 ]; then
+		pass job-devices "nvidia-smi inside the job sees 1 GPU"
+	else
+		fail job-devices "nvidia-smi inside the job sees '$seen' GPU(s), not 1 (devices cgroup?)"
+	fi
+	if [ -n "$other" ]; then
+		refused=$(grep -c '^job-dev .* refused$' "$tmp/job.out")
+		opened=$(grep -c '^job-dev .* open$' "$tmp/job.out")
+		if [ "$opened" = 1 ] && [ "$refused" -ge 1 ]; then
+			pass job-devices "1 GPU file opens, $refused refused"
+		else
+			fail job-devices "$opened GPU file(s) open, $refused refused"
+		fi
+	else
+		skip job-devices "one GPU (or MIG): no other GPU file to refuse"
+	fi
+	step=$(grep '^step ' "$tmp/job.out")
+	if grep -q 'CUDA_VISIBLE_DEVICES=[^ ]' <<<"$step" && grep -q 'MASTER_PORT=[0-9]' <<<"$step"; then
+		pass step-env "$step"
+	else
+		fail step-env "step line: '${step:-none}'"
+	fi
+
+	section "usage: sacct TRESUsageInMax / TRESUsageInAve"
+	sacct -j "$jobid" -P -o JobID,TRESUsageInMax,TRESUsageInAve
+	for s in batch 0; do
+		row=$(sacct -n -P -j "$jobid.$s" -o TRESUsageInMax)
+		if grep -q 'gres/gpumem=[^,]*,gres/gpuutil=[0-9]' <<<"$row"; then
+			pass usage "$jobid.$s $(grep -o 'gres/gpumem=[^,]*,gres/gpuutil=[0-9]*' <<<"$row")"
+		elif [ "$host_migs" -gt 0 ]; then
+			skip usage "$jobid.$s: NVML has no utilization counter for MIG instances"
+		else
+			fail usage "$jobid.$s has no GPU TRES: '$row'"
+		fi
+	done
+fi
+
+echo
+if [ "$failed" = 0 ]; then echo "== result: PASS =="; else echo "== result: FAIL =="; fi
+exit $failed

@@ -8,8 +8,14 @@
 //! error: most nodes have no NVIDIA GPU. Other NVML failures are reported as text for
 //! the agent's log and also give no NVML GPUs (the device files may still show some).
 //!
-//! Not done: MIG instances are not enumerated (nvml-wrapper 0.11 exposes MIG mode but not
-//! the instance handles); a GPU in MIG mode is reported whole, with a note.
+//! A GPU in MIG mode is not offered whole: each of its MIG instances becomes a `gpu`
+//! device typed `<gpu type>_<slices>g.<GB>gb` (`a100_1g.5gb`, as Slurm's AutoDetect=nvml
+//! names them, with sluice's short GPU type in front), whose files are the GPU's
+//! `/dev/nvidiaN` and the instance's two `/dev/nvidia-caps/nvidia-cap<minor>` files
+//! (minors from `/proc/driver/nvidia-caps/mig-minors`), and whose unique id is the
+//! instance's `MIG-…` UUID, which `CUDA_VISIBLE_DEVICES` then carries. nvml-wrapper 0.11
+//! has no safe call for MIG instance handles, so [`mig_instances`] calls the four NVML
+//! functions through nvml-wrapper-sys (the only unsafe code here).
 
 use crate::model::gres::GresDevice;
 use nvml_wrapper::Nvml;
@@ -34,8 +40,49 @@ pub struct DetectedGpu {
     pub cores: Vec<u32>,
     /// NVLink links to each GPU, by index (`-1` for itself, 0 for none).
     pub links: Vec<i32>,
-    /// MIG mode is on (instances are not enumerated).
+    /// MIG mode is on.
     pub mig: bool,
+    /// The GPU's MIG instances when `mig` (possibly none, which NVML reports when no
+    /// instance was created).
+    pub migs: Vec<DetectedMig>,
+}
+
+/// One MIG instance (a GPU instance with one compute instance) as NVML describes it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DetectedMig {
+    /// `MIG-…` UUID (what CUDA_VISIBLE_DEVICES takes).
+    pub uuid: String,
+    /// GPU instance and compute instance ids.
+    pub gi: u32,
+    pub ci: u32,
+    /// GPU slices of the instance (the `1` of `1g.5gb`).
+    pub slices: u32,
+    /// Memory of the instance, MiB.
+    pub memory_mib: u64,
+    /// Minors of `/dev/nvidia-caps/nvidia-cap<N>` for the GPU and compute instance,
+    /// when `mig-minors` lists them.
+    pub caps: Option<(u32, u32)>,
+}
+
+/// The MIG profile part of a GRES type: `1g.5gb` for 1 slice and 4864 MiB (memory in
+/// GiB, rounded, as Slurm's gpu/nvml plugin computes it).
+pub fn mig_profile(slices: u32, memory_mib: u64) -> String {
+    format!("{slices}g.{}gb", (memory_mib + 512) / 1024)
+}
+
+/// The minors of the access files of GPU instance `gi` and compute instance `ci` of GPU
+/// `gpu` in the text of `/proc/driver/nvidia-caps/mig-minors` (lines such as
+/// `gpu0/gi1/access 21` and `gpu0/gi1/ci0/access 22`); `None` unless both are there.
+pub fn mig_minors(text: &str, gpu: u32, gi: u32, ci: u32) -> Option<(u32, u32)> {
+    let gi_key = format!("gpu{gpu}/gi{gi}/access");
+    let ci_key = format!("gpu{gpu}/gi{gi}/ci{ci}/access");
+    let find = |key: &str| {
+        text.lines().find_map(|l| {
+            let mut w = l.split_whitespace();
+            (w.next()? == key).then(|| w.next()?.parse::<u32>().ok())?
+        })
+    };
+    Some((find(&gi_key)?, find(&ci_key)?))
 }
 
 /// What NVML discovery found.
@@ -95,6 +142,7 @@ pub fn affinity_cpus(words: &[u64]) -> Vec<u32> {
 }
 
 fn list(n: &Nvml) -> NvmlProbe {
+    let minors = std::fs::read_to_string("/proc/driver/nvidia-caps/mig-minors").unwrap_or_default();
     let count = match n.device_count() {
         Ok(c) => c,
         Err(e) => return NvmlProbe::Failed(format!("NVML device count: {e}")),
@@ -115,6 +163,15 @@ fn list(n: &Nvml) -> NvmlProbe {
             .cpu_affinity(ncpus.div_ceil(64).max(1))
             .map(|v| v.into_iter().map(|w| w as u64).collect::<Vec<_>>())
             .unwrap_or_default();
+        let mig = d.mig_mode().is_ok_and(|m| m.current == 1);
+        let migs = if mig {
+            match mig_instances(n, &d, minor, &minors) {
+                Ok(m) => m,
+                Err(e) => return NvmlProbe::Failed(format!("NVML device {i} MIG instances: {e}")),
+            }
+        } else {
+            Vec::new()
+        };
         gpus.push(DetectedGpu {
             index: d.index().unwrap_or(i),
             uuid: d.uuid().unwrap_or_default(),
@@ -124,7 +181,8 @@ fn list(n: &Nvml) -> NvmlProbe {
             bus_id: bus_id.clone(),
             cores: affinity_cpus(&words),
             links: Vec::new(),
-            mig: d.mig_mode().is_ok_and(|m| m.current == 1),
+            mig,
+            migs,
         });
         // Remote ends of this GPU's active NVLinks, by bus id.
         let mut remote = Vec::new();
@@ -143,6 +201,73 @@ fn list(n: &Nvml) -> NvmlProbe {
         g.links = nvlink_counts(k, &ids, &buses[k]);
     }
     NvmlProbe::Gpus(gpus)
+}
+
+/// The MIG instances of `dev` (a GPU in MIG mode with minor number `minor`), with their
+/// cap file minors looked up in `minors` (the text of `mig-minors`).
+///
+/// Errors: the NVML call's error text; a driver without the MIG functions gives none.
+#[allow(unsafe_code)]
+fn mig_instances(
+    n: &Nvml,
+    dev: &nvml_wrapper::Device,
+    minor: u32,
+    minors: &str,
+) -> Result<Vec<DetectedMig>, String> {
+    use nvml_wrapper::error::nvml_try;
+    use nvml_wrapper_sys::bindings::{NvmlLib, nvmlDevice_t};
+    // SAFETY: loading libnvidia-ml runs its initialisers, which NVML's own `init` above
+    // already did for the same library; the handle stays open for this function only.
+    let lib = match unsafe { NvmlLib::new("libnvidia-ml.so.1") } {
+        Ok(l) => l,
+        Err(e) => return Err(e.to_string()),
+    };
+    if lib.nvmlDeviceGetMaxMigDeviceCount.is_err()
+        || lib.nvmlDeviceGetMigDeviceHandleByIndex.is_err()
+        || lib.nvmlDeviceGetGpuInstanceId.is_err()
+        || lib.nvmlDeviceGetComputeInstanceId.is_err()
+    {
+        return Ok(Vec::new());
+    }
+    // SAFETY: `dev` is a live handle of the initialised `n`, which outlives this call.
+    let handle = unsafe { dev.handle() };
+    let mut max: std::os::raw::c_uint = 0;
+    // SAFETY: the symbol was checked above; `handle` is valid; `max` is a valid out
+    // pointer.
+    nvml_try(unsafe { lib.nvmlDeviceGetMaxMigDeviceCount(handle, &mut max) })
+        .map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    for j in 0..max {
+        let mut mig: nvmlDevice_t = std::ptr::null_mut();
+        // SAFETY: as above; `mig` is a valid out pointer.
+        let rc = unsafe { lib.nvmlDeviceGetMigDeviceHandleByIndex(handle, j, &mut mig) };
+        match nvml_try(rc) {
+            Ok(()) => {}
+            // Instance indices are contiguous: the first missing one ends the list.
+            Err(NvmlError::NotFound) => break,
+            Err(e) => return Err(e.to_string()),
+        }
+        let (mut gi, mut ci): (std::os::raw::c_uint, std::os::raw::c_uint) = (0, 0);
+        // SAFETY: `mig` was just returned by NVML for a live parent; valid out pointers.
+        nvml_try(unsafe { lib.nvmlDeviceGetGpuInstanceId(mig, &mut gi) })
+            .map_err(|e| e.to_string())?;
+        // SAFETY: as above.
+        nvml_try(unsafe { lib.nvmlDeviceGetComputeInstanceId(mig, &mut ci) })
+            .map_err(|e| e.to_string())?;
+        // SAFETY: `mig` is a valid device handle of `n` (MIG handles are accepted by
+        // the device queries used below: UUID and attributes).
+        let m = unsafe { nvml_wrapper::Device::new(mig, n) };
+        let attr = m.attributes().map_err(|e| e.to_string())?;
+        out.push(DetectedMig {
+            uuid: m.uuid().map_err(|e| e.to_string())?,
+            gi,
+            ci,
+            slices: attr.gpu_instance_slice_count,
+            memory_mib: attr.memory_size_mb,
+            caps: mig_minors(minors, minor, gi, ci),
+        });
+    }
+    Ok(out)
 }
 
 /// Bus ids compared without case and leading zero domain digits.
@@ -189,23 +314,54 @@ pub fn gres_type(model: &str) -> Option<String> {
         .then_some(t)
 }
 
-/// GRES devices for NVML's GPUs, in index order.
+/// GRES devices for NVML's GPUs, in index order; a GPU in MIG mode gives one device
+/// per MIG instance (see the module docs) and none for itself.
 pub fn devices_from(gpus: &[DetectedGpu]) -> Vec<GresDevice> {
     let mut v: Vec<&DetectedGpu> = gpus.iter().collect();
     v.sort_by_key(|g| g.index);
-    v.iter()
-        .enumerate()
-        .map(|(i, g)| GresDevice {
+    let mut out: Vec<GresDevice> = Vec::new();
+    for g in v {
+        let base = GresDevice {
             name: "gpu".into(),
             kind: gres_type(&g.model),
-            index: i as u32,
+            index: out.len() as u32,
             count: 1,
             cores: g.cores.clone(),
             file: Some(g.file.clone()),
             links: g.links.clone(),
             pci_bus: Some(g.bus_id.clone()).filter(|b| !b.is_empty()),
-        })
-        .collect()
+            more_files: Vec::new(),
+            unique_id: None,
+        };
+        if !g.mig {
+            out.push(base);
+            continue;
+        }
+        for m in &g.migs {
+            let profile = mig_profile(m.slices, m.memory_mib);
+            out.push(GresDevice {
+                index: out.len() as u32,
+                kind: Some(match &base.kind {
+                    Some(t) => format!("{t}_{profile}"),
+                    None => profile,
+                }),
+                // MIG instances have no NVLinks.
+                links: Vec::new(),
+                more_files: m
+                    .caps
+                    .map(|(a, b)| {
+                        vec![
+                            format!("/dev/nvidia-caps/nvidia-cap{a}"),
+                            format!("/dev/nvidia-caps/nvidia-cap{b}"),
+                        ]
+                    })
+                    .unwrap_or_default(),
+                unique_id: Some(m.uuid.clone()).filter(|u| !u.is_empty()),
+                ..base.clone()
+            });
+        }
+    }
+    out
 }
 
 /// Untyped GPUs from the `nvidia<N>` files of `dev` (normally `/dev`), by number.
@@ -231,6 +387,8 @@ pub fn devices_from_dev(dev: &Path) -> Vec<GresDevice> {
             file: Some(dev.join(format!("nvidia{n}")).display().to_string()),
             links: Vec::new(),
             pci_bus: None,
+            more_files: Vec::new(),
+            unique_id: None,
         })
         .collect()
 }
@@ -242,10 +400,18 @@ pub fn detect() -> (Vec<GresDevice>, Vec<String>) {
     match nvml_gpus() {
         NvmlProbe::Gpus(g) if !g.is_empty() => {
             for x in g.iter().filter(|x| x.mig) {
-                notes.push(format!(
-                    "GPU {} is in MIG mode; its instances are not enumerated, it is used whole",
-                    x.index
-                ));
+                if x.migs.is_empty() {
+                    notes.push(format!(
+                        "GPU {} is in MIG mode but has no MIG instances: it offers no GPU",
+                        x.index
+                    ));
+                } else if x.migs.iter().any(|m| m.caps.is_none()) {
+                    notes.push(format!(
+                        "GPU {}: /proc/driver/nvidia-caps/mig-minors does not list all its \
+                         MIG instances; their cap files are not in the devices cgroup rules",
+                        x.index
+                    ));
+                }
             }
             return (devices_from(&g), notes);
         }
@@ -328,6 +494,85 @@ mod tests {
         assert_eq!(d[0].index, 0);
         assert_eq!(d[0].kind.as_deref(), Some("h100"));
         assert_eq!(d[0].file.as_deref(), Some("/dev/nvidia3"));
+    }
+
+    #[test]
+    fn mig_instances_become_typed_devices_with_cap_files_and_uuids() {
+        let minors = "gpu0/gi1/access 12\ngpu0/gi1/ci0/access 13\ngpu0/gi2/access 21\n\
+                      gpu0/gi2/ci0/access 22\ngpu1/gi1/access 147\n";
+        assert_eq!(mig_minors(minors, 0, 2, 0), Some((21, 22)));
+        assert_eq!(
+            mig_minors(minors, 1, 1, 0),
+            None,
+            "no compute instance line"
+        );
+        assert_eq!(mig_minors("", 0, 1, 0), None);
+        assert_eq!(mig_profile(1, 4864), "1g.5gb");
+        assert_eq!(mig_profile(3, 19968), "3g.20gb");
+        assert_eq!(mig_profile(1, 9856), "1g.10gb");
+        let mig = DetectedGpu {
+            index: 0,
+            model: "NVIDIA A100-SXM4-40GB".into(),
+            file: "/dev/nvidia0".into(),
+            bus_id: "00000000:17:00.0".into(),
+            cores: vec![0, 1],
+            links: vec![-1, 12],
+            mig: true,
+            migs: vec![
+                DetectedMig {
+                    uuid: "MIG-11111111-2222-3333-4444-555555555555".into(),
+                    gi: 1,
+                    ci: 0,
+                    slices: 3,
+                    memory_mib: 19968,
+                    caps: mig_minors(minors, 0, 1, 0),
+                },
+                DetectedMig {
+                    uuid: "MIG-66666666-7777-8888-9999-000000000000".into(),
+                    gi: 2,
+                    ci: 0,
+                    slices: 1,
+                    memory_mib: 4864,
+                    caps: mig_minors(minors, 0, 2, 0),
+                },
+            ],
+            ..DetectedGpu::default()
+        };
+        let whole = DetectedGpu {
+            index: 1,
+            model: "NVIDIA A100-SXM4-40GB".into(),
+            file: "/dev/nvidia1".into(),
+            ..DetectedGpu::default()
+        };
+        let empty_mig = DetectedGpu {
+            index: 2,
+            model: "NVIDIA A100-SXM4-40GB".into(),
+            file: "/dev/nvidia2".into(),
+            mig: true,
+            ..DetectedGpu::default()
+        };
+        let d = devices_from(&[whole, mig, empty_mig]);
+        assert_eq!(
+            crate::model::gres::fmt_node_gres(&d),
+            "gpu:a100_3g.20gb:1,gpu:a100_1g.5gb:1,gpu:a100:1"
+        );
+        assert_eq!(d.iter().map(|x| x.index).collect::<Vec<_>>(), [0, 1, 2]);
+        assert_eq!(
+            d[1].files().collect::<Vec<_>>(),
+            [
+                "/dev/nvidia0",
+                "/dev/nvidia-caps/nvidia-cap21",
+                "/dev/nvidia-caps/nvidia-cap22"
+            ]
+        );
+        assert_eq!(
+            d[1].unique_id.as_deref(),
+            Some("MIG-66666666-7777-8888-9999-000000000000")
+        );
+        assert!(d[0].links.is_empty(), "MIG instances have no NVLinks");
+        assert_eq!(d[0].cores, vec![0, 1]);
+        assert_eq!(d[2].unique_id, None);
+        assert_eq!(d[2].file.as_deref(), Some("/dev/nvidia1"));
     }
 
     #[test]

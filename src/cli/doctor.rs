@@ -12,9 +12,10 @@ use crate::transport::ssh::{self, LinkSpec};
 use std::ffi::OsString;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: sluice doctor [NODE...]\n\n\
+const USAGE: &str = "usage: sluice doctor [NODE...]\n       sluice doctor --gpus\n\n\
 Checks the controller and each node (all, or those named): SSH reachability and host key,\n\
-the sluice binary and protocol there, cgroup isolation, and GPUs; explains what is wrong.";
+the sluice binary and protocol there, cgroup isolation, and GPUs; explains what is wrong.\n\
+--gpus prints this machine's GPU/NIC topology matrix as `nvidia-smi topo -m` does.";
 
 /// The node-side facts, gathered by one shell snippet run locally or over SSH.
 const FACTS: &str = "echo cgfs=$(stat -fc %T /sys/fs/cgroup 2>/dev/null); \
@@ -155,6 +156,13 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
     if args.iter().any(|a| a == "-h" || a == "--help") {
         println!("{USAGE}");
         return ExitCode::SUCCESS;
+    }
+    if args.iter().any(|a| a == "--gpus") {
+        if let Some(extra) = args.iter().find(|a| *a != "--gpus") {
+            eprintln!("sluice doctor: --gpus takes no other argument ('{extra}')\n{USAGE}");
+            return ExitCode::from(2);
+        }
+        return super::gpu_topo::run();
     }
     if let Some(bad) = args.iter().find(|a| a.starts_with('-')) {
         eprintln!("sluice doctor: unknown option '{bad}'\n{USAGE}");

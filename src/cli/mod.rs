@@ -6,6 +6,7 @@ pub mod client;
 pub mod doctor;
 pub mod format;
 pub mod getopt;
+pub mod gpu_topo;
 pub mod jobfmt;
 pub mod jobid;
 pub mod jobjson;

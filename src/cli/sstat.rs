@@ -72,6 +72,24 @@ pub const FIELDS: &[(&str, i32)] = &[
     ("ReqCPUFreqMin", 13),
     ("ReqCPUFreqMax", 13),
     ("ReqCPUFreqGov", 13),
+    // The TRES usage strings, as sacct prints them (with gres/gpumem and gres/gpuutil
+    // when the step's GPUs were measured).
+    ("TRESUsageInAve", 14),
+    ("TRESUsageInMax", 14),
+    ("TRESUsageInMaxNode", 14),
+    ("TRESUsageInMaxTask", 14),
+    ("TRESUsageInMin", 14),
+    ("TRESUsageInMinNode", 14),
+    ("TRESUsageInMinTask", 14),
+    ("TRESUsageInTot", 14),
+    ("TRESUsageOutAve", 14),
+    ("TRESUsageOutMax", 14),
+    ("TRESUsageOutMaxNode", 14),
+    ("TRESUsageOutMaxTask", 14),
+    ("TRESUsageOutMin", 14),
+    ("TRESUsageOutMinNode", 14),
+    ("TRESUsageOutMinTask", 14),
+    ("TRESUsageOutTot", 14),
 ];
 
 /// sstat's default `--format`.

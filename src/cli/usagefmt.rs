@@ -100,8 +100,11 @@ impl TresUsage {
 }
 
 /// The `TRESUsage…` string of a step, TRES in sacct's order (`cpu`, `energy`,
-/// `fs/disk`, `mem`, `pages`, `vmem`; `energy` and `fs/disk` for the Out kinds), as in
-/// `cpu=00:00:05,energy=0,fs/disk=0,mem=3372K,pages=0,vmem=78900K`. Task strings have
+/// `fs/disk`, `gres/gpumem`, `gres/gpuutil`, `mem`, `pages`, `vmem`; `energy` and
+/// `fs/disk` for the Out kinds), as in
+/// `cpu=00:00:05,energy=0,fs/disk=0,mem=3372K,pages=0,vmem=78900K`. The two GPU TRES
+/// (Slurm 23.02+) are there only when the step's GPU usage was measured
+/// ([`StepUsage::gpu`]): `gres/gpumem` as a size (`38888M`), `gres/gpuutil` in percent. Task strings have
 /// no `energy` (Slurm measures it per node). Minima are tracked for CPU only: the
 /// other minima are given for a one-task step (where they equal the maxima) and left
 /// out otherwise.
@@ -208,6 +211,32 @@ pub fn tres_usage(kind: TresUsage, u: &StepUsage) -> String {
             push("energy", "0".into());
             push("fs/disk", raw(u.sum_disk_write));
         }
+    }
+    // The GPU TRES, in name order (between fs/disk and mem): gres/gpumem, gres/gpuutil.
+    let mib = |m: u64| convert_exact(m as f64, 2);
+    let gpu = u.gpu.as_ref().and_then(|g| {
+        Some(match kind {
+            InMax => (mib(g.max_mem_mib), g.max_util_pct.to_string()),
+            InMin if one => (mib(g.max_mem_mib), g.max_util_pct.to_string()),
+            InAve => (mib(g.ave_mem_mib()), g.ave_util_pct().to_string()),
+            InTot => (
+                mib(g.sum_mean_mem_mib.round() as u64),
+                (g.sum_mean_util_pct.round() as u64).to_string(),
+            ),
+            InMaxNode => (g.max_mem_node.clone(), g.max_util_node.clone()),
+            InMinNode if one => (g.max_mem_node.clone(), g.max_util_node.clone()),
+            InMaxTask => (g.max_mem_task.to_string(), g.max_util_task.to_string()),
+            InMinTask if one => (g.max_mem_task.to_string(), g.max_util_task.to_string()),
+            _ => return None,
+        })
+    });
+    if let Some((m, t)) = gpu {
+        let at = parts
+            .iter()
+            .position(|(k, _)| *k > "gres/gpuutil")
+            .unwrap_or(parts.len());
+        parts.insert(at, ("gres/gpuutil", t));
+        parts.insert(at, ("gres/gpumem", m));
     }
     parts
         .into_iter()
@@ -329,6 +358,47 @@ mod tests {
             ]
         );
         assert!(step_field("JobName", &u).is_none());
+    }
+
+    #[test]
+    fn gpu_tres_appear_only_when_measured_in_slurm_23_order() {
+        let mut u = golden_step();
+        // Not measured: no gres/gpu* at all (not zeros).
+        assert!(!tres_usage(TresUsage::InMax, &u).contains("gres/"));
+        u.gpu = Some(crate::model::step::GpuUsage {
+            ntasks: 1,
+            max_util_pct: 100,
+            max_util_node: "node01".into(),
+            max_util_task: 0,
+            max_mem_mib: 38888,
+            max_mem_node: "node01".into(),
+            max_mem_task: 0,
+            sum_mean_util_pct: 54.4,
+            sum_mean_mem_mib: 20480.0,
+        });
+        assert_eq!(
+            tres_usage(TresUsage::InMax, &u),
+            "cpu=00:00:00,energy=0,fs/disk=0,gres/gpumem=38888M,gres/gpuutil=100,\
+             mem=3372K,pages=0,vmem=78900K"
+        );
+        assert_eq!(
+            tres_usage(TresUsage::InAve, &u),
+            "cpu=00:00:00,energy=0,fs/disk=0,gres/gpumem=20G,gres/gpuutil=54,\
+             mem=3372K,pages=0,vmem=78900K"
+        );
+        assert_eq!(
+            tres_usage(TresUsage::InMaxTask, &u),
+            "cpu=0,fs/disk=0,gres/gpumem=0,gres/gpuutil=0,mem=0,pages=0,vmem=0"
+        );
+        assert!(tres_usage(TresUsage::InMaxNode, &u).contains("gres/gpuutil=node01,mem="));
+        // Nothing GPU in the Out strings.
+        assert_eq!(tres_usage(TresUsage::OutMax, &u), "energy=0,fs/disk=1");
+        // A measured idle GPU shows real zeros.
+        u.gpu = Some(crate::model::step::GpuUsage {
+            ntasks: 1,
+            ..Default::default()
+        });
+        assert!(tres_usage(TresUsage::InMax, &u).contains("gres/gpumem=0,gres/gpuutil=0,"));
     }
 
     #[test]

@@ -44,6 +44,14 @@ pub struct GresLine {
     /// `AutoDetect=`: `nvml`, `nvidia` or `off`.
     #[serde(default)]
     pub auto_detect: Option<String>,
+    /// `MultipleFiles=`: the comma-separated files of one device (a MIG instance:
+    /// its GPU's `/dev/nvidiaN` and its `/dev/nvidia-caps/nvidia-cap*` files).
+    #[serde(default)]
+    pub multiple_files: Option<String>,
+    /// `UniqueId=`: the name `CUDA_VISIBLE_DEVICES` gives the device (a MIG UUID);
+    /// only for a line that declares one device.
+    #[serde(default)]
+    pub unique_id: Option<String>,
 }
 
 /// Parses the text of a Slurm gres.conf: `Key=Value` words, `#` comments, `\` line
@@ -80,8 +88,10 @@ pub fn parse_slurm(text: &str) -> Result<Vec<GresLine>, String> {
                         .ok_or_else(|| format!("gres.conf line {}: bad Count={v}", no + 1))?;
                     g.count = Some(n.count);
                 }
+                "multiplefiles" => g.multiple_files = Some(v),
+                "uniqueid" => g.unique_id = Some(v),
                 // Accepted, not used: sluice has no MPS daemon or per-device flags.
-                "flags" | "multiplefiles" => {}
+                "flags" => {}
                 _ => return Err(format!("gres.conf line {}: unknown key '{k}'", no + 1)),
             }
         }
@@ -142,14 +152,43 @@ pub fn for_node(lines: &[GresLine], node: &str) -> Result<NodeGres, String> {
                 .map_err(|_| format!("bad Links={s}"))?,
             None => Vec::new(),
         };
-        let files: Vec<Option<String>> = match &l.file {
-            Some(f) => hostlist::expand(f)
-                .map_err(|e| format!("bad File={f}: {e}"))?
-                .into_iter()
-                .map(Some)
-                .collect(),
-            None => Vec::new(),
+        if l.file.is_some() && l.multiple_files.is_some() {
+            return Err(format!("Name={name}: File= and MultipleFiles= together"));
+        }
+        // MultipleFiles= is one device with several files; File= one device per file.
+        let (files, more): (Vec<Option<String>>, Vec<String>) = match (&l.file, &l.multiple_files) {
+            (Some(f), _) => (
+                hostlist::expand(f)
+                    .map_err(|e| format!("bad File={f}: {e}"))?
+                    .into_iter()
+                    .map(Some)
+                    .collect(),
+                Vec::new(),
+            ),
+            (None, Some(m)) => {
+                let all: Vec<String> = m
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|x| !x.is_empty())
+                    .map(String::from)
+                    .collect();
+                if all.is_empty() {
+                    return Err(format!("Name={name}: empty MultipleFiles="));
+                }
+                (vec![Some(all[0].clone())], all[1..].to_vec())
+            }
+            (None, None) => (Vec::new(), Vec::new()),
         };
+        let ndev = if files.is_empty() {
+            l.count.unwrap_or(1)
+        } else {
+            files.len() as u64
+        };
+        if l.unique_id.is_some() && ndev != 1 {
+            return Err(format!(
+                "Name={name}: UniqueId= names one device, but the line declares {ndev}"
+            ));
+        }
         let shared = matches!(name.as_str(), "mps" | "shard");
         let next = |out: &NodeGres| out.devices.iter().filter(|d| &d.name == name).count() as u32;
         let dev = |index, count, file| GresDevice {
@@ -161,6 +200,8 @@ pub fn for_node(lines: &[GresLine], node: &str) -> Result<NodeGres, String> {
             file,
             links: links.clone(),
             pci_bus: None,
+            more_files: more.clone(),
+            unique_id: l.unique_id.clone(),
         };
         if shared {
             let c = u32::try_from(l.count.unwrap_or(1)).map_err(|_| "Count too large")?;
@@ -234,6 +275,46 @@ Name=nic Count=1
         // A node no line names gets only the lines without NodeName.
         let other = for_node(&lines, "cpu1").unwrap();
         assert_eq!(crate::model::gres::fmt_node_gres(&other.devices), "nic:1");
+    }
+
+    #[test]
+    fn mig_instances_declared_with_multiple_files_and_unique_ids() {
+        let text = "\
+NodeName=g1 Name=gpu Type=a100_3g.20gb MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/nvidia-cap21,/dev/nvidia-caps/nvidia-cap22 UniqueId=MIG-aaaa
+NodeName=g1 Name=gpu Type=a100_1g.5gb MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/nvidia-cap66,/dev/nvidia-caps/nvidia-cap67 UniqueId=MIG-bbbb
+NodeName=g1 Name=gpu Type=a100 File=/dev/nvidia1
+";
+        let g = for_node(&parse_slurm(text).unwrap(), "g1").unwrap();
+        assert_eq!(
+            crate::model::gres::fmt_node_gres(&g.devices),
+            "gpu:a100_3g.20gb:1,gpu:a100_1g.5gb:1,gpu:a100:1"
+        );
+        let m = &g.devices[1];
+        assert_eq!((m.index, m.unique_id.as_deref()), (1, Some("MIG-bbbb")));
+        assert_eq!(
+            m.files().collect::<Vec<_>>(),
+            [
+                "/dev/nvidia0",
+                "/dev/nvidia-caps/nvidia-cap66",
+                "/dev/nvidia-caps/nvidia-cap67"
+            ]
+        );
+        assert_eq!(g.devices[2].unique_id, None);
+        assert!(g.devices[2].more_files.is_empty());
+        for (bad, want) in [
+            (
+                "Name=gpu File=/dev/nvidia[0-1] UniqueId=MIG-x",
+                "UniqueId= names one device, but the line declares 2",
+            ),
+            (
+                "Name=gpu File=/dev/nvidia0 MultipleFiles=/dev/nvidia0",
+                "File= and MultipleFiles= together",
+            ),
+            ("Name=gpu MultipleFiles=,", "empty MultipleFiles="),
+        ] {
+            let e = for_node(&parse_slurm(bad).unwrap(), "g1").unwrap_err();
+            assert!(e.contains(want), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -30,6 +30,8 @@ mod tests {
             file: Some(format!("/dev/nvidia{i}")),
             links: Vec::new(),
             pci_bus: None,
+            more_files: Vec::new(),
+            unique_id: None,
         }
     }
 

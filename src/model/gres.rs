@@ -11,8 +11,9 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// One generic-resource device on a node (one GPU, one MPS share pool, …).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One generic-resource device on a node (one GPU, one MIG instance, one MPS share
+/// pool, …).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GresDevice {
     /// GRES name (`gpu`, `mps`, `nic`).
     pub name: String,
@@ -38,6 +39,16 @@ pub struct GresDevice {
     /// PCI bus id (`00000000:17:00.0`), when discovery found it (for GPU–NIC affinity).
     #[serde(default)]
     pub pci_bus: Option<String>,
+    /// Further device files the device needs besides `file` (gres.conf `MultipleFiles=`
+    /// after the first; a MIG instance's `/dev/nvidia-caps/nvidia-cap<minor>` files for
+    /// its GPU and compute instances). A job holding the device may open all of them.
+    #[serde(default)]
+    pub more_files: Vec<String>,
+    /// gres.conf `UniqueId=`: what `CUDA_VISIBLE_DEVICES` names the device by instead of
+    /// an ordinal (a MIG instance's `MIG-…` UUID; cf. Slurm's gres_device_t
+    /// `unique_id`).
+    #[serde(default)]
+    pub unique_id: Option<String>,
 }
 
 fn one() -> u32 {
@@ -45,6 +56,14 @@ fn one() -> u32 {
 }
 
 impl GresDevice {
+    /// Every device file of the device: `file`, then `more_files`.
+    pub fn files(&self) -> impl Iterator<Item = &str> {
+        self.file
+            .iter()
+            .chain(self.more_files.iter())
+            .map(String::as_str)
+    }
+
     /// Whether this device can serve a request for `name[:kind]`.
     pub fn matches(&self, name: &str, kind: Option<&str>) -> bool {
         self.name == name && kind.is_none_or(|k| self.kind.as_deref() == Some(k))
@@ -176,6 +195,8 @@ pub fn parse_node_gres(s: &str) -> Result<Vec<GresDevice>, GresError> {
                 file: None,
                 links: Vec::new(),
                 pci_bus: None,
+                more_files: Vec::new(),
+                unique_id: None,
             });
             continue;
         }
@@ -192,6 +213,8 @@ pub fn parse_node_gres(s: &str) -> Result<Vec<GresDevice>, GresError> {
                 file: None,
                 links: Vec::new(),
                 pci_bus: None,
+                more_files: Vec::new(),
+                unique_id: None,
             });
         }
     }

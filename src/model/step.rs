@@ -421,6 +421,64 @@ pub struct StepUsage {
     /// Pids of the tasks' processes at the last sample.
     #[serde(default)]
     pub pids: Vec<u32>,
+    /// Usage of the tasks' GPUs (the `gres/gpuutil` and `gres/gpumem` TRES); `None` when
+    /// it was not measured (no GPU, or no NVML to ask), so that those TRES are left out
+    /// rather than shown as zeros.
+    #[serde(default)]
+    pub gpu: Option<GpuUsage>,
+}
+
+/// GPU utilization and memory of a step's tasks, measured on each task's GPUs over the
+/// step's life (cf. Slurm 23.02's gpu/nvml `gpu_p_usage_read`, which feeds the
+/// `gres/gpuutil` and `gres/gpumem` TRES of jobacct_gather). A task's reading is the sum
+/// over its GPUs (a GPU seen by several tasks is shared evenly among them), so
+/// utilization may exceed 100 for a task with several GPUs, as in Slurm.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GpuUsage {
+    /// Tasks measured.
+    pub ntasks: u32,
+    /// The highest utilization one task reached, percent, with its node and task.
+    pub max_util_pct: u64,
+    pub max_util_node: String,
+    pub max_util_task: u32,
+    /// The most GPU memory one task used, MiB, with its node and task.
+    pub max_mem_mib: u64,
+    pub max_mem_node: String,
+    pub max_mem_task: u32,
+    /// Sum over tasks of each task's mean utilization over the samples, percent
+    /// (divide by `ntasks` for TRESUsageInAve).
+    pub sum_mean_util_pct: f64,
+    /// Sum over tasks of each task's mean GPU memory over the samples, MiB.
+    pub sum_mean_mem_mib: f64,
+}
+
+impl GpuUsage {
+    /// Combines the GPU usage of another node of the same step.
+    pub fn merge(&mut self, o: &GpuUsage) {
+        if o.max_util_pct > self.max_util_pct || self.ntasks == 0 {
+            self.max_util_pct = o.max_util_pct;
+            self.max_util_node = o.max_util_node.clone();
+            self.max_util_task = o.max_util_task;
+        }
+        if o.max_mem_mib > self.max_mem_mib || self.ntasks == 0 {
+            self.max_mem_mib = o.max_mem_mib;
+            self.max_mem_node = o.max_mem_node.clone();
+            self.max_mem_task = o.max_mem_task;
+        }
+        self.ntasks += o.ntasks;
+        self.sum_mean_util_pct += o.sum_mean_util_pct;
+        self.sum_mean_mem_mib += o.sum_mean_mem_mib;
+    }
+
+    /// Mean utilization per task, percent, rounded.
+    pub fn ave_util_pct(&self) -> u64 {
+        (self.sum_mean_util_pct / f64::from(self.ntasks.max(1))).round() as u64
+    }
+
+    /// Mean GPU memory per task, MiB, rounded.
+    pub fn ave_mem_mib(&self) -> u64 {
+        (self.sum_mean_mem_mib / f64::from(self.ntasks.max(1))).round() as u64
+    }
 }
 
 /// One task's sample.
@@ -536,6 +594,11 @@ impl StepUsage {
         self.sum_disk_read += o.sum_disk_read;
         self.sum_disk_write += o.sum_disk_write;
         self.pids.extend(o.pids.iter().copied());
+        match (&mut self.gpu, &o.gpu) {
+            (Some(a), Some(b)) => a.merge(b),
+            (None, Some(b)) => self.gpu = Some(b.clone()),
+            _ => {}
+        }
     }
 
     /// Keeps the peaks of an earlier sample of the same tasks (the maxima are "max

@@ -15,27 +15,83 @@ use crate::model::gres::GresDevice;
 use crate::model::job::GresAlloc;
 use std::path::Path;
 
-/// The device files to deny: those of `node` devices (with a `file`) that are not in
-/// `allowed` (matched by slot, the position in the node's list). Files that are not
-/// device nodes cannot be denied by a devices cgroup; they are returned as notes.
+/// The device files to deny: those of `node` devices that are not in `allowed` (matched
+/// by slot, the position in the node's list), except files an allowed device also uses
+/// (the MIG instances of one GPU share its `/dev/nvidiaN`). Files that are not device
+/// nodes cannot be denied by a devices cgroup; they are returned as notes.
 pub fn deny_list(node: &[GresDevice], allowed: &[GresAlloc]) -> (Vec<Device>, Vec<String>) {
+    let held = |slot: usize| allowed.iter().any(|a| a.slot as usize == slot);
+    let keep: Vec<&str> = node
+        .iter()
+        .enumerate()
+        .filter(|(slot, _)| held(*slot))
+        .flat_map(|(_, d)| d.files())
+        .collect();
     let mut deny = Vec::new();
     let mut notes = Vec::new();
     for (slot, d) in node.iter().enumerate() {
-        let Some(f) = &d.file else { continue };
-        if allowed.iter().any(|a| a.slot as usize == slot) {
+        if held(slot) {
             continue;
         }
-        match Device::from_path(Path::new(f)) {
-            Ok(dev) => {
-                if !deny.iter().any(|x: &Device| x.rule() == dev.rule()) {
-                    deny.push(dev);
+        for f in d.files().filter(|f| !keep.contains(f)) {
+            match Device::from_path(Path::new(f)) {
+                Ok(dev) => {
+                    if !deny.iter().any(|x: &Device| x.rule() == dev.rule()) {
+                        deny.push(dev);
+                    }
                 }
+                Err(e) => notes.push(format!("{}{}: {e}", d.name, d.index)),
             }
-            Err(e) => notes.push(format!("{}{}: {e}", d.name, d.index)),
         }
     }
     (deny, notes)
+}
+
+/// A `CUDA_VISIBLE_DEVICES` value for devices `globals` (indices on the node) whose
+/// ordinals are `ordinals` (the same length, comma-separated): each device with a
+/// unique id (a MIG instance) is named by it (`MIG-…`), the others keep their ordinal,
+/// as Slurm sets it for devices with a gres.conf `UniqueId`. `None` when no device has
+/// a unique id or the lists disagree in length.
+pub fn with_unique_ids(node: &[GresDevice], globals: &[u32], ordinals: &str) -> Option<String> {
+    let ords: Vec<&str> = ordinals.split(',').filter(|x| !x.is_empty()).collect();
+    if ords.len() != globals.len() {
+        return None;
+    }
+    let uid = |g: &u32| {
+        node.iter()
+            .find(|d| d.name == "gpu" && d.index == *g)
+            .and_then(|d| d.unique_id.as_deref())
+    };
+    if !globals.iter().any(|g| uid(g).is_some()) {
+        return None;
+    }
+    let v: Vec<&str> = globals
+        .iter()
+        .zip(ords)
+        .map(|(g, o)| uid(g).unwrap_or(o))
+        .collect();
+    Some(v.join(","))
+}
+
+/// Renames the devices of `CUDA_VISIBLE_DEVICES` in `env` by their unique ids (see
+/// [`with_unique_ids`]); the devices are those `SLURM_STEP_GPUS` (or, for a batch
+/// shell, `SLURM_JOB_GPUS`) lists.
+pub fn use_unique_ids(env: &mut [(String, String)], node: &[GresDevice]) {
+    let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    let Some(list) = get("SLURM_STEP_GPUS").or_else(|| get("SLURM_JOB_GPUS")) else {
+        return;
+    };
+    let Some(cvd) = get("CUDA_VISIBLE_DEVICES") else {
+        return;
+    };
+    let globals: Vec<u32> = list.split(',').filter_map(|x| x.parse().ok()).collect();
+    if let Some(ids) = with_unique_ids(node, &globals, &cvd) {
+        for (k, v) in env.iter_mut() {
+            if k == "CUDA_VISIBLE_DEVICES" {
+                *v = ids.clone();
+            }
+        }
+    }
 }
 
 /// One task's GPU binding.
@@ -210,6 +266,8 @@ mod tests {
                 file: None,
                 links: Vec::new(),
                 pci_bus: None,
+                more_files: Vec::new(),
+                unique_id: None,
             })
             .collect()
     }
@@ -275,6 +333,53 @@ mod tests {
     }
 
     #[test]
+    fn mig_instances_share_their_gpu_file_and_are_named_by_uuid() {
+        // Two MIG instances of GPU 0 (both use /dev/null as the parent file here, with
+        // /dev/zero and /dev/full standing in for their cap files) and a whole GPU.
+        let mut n = node(3);
+        n[0].file = Some("/dev/null".into());
+        n[0].more_files = vec!["/dev/zero".into()];
+        n[0].unique_id = Some("MIG-a".into());
+        n[1].file = Some("/dev/null".into());
+        n[1].more_files = vec!["/dev/full".into()];
+        n[1].unique_id = Some("MIG-b".into());
+        // Holding instance 1: instance 0's cap file is denied, the shared GPU file not.
+        let (deny, _) = deny_list(&n, &alloc(&[1]));
+        let rules: Vec<String> = deny.iter().map(|d| d.rule()).collect();
+        assert_eq!(rules, ["c 1:5 rwm"], "only /dev/zero");
+        // Holding the whole GPU only: both instances' files are denied.
+        n[2].file = Some("/dev/random".into());
+        let (deny, _) = deny_list(&n, &alloc(&[2]));
+        let rules: Vec<String> = deny.iter().map(|d| d.rule()).collect();
+        assert_eq!(rules, ["c 1:3 rwm", "c 1:5 rwm", "c 1:7 rwm"]);
+        assert_eq!(
+            with_unique_ids(&n, &[1, 0], "1,0").as_deref(),
+            Some("MIG-b,MIG-a")
+        );
+        // GPU 2 has no unique id: it keeps its ordinal.
+        assert_eq!(
+            with_unique_ids(&n, &[0, 2], "0,1").as_deref(),
+            Some("MIG-a,1")
+        );
+        assert_eq!(with_unique_ids(&n, &[2], "0"), None);
+        assert_eq!(with_unique_ids(&n, &[0, 2], "0"), None, "lengths differ");
+        let mut env = vec![
+            ("CUDA_VISIBLE_DEVICES".to_string(), "0".to_string()),
+            ("SLURM_STEP_GPUS".to_string(), "1".to_string()),
+            ("GPU_DEVICE_ORDINAL".to_string(), "0".to_string()),
+        ];
+        use_unique_ids(&mut env, &n);
+        assert_eq!(env[0].1, "MIG-b");
+        assert_eq!(env[2].1, "0", "ordinals stay numbers");
+        let mut plain = vec![
+            ("CUDA_VISIBLE_DEVICES".to_string(), "0".to_string()),
+            ("SLURM_JOB_GPUS".to_string(), "2".to_string()),
+        ];
+        use_unique_ids(&mut plain, &n);
+        assert_eq!(plain[0].1, "0");
+    }
+
+    #[test]
     fn deny_list_skips_allowed_and_notes_plain_files() {
         let t = tempfile::tempdir().unwrap();
         let plain = t.path().join("gpu1");
@@ -282,7 +387,7 @@ mod tests {
         let mut n = node(3);
         n[0].file = Some("/dev/null".into());
         n[1].file = Some(plain.display().to_string());
-        n[2].file = Some("/dev/null".into());
+        n[2].file = Some("/dev/zero".into());
         // Device 2 allowed, 0 denied (/dev/null is 1:3), 1 is not a device node.
         let (deny, notes) = deny_list(&n, &alloc(&[2]));
         assert_eq!(deny.len(), 1);

@@ -14,6 +14,7 @@
 //! slurmstepd does.
 
 pub mod env;
+pub mod gpu_usage;
 pub mod gpus;
 pub mod isolate;
 pub mod nccl;
@@ -196,6 +197,7 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
     if gpus::devices_hidden(lb.cgroup.constrain_devices, &deny, &iso.degraded()) {
         gpus::local_ordinals(&mut env);
     }
+    gpus::use_unique_ids(&mut env, &lb.node_gres);
     let env: Vec<CString> = env
         .iter()
         .filter(|(k, _)| !k.contains('=') && !k.contains('\0'))
@@ -247,6 +249,24 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
     if spool::read::<bool>(dir, spool::SUSPEND).ok().flatten() == Some(true) {
         set_suspended(&iso, Pid::from_raw(pid as i32), true);
     }
+    // The shell's GPUs on this node, measured as its one task's.
+    let shell_gpus: Vec<u32> = job
+        .alloc
+        .as_ref()
+        .and_then(|a| a.gres.first())
+        .map(|g| {
+            g.iter()
+                .filter(|d| d.name == "gpu")
+                .map(|d| d.index)
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut gpu_meter = if shell_gpus.is_empty() {
+        None
+    } else {
+        gpu_usage::sampler()
+            .and_then(|s| gpu_usage::GpuMeter::new(vec![(0, shell_gpus)], &lb.node_gres, s))
+    };
     let (status, sampled) = supervise(
         dir,
         Pid::from_raw(pid as i32),
@@ -254,7 +274,7 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         job.spec.work_dir.as_ref(),
         &node,
         &mask,
-        &iso,
+        (&iso, gpu_meter.as_mut()),
     );
     // Nothing of the job may outlive it.
     let _ = kill(Pid::from_raw(-(pid as i32)), Signal::SIGKILL);
@@ -444,7 +464,10 @@ fn supervise(
     work_dir: &Path,
     node: &str,
     mask: &SigSet,
-    iso: &isolate::step::StepIsolation,
+    (iso, mut gpu_meter): (
+        &isolate::step::StepIsolation,
+        Option<&mut gpu_usage::GpuMeter>,
+    ),
 ) -> (ExitStatus, StepUsage) {
     use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
     use nix::sys::signalfd::{SfdFlags, SignalFd};
@@ -469,6 +492,9 @@ fn supervise(
         let now = std::time::Instant::now();
         if now >= next_sample {
             last = sample_batch(pid, node, page_kib, &last, iso);
+            if let Some(m) = gpu_meter.as_mut() {
+                last.gpu = m.sample(node);
+            }
             let _ = spool::write(dir, spool::USAGE, &last);
             next_sample = now + SAMPLE_EVERY;
         }

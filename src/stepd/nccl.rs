@@ -31,7 +31,7 @@ pub fn master_port(job: u32, step: u32) -> u16 {
 /// The PCIe path of a device under `sys/devices`: its ancestors from the root complex
 /// down (`["pci0000:00", "0000:00:01.0", "0000:17:00.0"]`), from the canonical path of
 /// `link` (a `…/device` symlink or `bus/pci/devices/<id>`). Empty when unreadable.
-fn pci_path(link: &Path) -> Vec<String> {
+pub fn pci_path(link: &Path) -> Vec<String> {
     let Ok(real) = link.canonicalize() else {
         return Vec::new();
     };

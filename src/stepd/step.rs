@@ -308,11 +308,14 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
             });
         (super::nccl::local_ifaces(), addr)
     };
+    // Each task's GPUs, for GPU usage sampling.
+    let mut task_gpus: Vec<(u32, Vec<u32>)> = Vec::new();
     for (local, &rank) in ranks.iter().enumerate() {
         let mut env = env::task_env(&base_env, rank, local as u32, ls.node_index);
         let cpus = bind_cpus(&ls, local as u32, &online);
         let cpus = match step_gpus.bind_task(local as u32, cpus.clone(), &online, &taken) {
             Ok(mut t) => {
+                task_gpus.push((rank, t.globals.clone()));
                 if !t.globals.is_empty() {
                     let buses: Vec<String> = t
                         .globals
@@ -342,6 +345,9 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
                         Some(e) => e.1 = v,
                         None => env.push((k, v)),
                     }
+                }
+                if !t.globals.is_empty() {
+                    gpus::use_unique_ids(&mut env, &ls.node_gres);
                 }
                 if let Some(v) = t.verbose {
                     link.send(&StepdEvent::Output {
@@ -430,6 +436,12 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
     }
 
     let page_kib = usage::page_kib();
+    let mut gpu_meter = if task_gpus.iter().any(|(_, g)| !g.is_empty()) {
+        super::gpu_usage::sampler()
+            .and_then(|s| super::gpu_usage::GpuMeter::new(task_gpus, &ls.node_gres, s))
+    } else {
+        None
+    };
     let mut last_usage = StepUsage::default();
     let mut next_sample = Instant::now();
     let mut drain_until: Option<Instant> = None;
@@ -458,7 +470,10 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         }
         let now = Instant::now();
         if now >= next_sample && !all_done {
-            let u = sample(&tasks, &node, page_kib, &last_usage);
+            let mut u = sample(&tasks, &node, page_kib, &last_usage);
+            if let Some(m) = gpu_meter.as_mut() {
+                u.gpu = m.sample(&node);
+            }
             link.send(&StepdEvent::Usage(u.clone()));
             last_usage = u;
             next_sample = now + SAMPLE_EVERY;

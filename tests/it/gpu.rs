@@ -315,3 +315,165 @@ fn gpu_steps_get_nccl_variables_unless_the_user_set_them() {
         "{u0} {u1}"
     );
 }
+
+/// Two MIG instances of one GPU and one whole GPU, declared as gres.conf does for MIG
+/// (`MultipleFiles=` the GPU's file plus the instance's cap files, `UniqueId=` its
+/// UUID). The device files are `/dev/null` (the shared GPU file), `/dev/zero` and
+/// `/dev/full` (the instances' caps), and `/dev/random` (the whole GPU).
+const MIG_GPUS: &str = r#"
+[[gres]]
+name = "gpu"
+type = "a100_3g.20gb"
+multiple_files = "/dev/null,/dev/zero"
+unique_id = "MIG-11111111-2222-3333-4444-555555555555"
+[[gres]]
+name = "gpu"
+type = "a100_1g.5gb"
+multiple_files = "/dev/null,/dev/full"
+unique_id = "MIG-66666666-7777-8888-9999-000000000000"
+[[gres]]
+name = "gpu"
+type = "a100"
+file = "/dev/random"
+"#;
+
+#[test]
+fn mig_instances_are_typed_gres_and_jobs_see_their_uuids() {
+    let c = cluster(MIG_GPUS);
+    let node = c.node();
+    assert_eq!(
+        c.ok("sinfo", &["-h", "-N", "-n", &node, "-o", "%G"]).trim(),
+        "gpu:a100_3g.20gb:1,gpu:a100_1g.5gb:1,gpu:a100:1"
+    );
+    let show = "echo cvd=$CUDA_VISIBLE_DEVICES; echo step=$SLURM_STEP_GPUS";
+    let script = format!(
+        "echo job=$SLURM_JOB_GPUS/$CUDA_VISIBLE_DEVICES\n\
+         srun -n1 --gres=gpu:a100_1g.5gb:1 sh -c '{show}' | sed 's/^/small /'\n\
+         srun -n1 --gres=gpu:a100:1 sh -c '{show}' | sed 's/^/whole /'\n\
+         sleep 3\n"
+    );
+    let out = batch_output(&c, "mig", &["--gres=gpu:a100_1g.5gb:1,gpu:a100:1"], &script);
+    // The batch shell holds instance 1 and GPU 2: the instance is named by its UUID,
+    // the whole GPU keeps its ordinal.
+    assert_eq!(
+        value(&out, "job="),
+        "1,2/MIG-66666666-7777-8888-9999-000000000000,2"
+    );
+    assert_eq!(
+        value(&out, "small cvd="),
+        "MIG-66666666-7777-8888-9999-000000000000"
+    );
+    assert_eq!(value(&out, "small step="), "1");
+    assert_eq!(value(&out, "whole cvd="), "2");
+    // The instance alone, as a job.
+    let out = batch_output(
+        &c,
+        "mig1",
+        &["--gres=gpu:a100_3g.20gb:1"],
+        "echo job=$SLURM_JOB_GPUS/$CUDA_VISIBLE_DEVICES\n",
+    );
+    assert_eq!(
+        value(&out, "job="),
+        "0/MIG-11111111-2222-3333-4444-555555555555"
+    );
+    // No NVML here and no test hook: the GPU TRES are absent from sacct, not zeros.
+    let ids = c.ok("sacct", &["-n", "-P", "-o", "JobID,TRESUsageInMax"]);
+    assert!(ids.contains(".batch|cpu="), "{ids}");
+    assert!(!ids.contains("gres/gpu"), "{ids}");
+}
+
+#[test]
+fn gpu_usage_from_the_sampler_reaches_sacct_and_sstat() {
+    // The test hook: stepd reads its GPU readings from this file (see
+    // stepd::gpu_usage); lines are `INDEX UTIL_PCT MEM_MIB`.
+    let readings = tempfile::tempdir().unwrap();
+    let file = readings.path().join("gpu-readings");
+    std::fs::write(&file, "0 40 1024\n1 90 3072\n2 5 10\n3 0 0\n").unwrap();
+    let c = TestCluster::start_with(Setup {
+        top: FOUR_GPUS,
+        env: vec![(
+            "SLUICE_GPU_USAGE_FILE".to_string(),
+            file.display().to_string(),
+        )],
+        ..Setup::default()
+    });
+    c.script(
+        "use.sh",
+        "#!/bin/sh\n\
+         echo job=$SLURM_JOB_GPUS\n\
+         srun -l -n2 --gpus-per-task=1 sh -c 'echo g=$SLURM_STEP_GPUS; sleep 4'\n\
+         touch step.done\n\
+         sleep 30\n",
+    );
+    // (utilization %, memory MiB) of each fake GPU, as in the readings file.
+    let reading = |g: u32| [(40u64, 1024u64), (90, 3072), (20, 2048), (70, 5120)][g as usize];
+    let size = |mib: f64| sluice::cli::usagefmt::convert_exact(mib, 2);
+    let out = c.path("use.out");
+    let sh = c.path("use.sh").display().to_string();
+    let out_s = out.display().to_string();
+    let id = c.submit(&["-n2", "--gres=gpu:2", "-o", &out_s, &sh]);
+    let done = c.path("step.done");
+    wait_until("the GPU step", Duration::from_secs(60), || {
+        done.exists().then_some(())
+    });
+    let text = std::fs::read_to_string(&out).unwrap();
+    let gpus = |prefix: &str| -> Vec<u32> {
+        value(&text, prefix)
+            .split(',')
+            .map(|x| x.parse().unwrap())
+            .collect()
+    };
+    // sstat of the running batch step: its one task holds both of the job's GPUs, so
+    // its reading is their sum.
+    let job: Vec<u32> = gpus("job=");
+    let (ju, jm) = job
+        .iter()
+        .fold((0, 0), |(u, m), g| (u + reading(*g).0, m + reading(*g).1));
+    let batch = format!("{id}.batch");
+    let row = wait_until("a batch sample with GPUs", Duration::from_secs(20), || {
+        let o = c.ok("sstat", &["-n", "-P", "-j", &batch, "-o", "TRESUsageInMax"]);
+        o.contains("gres/gpu").then_some(o)
+    });
+    assert!(
+        row.contains(&format!(
+            ",gres/gpumem={},gres/gpuutil={ju},mem=",
+            size(jm as f64)
+        )),
+        "{row} (job GPUs {job:?})"
+    );
+    c.ok("scancel", &[&id.to_string()]);
+    c.wait_done(id);
+    // The step's two tasks, one GPU each: the max is the busier task's GPU, the
+    // average is over both tasks.
+    let t0 = reading(gpus("0: g=")[0]);
+    let t1 = reading(gpus("1: g=")[0]);
+    let busier = if t1.0 > t0.0 { 1 } else { 0 };
+    let fullest = if t1.1 > t0.1 { 1 } else { 0 };
+    let step = c.ok(
+        "sacct",
+        &[
+            "-n",
+            "-P",
+            "-j",
+            &format!("{id}.0"),
+            "-o",
+            "TRESUsageInMax,TRESUsageInMaxTask,TRESUsageInAve",
+        ],
+    );
+    let f: Vec<&str> = step.trim_end().split('|').collect();
+    assert_eq!(f.len(), 3, "{step}");
+    let want_max = format!(
+        ",gres/gpumem={},gres/gpuutil={},",
+        size(t0.1.max(t1.1) as f64),
+        t0.0.max(t1.0)
+    );
+    assert!(f[0].contains(&want_max), "{step} want {want_max}");
+    let want_task = format!(",gres/gpumem={fullest},gres/gpuutil={busier},");
+    assert!(f[1].contains(&want_task), "{step} want {want_task}");
+    let want_ave = format!(
+        ",gres/gpumem={},gres/gpuutil={},",
+        size(((t0.1 + t1.1) as f64 / 2.0).round()),
+        ((t0.0 + t1.0) as f64 / 2.0).round()
+    );
+    assert!(f[2].contains(&want_ave), "{step} want {want_ave}");
+}

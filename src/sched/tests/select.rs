@@ -350,6 +350,8 @@ fn gres_device_type_matching() {
         file: None,
         links: Vec::new(),
         pci_bus: None,
+        more_files: Vec::new(),
+        unique_id: None,
     };
     assert!(d.matches("gpu", None));
 }

@@ -40,6 +40,8 @@ pub struct TestCluster {
     /// time never share job cgroups (their job ids overlap).
     pub cgroup: sluice::config::CgroupConf,
     ctld: Option<Child>,
+    /// Extra environment of the controller (and so of its local agent and stepds).
+    ctld_env: Vec<(String, String)>,
 }
 
 /// Options for [`TestCluster::start_with`].
@@ -58,6 +60,9 @@ pub struct Setup {
     pub cgroup: &'static str,
     /// More keys of the node's `[[nodes]]` entry (`gres = "gpu:2"`).
     pub node_extra: &'static str,
+    /// Extra environment variables of the controller, its agent and their stepds (test
+    /// hooks such as `SLUICE_GPU_USAGE_FILE`).
+    pub env: Vec<(String, String)>,
 }
 
 impl Default for Setup {
@@ -71,6 +76,7 @@ impl Default for Setup {
             top: "",
             cgroup: "",
             node_extra: "",
+            env: Vec::new(),
         }
     }
 }
@@ -149,6 +155,7 @@ root = "{cg_root}"
             work,
             cgroup,
             ctld: None,
+            ctld_env: s.env,
         };
         c.start_controller();
         c
@@ -178,6 +185,7 @@ root = "{cg_root}"
             work,
             ctld: None,
             cgroup,
+            ctld_env: Vec::new(),
         };
         c.spawn_controller();
         c
@@ -217,6 +225,7 @@ root = "{cg_root}"
             .args(["controller", "--foreground"])
             .env("SLUICE_CONF", &self.conf)
             .env("SLUICE_LOG", "debug")
+            .envs(self.ctld_env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log)
