@@ -299,6 +299,8 @@ pub struct Opts {
     pub helpformat: bool,
     pub version: bool,
     pub help: bool,
+    /// `--json`: the openapi/dbv0.0.38 document instead of columns (`cli::sacctjson`).
+    pub json: bool,
 }
 
 fn split_list(v: &str) -> impl Iterator<Item = &str> {
@@ -374,9 +376,7 @@ pub fn parse_args(args: &[String], lookup: &dyn Fn(&str) -> Option<u32>) -> Resu
                             }
                         }
                     }
-                    "json" => {
-                        return Err("sacct: error: --json is not supported yet by sluice".into());
-                    }
+                    "json" => o.json = true,
                     "accounts" => o.accounts.extend(split_list(&v).map(String::from)),
                     "qos" => o.qos.extend(split_list(&v).map(String::from)),
                     "nodelist" => match crate::model::hostlist::expand(&v) {
@@ -798,6 +798,14 @@ pub fn helpformat() -> String {
     s
 }
 
+fn user_name(uid: u32) -> String {
+    nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .unwrap_or_else(|| uid.to_string())
+}
+
 fn lookup_user(name: &str) -> Option<u32> {
     nix::unistd::User::from_name(name)
         .ok()
@@ -866,6 +874,20 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
     match client.request(&Request::Acct(query_for(&o, &users, win))) {
         Ok(Response::Acct { jobs, now }) => {
             let sel = select(&o, &users, win, &jobs);
+            if o.json {
+                print!(
+                    "{}",
+                    super::sacctjson::render(
+                        &sel,
+                        &cfg.cluster_name,
+                        &cfg.slurm_version,
+                        now,
+                        !o.allocations,
+                        &user_name,
+                    )
+                );
+                return ExitCode::SUCCESS;
+            }
             print!("{}", render(&o, &sel, now, &cfg.cluster_name));
             ExitCode::SUCCESS
         }

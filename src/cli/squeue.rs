@@ -1145,7 +1145,17 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
             shown.sort_by_key(|j| j.id);
             print!(
                 "{}",
-                crate::cli::jobjson::render(&shown, &cfg.cluster_name, &cfg.slurm_version)
+                crate::cli::jobjson::render(
+                    &shown,
+                    &cfg.cluster_name,
+                    &cfg.slurm_version,
+                    &|n: &str| {
+                        cfg.nodes
+                            .iter()
+                            .find(|c| c.name == n)
+                            .and_then(|c| c.cores_per_socket)
+                    }
+                )
             );
             ExitCode::SUCCESS
         }
