@@ -1195,6 +1195,12 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    if let Some((list, from_env)) = crate::cli::squeue::clusters_asked(opts.clusters.as_deref())
+        && let Err(m) = crate::cli::client::check_clusters(&list, from_env, &cfg.cluster_name)
+    {
+        eprintln!("sinfo: error: {m}");
+        return ExitCode::from(1);
+    }
     if opts.reservation {
         return match client.request(&Request::Reservations) {
             Ok(Response::Reservations { resvs, now }) => {

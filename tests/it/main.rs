@@ -11,6 +11,7 @@ mod harness;
 mod hetjob;
 mod holds;
 mod isolation;
+mod json;
 mod limits;
 mod limits_policy;
 mod outputs;
