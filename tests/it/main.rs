@@ -2,6 +2,7 @@
 //! front-ends (see `harness`).
 
 mod arrays;
+mod clusters;
 mod depend;
 mod env;
 mod errors;
