@@ -722,7 +722,7 @@ pub fn license_use(setting: &str, jobs: &[Job]) -> Vec<LicenseUse> {
 }
 
 /// `show licenses` as text (src/scontrol/info_lics.c layout) or, with `--json`, the
-/// openapi/v0.0.38 licenses document.
+/// openapi/v0.0.38 licenses document (diag.c `_op_handler_licenses` field order).
 pub fn render_licenses(
     lics: &[LicenseUse],
     name: Option<&str>,
@@ -739,8 +739,8 @@ pub fn render_licenses(
                     .with("Total", l.total)
                     .with("Used", l.used)
                     .with("Free", l.total.saturating_sub(l.used))
-                    .with("Remote", false)
                     .with("Reserved", 0u32)
+                    .with("Remote", false)
             })
             .collect();
         return slurmjson::to_text(&slurmjson::document(
