@@ -1531,6 +1531,21 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         .collect();
     let out = match parse_args(&args).and_then(|(o, w)| Ok((o, parse_command(&w)?))) {
         Err(msg) => Output::err(format!("{msg}\n")),
+        Ok((opts, _))
+            if opts.cluster.as_deref().is_some_and(|l| {
+                let ours = crate::config::Config::load()
+                    .map(|c| c.cluster_name)
+                    .unwrap_or_default();
+                super::client::check_clusters(l, false, &ours).is_err()
+            }) =>
+        {
+            // Another cluster's jobs and nodes are not this controller's to touch.
+            let list = opts.cluster.clone().unwrap_or_default();
+            let msg = super::client::check_clusters(&list, false, "")
+                .err()
+                .unwrap_or_default();
+            Output::err(format!("scontrol: error: {msg}\n"))
+        }
         Ok((opts, cmd)) => {
             let mut client: Option<Client> = None;
             let mut req = |r: &Request| -> Result<Response, ClientError> {

@@ -37,6 +37,13 @@ fn other_clusters_are_refused_and_ours_is_served() {
         assert_eq!(code, 1);
         assert_eq!(err, format!("{cmd}: error: {NOT_REACHED}"));
     }
+    let (code, err) = c.fails_err("scontrol", &["-M", "other", "requeue", &id.to_string()]);
+    assert_eq!((code, err), (1, format!("scontrol: error: {NOT_REACHED}")));
+    assert_eq!(c.state(id).as_deref(), Some("RUNNING"));
+    assert!(
+        c.ok("scontrol", &["-M", "testc", "show", "part", "-o"])
+            .starts_with("PartitionName=debug ")
+    );
     let (code, err) = c.fails_err("sbatch", &["-M", "other", "--wrap", "true"]);
     assert_eq!(code, 1);
     assert_eq!(err, format!("sbatch: error: {NOT_REACHED}"));
