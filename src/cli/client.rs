@@ -364,3 +364,47 @@ mod tests {
         assert_eq!(f.recv::<Request>().unwrap(), Request::Ping);
     }
 }
+
+/// Checks a `-M/--clusters` list (or `SLURM_CLUSTERS`, `from_env`) against `ours`, the
+/// cluster this controller serves: `Ok` when the list names it or says `all`. Otherwise
+/// the text Slurm prints when the database knows no such cluster (print_db_notok in
+/// src/common/slurmdb_defs.c), to go after `PROG: error: `; the front-end then exits 1
+/// without touching any job.
+pub fn check_clusters(list: &str, from_env: bool, ours: &str) -> Result<(), String> {
+    if list
+        .split(',')
+        .map(str::trim)
+        .any(|c| c == ours || c.eq_ignore_ascii_case("all"))
+    {
+        return Ok(());
+    }
+    Err(format!(
+        "'{list}' can't be reached now, or it is an invalid entry for {}.  Use 'sacctmgr list clusters' to see available clusters.",
+        if from_env {
+            "SLURM_CLUSTERS"
+        } else {
+            "--cluster"
+        }
+    ))
+}
+
+#[cfg(test)]
+mod cluster_tests {
+    use super::check_clusters;
+
+    #[test]
+    fn clusters_lists() {
+        assert!(check_clusters("testc", false, "testc").is_ok());
+        assert!(check_clusters("a, testc", false, "testc").is_ok());
+        assert!(check_clusters("ALL", true, "testc").is_ok());
+        assert_eq!(
+            check_clusters("other", false, "testc").unwrap_err(),
+            "'other' can't be reached now, or it is an invalid entry for --cluster.  Use 'sacctmgr list clusters' to see available clusters."
+        );
+        assert!(
+            check_clusters("x", true, "testc")
+                .unwrap_err()
+                .contains("for SLURM_CLUSTERS.")
+        );
+    }
+}

@@ -4,90 +4,62 @@
 //! MCS labels, …) carry the empty value Slurm prints for them.
 
 use crate::cli::jobfmt;
+use crate::cli::slurmjson::{self, J};
 use crate::model::job::MemReq;
 use crate::model::{Job, TimeLimit};
-use serde::ser::{Serialize, SerializeMap, Serializer};
-use serde_json::{Value, json};
-
-/// A JSON object whose keys keep the order they were pushed in.
-struct Ordered(Vec<(&'static str, Value)>);
-
-impl Serialize for Ordered {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut m = s.serialize_map(Some(self.0.len()))?;
-        for (k, v) in &self.0 {
-            m.serialize_entry(k, v)?;
-        }
-        m.end()
-    }
-}
-
-/// The `meta` block: which serializer and Slurm version produced the document.
-fn meta(slurm_version: &str) -> Value {
-    let mut parts = slurm_version
-        .split('.')
-        .map(|p| p.parse::<u64>().unwrap_or(0));
-    let (major, minor, micro) = (
-        parts.next().unwrap_or(0),
-        parts.next().unwrap_or(0),
-        parts.next().unwrap_or(0),
-    );
-    json!({
-        "plugin": {"type": "openapi/v0.0.38", "name": "Slurm OpenAPI v0.0.38"},
-        "Slurm": {
-            "version": {"major": major, "micro": micro, "minor": minor},
-            "release": slurm_version,
-        }
-    })
-}
 
 /// A wait(2)-style status (`code << 8 | signal`), as Slurm's JSON gives exit codes.
 fn raw_status(e: crate::model::ExitStatus) -> i64 {
     (i64::from(e.code) << 8) | i64::from(e.signal)
 }
 
-fn or_null<T: Into<Value>>(v: Option<T>) -> Value {
-    v.map_or(Value::Null, Into::into)
+fn or_null<T: Into<J>>(v: Option<T>) -> J {
+    v.map_or(J::Null, Into::into)
 }
 
 /// One job object, its fields in Slurm's order. `cluster` is the cluster's name.
-fn job_object(job: &Job, cluster: &str) -> Ordered {
+fn job_object(job: &Job, cluster: &str, cores_per_socket: &dyn Fn(&str) -> Option<u32>) -> J {
     let spec = &job.spec;
     let alloc = job.alloc.as_ref().filter(|a| !a.nodes.is_empty());
     let cpus = jobfmt::cpu_count(job);
     let nodes_text = alloc
         .map(|a| crate::model::hostlist::compress(&a.nodes))
         .unwrap_or_default();
-    let job_resources = match alloc {
-        Some(a) => json!({
-            "nodes": nodes_text,
-            "allocated_cores": a.cpus.iter().sum::<u32>(),
-            "allocated_hosts": a.nodes.len(),
-            "allocated_nodes": a.nodes.iter().enumerate().map(|(k, n)| {
-                let cores: serde_json::Map<String, Value> = a
-                    .cpu_ids
-                    .get(k)
-                    .into_iter()
-                    .flatten()
-                    .map(|c| (c.to_string(), Value::from("allocated")))
-                    .collect();
-                json!({
-                    "sockets": {"0": {"cores": cores}},
-                    "nodename": n,
-                    "cpus_used": 0,
-                    "memory_used": 0,
-                    "memory_allocated": a.mem_per_node,
-                })
-            }).collect::<Vec<_>>(),
-        }),
-        None => json!({}),
-    };
-    let gres_detail: Vec<Value> = alloc
+    // Pending jobs have no `job_resources` at all (golden queue_squeue_json).
+    let job_resources = alloc.map(|a| {
+        let nodes: Vec<J> = a
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(k, n)| {
+                let mut sockets = J::obj();
+                for c in a.cpu_ids.get(k).into_iter().flatten() {
+                    let (sock, core) = match cores_per_socket(n) {
+                        Some(per) if per > 0 => (c / per, c % per),
+                        _ => (0, *c),
+                    };
+                    sockets.set(&format!("{sock}/cores/{core}"), "allocated");
+                }
+                J::obj()
+                    .with("sockets", sockets)
+                    .with("nodename", n.as_str())
+                    .with("cpus_used", 0u32)
+                    .with("memory_used", 0u32)
+                    .with("memory_allocated", a.mem_per_node)
+            })
+            .collect();
+        J::obj()
+            .with("nodes", nodes_text.as_str())
+            .with("allocated_cores", a.cpus.iter().sum::<u32>())
+            .with("allocated_hosts", a.nodes.len())
+            .with("allocated_nodes", nodes)
+    });
+    let gres_detail: Vec<J> = alloc
         .map(|a| {
             a.gres
                 .iter()
                 .filter(|g| !g.is_empty())
-                .map(|g| Value::from(jobfmt::gres_alloc_text(g, true)))
+                .map(|g| J::from(jobfmt::gres_alloc_text(g, true)))
                 .collect()
         })
         .unwrap_or_default();
@@ -101,14 +73,14 @@ fn job_object(job: &Job, cluster: &str) -> Ordered {
         MemReq::PerCpu(m) => (None, Some(m)),
     };
     let time_limit = match job.time_limit {
-        TimeLimit::Minutes(m) => Value::from(m),
+        TimeLimit::Minutes(m) => J::from(m),
         // Slurm's INFINITE (NO_VAL - 1 in a 32-bit field).
-        _ => Value::from(u32::MAX - 1),
+        _ => J::from(u32::MAX - 1),
     };
     let node_count = jobfmt::node_count(job);
     let path = |p: &Option<String>| p.clone().unwrap_or_default();
     let het = job.het;
-    let fields: Vec<(&'static str, Value)> = vec![
+    let mut fields: Vec<(&'static str, J)> = vec![
         ("account", job.account.clone().into()),
         ("accrue_time", job.eligible_time.unwrap_or(0).into()),
         ("admin_comment", "".into()),
@@ -126,7 +98,7 @@ fn job_object(job: &Job, cluster: &str) -> Ordered {
             "batch_host",
             alloc.map(|a| a.nodes[0].clone()).unwrap_or_default().into(),
         ),
-        ("flags", json!([])),
+        ("flags", J::Arr(vec![])),
         ("burst_buffer", "".into()),
         ("burst_buffer_state", "".into()),
         ("cluster", cluster.into()),
@@ -135,14 +107,14 @@ fn job_object(job: &Job, cluster: &str) -> Ordered {
         ("comment", spec.comment.clone().unwrap_or_default().into()),
         ("container", "".into()),
         ("contiguous", spec.contiguous.into()),
-        ("core_spec", Value::Null),
-        ("thread_spec", Value::Null),
-        ("cores_per_socket", Value::Null),
+        ("core_spec", J::Null),
+        ("thread_spec", J::Null),
+        ("cores_per_socket", J::Null),
         ("billable_tres", (f64::from(cpus)).into()),
         ("cpus_per_task", or_null(spec.cpus_per_task)),
-        ("cpu_frequency_minimum", Value::Null),
-        ("cpu_frequency_maximum", Value::Null),
-        ("cpu_frequency_governor", Value::Null),
+        ("cpu_frequency_minimum", J::Null),
+        ("cpu_frequency_maximum", J::Null),
+        ("cpu_frequency_governor", J::Null),
         (
             "cpus_per_tres",
             spec.cpus_per_gpu
@@ -173,7 +145,6 @@ fn job_object(job: &Job, cluster: &str) -> Ordered {
         ("group_id", job.gid.into()),
         ("group_name", job.group.clone().into()),
         ("job_id", job.id.into()),
-        ("job_resources", job_resources),
         ("job_state", job.state_long().into()),
         (
             "last_sched_evaluation",
@@ -200,14 +171,14 @@ fn job_object(job: &Job, cluster: &str) -> Ordered {
         (
             "nice",
             if spec.nice == 0 {
-                Value::Null
+                J::Null
             } else {
                 spec.nice.into()
             },
         ),
-        ("tasks_per_core", Value::Null),
+        ("tasks_per_core", J::Null),
         ("tasks_per_node", spec.ntasks_per_node.unwrap_or(0).into()),
-        ("tasks_per_socket", Value::Null),
+        ("tasks_per_socket", J::Null),
         ("tasks_per_board", 0.into()),
         ("cpus", cpus.into()),
         ("node_count", node_count.into()),
@@ -238,7 +209,7 @@ fn job_object(job: &Job, cluster: &str) -> Ordered {
         ("preempt_time", 0.into()),
         ("pre_sus_time", 0.into()),
         ("priority", job.priority.into()),
-        ("profile", Value::Null),
+        ("profile", J::Null),
         ("qos", job.qos.clone().into()),
         ("reboot", false.into()),
         ("required_nodes", path(&spec.nodelist).into()),
@@ -249,13 +220,17 @@ fn job_object(job: &Job, cluster: &str) -> Ordered {
             "resv_name",
             spec.reservation.clone().unwrap_or_default().into(),
         ),
-        ("shared", Value::Null),
+        ("shared", J::Null),
         (
             "show_flags",
-            json!(["SHOW_ALL", "SHOW_DETAIL", "SHOW_LOCAL"]),
+            J::Arr(vec![
+                "SHOW_ALL".into(),
+                "SHOW_DETAIL".into(),
+                "SHOW_LOCAL".into(),
+            ]),
         ),
         ("sockets_per_board", 0.into()),
-        ("sockets_per_node", Value::Null),
+        ("sockets_per_node", J::Null),
         ("start_time", job.start_time.unwrap_or(0).into()),
         ("state_description", "".into()),
         ("state_reason", job.reason.to_string().into()),
@@ -273,7 +248,7 @@ fn job_object(job: &Job, cluster: &str) -> Ordered {
         ("system_comment", "".into()),
         ("time_limit", time_limit),
         ("time_minimum", 0.into()),
-        ("threads_per_core", Value::Null),
+        ("threads_per_core", J::Null),
         ("tres_bind", "".into()),
         ("tres_freq", "".into()),
         (
@@ -315,33 +290,46 @@ fn job_object(job: &Job, cluster: &str) -> Ordered {
         ("wckey", "".into()),
         ("current_working_directory", spec.work_dir.clone().into()),
     ];
-    Ordered(fields)
+    if let Some(r) = job_resources {
+        let at = fields
+            .iter()
+            .position(|(k, _)| *k == "job_state")
+            .unwrap_or(fields.len());
+        fields.insert(at, ("job_resources", r));
+    }
+    J::Obj(
+        fields
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+    )
 }
 
-/// The top level of the document, in Slurm's order.
-#[derive(serde::Serialize)]
-struct Doc {
-    meta: Value,
-    errors: Vec<Value>,
-    jobs: Vec<Ordered>,
-}
-
-/// The whole document: `meta`, `errors` and `jobs`, pretty-printed with a final newline.
-pub fn render(jobs: &[&Job], cluster: &str, slurm_version: &str) -> String {
-    let doc = Doc {
-        meta: meta(slurm_version),
-        errors: Vec::new(),
-        jobs: jobs.iter().map(|j| job_object(j, cluster)).collect(),
-    };
-    let mut s = serde_json::to_string_pretty(&doc).unwrap_or_else(|_| "{}".into());
-    s.push('\n');
-    s
+/// The whole document: `meta`, `errors` and `jobs`, in Slurm's text style (no final
+/// newline, as Slurm prints it). `cores_per_socket` maps a node name to its cores per
+/// socket, so allocated CPUs are listed under their socket as Slurm does (`None`: all
+/// under socket 0).
+pub fn render(
+    jobs: &[&Job],
+    cluster: &str,
+    slurm_version: &str,
+    cores_per_socket: &dyn Fn(&str) -> Option<u32>,
+) -> String {
+    let doc = slurmjson::document(
+        slurmjson::meta_v38(slurm_version),
+        "jobs",
+        jobs.iter()
+            .map(|j| job_object(j, cluster, cores_per_socket))
+            .collect(),
+    );
+    slurmjson::to_text(&doc)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::cli::jobfmt::testjobs::{T0, job, running};
+    use serde_json::{Value, json};
 
     #[test]
     fn a_running_job_has_slurms_fields_in_slurms_order() {
@@ -349,7 +337,7 @@ mod tests {
         if let Some(a) = j.alloc.as_mut() {
             a.cpu_ids = vec![vec![0, 1]];
         }
-        let text = serde_json::to_string(&job_object(&j, "anchor")).unwrap();
+        let text = serde_json::to_string(&job_object(&j, "anchor", &|_| None)).unwrap();
         let v: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v.as_object().unwrap().len(), 111);
         assert!(
@@ -382,8 +370,12 @@ mod tests {
     fn a_pending_job_and_the_document() {
         let mut j = job(8, "waiting");
         j.reason = crate::model::Reason::Priority;
-        let doc = render(&[&j], "anchor", "22.05.8");
-        assert!(doc.ends_with("}\n"));
+        let doc = render(&[&j], "anchor", "22.05.8", &|_| None);
+        assert!(
+            doc.starts_with("{\n  \"meta\": {\n    \"plugin\": {"),
+            "{doc}"
+        );
+        assert!(doc.ends_with("\n}"));
         let v: Value = serde_json::from_str(&doc).unwrap();
         assert_eq!(v["meta"]["Slurm"]["release"], "22.05.8");
         assert_eq!(v["meta"]["Slurm"]["version"]["minor"], 5);
@@ -395,6 +387,35 @@ mod tests {
         assert_eq!(jv["tres_alloc_str"], "");
         assert_eq!(jv["end_time"], 0);
         assert_eq!(jv["exit_code"], 0);
+        assert!(jv.get("job_resources").is_none());
+        assert_eq!(jv.as_object().unwrap().len(), 110);
+    }
+
+    #[test]
+    fn allocated_cores_are_listed_per_socket() {
+        let mut j = running(job(7, "train"), 4, T0 + 5);
+        if let Some(a) = j.alloc.as_mut() {
+            a.cpu_ids = vec![vec![0, 1, 16, 17]];
+        }
+        let v = serde_json::to_value(job_object(&j, "anchor", &|_| Some(16))).unwrap();
+        let r = &v["job_resources"];
+        assert_eq!(r["allocated_cores"], 4);
+        let s = &r["allocated_nodes"][0]["sockets"];
+        assert_eq!(s["0"]["cores"]["1"], "allocated");
+        assert_eq!(s["1"]["cores"]["0"], "allocated");
+        assert_eq!(s["1"]["cores"]["1"], "allocated");
+        assert!(s["0"]["cores"].get("16").is_none());
+        let text = serde_json::to_string(&job_object(&j, "anchor", &|_| Some(16))).unwrap();
+        assert!(
+            text.contains(r#""job_resources":{"nodes":"node01","allocated_cores":4,"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                r#""nodename":"node01","cpus_used":0,"memory_used":0,"memory_allocated":"#
+            ),
+            "{text}"
+        );
     }
 
     #[test]
@@ -405,7 +426,7 @@ mod tests {
             crate::model::ExitStatus { code: 1, signal: 0 },
             T0 + 9,
         );
-        let v: Value = serde_json::to_value(job_object(&j, "c")).unwrap();
+        let v: Value = serde_json::to_value(job_object(&j, "c", &|_| None)).unwrap();
         assert_eq!(v["exit_code"], 256);
     }
 }

@@ -299,6 +299,15 @@ pub struct Opts {
     pub helpformat: bool,
     pub version: bool,
     pub help: bool,
+    /// `--json`: the openapi/dbv0.0.38 document instead of columns (`cli::sacctjson`).
+    pub json: bool,
+    /// `--units=[KMGTP]`: sizes in that unit (index into `K M G T P`).
+    pub units: Option<usize>,
+    /// `--noconvert`: sizes in their stored unit, unscaled.
+    pub noconvert: bool,
+    /// `-M/--clusters`: the clusters whose records to show (`all`, or a list); records
+    /// of this cluster show only when it is named. `None`: this cluster.
+    pub clusters: Option<String>,
 }
 
 fn split_list(v: &str) -> impl Iterator<Item = &str> {
@@ -374,9 +383,22 @@ pub fn parse_args(args: &[String], lookup: &dyn Fn(&str) -> Option<u32>) -> Resu
                             }
                         }
                     }
-                    "json" => {
-                        return Err("sacct: error: --json is not supported yet by sluice".into());
+                    "json" => o.json = true,
+                    "clusters" | "cluster" => o.clusters = Some(v),
+                    "noconvert" => o.noconvert = true,
+                    "units" => {
+                        let u = v.trim().to_ascii_uppercase();
+                        match ["K", "M", "G", "T", "P"].iter().position(|x| *x == u) {
+                            Some(i) => o.units = Some(i),
+                            None => {
+                                return Err(format!(
+                                    "sacct: error: Invalid unit type '{v}'. Possible options are \
+                                     'K', 'M', 'G', 'T', 'P'"
+                                ));
+                            }
+                        }
                     }
+                    "allclusters" => o.clusters = Some("all".into()),
                     "accounts" => o.accounts.extend(split_list(&v).map(String::from)),
                     "qos" => o.qos.extend(split_list(&v).map(String::from)),
                     "nodelist" => match crate::model::hostlist::expand(&v) {
@@ -685,6 +707,43 @@ pub fn value(field: &str, job: &Job, step: Option<&StepRecord>, now: i64, cluste
     }
 }
 
+/// A size field's text re-expressed for `--units`/`--noconvert` (src/common/xstring.c
+/// `convert_num_unit` with a fixed unit, or CONVERT_NUM_UNIT_NO): `3372K` with units
+/// `M` is `3.29M`; with `--noconvert` `200M` of an RSS stays in KiB, `204800K`. Other
+/// fields, empty values and `0` are returned as they are.
+pub fn convert_size(field: &str, text: &str, units: Option<usize>, noconvert: bool) -> String {
+    const SUF: [char; 5] = ['K', 'M', 'G', 'T', 'P'];
+    // The unit each field is stored in: KiB for task sizes, MiB for ReqMem.
+    let base = match field {
+        "MaxVMSize" | "AveVMSize" | "MaxRSS" | "AveRSS" => 0,
+        "ReqMem" => 1,
+        _ => return text.to_string(),
+    };
+    if units.is_none() && !noconvert {
+        return text.to_string();
+    }
+    let Some(last) = text.chars().last() else {
+        return text.to_string();
+    };
+    let (num, unit) = match SUF.iter().position(|c| *c == last) {
+        Some(u) => (&text[..text.len() - 1], u),
+        None => (text, base),
+    };
+    let Ok(n) = num.parse::<f64>() else {
+        return text.to_string();
+    };
+    if n == 0.0 {
+        return text.to_string();
+    }
+    let target = units.unwrap_or(base);
+    let v = n * 1024f64.powi(unit as i32 - target as i32);
+    if (v - v.round()).abs() < 1e-9 {
+        format!("{}{}", v.round() as u64, SUF[target])
+    } else {
+        format!("{v:.2}{}", SUF[target])
+    }
+}
+
 /// Fits `v` into `width` columns: longer values keep `width - 1` characters and a `+`.
 fn fit(v: &str, f: &Field) -> String {
     let n = v.chars().count();
@@ -766,7 +825,14 @@ pub fn render(o: &Opts, jobs: &[&Job], now: i64, cluster: &str) -> String {
             let vals: Vec<String> = o
                 .fields
                 .iter()
-                .map(|f| value(f.name, job, step, now, cluster))
+                .map(|f| {
+                    convert_size(
+                        f.name,
+                        &value(f.name, job, step, now, cluster),
+                        o.units,
+                        o.noconvert,
+                    )
+                })
                 .collect();
             out.push_str(&line(o, &vals));
         }
@@ -796,6 +862,14 @@ pub fn helpformat() -> String {
         s.push('\n');
     }
     s
+}
+
+fn user_name(uid: u32) -> String {
+    nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .unwrap_or_else(|| uid.to_string())
 }
 
 fn lookup_user(name: &str) -> Option<u32> {
@@ -865,7 +939,27 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
     };
     match client.request(&Request::Acct(query_for(&o, &users, win))) {
         Ok(Response::Acct { jobs, now }) => {
-            let sel = select(&o, &users, win, &jobs);
+            let mut sel = select(&o, &users, win, &jobs);
+            // The database holds this cluster only: naming others selects nothing.
+            if let Some(list) = &o.clusters
+                && !super::sbatch::cluster_requested(list, &cfg.cluster_name)
+            {
+                sel.clear();
+            }
+            if o.json {
+                print!(
+                    "{}",
+                    super::sacctjson::render(
+                        &sel,
+                        &cfg.cluster_name,
+                        &cfg.slurm_version,
+                        now,
+                        !o.allocations,
+                        &user_name,
+                    )
+                );
+                return ExitCode::SUCCESS;
+            }
             print!("{}", render(&o, &sel, now, &cfg.cluster_name));
             ExitCode::SUCCESS
         }
@@ -1199,6 +1293,29 @@ JobID           JobName      State ExitCode    Elapsed
         assert!(effective_users(&p("-j 5").unwrap(), 2001).is_empty());
         assert!(effective_users(&p("").unwrap(), 0).is_empty());
         assert_eq!(effective_users(&p("-u alice").unwrap(), 0), vec![2001]);
+    }
+
+    #[test]
+    fn units_and_noconvert() {
+        assert_eq!(convert_size("MaxRSS", "3372K", Some(1), false), "3.29M");
+        assert_eq!(convert_size("MaxRSS", "200M", None, true), "204800K");
+        assert_eq!(convert_size("MaxRSS", "1G", Some(1), false), "1024M");
+        assert_eq!(convert_size("ReqMem", "400M", Some(2), false), "0.39G");
+        assert_eq!(convert_size("ReqMem", "1G", None, true), "1024M");
+        assert_eq!(convert_size("MaxRSS", "", Some(2), false), "");
+        assert_eq!(convert_size("MaxRSS", "0", Some(2), false), "0");
+        assert_eq!(convert_size("JobName", "12K", Some(2), false), "12K");
+        assert_eq!(convert_size("MaxRSS", "3372K", None, false), "3372K");
+        let jobs = vec![done(125, "env.sh", JobState::Completed, ex(0, 0), 3372)];
+        assert_eq!(
+            out("-j 125 -n -P -o JobID,ReqMem,MaxRSS --units=M", &jobs),
+            "125|400M|\n125.batch||3.29M\n"
+        );
+        assert!(
+            p("--units=X")
+                .unwrap_err()
+                .contains("Invalid unit type 'X'")
+        );
     }
 
     #[test]

@@ -512,10 +512,11 @@ fn submit(
     }
     let cluster = match &p.clusters {
         Some(list) if !cluster_requested(list, &cfg.cluster_name) => {
-            return Err(Failure::error(format!(
-                "No cluster '{list}' known (this controller serves cluster '{}')",
-                cfg.cluster_name
-            )));
+            return Err(Failure::error(
+                super::client::check_clusters(list, false, &cfg.cluster_name)
+                    .err()
+                    .unwrap_or_default(),
+            ));
         }
         Some(_) => Some(cfg.cluster_name.clone()),
         None => None,

@@ -69,6 +69,8 @@ pub struct Opts {
     pub verbose: bool,
     /// `-Q`: no error messages.
     pub quiet: bool,
+    /// `-M/--clusters`: must name this cluster (or `all`).
+    pub clusters: Option<String>,
     /// `-V`, `-h`: print and exit.
     pub version: bool,
     pub help: bool,
@@ -184,7 +186,8 @@ pub fn parse_args(
                     "quiet" => o.quiet = true,
                     "version" => o.version = true,
                     "help" | "usage" => o.help = true,
-                    "hurry" | "clusters" | "cluster" => {}
+                    "clusters" | "cluster" => o.clusters = Some(v),
+                    "hurry" => {}
                     "me" => {
                         o.users.push(my_uid);
                         filtered = true;
@@ -361,6 +364,21 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
     if o.help {
         print!("{}", usage());
         return ExitCode::SUCCESS;
+    }
+    // Another cluster's jobs are not ours to cancel: refuse before any request.
+    let asked = o
+        .clusters
+        .clone()
+        .map(|l| (l, false))
+        .or_else(|| super::squeue::clusters_asked(None));
+    if let Some((list, from_env)) = asked {
+        let ours = crate::config::Config::load()
+            .map(|c| c.cluster_name)
+            .unwrap_or_default();
+        if let Err(m) = super::client::check_clusters(&list, from_env, &ours) {
+            eprintln!("scancel: error: {m}");
+            return ExitCode::from(1);
+        }
     }
     let mut step_results = Vec::new();
     if !o.steps.is_empty() {

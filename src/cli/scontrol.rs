@@ -11,6 +11,7 @@
 use super::client::{Client, ClientError};
 use super::jobfmt::{self, Stream};
 use super::jobid::parse_job_id;
+use super::slurmjson::{self, J};
 use super::timefmt::fmt_ts;
 use crate::jobspec::units::parse_time_limit;
 use crate::model::{Job, JobState, MemReq, Node, Partition, Reason, TimeLimit, hostlist};
@@ -48,6 +49,8 @@ pub enum Show {
     Step(Option<String>),
     /// `show reservation [NAME]`.
     Reservation(Option<String>),
+    /// `show licenses [NAME]`.
+    Licenses(Option<String>),
 }
 
 /// One scontrol command, parsed.
@@ -294,6 +297,8 @@ fn parse_show(rest: &[String]) -> Result<Command, String> {
         Show::Hostlist(arg.ok_or("invalid hostlist")?)
     } else if abbrev(e, "reservations", 3) {
         Show::Reservation(arg)
+    } else if abbrev(e, "licenses", 3) {
+        Show::Licenses(arg)
     } else {
         return Err(format!("invalid entity:{e} for keyword:show"));
     };
@@ -488,6 +493,7 @@ pub fn execute(
         Command::Show(Show::Step(id)) => show_step(id.as_deref(), opts, req),
         Command::Show(Show::Node(name)) => show_nodes(name.as_deref(), opts, req),
         Command::Show(Show::Partition(name)) => show_partitions(name.as_deref(), opts, req),
+        Command::Show(Show::Licenses(name)) => show_licenses(name.as_deref(), opts, req),
         Command::Show(Show::Config) => match req(&Request::Config) {
             Ok(Response::Config(pairs)) => {
                 Output::ok(render_config(&pairs, super::timefmt::now(), host))
@@ -680,6 +686,113 @@ fn with_ids(
     out
 }
 
+/// One cluster license: name, total, and the count held by jobs that run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LicenseUse {
+    pub name: String,
+    pub total: u32,
+    pub used: u32,
+}
+
+/// Totals from the controller's `Licenses` setting (`name:count,…` or `(null)`) and
+/// use from the jobs that hold resources (running, suspended or completing), sorted
+/// by name as scontrol sorts them.
+pub fn license_use(setting: &str, jobs: &[Job]) -> Vec<LicenseUse> {
+    let mut out: Vec<LicenseUse> = crate::model::gres::parse_licenses(setting)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|l| LicenseUse {
+            name: l.name,
+            total: l.count,
+            used: 0,
+        })
+        .collect();
+    for j in jobs
+        .iter()
+        .filter(|j| matches!(j.state, JobState::Running | JobState::Suspended) || j.completing)
+    {
+        for l in &j.spec.licenses {
+            if let Some(u) = out.iter_mut().find(|u| u.name == l.name) {
+                u.used += l.count;
+            }
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+/// `show licenses` as text (src/scontrol/info_lics.c layout) or, with `--json`, the
+/// openapi/v0.0.38 licenses document (diag.c `_op_handler_licenses` field order).
+pub fn render_licenses(
+    lics: &[LicenseUse],
+    name: Option<&str>,
+    oneliner: bool,
+    json: bool,
+    slurm_version: &str,
+) -> String {
+    let shown = lics.iter().filter(|l| name.is_none_or(|n| n == l.name));
+    if json {
+        let items = shown
+            .map(|l| {
+                J::obj()
+                    .with("LicenseName", l.name.as_str())
+                    .with("Total", l.total)
+                    .with("Used", l.used)
+                    .with("Free", l.total.saturating_sub(l.used))
+                    .with("Reserved", 0u32)
+                    .with("Remote", false)
+            })
+            .collect();
+        return slurmjson::to_text(&slurmjson::document(
+            slurmjson::meta_v38(slurm_version),
+            "licenses",
+            items,
+        ));
+    }
+    if lics.is_empty() {
+        return "No licenses configured in Slurm.\n".into();
+    }
+    let sep = if oneliner { " " } else { "\n    " };
+    shown
+        .map(|l| {
+            format!(
+                "LicenseName={}{sep}Total={} Used={} Free={} Reserved=0 Remote=no\n",
+                l.name,
+                l.total,
+                l.used,
+                l.total.saturating_sub(l.used)
+            )
+        })
+        .collect()
+}
+
+fn show_licenses(name: Option<&str>, opts: &Opts, req: &mut Requester<'_>) -> Output {
+    let setting = match req(&Request::Config) {
+        Ok(Response::Config(pairs)) => pairs
+            .into_iter()
+            .find(|(k, _)| k == "Licenses")
+            .map(|(_, v)| v)
+            .unwrap_or_default(),
+        Ok(Response::Error(e)) => return Output::err(format!("slurm_load_license error: {e}\n")),
+        Ok(_) => return Output::err("slurm_load_license error: unexpected answer\n".into()),
+        Err(e) => return client_failure("slurm_load_license error", &e),
+    };
+    let jobs = match req(&Request::Jobs(JobFilter::default())) {
+        Ok(Response::Jobs { jobs, .. }) => jobs,
+        Ok(Response::Error(e)) => return Output::err(format!("slurm_load_license error: {e}\n")),
+        Ok(_) => return Output::err("slurm_load_license error: unexpected answer\n".into()),
+        Err(e) => return client_failure("slurm_load_license error", &e),
+    };
+    let version = crate::config::advertised_slurm_version();
+    Output::ok(render_licenses(
+        &license_use(&setting, &jobs),
+        name,
+        opts.oneliner,
+        opts.json,
+        &version,
+    ))
+}
+
 fn show_job(id: Option<&str>, opts: &Opts, req: &mut Requester<'_>) -> Output {
     let mut filter = JobFilter::default();
     let mut het_offset = None;
@@ -706,13 +819,28 @@ fn show_job(id: Option<&str>, opts: &Opts, req: &mut Requester<'_>) -> Output {
                 jobs.retain(|j| j.het.is_some_and(|h| h.offset == k));
             }
             if opts.json && (!jobs.is_empty() || id.is_none()) {
-                let (cluster, version) = crate::config::Config::load()
-                    .map(|c| (c.cluster_name, c.slurm_version))
+                let (cluster, version, nodes) = crate::config::Config::load()
+                    .map(|c| (c.cluster_name, c.slurm_version, c.nodes))
                     .unwrap_or_else(|_| {
-                        ("sluice".into(), crate::config::DEFAULT_SLURM_VERSION.into())
+                        (
+                            "sluice".into(),
+                            crate::config::DEFAULT_SLURM_VERSION.into(),
+                            Vec::new(),
+                        )
                     });
                 let shown: Vec<&Job> = jobs.iter().collect();
-                return Output::ok(crate::cli::jobjson::render(&shown, &cluster, &version));
+                let per_socket = |n: &str| {
+                    nodes
+                        .iter()
+                        .find(|c| c.name == n)
+                        .and_then(|c| c.cores_per_socket)
+                };
+                return Output::ok(crate::cli::jobjson::render(
+                    &shown,
+                    &cluster,
+                    &version,
+                    &per_socket,
+                ));
             }
             if jobs.is_empty() {
                 if id.is_some() {
@@ -1403,6 +1531,21 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         .collect();
     let out = match parse_args(&args).and_then(|(o, w)| Ok((o, parse_command(&w)?))) {
         Err(msg) => Output::err(format!("{msg}\n")),
+        Ok((opts, _))
+            if opts.cluster.as_deref().is_some_and(|l| {
+                let ours = crate::config::Config::load()
+                    .map(|c| c.cluster_name)
+                    .unwrap_or_default();
+                super::client::check_clusters(l, false, &ours).is_err()
+            }) =>
+        {
+            // Another cluster's jobs and nodes are not this controller's to touch.
+            let list = opts.cluster.clone().unwrap_or_default();
+            let msg = super::client::check_clusters(&list, false, "")
+                .err()
+                .unwrap_or_default();
+            Output::err(format!("scontrol: error: {msg}\n"))
+        }
         Ok((opts, cmd)) => {
             let mut client: Option<Client> = None;
             let mut req = |r: &Request| -> Result<Response, ClientError> {
@@ -1755,6 +1898,46 @@ mod tests {
         assert_eq!(o.stdout, golden_168(true));
         let (o, _) = exec_with("show job 168 --details", jobs);
         assert!(o.stdout.contains("DerivedExitCode=0:0"));
+    }
+
+    #[test]
+    fn show_licenses_text_and_json() {
+        let mut j = crate::cli::jobfmt::testjobs::running(
+            crate::cli::jobfmt::testjobs::job(5, "m"),
+            1,
+            crate::cli::jobfmt::testjobs::T0,
+        );
+        j.spec.licenses = crate::model::gres::parse_licenses("matlab:2").unwrap();
+        let pending = crate::cli::jobfmt::testjobs::job(6, "p");
+        let mut p2 = pending.clone();
+        p2.spec.licenses = crate::model::gres::parse_licenses("matlab:1").unwrap();
+        let lics = license_use("matlab:5,ansys:1", &[j, p2]);
+        assert_eq!(lics[0].name, "ansys");
+        assert_eq!((lics[1].total, lics[1].used), (5, 2));
+        assert_eq!(
+            render_licenses(&lics, None, false, false, "22.05.8"),
+            "LicenseName=ansys\n    Total=1 Used=0 Free=1 Reserved=0 Remote=no\n\
+             LicenseName=matlab\n    Total=5 Used=2 Free=3 Reserved=0 Remote=no\n"
+        );
+        assert_eq!(
+            render_licenses(&lics, Some("matlab"), true, false, "22.05.8"),
+            "LicenseName=matlab Total=5 Used=2 Free=3 Reserved=0 Remote=no\n"
+        );
+        assert_eq!(
+            render_licenses(&license_use("(null)", &[]), None, false, false, "22.05.8"),
+            "No licenses configured in Slurm.\n"
+        );
+        let doc = render_licenses(&lics, None, false, true, "22.05.8");
+        let v: serde_json::Value = serde_json::from_str(&doc).unwrap();
+        assert_eq!(v["meta"]["plugin"]["type"], "openapi/v0.0.38");
+        assert_eq!(v["licenses"][1]["LicenseName"], "matlab");
+        assert_eq!(v["licenses"][1]["Used"], 2);
+        assert_eq!(v["licenses"][1]["Free"], 3);
+        assert!(doc.contains("\"LicenseName\": \"ansys\",\n      \"Total\": 1,"));
+        assert!(matches!(
+            parse_command(&["show".into(), "lic".into()]),
+            Ok(Command::Show(Show::Licenses(None)))
+        ));
     }
 
     #[test]

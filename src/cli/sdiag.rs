@@ -128,51 +128,71 @@ pub fn render(s: &SchedStats) -> String {
     o
 }
 
-/// The JSON report (`sdiag --json`): the counters under `statistics`.
+/// The JSON report (`sdiag --json`): the openapi/v0.0.38 diag document (src/plugins/
+/// openapi/v0.0.38/diag.c, whose field order it keeps; `sdiag --json` itself came with
+/// Slurm 23.02). Figures sluice does not keep (agent threads, RPC tables) are 0 or
+/// empty.
 pub fn render_json(s: &SchedStats) -> String {
-    let v = serde_json::json!({
-        "meta": {"plugin": {"type": "", "name": ""}, "Slurm": {"version": crate::config::DEFAULT_SLURM_VERSION}},
-        "errors": [],
-        "statistics": {
-            "parts_packed": 1,
-            "req_time": s.now,
-            "req_time_start": s.since,
-            "server_thread_count": 1,
-            "agent_queue_size": 0,
-            "agent_count": 0,
-            "dbd_agent_queue_size": 0,
-            "jobs_submitted": s.jobs_submitted,
-            "jobs_started": s.jobs_started,
-            "jobs_completed": s.jobs_completed,
-            "jobs_canceled": s.jobs_canceled,
-            "jobs_failed": s.jobs_failed,
-            "jobs_pending": s.jobs_pending,
-            "jobs_running": s.jobs_running,
-            "job_states_ts": s.now,
-            "schedule_cycle_last": s.main_last_us,
-            "schedule_cycle_max": s.main_max_us,
-            "schedule_cycle_total": s.main_cycles,
-            "schedule_cycle_mean": mean(s.main_sum_us, s.main_cycles),
-            "schedule_cycle_mean_depth": mean(s.main_depth_sum, s.main_cycles),
-            "schedule_queue_length": s.main_last_queue,
-            "bf_backfilled_jobs": s.bf_jobs,
-            "bf_cycle_counter": s.bf_cycles,
-            "bf_cycle_last": s.bf_last_us,
-            "bf_cycle_max": s.bf_max_us,
-            "bf_cycle_mean": mean(s.bf_sum_us, s.bf_cycles),
-            "bf_last_depth": s.bf_last_depth,
-            "bf_last_depth_try": s.bf_last_depth_try,
-            "bf_depth_mean": mean(s.bf_depth_sum, s.bf_cycles),
-            "bf_depth_mean_try": mean(s.bf_depth_try_sum, s.bf_cycles),
-            "bf_queue_len": s.bf_last_queue,
-            "bf_queue_len_mean": mean(s.bf_queue_sum, s.bf_cycles),
-            "bf_table_size": s.bf_last_table,
-            "bf_table_size_mean": mean(s.bf_table_sum, s.bf_cycles),
-            "bf_when_last_cycle": s.bf_last_when.unwrap_or(0),
-            "bf_active": false,
-        }
-    });
-    format!("{v:#}\n")
+    use crate::cli::slurmjson::{self, J};
+    let per_minute = if s.now - s.since > 60 {
+        s.main_cycles / ((s.now - s.since) as u64 / 60).max(1)
+    } else {
+        0
+    };
+    let st = J::obj()
+        .with("rpcs_by_message_type", J::Arr(Vec::new()))
+        .with("rpcs_by_user", J::Arr(Vec::new()))
+        .with("parts_packed", 1u32)
+        .with("req_time", s.now)
+        .with("req_time_start", s.since)
+        .with("server_thread_count", 1u32)
+        .with("agent_queue_size", 0u32)
+        .with("agent_count", 0u32)
+        .with("agent_thread_count", 0u32)
+        .with("dbd_agent_queue_size", 0u32)
+        .with("gettimeofday_latency", 0u32)
+        .with("schedule_cycle_max", s.main_max_us)
+        .with("schedule_cycle_last", s.main_last_us)
+        .with("schedule_cycle_total", s.main_cycles)
+        .with("schedule_cycle_mean", mean(s.main_sum_us, s.main_cycles))
+        .with(
+            "schedule_cycle_mean_depth",
+            mean(s.main_depth_sum, s.main_cycles),
+        )
+        .with("schedule_cycle_per_minute", per_minute)
+        .with("schedule_queue_length", s.main_last_queue)
+        .with("jobs_submitted", s.jobs_submitted)
+        .with("jobs_started", s.jobs_started)
+        .with("jobs_completed", s.jobs_completed)
+        .with("jobs_canceled", s.jobs_canceled)
+        .with("jobs_failed", s.jobs_failed)
+        .with("jobs_pending", s.jobs_pending)
+        .with("jobs_running", s.jobs_running)
+        .with("job_states_ts", s.now)
+        .with("bf_backfilled_jobs", s.bf_jobs)
+        .with("bf_last_backfilled_jobs", 0u32)
+        .with("bf_backfilled_het_jobs", 0u32)
+        .with("bf_cycle_counter", s.bf_cycles)
+        .with("bf_cycle_mean", mean(s.bf_sum_us, s.bf_cycles))
+        .with("bf_depth_mean", mean(s.bf_depth_sum, s.bf_cycles))
+        .with("bf_depth_mean_try", mean(s.bf_depth_try_sum, s.bf_cycles))
+        .with("bf_cycle_last", s.bf_last_us)
+        .with("bf_cycle_max", s.bf_max_us)
+        .with("bf_queue_len", s.bf_last_queue)
+        .with("bf_queue_len_mean", mean(s.bf_queue_sum, s.bf_cycles))
+        .with("bf_table_size", s.bf_last_table)
+        .with("bf_table_size_mean", mean(s.bf_table_sum, s.bf_cycles))
+        .with("bf_when_last_cycle", s.bf_last_when.unwrap_or(0))
+        .with("bf_active", false);
+    let doc = J::Obj(vec![
+        (
+            "meta".into(),
+            slurmjson::meta_v38(&crate::config::advertised_slurm_version()),
+        ),
+        ("errors".into(), J::Arr(Vec::new())),
+        ("statistics".into(), st),
+    ]);
+    slurmjson::to_text(&doc)
 }
 
 /// `sdiag [--json] [-a|--all] [-r|--reset]`.
@@ -277,5 +297,12 @@ mod tests {
         let j: serde_json::Value = serde_json::from_str(&render_json(&s)).unwrap();
         assert_eq!(j["statistics"]["bf_backfilled_jobs"], 10);
         assert_eq!(j["statistics"]["schedule_cycle_mean"], 547);
+        assert_eq!(j["meta"]["plugin"]["type"], "openapi/v0.0.38");
+        let text = render_json(&s);
+        let at = |k: &str| text.find(&format!("\"{k}\"")).unwrap();
+        assert!(at("rpcs_by_user") < at("parts_packed"));
+        assert!(at("schedule_cycle_max") < at("schedule_cycle_last"));
+        assert!(at("job_states_ts") < at("bf_backfilled_jobs"));
+        assert!(at("bf_when_last_cycle") < at("bf_active"));
     }
 }

@@ -14,12 +14,14 @@
 //!
 //! `-T` lists reservations instead ([`render_reservations`]).
 //!
+//! `--json` prints the openapi/v0.0.38 node objects ([`render_json`]).
+//!
 //! Not yet: ranges for differing
-//! numeric values (nodes that differ land on separate lines instead), `--json`,
-//! `-i` iteration.
+//! numeric values (nodes that differ land on separate lines instead), `-i` iteration.
 
 use crate::cli::client::Client;
 use crate::cli::format::{self, Field, Format};
+use crate::cli::slurmjson::{self, J};
 use crate::cli::squeue::getopt_error;
 use crate::cli::timefmt::{fmt_banner, fmt_ts};
 use crate::model::time::fmt_squeue_duration;
@@ -113,7 +115,7 @@ pub struct Args {
     /// Verbose output (accepted, no effect).
     #[arg(short = 'v', long = "verbose", action = ArgAction::Count)]
     pub verbose: u8,
-    /// JSON output (not supported yet).
+    /// JSON output: Slurm's openapi/v0.0.38 node objects.
     #[arg(long = "json")]
     pub json: bool,
     /// Print `slurm <version>`.
@@ -962,6 +964,181 @@ pub fn render(q: &Query, nodes: &[Node], partitions: &[Partition], ctx: &Ctx) ->
     out
 }
 
+/// Slurm's base node state, lowercase (`idle`, `mixed`, `allocated`, `down`,
+/// `unknown`); flags such as DRAIN go to `state_flags`.
+fn base_state(n: &Node) -> &'static str {
+    match n.state {
+        NodeState::Down => "down",
+        NodeState::Unknown => "unknown",
+        NodeState::Up if n.alloc_cpus == 0 => "idle",
+        NodeState::Up if n.alloc_cpus >= n.cpus => "allocated",
+        NodeState::Up => "mixed",
+    }
+}
+
+/// A node's flags in Slurm's order (`node_state_flags[]`).
+fn state_flags(n: &Node) -> Vec<J> {
+    let mut v = Vec::new();
+    let mut push = |on: bool, s: &str| {
+        if on {
+            v.push(J::from(s));
+        }
+    };
+    push(n.completing_jobs > 0, "COMPLETING");
+    push(n.drain, "DRAIN");
+    push(n.fail, "FAIL");
+    push(n.maint, "MAINTENANCE");
+    push(n.reserved, "RESERVED");
+    push(n.not_responding, "NOT_RESPONDING");
+    v
+}
+
+/// GRES totals (or, with `used`, units in use) per `name[:type]`, in node order.
+fn gres_counts(n: &Node, used: bool) -> Vec<(String, Option<String>, u64)> {
+    let mut groups: Vec<(String, Option<String>, u64)> = Vec::new();
+    for (i, d) in n.gres.iter().enumerate() {
+        let c = if used {
+            u64::from(n.gres_used(i))
+        } else {
+            u64::from(d.count)
+        };
+        match groups
+            .iter_mut()
+            .find(|(name, kind, _)| *name == d.name && *kind == d.kind)
+        {
+            Some(g) => g.2 += c,
+            None => groups.push((d.name.clone(), d.kind.clone(), c)),
+        }
+    }
+    groups
+}
+
+fn gres_text(n: &Node, used: bool) -> String {
+    gres_counts(n, used)
+        .iter()
+        .map(|(name, kind, c)| match kind {
+            Some(k) => format!("{name}:{k}:{c}"),
+            None => format!("{name}:{c}"),
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// `cpu=N,mem=M,billing=N[,gres/NAME=G…]` for `cpus` CPUs and `mem` MiB.
+fn node_tres(n: &Node, cpus: u32, mem: u64, used: bool) -> String {
+    let mut t = format!(
+        "cpu={cpus},mem={},billing={cpus}",
+        crate::cli::jobfmt::fmt_mem_exact(mem)
+    );
+    if used {
+        // slurmctld's allocated-TRES string has no billing.
+        t = format!("cpu={cpus},mem={}", crate::cli::jobfmt::fmt_mem_exact(mem));
+    }
+    let mut names: Vec<(String, u64)> = Vec::new();
+    for (name, _, c) in gres_counts(n, used) {
+        match names.iter_mut().find(|(x, _)| *x == name) {
+            Some(e) => e.1 += c,
+            None => names.push((name, c)),
+        }
+    }
+    for (name, c) in names {
+        if c > 0 {
+            t.push_str(&format!(",gres/{name}={c}"));
+        }
+    }
+    t
+}
+
+/// One node object as the openapi/v0.0.38 nodes dumper writes it (src/plugins/openapi/
+/// v0.0.38/nodes.c `_dump_node`; field order as in `../shared/golden/sinfo.txt`).
+/// Fields sluice has no notion of (boards, burst buffer address, MCS label, owner,
+/// next state after reboot) carry the values Slurm prints for an ordinary node.
+pub fn node_json(n: &Node, partitions: &[Partition], user_name: &dyn Fn(u32) -> String) -> J {
+    let features = n.features.join(",");
+    let parts: Vec<J> = partitions
+        .iter()
+        .filter(|p| p.nodes.contains(&n.name))
+        .map(|p| J::from(p.name.as_str()))
+        .collect();
+    let alloc = n.alloc_cpus.min(n.cpus);
+    J::obj()
+        .with("architecture", n.arch.as_str())
+        .with("burstbuffer_network_address", "")
+        .with("boards", 1u32)
+        .with("boot_time", n.boot_time.unwrap_or(0))
+        .with("comment", "")
+        .with("cores", n.cores_per_socket)
+        .with("cpu_binding", 0u32)
+        .with(
+            "cpu_load",
+            n.cpu_load
+                .map_or(0, |l| (l * 100.0).round().max(0.0) as u64),
+        )
+        .with("extra", "")
+        .with("free_memory", n.free_mem.unwrap_or(0))
+        .with("cpus", n.cpus)
+        .with("last_busy", n.last_busy_time.unwrap_or(0))
+        .with("features", features.as_str())
+        .with("active_features", features.as_str())
+        .with("gres", gres_text(n, false))
+        .with("gres_drained", "N/A")
+        .with("gres_used", gres_text(n, true))
+        .with("mcs_label", "")
+        .with("name", n.name.as_str())
+        .with("next_state_after_reboot", "invalid")
+        .with("address", n.addr.as_str())
+        .with("hostname", n.hostname.as_str())
+        .with("state", base_state(n))
+        .with("state_flags", state_flags(n))
+        .with("next_state_after_reboot_flags", J::Arr(Vec::new()))
+        .with("operating_system", n.os.as_str())
+        .with("owner", J::Null)
+        .with("partitions", parts)
+        .with("port", 0u32)
+        .with("real_memory", n.real_memory)
+        .with("reason", n.reason.clone().unwrap_or_default())
+        .with("reason_changed_at", n.reason_time.unwrap_or(0))
+        .with("reason_set_by_user", n.reason_uid.map(user_name))
+        .with("slurmd_start_time", n.agent_start_time.unwrap_or(0))
+        .with("sockets", n.sockets)
+        .with("threads", n.threads_per_core)
+        .with("temporary_disk", 0u32)
+        .with("weight", n.weight)
+        .with("tres", node_tres(n, n.cpus, n.real_memory, false))
+        .with("slurmd_version", n.version.as_str())
+        .with("alloc_memory", n.alloc_mem)
+        .with("alloc_cpus", alloc)
+        .with("idle_cpus", n.cpus - alloc)
+        .with(
+            "tres_used",
+            if alloc > 0 {
+                J::from(node_tres(n, alloc, n.alloc_mem, true))
+            } else {
+                J::Null
+            },
+        )
+        .with("tres_weighted", f64::from(alloc))
+}
+
+/// `sinfo --json`: every node (Slurm 22.05 ignores sinfo's format and filter options
+/// in this mode, cf. its man page), as `meta`, `errors`, `nodes`.
+pub fn render_json(
+    nodes: &[Node],
+    partitions: &[Partition],
+    slurm_version: &str,
+    user_name: &dyn Fn(u32) -> String,
+) -> String {
+    let doc = slurmjson::document(
+        slurmjson::meta_v38(slurm_version),
+        "nodes",
+        nodes
+            .iter()
+            .map(|n| node_json(n, partitions, user_name))
+            .collect(),
+    );
+    slurmjson::to_text(&doc)
+}
+
 fn user_name(uid: u32) -> String {
     nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
         .ok()
@@ -1003,10 +1180,6 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         println!("slurm {}", crate::config::advertised_slurm_version());
         return ExitCode::SUCCESS;
     }
-    if opts.json {
-        eprintln!("sinfo: error: --json is not supported by sluice yet");
-        return ExitCode::from(1);
-    }
     let env = |k: &str| std::env::var(k).ok();
     let q = match build_query(&opts, &env) {
         Ok(q) => q,
@@ -1022,6 +1195,12 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    if let Some((list, from_env)) = crate::cli::squeue::clusters_asked(opts.clusters.as_deref())
+        && let Err(m) = crate::cli::client::check_clusters(&list, from_env, &cfg.cluster_name)
+    {
+        eprintln!("sinfo: error: {m}");
+        return ExitCode::from(1);
+    }
     if opts.reservation {
         return match client.request(&Request::Reservations) {
             Ok(Response::Reservations { resvs, now }) => {
@@ -1043,6 +1222,15 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         };
     }
     match client.request(&Request::Nodes) {
+        Ok(Response::Nodes {
+            nodes, partitions, ..
+        }) if opts.json => {
+            print!(
+                "{}",
+                render_json(&nodes, &partitions, &cfg.slurm_version, &user_name)
+            );
+            ExitCode::SUCCESS
+        }
         Ok(Response::Nodes {
             nodes,
             partitions,
@@ -1088,6 +1276,152 @@ mod tests {
         n.gres = crate::model::gres::parse_node_gres("gpu:4").unwrap();
         n.alloc_gres = vec![1, 1, 1, 1];
         n
+    }
+
+    const GOLDEN_SINFO_JSON: &str = r#"{
+  "meta": {
+    "plugin": {
+      "type": "openapi\/v0.0.38",
+      "name": "Slurm OpenAPI v0.0.38"
+    },
+    "Slurm": {
+      "version": {
+        "major": 22,
+        "micro": 8,
+        "minor": 5
+      },
+      "release": "22.05.8"
+    }
+  },
+  "errors": [
+  ],
+  "nodes": [
+    {
+      "architecture": "x86_64",
+      "burstbuffer_network_address": "",
+      "boards": 1,
+      "boot_time": 1795963008,
+      "comment": "",
+      "cores": 16,
+      "cpu_binding": 0,
+      "cpu_load": 64,
+      "extra": "",
+      "free_memory": 23660,
+      "cpus": 32,
+      "last_busy": 1795964134,
+      "features": "",
+      "active_features": "",
+      "gres": "gpu:4",
+      "gres_drained": "N\/A",
+      "gres_used": "gpu:4",
+      "mcs_label": "",
+      "name": "node01",
+      "next_state_after_reboot": "invalid",
+      "address": "127.0.0.1",
+      "hostname": "node01",
+      "state": "mixed",
+      "state_flags": [
+      ],
+      "next_state_after_reboot_flags": [
+      ],
+      "operating_system": "Linux 6.18.44-fc-v595 #1 SMP PREEMPT_DYNAMIC @0",
+      "owner": null,
+      "partitions": [
+        "debug",
+        "batch"
+      ],
+      "port": 6818,
+      "real_memory": 16000,
+      "reason": "",
+      "reason_changed_at": 0,
+      "reason_set_by_user": null,
+      "slurmd_start_time": 1795963834,
+      "sockets": 2,
+      "threads": 1,
+      "temporary_disk": 0,
+      "weight": 1,
+      "tres": "cpu=32,mem=16000M,billing=32,gres\/gpu=4",
+      "slurmd_version": "22.05.8",
+      "alloc_memory": 10800,
+      "alloc_cpus": 27,
+      "idle_cpus": 5,
+      "tres_used": "cpu=27,mem=10800M,gres\/gpu=4",
+      "tres_weighted": 27.0
+    }
+  ]
+}"#;
+
+    /// The keys of the objects at `indent` spaces, in text order.
+    fn keys_at(text: &str, indent: usize) -> Vec<String> {
+        let pre = " ".repeat(indent);
+        text.lines()
+            .filter(|l| l.starts_with(&format!("{pre}\"")))
+            .filter_map(|l| l.trim().split('"').nth(1).map(String::from))
+            .collect()
+    }
+
+    #[test]
+    fn json_nodes_match_golden_order_and_values() {
+        // `sinfo --json` of ../shared/golden/sinfo.txt (real Slurm 22.05.8).
+        let doc = GOLDEN_SINFO_JSON;
+        let mut n = node("node01", 27);
+        n.alloc_mem = 10800;
+        n.arch = "x86_64".into();
+        n.addr = "127.0.0.1".into();
+        n.version = "22.05.8".into();
+        n.alloc_gres = vec![1, 1, 1, 1];
+        let ours = render_json(&[n.clone()], &parts(&["node01"]), "22.05.8", &name_of);
+        assert_eq!(keys_at(&ours, 6), keys_at(doc, 6));
+        assert_eq!(keys_at(&ours, 2), vec!["meta", "errors", "nodes"]);
+        let g: serde_json::Value = serde_json::from_str(doc).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&ours).unwrap();
+        for k in [
+            "cores",
+            "cpus",
+            "cpu_load",
+            "free_memory",
+            "gres",
+            "gres_drained",
+            "gres_used",
+            "name",
+            "state",
+            "state_flags",
+            "partitions",
+            "real_memory",
+            "reason",
+            "sockets",
+            "threads",
+            "weight",
+            "tres",
+            "alloc_memory",
+            "alloc_cpus",
+            "idle_cpus",
+            "tres_used",
+            "tres_weighted",
+            "architecture",
+            "address",
+            "next_state_after_reboot",
+            "owner",
+        ] {
+            assert_eq!(v["nodes"][0][k], g["nodes"][0][k], "{k}");
+        }
+        assert!(ours.contains("\"gres_drained\": \"N\\/A\","));
+        assert!(ours.contains("\"state_flags\": [\n      ],"));
+        assert!(ours.ends_with("\n  ]\n}"));
+        // A drained idle node: base state idle, DRAIN flag, reason and who set it.
+        let mut d = node("node02", 0);
+        d.drain = true;
+        d.reason = Some("disk".into());
+        d.reason_uid = Some(0);
+        d.reason_time = Some(1_795_963_000);
+        let v = serde_json::to_value(node_json(&d, &parts(&["node01"]), &name_of)).unwrap();
+        assert_eq!(v["state"], "idle");
+        assert_eq!(v["state_flags"], serde_json::json!(["DRAIN"]));
+        assert_eq!(v["reason"], "disk");
+        assert_eq!(v["reason_set_by_user"], "root");
+        assert_eq!(v["partitions"], serde_json::json!([]));
+        assert_eq!(v["tres_used"], serde_json::Value::Null);
+        assert_eq!(v["idle_cpus"], 32);
     }
 
     fn parts(nodes: &[&str]) -> Vec<Partition> {

@@ -1009,6 +1009,18 @@ pub(crate) fn getopt_error(cmd: &str, err: &clap::Error, argv: &[OsString]) -> S
     format!("{line}\nTry \"{cmd} --help\" for more information\n")
 }
 
+/// The `-M` list, else a non-empty `SLURM_CLUSTERS` (with `true`: it came from the
+/// environment).
+pub fn clusters_asked(opt: Option<&str>) -> Option<(String, bool)> {
+    match opt {
+        Some(l) => Some((l.to_string(), false)),
+        None => std::env::var("SLURM_CLUSTERS")
+            .ok()
+            .filter(|v| !v.is_empty())
+            .map(|v| (v, true)),
+    }
+}
+
 fn resolve_user(name: &str) -> Option<u32> {
     if let Ok(uid) = name.parse::<u32>() {
         return Some(uid);
@@ -1117,6 +1129,12 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    if let Some((list, from_env)) = clusters_asked(opts.clusters.as_deref())
+        && let Err(m) = super::client::check_clusters(&list, from_env, &cfg.cluster_name)
+    {
+        eprintln!("squeue: error: {m}");
+        return ExitCode::from(1);
+    }
     // Ids (or, without ids, users) narrow the reply; everything else is filtered here,
     // in `render`. Users are not sent with ids: a known job of another user must come
     // back so that `-j` does not call it invalid.
@@ -1145,7 +1163,17 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
             shown.sort_by_key(|j| j.id);
             print!(
                 "{}",
-                crate::cli::jobjson::render(&shown, &cfg.cluster_name, &cfg.slurm_version)
+                crate::cli::jobjson::render(
+                    &shown,
+                    &cfg.cluster_name,
+                    &cfg.slurm_version,
+                    &|n: &str| {
+                        cfg.nodes
+                            .iter()
+                            .find(|c| c.name == n)
+                            .and_then(|c| c.cores_per_socket)
+                    }
+                )
             );
             ExitCode::SUCCESS
         }

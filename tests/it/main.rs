@@ -2,6 +2,7 @@
 //! front-ends (see `harness`).
 
 mod arrays;
+mod clusters;
 mod depend;
 mod env;
 mod errors;
@@ -11,6 +12,7 @@ mod harness;
 mod hetjob;
 mod holds;
 mod isolation;
+mod json;
 mod limits;
 mod limits_policy;
 mod outputs;
