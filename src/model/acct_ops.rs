@@ -1088,13 +1088,23 @@ fn delete(
                     ));
                 }
             }
+            let hit = |a: &UserAssoc| gone.contains(&a.account);
+            let conflicts = default_conflicts(t, &hit, cluster);
+            if !conflicts.is_empty() {
+                return Err(format!(
+                    " Error with request: {NO_REMOVE_DEFAULT}\n{}\n Please either remove the accounts listed above from list and resubmit,\n or change these users' default accounts to remove the account(s).\n Changes Discarded",
+                    conflicts.join("\n")
+                ));
+            }
+            let orphans = orphaned_users(t, &hit);
             for g in &gone {
                 t.accounts.remove(g);
             }
-            t.user_assocs.retain(|a| !gone.contains(&a.account));
+            t.user_assocs.retain(|a| !hit(a));
             fix_users(t);
             out.lines.push(" Deleting accounts...".into());
             out.lines.extend(gone.iter().map(|n| format!("  {n}")));
+            push_orphans(&mut out, &orphans);
         }
         Entity::User => {
             check_cluster(&cond.clusters, cluster)?;
@@ -1144,10 +1154,19 @@ fn delete(
                 if lines.is_empty() {
                     return Ok(nothing("deleted"));
                 }
+                let conflicts = default_conflicts(t, &hit, cluster);
+                if !conflicts.is_empty() {
+                    return Err(format!(
+                        " Error with request: {NO_REMOVE_DEFAULT}\n{}\n You must change the default account of these users or remove the users completely from the affected accounts",
+                        conflicts.join("\n")
+                    ));
+                }
+                let orphans = orphaned_users(t, &hit);
                 t.user_assocs.retain(|a| !hit(a));
                 fix_users(t);
                 out.lines.push(" Deleting user associations...".into());
                 out.lines.extend(lines);
+                push_orphans(&mut out, &orphans);
             }
         }
         Entity::Qos => {
@@ -1195,6 +1214,57 @@ fn delete(
     }
     out.changed = true;
     Ok(out)
+}
+
+/// Slurm's text for ESLURM_NO_REMOVE_DEFAULT_ACCOUNT (src/common/slurm_errno.c).
+const NO_REMOVE_DEFAULT: &str = "You can not remove the default account of a user";
+
+/// The users whose default-account association `hit` would remove while they keep
+/// another association (Slurm refuses that: as_mysql_remove_assocs returns
+/// ESLURM_NO_REMOVE_DEFAULT_ACCOUNT), one sacctmgr line each.
+fn default_conflicts(
+    t: &AssocTree,
+    hit: &dyn Fn(&UserAssoc) -> bool,
+    cluster: &str,
+) -> Vec<String> {
+    t.users
+        .values()
+        .filter(|u| {
+            let mine = || t.assocs_of_user(&u.name);
+            mine().any(|a| a.account == u.default_account && a.partition.is_none() && hit(a))
+                && mine().any(|a| !hit(a))
+        })
+        .map(|u| {
+            format!(
+                "  C = {cluster:<10.10} A = {:<10.10} U = {:<9.9}",
+                u.default_account, u.name
+            )
+        })
+        .collect()
+}
+
+/// The users (other than root) every association of whom `hit` removes: they are
+/// removed with their last association, and the summary says so.
+fn orphaned_users(t: &AssocTree, hit: &dyn Fn(&UserAssoc) -> bool) -> Vec<String> {
+    t.users
+        .keys()
+        .filter(|u| *u != ROOT)
+        .filter(|u| {
+            let mut mine = t.assocs_of_user(u).peekable();
+            mine.peek().is_some() && mine.all(hit)
+        })
+        .cloned()
+        .collect()
+}
+
+/// Adds the users removed with their last association to the summary, so that a
+/// delete never drops a user record without saying so.
+fn push_orphans(out: &mut Outcome, orphans: &[String]) {
+    if !orphans.is_empty() {
+        out.lines
+            .push(" Deleting users left without an association...".into());
+        out.lines.extend(orphans.iter().map(|n| format!("  {n}")));
+    }
 }
 
 /// After associations were removed: users left without any are removed, and a user
