@@ -605,7 +605,9 @@ fn fields() -> Vec<FieldDef> {
         f!("MaxWallDurationPerJob", 4, "MaxWall", 11, |r| mins(
             r.limits().and_then(|l| l.max_wall_mins)
         )),
-        f!("MinTRESPerJob", 7, "MinTRES", 13, |_| String::new()),
+        f!("MinTRESPerJob", 7, "MinTRES", 13, |r| tres(
+            |l| &l.min_tres_per_job
+        )(r)),
         f!("Name", 2, "Name", 10, |r| {
             if let Some(q) = r.qos {
                 q.name.clone()
@@ -670,7 +672,11 @@ fn fields() -> Vec<FieldDef> {
             .qos
             .map(|q| format!("{:.6}", q.usage_factor))
             .unwrap_or_default()),
-        f!("UsageThreshold", 6, "UsageThres", 10, |_| String::new()),
+        f!("UsageThreshold", 6, "UsageThres", 10, |r| r
+            .qos
+            .and_then(|q| q.usage_threshold)
+            .map(|t| format!("{t:.6}"))
+            .unwrap_or_default()),
         f!("User", 1, "User", 10, |r| {
             r.assoc
                 .map(|a| a.user.clone())

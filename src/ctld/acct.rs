@@ -46,7 +46,39 @@ impl Cluster {
             tree: &self.assoc,
             enforce,
             used: &self.used_mins,
+            fairshare: self.usage_threshold_factors.as_ref(),
         })
+    }
+
+    /// The fair-share factor of each pending job's `(account, user)` at `now`, for
+    /// QOS `UsageThreshold`; `None` (and no fair-share work) unless some QOS has the
+    /// flag EnforceUsageThreshold and a threshold.
+    pub(super) fn threshold_factors(
+        &self,
+        now: i64,
+    ) -> Option<std::collections::HashMap<(String, String), f64>> {
+        use crate::model::assoc::QosFlag;
+        let any = self
+            .assoc
+            .qos
+            .values()
+            .any(|q| q.has_flag(QosFlag::EnforceUsageThreshold) && q.usage_threshold.is_some());
+        if !any {
+            return None;
+        }
+        let tree = self.fairshare_tree(now, false);
+        Some(
+            self.jobs
+                .values()
+                .filter(|j| j.state == crate::model::JobState::Pending)
+                .map(|j| {
+                    (
+                        (j.account.clone(), j.user.clone()),
+                        tree.factor(&j.account, &j.user),
+                    )
+                })
+                .collect(),
+        )
     }
 
     /// Once accounting is set up (a defined tree or a configured enforcement), fills a
@@ -316,6 +348,8 @@ impl Cluster {
             &tres,
             ran_secs as f64 / 60.0 * factor,
         );
+        self.used_mins
+            .record_wall(&self.assoc, (&user, &account, &qos), ran_secs as f64 / 60.0);
         self.used_dirty = true;
     }
 

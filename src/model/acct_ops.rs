@@ -303,6 +303,7 @@ fn set_limit(l: &mut Limits, s: &Setting, qos: bool) -> Result<bool, String> {
         "maxtresmins" | "maxtresminsperjob" | "maxtresminspj" => {
             tres(&mut l.max_tres_mins_per_job)?
         }
+        "mintres" | "mintresperjob" | "mintrespj" if qos => tres(&mut l.min_tres_per_job)?,
         "maxtresperuser" | "maxtrespu" => tres(&mut l.max_tres_per_user)?,
         "maxtresperaccount" | "maxtresperacct" | "maxtrespa" => tres(&mut l.max_tres_per_account)?,
         "grpcpus" | "grpcpu" => set_one_tres(&mut l.grp_tres, "cpu", &s.key, v)?,
@@ -445,6 +446,18 @@ fn set_qos(known: &dyn Fn(&str) -> bool, q: &mut Qos, s: &Setting) -> Result<(),
                 .filter(|f: &f64| f.is_finite() && *f >= 0.0)
                 .ok_or_else(|| format!(" Bad UsageFactor value '{v}'"))?;
             q.usage_factor = f;
+        }
+        "usagethreshold" | "usagethres" => {
+            q.usage_threshold = if v == "-1" {
+                None
+            } else {
+                Some(
+                    v.parse()
+                        .ok()
+                        .filter(|f: &f64| (0.0..=1.0).contains(f))
+                        .ok_or_else(|| format!(" Bad UsageThreshold value '{v}'"))?,
+                )
+            };
         }
         "name" | "names" => {}
         _ => {

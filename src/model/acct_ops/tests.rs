@@ -326,3 +326,40 @@ fn qos_plus_on_a_user_adds_to_the_inherited_list() {
     let a = t.find_assoc("alice", "phys", "any").unwrap();
     assert_eq!(a.qos, ["gpu-high"]);
 }
+
+#[test]
+fn qos_min_tres_and_usage_threshold_are_settable() {
+    let mut t = AssocTree::default();
+    add(
+        &mut t,
+        Entity::Qos,
+        &["big"],
+        &["MinTRES=cpu=4,gres/gpu=1", "UsageThreshold=0.25"],
+    )
+    .unwrap();
+    let q = t.qos("big").unwrap();
+    assert_eq!(q.limits.min_tres_per_job.to_string(), "cpu=4,gres/gpu=1");
+    assert_eq!(q.usage_threshold, Some(0.25));
+    modify(
+        &mut t,
+        Entity::Qos,
+        by_name(&["big"]),
+        &["MinTRES=gres/gpu=-1", "UsageThreshold=-1"],
+    )
+    .unwrap();
+    let q = t.qos("big").unwrap();
+    assert_eq!(q.limits.min_tres_per_job.to_string(), "cpu=4");
+    assert_eq!(q.usage_threshold, None);
+    assert!(
+        modify(
+            &mut t,
+            Entity::Qos,
+            by_name(&["big"]),
+            &["UsageThreshold=2"]
+        )
+        .is_err()
+    );
+    // MinTRES is a QOS limit only, as in Slurm.
+    add(&mut t, Entity::Account, &["a"], &[]).unwrap();
+    assert!(modify(&mut t, Entity::Account, by_name(&["a"]), &["MinTRES=cpu=1"]).is_err());
+}
