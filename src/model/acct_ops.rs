@@ -160,6 +160,9 @@ pub enum AcctOp {
     },
     /// `delete ENTITY [where] COND`.
     Delete { entity: Entity, cond: Cond },
+    /// `sacctmgr load FILE`: the file's adds, applied in order, all or nothing
+    /// (see [`flat`]).
+    Load { ops: Vec<AcctOp> },
 }
 
 impl AcctOp {
@@ -169,6 +172,7 @@ impl AcctOp {
             AcctOp::Add { entity, .. }
             | AcctOp::Modify { entity, .. }
             | AcctOp::Delete { entity, .. } => *entity,
+            AcctOp::Load { .. } => Entity::Cluster,
         }
     }
 }
@@ -196,6 +200,7 @@ pub fn apply(tree: &mut AssocTree, op: &AcctOp, cluster: &str) -> Result<Outcome
             settings,
         } => modify(&mut t, *entity, cond, settings, cluster)?,
         AcctOp::Delete { entity, cond } => delete(&mut t, *entity, cond, cluster)?,
+        AcctOp::Load { ops } => load(&mut t, ops, cluster)?,
     };
     t.check()?;
     *tree = t;
@@ -1229,6 +1234,84 @@ fn delete(
     Ok(out)
 }
 
+/// Applies a flat file's adds in order: what the tree lacks is added; records it
+/// already has are kept as they are and listed, so nothing is overwritten silently.
+fn load(t: &mut AssocTree, ops: &[AcctOp], cluster: &str) -> Result<Outcome, String> {
+    let mut out = Outcome::default();
+    let mut kept = Vec::new();
+    // A user's DefaultAccount may be an account a later line creates: users new to the
+    // tree get it once every line is in.
+    let before: Vec<String> = t.users.keys().cloned().collect();
+    let mut defaults: Vec<(String, String)> = Vec::new();
+    for op in ops {
+        let AcctOp::Add {
+            entity,
+            names,
+            settings,
+        } = op
+        else {
+            return Err(" A load holds only additions".into());
+        };
+        let exists = match entity {
+            Entity::Account => names.iter().all(|n| t.accounts.contains_key(n)),
+            Entity::User => {
+                let acct = get_raw(settings, &["account"]).unwrap_or_default();
+                let part = get_raw(settings, &["partition"]);
+                names.iter().all(|n| {
+                    t.user_assocs
+                        .iter()
+                        .any(|a| &a.user == n && a.account == acct && a.partition == part)
+                })
+            }
+            _ => false,
+        };
+        if exists {
+            kept.extend(names.iter().cloned());
+            continue;
+        }
+        let mut settings = settings.clone();
+        if *entity == Entity::User
+            && let Some(d) = get_raw(&settings, &["defaultaccount", "defaultacct"])
+        {
+            settings.retain(|s| {
+                !matches!(
+                    s.key.to_ascii_lowercase().as_str(),
+                    "defaultaccount" | "defaultacct"
+                )
+            });
+            for n in names {
+                defaults.push((n.clone(), d.clone()));
+            }
+        }
+        let o = add(t, *entity, names, &settings, cluster)?;
+        out.changed |= o.changed;
+        out.lines.extend(o.lines);
+    }
+    for (u, d) in defaults {
+        if before.contains(&u) {
+            continue;
+        }
+        if !t.user_assocs.iter().any(|a| a.user == u && a.account == d) {
+            return Err(format!(
+                " User {u}: DefaultAccount '{d}' is not one of their accounts in the file"
+            ));
+        }
+        if let Some(user) = t.users.get_mut(&u) {
+            user.default_account = d;
+        }
+    }
+    if !kept.is_empty() {
+        kept.dedup();
+        out.lines
+            .push(" Already in the database (left as they are):".into());
+        out.lines.extend(kept.iter().map(|n| format!("  {n}")));
+    }
+    if !out.changed && out.lines.is_empty() {
+        out.lines.push(" Nothing new added.".into());
+    }
+    Ok(out)
+}
+
 /// Slurm's text for ESLURM_NO_REMOVE_DEFAULT_ACCOUNT (src/common/slurm_errno.c).
 const NO_REMOVE_DEFAULT: &str = "You can not remove the default account of a user";
 
@@ -1296,6 +1379,8 @@ fn fix_users(t: &mut AssocTree) {
         }
     }
 }
+
+pub mod flat;
 
 #[cfg(test)]
 mod tests;
