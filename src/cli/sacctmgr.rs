@@ -60,6 +60,14 @@ pub enum Command {
         format: Vec<FormatItem>,
     },
     Change(AcctOp),
+    /// `dump [CLUSTER] [File=PATH]`: the tree as a flat file (default `CLUSTER.cfg`).
+    Dump {
+        file: Option<String>,
+    },
+    /// `load [File=]PATH`: adds what a flat file holds.
+    Load {
+        file: String,
+    },
     Help,
     Version,
 }
@@ -152,16 +160,31 @@ pub fn parse(args: &[String]) -> Result<(Opts, Command), String> {
         return Ok((o, Command::Help));
     } else if pre("version", 1) {
         return Ok((o, Command::Version));
-    } else if [
-        "dump",
-        "load",
-        "archive",
-        "reconfigure",
-        "shutdown",
-        "clear",
-    ]
-    .iter()
-    .any(|k| k.starts_with(&verb) && verb.len() >= 2)
+    } else if pre("dump", 2) || pre("load", 2) {
+        // `dump [cluster] [File=PATH]`, `load [File=]PATH`.
+        let mut file = None;
+        for w in &words[1..] {
+            match w.split_once('=') {
+                Some((k, v)) if k.eq_ignore_ascii_case("file") => file = Some(v.to_string()),
+                Some((k, _)) if k.eq_ignore_ascii_case("cluster") => {}
+                Some((k, _)) => return Err(format!("sacctmgr: error: Unknown option: {k}")),
+                None if verb.starts_with('l') => file = Some(w.clone()),
+                None => {}
+            }
+        }
+        return Ok((
+            o,
+            if verb.starts_with('d') {
+                Command::Dump { file }
+            } else {
+                Command::Load {
+                    file: file.ok_or("sacctmgr: error: No filename given to load")?,
+                }
+            },
+        ));
+    } else if ["archive", "reconfigure", "shutdown", "clear"]
+        .iter()
+        .any(|k| k.starts_with(&verb) && verb.len() >= 2)
     {
         return Err(format!(
             "sacctmgr: error: '{verb}' is not supported yet by sluice"
@@ -605,7 +628,9 @@ fn fields() -> Vec<FieldDef> {
         f!("MaxWallDurationPerJob", 4, "MaxWall", 11, |r| mins(
             r.limits().and_then(|l| l.max_wall_mins)
         )),
-        f!("MinTRESPerJob", 7, "MinTRES", 13, |_| String::new()),
+        f!("MinTRESPerJob", 7, "MinTRES", 13, |r| tres(
+            |l| &l.min_tres_per_job
+        )(r)),
         f!("Name", 2, "Name", 10, |r| {
             if let Some(q) = r.qos {
                 q.name.clone()
@@ -670,7 +695,11 @@ fn fields() -> Vec<FieldDef> {
             .qos
             .map(|q| format!("{:.6}", q.usage_factor))
             .unwrap_or_default()),
-        f!("UsageThreshold", 6, "UsageThres", 10, |_| String::new()),
+        f!("UsageThreshold", 6, "UsageThres", 10, |r| r
+            .qos
+            .and_then(|q| q.usage_threshold)
+            .map(|t| format!("{t:.6}"))
+            .unwrap_or_default()),
         f!("User", 1, "User", 10, |r| {
             r.assoc
                 .map(|a| a.user.clone())
@@ -1034,6 +1063,26 @@ fn print_error(e: &crate::proto::SlurmError) {
     }
 }
 
+/// The controller's association tree and cluster name; the exit code after printing
+/// the error when it cannot be had.
+fn fetch_tree(client: &mut Client) -> Result<(crate::model::assoc::AssocTree, String), ExitCode> {
+    match client.request(&Request::AcctTree) {
+        Ok(Response::AcctTree { tree, cluster, .. }) => Ok((*tree, cluster)),
+        Ok(Response::Error(e)) => {
+            print_error(&e);
+            Err(ExitCode::from(1))
+        }
+        Ok(_) => {
+            eprintln!("sacctmgr: error: unexpected answer from the controller");
+            Err(ExitCode::from(1))
+        }
+        Err(e) => {
+            eprintln!("sacctmgr: error: {e}");
+            Err(ExitCode::from(1))
+        }
+    }
+}
+
 /// Entry point.
 pub fn run(args: Vec<OsString>) -> ExitCode {
     let args: Vec<String> = args
@@ -1107,6 +1156,49 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
             };
         }
         Command::Change(op) => op,
+        Command::Dump { file } => {
+            let mut client = match connect() {
+                Ok(c) => c,
+                Err(code) => return code,
+            };
+            let (tree, cluster) = match fetch_tree(&mut client) {
+                Ok(x) => x,
+                Err(code) => return code,
+            };
+            let path = file.unwrap_or_else(|| format!("{cluster}.cfg"));
+            let text = crate::model::acct_ops::flat::dump(&tree, &cluster);
+            return match std::fs::write(&path, text) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("sacctmgr: error: Can't open file {path}: {e}");
+                    ExitCode::from(1)
+                }
+            };
+        }
+        Command::Load { file } => {
+            let text = match std::fs::read_to_string(&file) {
+                Ok(t) => t,
+                Err(e) => {
+                    eprintln!("sacctmgr: error: Unable to read \"{file}\": {e}");
+                    return ExitCode::from(1);
+                }
+            };
+            let mut client = match connect() {
+                Ok(c) => c,
+                Err(code) => return code,
+            };
+            let cluster = match fetch_tree(&mut client) {
+                Ok((_, c)) => c,
+                Err(code) => return code,
+            };
+            match crate::model::acct_ops::flat::parse(&text, &cluster) {
+                Ok(op) => op,
+                Err(e) => {
+                    eprintln!("{e}");
+                    return ExitCode::from(1);
+                }
+            }
+        }
     };
     let mut client = match connect() {
         Ok(c) => c,
@@ -1114,7 +1206,7 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
     };
     let ask = !o.immediate && std::io::stdin().is_terminal();
     let exit_for = |changed: bool| {
-        if changed || matches!(op, AcctOp::Add { .. }) {
+        if changed || matches!(op, AcctOp::Add { .. } | AcctOp::Load { .. }) {
             ExitCode::SUCCESS
         } else {
             ExitCode::from(1)

@@ -46,7 +46,39 @@ impl Cluster {
             tree: &self.assoc,
             enforce,
             used: &self.used_mins,
+            fairshare: self.usage_threshold_factors.as_ref(),
         })
+    }
+
+    /// The fair-share factor of each pending job's `(account, user)` at `now`, for
+    /// QOS `UsageThreshold`; `None` (and no fair-share work) unless some QOS has the
+    /// flag EnforceUsageThreshold and a threshold.
+    pub(super) fn threshold_factors(
+        &self,
+        now: i64,
+    ) -> Option<std::collections::HashMap<(String, String), f64>> {
+        use crate::model::assoc::QosFlag;
+        let any = self
+            .assoc
+            .qos
+            .values()
+            .any(|q| q.has_flag(QosFlag::EnforceUsageThreshold) && q.usage_threshold.is_some());
+        if !any {
+            return None;
+        }
+        let tree = self.fairshare_tree(now, false);
+        Some(
+            self.jobs
+                .values()
+                .filter(|j| j.state == crate::model::JobState::Pending)
+                .map(|j| {
+                    (
+                        (j.account.clone(), j.user.clone()),
+                        tree.factor(&j.account, &j.user),
+                    )
+                })
+                .collect(),
+        )
     }
 
     /// Once accounting is set up (a defined tree or a configured enforcement), fills a
@@ -153,10 +185,142 @@ impl Cluster {
         }
         let mut copy = self.assoc.clone();
         let out = acct_ops::apply(&mut copy, op, &self.cluster_name).map_err(SlurmError::Other)?;
+        if matches!(op, AcctOp::Delete { .. }) {
+            self.check_no_active_jobs(&copy)?;
+        }
         if commit && out.changed {
             self.assoc = copy;
         }
         Ok(out)
+    }
+
+    /// Brings the accounts and users declared in the config (`[[accounts]]`) into the
+    /// association tree, so that they show in `sacctmgr show account/assoc/user` and
+    /// are enforced, limited and charged like accounts added with sacctmgr. Called
+    /// once at start, after the tree is loaded from the database.
+    ///
+    /// Conflict rule: the database wins. An account or user association already in
+    /// the tree is kept as it is (sacctmgr changes survive a restart); only what the
+    /// tree lacks is added: an account under its configured parent (root when none)
+    /// with its configured Fairshare, a user whose DefaultAccount is the first account
+    /// that lists them, and each listed user's association (1 share). Removing an
+    /// account from the config does not remove it from the tree (`sacctmgr delete
+    /// account` does). Returns a note per conflict (for the log) and whether the tree
+    /// changed; a merge that would break the tree's invariants changes nothing.
+    pub fn merge_config_accounts(&mut self) -> (Vec<String>, bool) {
+        use crate::model::assoc::{Account, ROOT, Shares, User, UserAssoc};
+        let p = &self.sched_cfg.priority;
+        let mut t = self.assoc.clone();
+        let mut notes = Vec::new();
+        let mut changed = false;
+        // Parents first: a configured parent may be declared after its child.
+        let mut left: Vec<&crate::sched::fairshare::AccountDef> = p.accounts.iter().collect();
+        while !left.is_empty() {
+            let before = left.len();
+            left.retain(|a| {
+                let parent = a.parent.clone().unwrap_or_else(|| ROOT.to_string());
+                if let Some(have) = t.accounts.get(&a.name) {
+                    if have.parent.as_deref() != Some(parent.as_str())
+                        || have.shares != Shares::Raw(a.shares)
+                    {
+                        notes.push(format!(
+                            "account {} differs between the config (parent {parent}, Fairshare {}) and the database (parent {}, Fairshare {}); the database wins",
+                            a.name,
+                            a.shares,
+                            have.parent.as_deref().unwrap_or("-"),
+                            have.shares
+                        ));
+                    }
+                    return false;
+                }
+                if !t.accounts.contains_key(&parent) {
+                    return true;
+                }
+                let mut acct = Account::new(&a.name, Some(&parent));
+                acct.shares = Shares::Raw(a.shares);
+                t.accounts.insert(a.name.clone(), acct);
+                changed = true;
+                false
+            });
+            if left.len() == before {
+                for a in &left {
+                    notes.push(format!(
+                        "account {}: parent {} is not in the tree; not added",
+                        a.name,
+                        a.parent.as_deref().unwrap_or(ROOT)
+                    ));
+                }
+                break;
+            }
+        }
+        for u in &p.user_assocs {
+            if !t.accounts.contains_key(&u.account) {
+                continue;
+            }
+            if !t.users.contains_key(&u.user) {
+                t.users.insert(
+                    u.user.clone(),
+                    User {
+                        name: u.user.clone(),
+                        default_account: u.account.clone(),
+                        admin_level: Default::default(),
+                    },
+                );
+                changed = true;
+            }
+            if t.find_assoc(&u.user, &u.account, "").is_none() {
+                let mut a = UserAssoc::new(&u.user, &u.account, None);
+                a.shares = Shares::Raw(u.shares);
+                t.user_assocs.push(a);
+                changed = true;
+            }
+        }
+        if !changed {
+            return (notes, false);
+        }
+        if let Err(e) = t.check() {
+            notes.push(format!("config accounts not merged: {e}"));
+            return (notes, false);
+        }
+        self.assoc = t;
+        (notes, true)
+    }
+
+    /// Refuses a deletion that would take the association of an active (pending,
+    /// running, suspended) job away, as slurmdbd does (as_mysql_assoc.c
+    /// `_check_jobs_before_remove_assoc`): the error lists the jobs, one
+    /// `JobID = … C = … A = … U = …` line each.
+    fn check_no_active_jobs(
+        &self,
+        after: &crate::model::assoc::AssocTree,
+    ) -> Result<(), SlurmError> {
+        let mut lines: Vec<String> = self
+            .jobs
+            .values()
+            .filter(|j| j.is_active())
+            .filter(|j| {
+                self.assoc
+                    .find_assoc(&j.user, &j.account, &j.partition)
+                    .is_some()
+                    && after
+                        .find_assoc(&j.user, &j.account, &j.partition)
+                        .is_none()
+            })
+            .map(|j| {
+                format!(
+                    "  JobID = {:<10} C = {:<10.10} A = {:<10.10} U = {:<9.9}",
+                    j.id, self.cluster_name, j.account, j.user
+                )
+            })
+            .collect();
+        if lines.is_empty() {
+            return Ok(());
+        }
+        lines.sort();
+        Err(SlurmError::Other(format!(
+            " Error with request: Job(s) active, cancel job(s) before remove\n{}",
+            lines.join("\n")
+        )))
     }
 
     /// Adds what a job that ran `ran_secs` on `alloc` used, in TRES-minutes, to its
@@ -184,6 +348,8 @@ impl Cluster {
             &tres,
             ran_secs as f64 / 60.0 * factor,
         );
+        self.used_mins
+            .record_wall(&self.assoc, (&user, &account, &qos), ran_secs as f64 / 60.0);
         self.used_dirty = true;
     }
 

@@ -345,13 +345,20 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
     let _lock = lock_state_dir(&cfg)?;
     prepare_dirs(&cfg)?;
     let db_path = cfg.state_dir.join("sluice.db");
-    let store = store::Store::open(&db_path)?;
+    let mut store = store::Store::open(&db_path)?;
     let now = crate::cli::timefmt::now();
     let (jobs, next_id) = store.load(now, i64::from(cfg.min_job_age))?;
     let owner = nix::unistd::geteuid().as_raw();
     let mut cluster = Cluster::new(&cfg, owner);
     cluster.restore(jobs, next_id);
     cluster.assoc = store.load_assoc()?;
+    let (notes, merged) = cluster.merge_config_accounts();
+    for n in notes {
+        tracing::warn!("{n}");
+    }
+    if merged {
+        store.put_assoc(&cluster.assoc)?;
+    }
     (cluster.used_mins, cluster.used_mins_at) = store.load_usage()?;
     cluster.resv.restore(store.load_resvs()?);
     cluster.restore_usage(store.load_fs_usage()?, now);

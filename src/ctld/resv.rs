@@ -168,6 +168,27 @@ impl Cluster {
         })
     }
 
+    /// Refuses `Accounts=` naming an account the association tree does not have, with
+    /// Slurm's ESLURM_INVALID_ACCOUNT (reservation.c `_build_account_list`), before any
+    /// node is looked at. Without accounting (the initial tree and no
+    /// `accounting_storage_enforce`) any name is taken, as Slurm does without
+    /// association enforcement.
+    fn check_resv_accounts(&self, spec: &ResvSpec) -> Result<(), SlurmError> {
+        let Some(a) = &spec.accounts else {
+            return Ok(());
+        };
+        if !self.assoc.is_defined() && !self.enforce().associations {
+            return Ok(());
+        }
+        match a.names().iter().find(|n| self.assoc.account(n).is_none()) {
+            Some(bad) => {
+                tracing::info!(account = %bad, "reservation request has an invalid account");
+                Err(SlurmError::InvalidAccount)
+            }
+            None => Ok(()),
+        }
+    }
+
     /// Checks a reservation about to be stored: users exist, nodes are not held by
     /// another reservation in the window (unless either has OVERLAP), and no running
     /// job is on them (unless IGNORE_JOBS).
@@ -218,6 +239,7 @@ impl Cluster {
         if !self.is_operator(c) {
             return Err(SlurmError::AccessDenied);
         }
+        self.check_resv_accounts(spec)?;
         let mut flags = ResvFlags::default();
         if let Some((text, remove)) = &spec.flags {
             flags.apply(text, *remove).map_err(|e| err(&e))?;
@@ -295,6 +317,7 @@ impl Cluster {
         if !self.is_operator(c) {
             return Err(SlurmError::AccessDenied);
         }
+        self.check_resv_accounts(spec)?;
         let name = spec.name.clone().unwrap_or_default();
         let k = self
             .resv
@@ -628,5 +651,53 @@ mod tests {
                 .to_string(),
             "Requested reservation is invalid"
         );
+    }
+
+    #[test]
+    fn unknown_accounts_are_refused_before_nodes_are_looked_at() {
+        let mut c = cluster_with(4, "");
+        // Without accounting any account name is taken.
+        let mut free = rspec("free", "", T + 100, 60);
+        free.accounts = Some(ListEdit::Set(vec!["nosuch".into()]));
+        create(&mut c, &free).unwrap();
+        c.delete_resv("free", OP, T, &mut Effects::default())
+            .unwrap();
+        let root = Caller { uid: 0, gid: 0 };
+        let add = crate::model::acct_ops::AcctOp::Add {
+            entity: crate::model::acct_ops::Entity::Account,
+            names: vec!["a".into()],
+            settings: vec![],
+        };
+        c.acct_change(&add, true, root, "root").unwrap();
+        let user = crate::model::acct_ops::AcctOp::Add {
+            entity: crate::model::acct_ops::Entity::User,
+            names: vec!["u2001".into()],
+            settings: vec![crate::model::acct_ops::Setting::parse("Account=a").unwrap()],
+        };
+        c.acct_change(&user, true, root, "root").unwrap();
+        // A running job makes the nodes busy: the account error still comes first.
+        let id = crate::ctld::testutil::submit(&mut c, spec("j"), ALICE, T);
+        crate::ctld::testutil::pass(&mut c, T);
+        assert_eq!(c.jobs[&id].state, JobState::Running);
+        create(&mut c, &rspec("free", "IGNORE_JOBS", T + 100, 60)).unwrap();
+        let mut s = rspec("bad", "", T, 60);
+        s.accounts = Some(ListEdit::Set(vec!["a".into(), "nosuch".into()]));
+        let e = create(&mut c, &s).unwrap_err();
+        assert_eq!(e, SlurmError::InvalidAccount);
+        assert_eq!(
+            e.to_string(),
+            "Invalid account or account/partition combination specified"
+        );
+        let u = ResvSpec {
+            name: Some("free".into()),
+            accounts: Some(ListEdit::Add(vec!["nosuch".into()])),
+            ..ResvSpec::default()
+        };
+        assert_eq!(
+            c.update_resv(&u, OP, T, &mut Effects::default())
+                .unwrap_err(),
+            SlurmError::InvalidAccount
+        );
+        assert_eq!(c.resv.list.len(), 1);
     }
 }

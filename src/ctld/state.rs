@@ -122,6 +122,9 @@ pub struct Cluster {
     pub used_mins: crate::sched::limits::UsedMins,
     pub used_mins_at: i64,
     pub used_dirty: bool,
+    /// Fair-share factors of the pending jobs' associations, refreshed by each
+    /// scheduling pass, when a QOS enforces a UsageThreshold (`ctld::acct`).
+    pub usage_threshold_factors: Option<HashMap<(String, String), f64>>,
     /// Advanced reservations (`ctld::resv`).
     pub resv: super::resv::Resvs,
 }
@@ -296,6 +299,7 @@ impl Cluster {
             used_mins: Default::default(),
             used_mins_at: 0,
             used_dirty: false,
+            usage_threshold_factors: None,
             resv: Default::default(),
         }
     }
@@ -1169,6 +1173,7 @@ impl Cluster {
         }
         self.refresh_priorities(now);
         self.decay_used(now);
+        self.usage_threshold_factors = self.threshold_factors(now);
         if self.stats.since == 0 {
             self.stats.since = now;
         }

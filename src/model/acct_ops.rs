@@ -160,6 +160,9 @@ pub enum AcctOp {
     },
     /// `delete ENTITY [where] COND`.
     Delete { entity: Entity, cond: Cond },
+    /// `sacctmgr load FILE`: the file's adds, applied in order, all or nothing
+    /// (see [`flat`]).
+    Load { ops: Vec<AcctOp> },
 }
 
 impl AcctOp {
@@ -169,6 +172,7 @@ impl AcctOp {
             AcctOp::Add { entity, .. }
             | AcctOp::Modify { entity, .. }
             | AcctOp::Delete { entity, .. } => *entity,
+            AcctOp::Load { .. } => Entity::Cluster,
         }
     }
 }
@@ -196,6 +200,7 @@ pub fn apply(tree: &mut AssocTree, op: &AcctOp, cluster: &str) -> Result<Outcome
             settings,
         } => modify(&mut t, *entity, cond, settings, cluster)?,
         AcctOp::Delete { entity, cond } => delete(&mut t, *entity, cond, cluster)?,
+        AcctOp::Load { ops } => load(&mut t, ops, cluster)?,
     };
     t.check()?;
     *tree = t;
@@ -303,6 +308,7 @@ fn set_limit(l: &mut Limits, s: &Setting, qos: bool) -> Result<bool, String> {
         "maxtresmins" | "maxtresminsperjob" | "maxtresminspj" => {
             tres(&mut l.max_tres_mins_per_job)?
         }
+        "mintres" | "mintresperjob" | "mintrespj" if qos => tres(&mut l.min_tres_per_job)?,
         "maxtresperuser" | "maxtrespu" => tres(&mut l.max_tres_per_user)?,
         "maxtresperaccount" | "maxtresperacct" | "maxtrespa" => tres(&mut l.max_tres_per_account)?,
         "grpcpus" | "grpcpu" => set_one_tres(&mut l.grp_tres, "cpu", &s.key, v)?,
@@ -445,6 +451,18 @@ fn set_qos(known: &dyn Fn(&str) -> bool, q: &mut Qos, s: &Setting) -> Result<(),
                 .filter(|f: &f64| f.is_finite() && *f >= 0.0)
                 .ok_or_else(|| format!(" Bad UsageFactor value '{v}'"))?;
             q.usage_factor = f;
+        }
+        "usagethreshold" | "usagethres" => {
+            q.usage_threshold = if v == "-1" {
+                None
+            } else {
+                Some(
+                    v.parse()
+                        .ok()
+                        .filter(|f: &f64| (0.0..=1.0).contains(f))
+                        .ok_or_else(|| format!(" Bad UsageThreshold value '{v}'"))?,
+                )
+            };
         }
         "name" | "names" => {}
         _ => {
@@ -1088,13 +1106,23 @@ fn delete(
                     ));
                 }
             }
+            let hit = |a: &UserAssoc| gone.contains(&a.account);
+            let conflicts = default_conflicts(t, &hit, cluster);
+            if !conflicts.is_empty() {
+                return Err(format!(
+                    " Error with request: {NO_REMOVE_DEFAULT}\n{}\n Please either remove the accounts listed above from list and resubmit,\n or change these users' default accounts to remove the account(s).\n Changes Discarded",
+                    conflicts.join("\n")
+                ));
+            }
+            let orphans = orphaned_users(t, &hit);
             for g in &gone {
                 t.accounts.remove(g);
             }
-            t.user_assocs.retain(|a| !gone.contains(&a.account));
+            t.user_assocs.retain(|a| !hit(a));
             fix_users(t);
             out.lines.push(" Deleting accounts...".into());
             out.lines.extend(gone.iter().map(|n| format!("  {n}")));
+            push_orphans(&mut out, &orphans);
         }
         Entity::User => {
             check_cluster(&cond.clusters, cluster)?;
@@ -1144,10 +1172,19 @@ fn delete(
                 if lines.is_empty() {
                     return Ok(nothing("deleted"));
                 }
+                let conflicts = default_conflicts(t, &hit, cluster);
+                if !conflicts.is_empty() {
+                    return Err(format!(
+                        " Error with request: {NO_REMOVE_DEFAULT}\n{}\n You must change the default account of these users or remove the users completely from the affected accounts",
+                        conflicts.join("\n")
+                    ));
+                }
+                let orphans = orphaned_users(t, &hit);
                 t.user_assocs.retain(|a| !hit(a));
                 fix_users(t);
                 out.lines.push(" Deleting user associations...".into());
                 out.lines.extend(lines);
+                push_orphans(&mut out, &orphans);
             }
         }
         Entity::Qos => {
@@ -1197,6 +1234,135 @@ fn delete(
     Ok(out)
 }
 
+/// Applies a flat file's adds in order: what the tree lacks is added; records it
+/// already has are kept as they are and listed, so nothing is overwritten silently.
+fn load(t: &mut AssocTree, ops: &[AcctOp], cluster: &str) -> Result<Outcome, String> {
+    let mut out = Outcome::default();
+    let mut kept = Vec::new();
+    // A user's DefaultAccount may be an account a later line creates: users new to the
+    // tree get it once every line is in.
+    let before: Vec<String> = t.users.keys().cloned().collect();
+    let mut defaults: Vec<(String, String)> = Vec::new();
+    for op in ops {
+        let AcctOp::Add {
+            entity,
+            names,
+            settings,
+        } = op
+        else {
+            return Err(" A load holds only additions".into());
+        };
+        let exists = match entity {
+            Entity::Account => names.iter().all(|n| t.accounts.contains_key(n)),
+            Entity::User => {
+                let acct = get_raw(settings, &["account"]).unwrap_or_default();
+                let part = get_raw(settings, &["partition"]);
+                names.iter().all(|n| {
+                    t.user_assocs
+                        .iter()
+                        .any(|a| &a.user == n && a.account == acct && a.partition == part)
+                })
+            }
+            _ => false,
+        };
+        if exists {
+            kept.extend(names.iter().cloned());
+            continue;
+        }
+        let mut settings = settings.clone();
+        if *entity == Entity::User
+            && let Some(d) = get_raw(&settings, &["defaultaccount", "defaultacct"])
+        {
+            settings.retain(|s| {
+                !matches!(
+                    s.key.to_ascii_lowercase().as_str(),
+                    "defaultaccount" | "defaultacct"
+                )
+            });
+            for n in names {
+                defaults.push((n.clone(), d.clone()));
+            }
+        }
+        let o = add(t, *entity, names, &settings, cluster)?;
+        out.changed |= o.changed;
+        out.lines.extend(o.lines);
+    }
+    for (u, d) in defaults {
+        if before.contains(&u) {
+            continue;
+        }
+        if !t.user_assocs.iter().any(|a| a.user == u && a.account == d) {
+            return Err(format!(
+                " User {u}: DefaultAccount '{d}' is not one of their accounts in the file"
+            ));
+        }
+        if let Some(user) = t.users.get_mut(&u) {
+            user.default_account = d;
+        }
+    }
+    if !kept.is_empty() {
+        kept.dedup();
+        out.lines
+            .push(" Already in the database (left as they are):".into());
+        out.lines.extend(kept.iter().map(|n| format!("  {n}")));
+    }
+    if !out.changed && out.lines.is_empty() {
+        out.lines.push(" Nothing new added.".into());
+    }
+    Ok(out)
+}
+
+/// Slurm's text for ESLURM_NO_REMOVE_DEFAULT_ACCOUNT (src/common/slurm_errno.c).
+const NO_REMOVE_DEFAULT: &str = "You can not remove the default account of a user";
+
+/// The users whose default-account association `hit` would remove while they keep
+/// another association (Slurm refuses that: as_mysql_remove_assocs returns
+/// ESLURM_NO_REMOVE_DEFAULT_ACCOUNT), one sacctmgr line each.
+fn default_conflicts(
+    t: &AssocTree,
+    hit: &dyn Fn(&UserAssoc) -> bool,
+    cluster: &str,
+) -> Vec<String> {
+    t.users
+        .values()
+        .filter(|u| {
+            let mine = || t.assocs_of_user(&u.name);
+            mine().any(|a| a.account == u.default_account && a.partition.is_none() && hit(a))
+                && mine().any(|a| !hit(a))
+        })
+        .map(|u| {
+            format!(
+                "  C = {cluster:<10.10} A = {:<10.10} U = {:<9.9}",
+                u.default_account, u.name
+            )
+        })
+        .collect()
+}
+
+/// The users (other than root) every association of whom `hit` removes: they are
+/// removed with their last association, and the summary says so.
+fn orphaned_users(t: &AssocTree, hit: &dyn Fn(&UserAssoc) -> bool) -> Vec<String> {
+    t.users
+        .keys()
+        .filter(|u| *u != ROOT)
+        .filter(|u| {
+            let mut mine = t.assocs_of_user(u).peekable();
+            mine.peek().is_some() && mine.all(hit)
+        })
+        .cloned()
+        .collect()
+}
+
+/// Adds the users removed with their last association to the summary, so that a
+/// delete never drops a user record without saying so.
+fn push_orphans(out: &mut Outcome, orphans: &[String]) {
+    if !orphans.is_empty() {
+        out.lines
+            .push(" Deleting users left without an association...".into());
+        out.lines.extend(orphans.iter().map(|n| format!("  {n}")));
+    }
+}
+
 /// After associations were removed: users left without any are removed, and a user
 /// whose default account went gets their first remaining one.
 fn fix_users(t: &mut AssocTree) {
@@ -1213,6 +1379,8 @@ fn fix_users(t: &mut AssocTree) {
         }
     }
 }
+
+pub mod flat;
 
 #[cfg(test)]
 mod tests;

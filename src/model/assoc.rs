@@ -270,9 +270,15 @@ pub struct Limits {
     /// `GrpTRESRunMins`: TRES × remaining-time-limit minutes of the group's running jobs.
     #[serde(default)]
     pub grp_tres_run_mins: TresMap,
-    /// `GrpWall`: wall minutes the group may use.
+    /// `GrpWall`: wall minutes the group may use (against recorded, decayed wall
+    /// time of its jobs; jobs wait once it is reached).
     #[serde(default)]
     pub grp_wall_mins: Option<u32>,
+    /// `MinTRES` (`MinTRESPerJob`, QOS only): TRES each job must ask at least; a job
+    /// asking less pends (reason `QOSMinCpuNotSatisfied`, `QOSMinGRES`, …) or, with
+    /// DenyOnLimit, is refused.
+    #[serde(default)]
+    pub min_tres_per_job: TresMap,
 }
 
 impl Limits {
@@ -570,6 +576,11 @@ pub struct Qos {
     pub usage_factor: f64,
     #[serde(default)]
     pub limits: Limits,
+    /// `UsageThreshold`: with the flag EnforceUsageThreshold, a job whose
+    /// association's fair-share factor is below this (0..1) does not start (reason
+    /// `QOSUsageThreshold`; cf. job_scheduler.c `_job_runnable_test2`). `None`: unset.
+    #[serde(default)]
+    pub usage_threshold: Option<f64>,
 }
 
 fn one() -> f64 {
@@ -591,6 +602,7 @@ impl Qos {
             flags: Vec::new(),
             usage_factor: 1.0,
             limits: Limits::default(),
+            usage_threshold: None,
         }
     }
 

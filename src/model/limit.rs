@@ -53,6 +53,10 @@ pub enum LimitKind {
     MaxWall,
     /// `GrpWall`.
     GrpWall,
+    /// `MinTRES` per job (QOS).
+    MinTresPerJob,
+    /// `UsageThreshold` (QOS, with EnforceUsageThreshold).
+    UsageThreshold,
 }
 
 /// The kind of TRES a TRES limit is about, as Slurm's reason names group them.
@@ -275,6 +279,17 @@ impl LimitReason {
                 "MaxLicensePerAccount",
                 "MaxUnknownPerAccount",
             ]),
+            (_, K::MinTresPerJob) => pick([
+                "QOSMinCpuNotSatisfied",
+                "QOSMinMemory",
+                "QOSMinNode",
+                "QOSMinGRES",
+                "QOSMinBilling",
+                "QOSMinEnergy",
+                "QOSMinLicense",
+                "QOSMinUnknown",
+            ]),
+            (_, K::UsageThreshold) => "QOSUsageThreshold",
             (A, K::MaxJobs) => "AssocMaxJobsLimit",
             (A, K::GrpJobs) => "AssocGrpJobsLimit",
             (A, K::GrpSubmit) => "AssocGrpSubmitJobsLimit",
@@ -320,5 +335,11 @@ mod tests {
         );
         assert_eq!(p(Scope::Qos, K::MaxJobsPerUser), "QOSMaxJobsPerUserLimit");
         assert_eq!(p(Scope::Qos, K::GrpJobs), "QOSGrpJobsLimit");
+        assert_eq!(q(K::MinTresPerJob, "cpu"), "QOSMinCpuNotSatisfied");
+        assert_eq!(q(K::MinTresPerJob, "gres/gpu"), "QOSMinGRES");
+        assert_eq!(q(K::MinTresPerJob, "mem"), "QOSMinMemory");
+        assert_eq!(p(Scope::Qos, K::UsageThreshold), "QOSUsageThreshold");
+        assert_eq!(p(Scope::Assoc, K::GrpWall), "AssocGrpWallLimit");
+        assert_eq!(p(Scope::Qos, K::GrpWall), "QOSGrpWallLimit");
     }
 }

@@ -19,7 +19,10 @@
 //! accounts up to root), then QOS TRES limits, then association TRES limits. The first
 //! limit hit is the reason.
 //!
-//! Not enforced yet: `GrpWall`, `MinTRES`, QOS `UsageThreshold`.
+//! `GrpWall` is checked with the job counts (the group's recorded wall minutes, decayed
+//! as GrpTRESMins' are, against the limit); QOS `MinTRES` before the QOS TRES limits;
+//! QOS `UsageThreshold` (with EnforceUsageThreshold) first of all, against the
+//! fair-share factor the caller gives in [`Policy::fairshare`].
 
 use crate::model::assoc::{AssocTree, Enforce, Limits, Qos, QosFlag, TresMap, UserAssoc};
 use crate::model::job::Allocation;
@@ -38,6 +41,16 @@ pub struct UsedMins {
     pub accounts: HashMap<String, HashMap<String, f64>>,
     pub users: HashMap<(String, String), HashMap<String, f64>>,
     pub qos: HashMap<String, HashMap<String, f64>>,
+    /// Wall minutes used (Slurm's `grp_used_wall`) per account (its whole subtree),
+    /// for `GrpWall`.
+    #[serde(default)]
+    pub wall_accounts: HashMap<String, f64>,
+    /// Wall minutes used per user association `(user, account)`.
+    #[serde(default)]
+    pub wall_users: HashMap<(String, String), f64>,
+    /// Wall minutes used per QOS.
+    #[serde(default)]
+    pub wall_qos: HashMap<String, f64>,
 }
 
 impl UsedMins {
@@ -66,12 +79,37 @@ impl UsedMins {
         add(self.qos.entry(qos.to_string()).or_default());
     }
 
+    /// Adds `minutes` of wall time of a job of `user` under `account` in `qos` to its
+    /// user association, every account from `account` up to root, and the QOS
+    /// (what `GrpWall` is checked against).
+    pub fn record_wall(
+        &mut self,
+        tree: &AssocTree,
+        (user, account, qos): (&str, &str, &str),
+        minutes: f64,
+    ) {
+        if !(minutes > 0.0 && minutes.is_finite()) {
+            return;
+        }
+        *self
+            .wall_users
+            .entry((user.to_string(), account.to_string()))
+            .or_default() += minutes;
+        for a in tree.parent_chain(account) {
+            *self.wall_accounts.entry(a.name.clone()).or_default() += minutes;
+        }
+        *self.wall_qos.entry(qos.to_string()).or_default() += minutes;
+    }
+
     /// Multiplies every figure by `factor` (decay).
     pub fn scale(&mut self, factor: f64) {
         let s = |m: &mut HashMap<String, f64>| m.values_mut().for_each(|v| *v *= factor);
         self.accounts.values_mut().for_each(s);
         self.users.values_mut().for_each(s);
         self.qos.values_mut().for_each(s);
+        self.wall_accounts.values_mut().for_each(|v| *v *= factor);
+        self.wall_users.values_mut().for_each(|v| *v *= factor);
+        self.wall_qos.values_mut().for_each(|v| *v *= factor);
     }
 }
 
@@ -81,6 +119,9 @@ pub struct Policy<'a> {
     pub tree: &'a AssocTree,
     pub enforce: Enforce,
     pub used: &'a UsedMins,
+    /// Fair-share factors (0..1) by `(account, user)`, for QOS `UsageThreshold`;
+    /// `None` when no QOS enforces one (then the check is skipped).
+    pub fairshare: Option<&'a HashMap<(String, String), f64>>,
 }
 
 /// A job's TRES in total (cpu, mem, node, billing, each `gres/NAME` and
@@ -407,12 +448,29 @@ impl<'a> LimitState<'a> {
             (Some(_), None) => true,
             (None, _) => false,
         };
+        // ---- usage threshold (job_scheduler.c: before the accounting limits)
+        if let Some(q) = g.qos
+            && q.has_flag(QosFlag::EnforceUsageThreshold)
+            && let (Some(thres), Some(fs)) = (q.usage_threshold, self.policy.fairshare)
+            && fs
+                .get(&(job.account.clone(), job.user.clone()))
+                .is_some_and(|f| *f < thres)
+        {
+            return Some(LimitReason::plain(Scope::Qos, K::UsageThreshold));
+        }
+        let used = self.policy.used;
+        let wall_used = |lim: Option<u32>, used: Option<&f64>| {
+            lim.is_some_and(|m| used.copied().unwrap_or(0.0) >= f64::from(m))
+        };
         // ---- job counts and wall time: QOS, then associations
         if let (Some(q), Some((all, user, acct))) = (g.qos, &qos_use) {
             let l = &q.limits;
             let over = |lim: Option<u32>, u: &Usage| lim.is_some_and(|m| u.running + 1 > m);
             if over(l.grp_jobs, all) {
                 return Some(LimitReason::plain(Scope::Qos, K::GrpJobs));
+            }
+            if wall_used(l.grp_wall_mins, used.wall_qos.get(&q.name)) {
+                return Some(LimitReason::plain(Scope::Qos, K::GrpWall));
             }
             if over(l.max_jobs_per_user, user) {
                 return Some(LimitReason::plain(Scope::Qos, K::MaxJobsPerUser));
@@ -431,6 +489,10 @@ impl<'a> LimitState<'a> {
             if l.grp_jobs.is_some_and(|m| u.running + 1 > m) {
                 return Some(LimitReason::plain(Scope::Assoc, K::GrpJobs));
             }
+            let key = (job.user.clone(), job.account.clone());
+            if wall_used(l.grp_wall_mins, used.wall_users.get(&key)) {
+                return Some(LimitReason::plain(Scope::Assoc, K::GrpWall));
+            }
             if max.max_jobs.is_some_and(|m| u.running + 1 > m) {
                 return Some(LimitReason::plain(Scope::Assoc, K::MaxJobs));
             }
@@ -445,6 +507,9 @@ impl<'a> LimitState<'a> {
             let u = self.accounts.get(name).unwrap_or(&empty);
             if a.limits.grp_jobs.is_some_and(|m| u.running + 1 > m) {
                 return Some(LimitReason::plain(Scope::Assoc, K::GrpJobs));
+            }
+            if wall_used(a.limits.grp_wall_mins, used.wall_accounts.get(*name)) {
+                return Some(LimitReason::plain(Scope::Assoc, K::GrpWall));
             }
         }
         // ---- TRES: QOS, then associations
@@ -509,6 +574,9 @@ impl<'a> LimitState<'a> {
         };
         if let (Some(q), Some((all, user, acct))) = (g.qos, &qos_use) {
             let l = &q.limits;
+            if let Some(t) = first_over(&l.min_tres_per_job, &|t, v| need(t) < v) {
+                return Some(LimitReason::tres(Scope::Qos, K::MinTresPerJob, &t));
+            }
             if let Some(r) = grp_checks(Scope::Qos, l, all, self.policy.used.qos.get(&q.name)) {
                 return Some(r);
             }
@@ -621,6 +689,7 @@ impl<'a> LimitState<'a> {
             let alone = LimitState {
                 policy: Policy {
                     used: &EMPTY_USED,
+                    fairshare: None,
                     enforce: Enforce {
                         safe: false,
                         ..self.policy.enforce

@@ -26,8 +26,10 @@ use crate::model::preempt::{PreemptMode, PreemptType, QosPreempt};
 use crate::model::{Job, JobState};
 use std::collections::{HashMap, HashSet};
 
-/// Most pending jobs one [`plan`] considers (the head of the queue): each costs a few
-/// fit tests over the whole snapshot.
+/// Most pending jobs one [`plan`] tries to fit (each costs a few fit tests over the
+/// whole snapshot). Jobs that may preempt nothing are skipped without counting, so the
+/// budget goes to possible preemptors in priority order, wherever they are in the
+/// queue (Slurm considers every pending job that could preempt).
 pub const MAX_CANDIDATES: usize = 64;
 
 /// A job chosen for preemption and what to do with it.
@@ -220,7 +222,11 @@ pub fn plan(input: &Input, qos: &[QosPreempt], candidates: &[&Job]) -> Option<Ac
         .filter(|j| holds_resources(j) && (j.completing || j.preempt.is_some()))
         .map(|j| j.id)
         .collect();
-    for job in order.into_iter().take(MAX_CANDIDATES) {
+    let mut tried = 0;
+    for job in order {
+        if tried == MAX_CANDIDATES {
+            break;
+        }
         let mut terms_of: HashMap<u32, (PreemptMode, u32)> = HashMap::new();
         for v in input.jobs.iter().filter(|v| holds_resources(v)) {
             if let Some(t) = terms(input, qos, job, v) {
@@ -231,6 +237,7 @@ pub fn plan(input: &Input, qos: &[QosPreempt], candidates: &[&Job]) -> Option<Ac
             // Nothing it outranks: the ordinary pass decides for it.
             continue;
         }
+        tried += 1;
         // Suspended by preemption and outranked by this job: their CPUs are its.
         let suspended: HashSet<u32> = input
             .jobs

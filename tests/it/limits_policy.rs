@@ -228,3 +228,113 @@ fn qos_limits_and_submit_refusals() {
         stderr(&o)
     );
 }
+
+/// The per-job and per-node TRES limits, QOS MinTRES and the remaining submit limits,
+/// each with Slurm's reason or error; and sacctmgr refusing to delete an account that
+/// has active jobs or is a user's default.
+#[test]
+fn per_node_minutes_min_tres_and_submit_limits() {
+    let c = TestCluster::start_with(Setup {
+        node_extra: "gres = \"gpu:2\"",
+        ..Setup::default()
+    });
+    let pend = |acct: &str, extra: &[&str]| {
+        let a = format!("--account={acct}");
+        let mut v = vec![a.as_str(), "-o", "/dev/null"];
+        v.extend_from_slice(extra);
+        v.extend_from_slice(&["--wrap", "true"]);
+        c.submit(&v)
+    };
+
+    account(&c, "pn");
+    sacctmgr(
+        &c,
+        "-i modify user root where account=pn set MaxTRESPerNode=cpu=1",
+    );
+    let wide = pend("pn", &["-n2", "-N1", "-t", "5"]);
+    wait_reason(&c, wide, "AssocMaxCpuPerNode");
+    sacctmgr(
+        &c,
+        "-i modify user root where account=pn set MaxTRESPerNode=cpu=-1",
+    );
+    c.wait_done(wide);
+
+    account(&c, "tm");
+    sacctmgr(&c, "-i modify account tm set MaxTRESMins=cpu=30");
+    let long = pend("tm", &["-n1", "-t", "60"]);
+    wait_reason(&c, long, "AssocMaxCpuMinutesPerJobLimit");
+    // 2 CPUs × 10 minutes fit under 30 CPU-minutes.
+    let fits = pend("tm", &["-n2", "-t", "10"]);
+    c.wait_done(fits);
+    sacctmgr(&c, "-i modify account tm set MaxTRESMins=cpu=-1");
+    c.wait_done(long);
+
+    account(&c, "mn");
+    sacctmgr(&c, "-i add qos atleast2 MinTRES=cpu=2");
+    sacctmgr(&c, "-i add qos gpuonly MinTRES=gres/gpu=1");
+    sacctmgr(
+        &c,
+        "-i modify user root where account=mn set QOS=normal,atleast2,gpuonly",
+    );
+    let small = pend("mn", &["--qos=atleast2", "-n1", "-t", "5"]);
+    wait_reason(&c, small, "QOSMinCpuNotSatisfied");
+    let nogpu = pend("mn", &["--qos=gpuonly", "-n1", "-t", "5"]);
+    wait_reason(&c, nogpu, "QOSMinGRES");
+    let ok = pend("mn", &["--qos=atleast2", "-n2", "-t", "5"]);
+    c.wait_done(ok);
+    let show = c.ok(
+        "sacctmgr",
+        &["-n", "-P", "show", "qos", "atleast2", "format=Name,MinTRES"],
+    );
+    assert_eq!(show, "atleast2|cpu=2\n");
+    c.ok("scancel", &[&small.to_string(), &nogpu.to_string()]);
+
+    // GrpSubmit on an account and MaxSubmitJobsPerUser on a QOS refuse at submit.
+    let refused = |args: &[&str]| {
+        let o = c.run("sbatch", args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert!(
+            stderr(&o).contains("Job violates accounting/QOS policy"),
+            "{}",
+            stderr(&o)
+        );
+    };
+    account(&c, "gs");
+    sacctmgr(&c, "-i modify account gs set GrpSubmit=1");
+    let first = c.submit(&["--account=gs", "-H", "--wrap", "true"]);
+    refused(&["--account=gs", "-H", "--wrap", "true"]);
+    sacctmgr(&c, "-i add qos onesub MaxSubmitJobsPerUser=1");
+    sacctmgr(&c, "-i modify user root where account=mn set QOS+=onesub");
+    let q1 = c.submit(&["--account=mn", "--qos=onesub", "-H", "--wrap", "true"]);
+    refused(&["--account=mn", "--qos=onesub", "-H", "--wrap", "true"]);
+
+    // An account with an active job is not deleted, nor is a user's default account
+    // while they have another; nothing changes.
+    let (code, err) = c.fails_err("sacctmgr", &["-i", "delete", "account", "gs"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("Error with request: Job(s) active, cancel job(s) before remove"),
+        "{err}"
+    );
+    assert!(err.contains(&format!("JobID = {first:<10}")), "{err}");
+    c.ok("scancel", &[&first.to_string(), &q1.to_string()]);
+    c.wait_state(first, &["CANCELLED"], WAIT);
+    sacctmgr(&c, "-i add account solo");
+    sacctmgr(&c, "-i add user nobody Account=solo,gs DefaultAccount=solo");
+    let (code, err) = c.fails_err("sacctmgr", &["-i", "delete", "account", "solo"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("You can not remove the default account of a user"),
+        "{err}"
+    );
+    assert!(
+        c.ok(
+            "sacctmgr",
+            &["-n", "-P", "show", "assoc", "format=Account,User"]
+        )
+        .contains("solo|nobody\n")
+    );
+    sacctmgr(&c, "-i modify user nobody set DefaultAccount=gs");
+    let out = c.ok("sacctmgr", &["-i", "delete", "account", "solo"]);
+    assert!(out.contains("Deleting accounts...\n  solo\n"), "{out}");
+}

@@ -266,3 +266,73 @@ fn on_a_terminal_sacctmgr_asks_before_committing() {
         .contains("ttyi")
     );
 }
+
+/// `sacctmgr dump` writes the tree as Slurm's flat file and `sacctmgr load` adds what a
+/// flat file holds, leaving existing records as they are.
+#[test]
+fn dump_and_load_flat_files() {
+    let c = TestCluster::start();
+    c.ok(
+        "sacctmgr",
+        &["-i", "add", "account", "phys", "Fairshare=70"],
+    );
+    c.ok(
+        "sacctmgr",
+        &["-i", "add", "user", "alice", "Account=phys", "MaxJobs=2"],
+    );
+    let file = c.dir.path().join("dump.cfg");
+    let f = format!("File={}", file.display());
+    c.ok("sacctmgr", &["dump", "testc", &f]);
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("\nCluster - 'testc':Fairshare=1\n"), "{text}");
+    assert!(
+        text.contains("\nParent - 'root'\n")
+            && text
+                .contains("Account - 'phys':Description='phys':Organization='phys':Fairshare=70\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "Parent - 'phys'\nUser - 'alice':DefaultAccount='phys':Fairshare=1:MaxJobs=2\n"
+        ),
+        "{text}"
+    );
+    let load = c.dir.path().join("load.cfg");
+    std::fs::write(
+        &load,
+        "Cluster - 'testc'\nParent - 'root'\nAccount - 'phys':Fairshare=5\nAccount - 'chem':Description='Chemistry'\nParent - 'chem'\nUser - 'bob':DefaultAccount='chem':GrpJobs=4\n",
+    )
+    .unwrap();
+    let out = c.ok("sacctmgr", &["-i", "load", &load.display().to_string()]);
+    assert!(out.contains("  chem"), "{out}");
+    assert!(out.contains("Already in the database"), "{out}");
+    let assoc = c.ok(
+        "sacctmgr",
+        &[
+            "-n",
+            "-P",
+            "show",
+            "assoc",
+            "format=Account,User,Share,GrpJobs",
+        ],
+    );
+    assert!(assoc.contains("chem|bob|1|4\n"), "{assoc}");
+    // phys is kept as it was.
+    assert!(assoc.contains("phys||70|\n"), "{assoc}");
+    // A file for another cluster is refused and changes nothing.
+    std::fs::write(
+        &load,
+        "Cluster - 'elsewhere'\nParent - 'root'\nAccount - 'x'\n",
+    )
+    .unwrap();
+    let (code, err) = c.fails_err("sacctmgr", &["-i", "load", &load.display().to_string()]);
+    assert_eq!(code, 1);
+    assert!(err.contains("elsewhere"), "{err}");
+    assert!(
+        !c.ok(
+            "sacctmgr",
+            &["-n", "-P", "show", "account", "format=Account"]
+        )
+        .contains("x\n")
+    );
+}

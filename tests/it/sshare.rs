@@ -207,3 +207,43 @@ fn compat_calls_work() {
     assert_eq!(code, 1);
     c.ok("sshare", &["-M", "testc", "-a", "-l"]);
 }
+
+/// Accounts declared in `[[accounts]]` are in the association tree: sacctmgr lists them
+/// with their shares, and they can be changed like any other.
+#[test]
+fn config_accounts_are_in_the_sacctmgr_tree() {
+    let mut c = cluster();
+    let me = me();
+    let out = c.ok(
+        "sacctmgr",
+        &["-n", "-P", "show", "assoc", "format=Account,User,Share"],
+    );
+    assert!(out.contains("research||70\n"), "{out}");
+    assert!(out.contains("other||30\n"), "{out}");
+    assert!(out.contains(&format!("research|{me}|1\n")), "{out}");
+    let accts = c.ok(
+        "sacctmgr",
+        &["-n", "-P", "show", "account", "format=Account"],
+    );
+    assert_eq!(accts, "other\nresearch\nroot\n");
+    // Changed with sacctmgr, the change survives a restart (the database wins).
+    c.ok(
+        "sacctmgr",
+        &["-i", "modify", "account", "research", "set", "Fairshare=50"],
+    );
+    c.kill9_controller();
+    c.start_controller();
+    let out = c.ok(
+        "sacctmgr",
+        &[
+            "-n",
+            "-P",
+            "show",
+            "assoc",
+            "where",
+            "account=research",
+            "format=Account,User,Share",
+        ],
+    );
+    assert!(out.starts_with("research||50\n"), "{out}");
+}

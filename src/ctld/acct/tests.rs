@@ -211,3 +211,102 @@ fn grp_tres_mins_counts_what_finished_jobs_used() {
     // Usage decays (half-life 7 days by default): two weeks later it is below 10.
     assert_eq!(pass(&mut c, 360 + 14 * 86400), vec![b]);
 }
+
+#[test]
+fn delete_refuses_while_jobs_of_the_association_are_active() {
+    let mut c = with_lab("");
+    let root = super::super::state::Caller { uid: 0, gid: 0 };
+    let id = submit(&mut c, spec("a"), ALICE, 1);
+    let del = AcctOp::Delete {
+        entity: Entity::Account,
+        cond: crate::model::acct_ops::Cond {
+            names: vec!["lab".into()],
+            ..Default::default()
+        },
+    };
+    let before = c.assoc.clone();
+    let e = c.acct_change(&del, true, root, "root").unwrap_err();
+    let SlurmError::Other(text) = e else {
+        panic!("{e:?}")
+    };
+    assert!(
+        text.starts_with(
+            " Error with request: Job(s) active, cancel job(s) before remove\n  JobID = "
+        ),
+        "{text}"
+    );
+    assert!(text.contains(&format!("JobID = {id:<10} ")), "{text}");
+    assert!(text.contains("A = lab "), "{text}");
+    assert_eq!(c.assoc, before);
+    // Once the job is gone, the account (and its only user) can go.
+    c.jobs.get_mut(&id).unwrap().state = JobState::Cancelled;
+    let out = c.acct_change(&del, true, root, "root").unwrap();
+    assert!(out.lines.iter().any(|l| l == "  u2001"), "{:?}", out.lines);
+    assert!(c.assoc.account("lab").is_none());
+}
+
+#[test]
+fn config_accounts_join_the_tree_and_the_database_wins() {
+    let mut c = cluster_with(
+        8,
+        r#"
+[[accounts]]
+name = "child"
+parent = "phys"
+fairshare = 3
+users = ["u2001"]
+[[accounts]]
+name = "phys"
+fairshare = 70
+users = ["u2001", "u2002"]
+"#,
+    );
+    assert!(!c.assoc.is_defined());
+    let (notes, changed) = c.merge_config_accounts();
+    assert!(changed && notes.is_empty(), "{notes:?}");
+    let t = &c.assoc;
+    assert_eq!(t.account("phys").unwrap().parent.as_deref(), Some("root"));
+    assert_eq!(t.account("child").unwrap().parent.as_deref(), Some("phys"));
+    assert_eq!(
+        t.account("phys").unwrap().shares,
+        crate::model::assoc::Shares::Raw(70)
+    );
+    // u2001 is listed first under child: that is their default account.
+    assert_eq!(t.default_account("u2001"), Some("child"));
+    assert_eq!(t.default_account("u2002"), Some("phys"));
+    assert!(t.find_assoc("u2001", "phys", "debug").is_some());
+    // They now behave as sacctmgr's: alice's job lands in her default account, bob
+    // may not use one he has no association with.
+    let j = c.resolve(spec("a"), ALICE, 1, &names).unwrap();
+    assert_eq!(j.account, "child");
+    let mut s = spec("b");
+    s.account = Some("child".into());
+    assert_eq!(
+        c.resolve(s, BOB, 1, &names).unwrap_err(),
+        SlurmError::InvalidAccount
+    );
+    // A sacctmgr change to a config account survives the next merge.
+    let root = super::super::state::Caller { uid: 0, gid: 0 };
+    c.acct_change(
+        &AcctOp::Modify {
+            entity: Entity::Account,
+            cond: crate::model::acct_ops::Cond {
+                names: vec!["phys".into()],
+                ..Default::default()
+            },
+            settings: vec![Setting::parse("Fairshare=5").unwrap()],
+        },
+        true,
+        root,
+        "root",
+    )
+    .unwrap();
+    let (notes, changed) = c.merge_config_accounts();
+    assert!(!changed);
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0].contains("the database wins"), "{notes:?}");
+    assert_eq!(
+        c.assoc.account("phys").unwrap().shares,
+        crate::model::assoc::Shares::Raw(5)
+    );
+}

@@ -90,7 +90,12 @@ impl Cluster {
                     .jobs
                     .values()
                     .map(|j| &**j)
-                    .filter(|j| j.state == JobState::Pending && j.reason == Reason::Resources)
+                    // Behind a blocked job (reason Priority) a job may still
+                    // preempt lower-ranked ones: not only the head of the queue.
+                    .filter(|j| {
+                        j.state == JobState::Pending
+                            && matches!(j.reason, Reason::Resources | Reason::Priority)
+                    })
                     .filter(|j| j.hold.is_none() && j.het.is_none() && !j.is_array_meta())
                     .collect();
                 if cands.is_empty() {

@@ -743,3 +743,52 @@ fn degraded_isolation_is_a_reason_on_the_node_that_never_replaces_an_admins() {
     c.isolation_reported("n1", "cgroup/v1", None, 60);
     assert_eq!(c.nodes[0].reason.as_deref(), Some("disk"));
 }
+
+#[test]
+fn a_preemptor_behind_the_head_of_the_queue_still_preempts() {
+    let cfg = Config::from_toml(
+        r#"
+[scheduler]
+preempt_type = "preempt/qos"
+preempt_mode = "cancel"
+[[nodes]]
+name = "n1"
+cpus = 4
+memory = 4000
+[[partitions]]
+name = "p"
+nodes = "n1"
+default = true
+"#,
+        Path::new("/x/sluice.toml"),
+    )
+    .unwrap();
+    let mut c = Cluster::new(&cfg, 999);
+    c.nodes[0].state = NodeState::Up;
+    let mut high = crate::model::assoc::Qos::new("high");
+    high.preempt = vec!["normal".into()];
+    c.assoc.qos.insert("high".into(), high);
+    let four = |name: &str, qos: Option<&str>| {
+        let mut s = spec(name);
+        s.ntasks = Some(4);
+        s.qos = qos.map(str::to_string);
+        s
+    };
+    let running = submit(&mut c, four("r", None), ALICE, 0);
+    c.schedule(0, &mut Effects::default());
+    assert_eq!(c.jobs[&running].state, JobState::Running);
+    // The head of the queue may preempt nothing; the job behind it may.
+    let head = submit(&mut c, four("head", None), ALICE, 1);
+    let behind = submit(&mut c, four("behind", Some("high")), ALICE, 2);
+    c.jobs.get_mut(&head).unwrap().priority = 100;
+    c.jobs.get_mut(&behind).unwrap().priority = 10;
+    c.schedule(3, &mut Effects::default());
+    assert_eq!(c.jobs[&head].state, JobState::Pending);
+    assert_eq!(
+        c.jobs[&running].preempt.map(|p| p.preemptor),
+        Some(behind),
+        "head {:?}, behind {:?}",
+        c.jobs[&head].reason,
+        c.jobs[&behind].reason
+    );
+}

@@ -244,21 +244,43 @@ fn delete_keeps_the_tree_consistent() {
     delete(&mut t, Entity::Qos, by_name(&["high"])).unwrap();
     assert_eq!(t.account("a").unwrap().qos, ["normal"]);
     assert_eq!(t.account("a").unwrap().default_qos, None);
-    // Deleting alice's default account moves her default to the other one.
+    // alice's default account cannot go while she has another one (Slurm's
+    // ESLURM_NO_REMOVE_DEFAULT_ACCOUNT), neither as an account nor as her association.
+    let before = t.clone();
+    let e = delete(&mut t, Entity::Account, by_name(&["a"])).unwrap_err();
+    assert!(
+        e.starts_with(" Error with request: You can not remove the default account of a user\n  C = lab        A = a          U = alice    \n"),
+        "{e}"
+    );
+    let alice_a = Cond {
+        names: names(&["alice"]),
+        accounts: names(&["a"]),
+        ..Cond::default()
+    };
+    assert!(delete(&mut t, Entity::User, alice_a.clone()).is_err());
+    assert_eq!(t, before);
+    // Once her default is the other account, it goes, and she stays.
+    modify(
+        &mut t,
+        Entity::User,
+        by_name(&["alice"]),
+        &["DefaultAccount=b"],
+    )
+    .unwrap();
     let o = delete(&mut t, Entity::Account, by_name(&["a"])).unwrap();
     assert_eq!(o.lines, [" Deleting accounts...", "  a"]);
     assert_eq!(t.default_account("alice"), Some("b"));
-    // Her last association gone, she goes too.
-    delete(
-        &mut t,
-        Entity::User,
-        Cond {
-            names: names(&["alice"]),
-            accounts: names(&["b"]),
-            ..Cond::default()
-        },
-    )
-    .unwrap();
+    // Deleting her last account removes her too, and the summary says so.
+    let o = delete(&mut t, Entity::Account, by_name(&["b"])).unwrap();
+    assert_eq!(
+        o.lines,
+        [
+            " Deleting accounts...",
+            "  b",
+            " Deleting users left without an association...",
+            "  alice"
+        ]
+    );
     assert!(t.user("alice").is_none());
     assert!(delete(&mut t, Entity::Account, by_name(&["root"])).is_err());
     assert!(delete(&mut t, Entity::Qos, by_name(&["normal"])).is_err());
@@ -303,4 +325,41 @@ fn qos_plus_on_a_user_adds_to_the_inherited_list() {
     modify(&mut t, Entity::User, by_name(&["alice"]), &["QOS-=normal"]).unwrap();
     let a = t.find_assoc("alice", "phys", "any").unwrap();
     assert_eq!(a.qos, ["gpu-high"]);
+}
+
+#[test]
+fn qos_min_tres_and_usage_threshold_are_settable() {
+    let mut t = AssocTree::default();
+    add(
+        &mut t,
+        Entity::Qos,
+        &["big"],
+        &["MinTRES=cpu=4,gres/gpu=1", "UsageThreshold=0.25"],
+    )
+    .unwrap();
+    let q = t.qos("big").unwrap();
+    assert_eq!(q.limits.min_tres_per_job.to_string(), "cpu=4,gres/gpu=1");
+    assert_eq!(q.usage_threshold, Some(0.25));
+    modify(
+        &mut t,
+        Entity::Qos,
+        by_name(&["big"]),
+        &["MinTRES=gres/gpu=-1", "UsageThreshold=-1"],
+    )
+    .unwrap();
+    let q = t.qos("big").unwrap();
+    assert_eq!(q.limits.min_tres_per_job.to_string(), "cpu=4");
+    assert_eq!(q.usage_threshold, None);
+    assert!(
+        modify(
+            &mut t,
+            Entity::Qos,
+            by_name(&["big"]),
+            &["UsageThreshold=2"]
+        )
+        .is_err()
+    );
+    // MinTRES is a QOS limit only, as in Slurm.
+    add(&mut t, Entity::Account, &["a"], &[]).unwrap();
+    assert!(modify(&mut t, Entity::Account, by_name(&["a"]), &["MinTRES=cpu=1"]).is_err());
 }

@@ -61,6 +61,7 @@ fn reason_used(
     let refs: Vec<&Job> = jobs.iter().collect();
     let st = LimitState::new(
         Policy {
+            fairshare: None,
             tree: t,
             enforce: e,
             used,
@@ -308,6 +309,7 @@ fn charge_counts_jobs_started_in_the_same_pass() {
     let jobs = [&a, &b];
     let mut st = LimitState::new(
         Policy {
+            fairshare: None,
             tree: &t,
             enforce: enforce(),
             used: &used,
@@ -331,6 +333,7 @@ fn submit_limits_refuse_and_deny_on_limit_refuses_what_pends_otherwise() {
     ];
     let refs: Vec<&Job> = queued.iter().collect();
     let p = Policy {
+        fairshare: None,
         tree: &t,
         enforce: enforce(),
         used: &used,
@@ -354,6 +357,7 @@ fn submit_limits_refuse_and_deny_on_limit_refuses_what_pends_otherwise() {
         .max_submit_jobs_per_user = Some(1);
     t.qos.get_mut("normal").unwrap().limits.max_tres_per_job = TresMap::parse("cpu=2").unwrap();
     let p = Policy {
+        fairshare: None,
         tree: &t,
         enforce: enforce(),
         used: &used,
@@ -372,6 +376,7 @@ fn submit_limits_refuse_and_deny_on_limit_refuses_what_pends_otherwise() {
         .flags
         .push(QosFlag::DenyOnLimit);
     let p = Policy {
+        fairshare: None,
         tree: &t,
         enforce: enforce(),
         used: &used,
@@ -399,4 +404,114 @@ fn partition_association_is_used_for_its_partition() {
         reason(&t, enforce(), &[], &in_gpu),
         Some("AssocMaxJobsLimit")
     );
+}
+
+#[test]
+fn grp_wall_holds_once_the_groups_wall_minutes_are_used() {
+    let mut t = tree();
+    t.accounts.get_mut("phys").unwrap().limits.grp_wall_mins = Some(100);
+    let j = job(1, "alice", JobState::Pending, 1);
+    let mut used = UsedMins::default();
+    used.record_wall(&t, ("bob", "theory", "normal"), 99.0);
+    assert_eq!(reason_used(&t, enforce(), &used, &[], &j), None);
+    // bob's minutes count for phys (an ancestor), so alice waits too.
+    used.record_wall(&t, ("bob", "theory", "normal"), 1.0);
+    assert_eq!(
+        reason_used(&t, enforce(), &used, &[], &j),
+        Some("AssocGrpWallLimit")
+    );
+    // Decay brings it back under.
+    used.scale(0.5);
+    assert_eq!(reason_used(&t, enforce(), &used, &[], &j), None);
+    // A user association's own GrpWall and a QOS's.
+    let mut t = tree();
+    user_limits(&mut t, "alice").grp_wall_mins = Some(10);
+    let mut used = UsedMins::default();
+    used.record_wall(&t, ("alice", "theory", "normal"), 10.0);
+    assert_eq!(
+        reason_used(&t, enforce(), &used, &[], &j),
+        Some("AssocGrpWallLimit")
+    );
+    let bobs = job(2, "bob", JobState::Pending, 1);
+    assert_eq!(reason_used(&t, enforce(), &used, &[], &bobs), None);
+    t.qos.get_mut("normal").unwrap().limits.grp_wall_mins = Some(5);
+    assert_eq!(
+        reason_used(&t, enforce(), &used, &[], &bobs),
+        Some("QOSGrpWallLimit")
+    );
+}
+
+#[test]
+fn qos_min_tres_holds_jobs_asking_too_little() {
+    let mut t = tree();
+    t.qos.get_mut("normal").unwrap().limits.min_tres_per_job = TresMap::parse("cpu=4").unwrap();
+    assert_eq!(
+        reason(&t, enforce(), &[], &job(1, "alice", JobState::Pending, 2)),
+        Some("QOSMinCpuNotSatisfied")
+    );
+    assert_eq!(
+        reason(&t, enforce(), &[], &job(1, "alice", JobState::Pending, 4)),
+        None
+    );
+    t.qos.get_mut("normal").unwrap().limits.min_tres_per_job =
+        TresMap::parse("gres/gpu=1").unwrap();
+    assert_eq!(
+        reason(&t, enforce(), &[], &job(1, "alice", JobState::Pending, 4)),
+        Some("QOSMinGRES")
+    );
+    // DenyOnLimit refuses it at submit.
+    t.qos.get_mut("normal").unwrap().flags = vec![QosFlag::DenyOnLimit];
+    let used = UsedMins::default();
+    let st = LimitState::new(
+        Policy {
+            fairshare: None,
+            tree: &t,
+            enforce: enforce(),
+            used: &used,
+        },
+        &[],
+        0,
+    );
+    assert_eq!(
+        st.submit_check(&job(1, "alice", JobState::Pending, 4))
+            .map_err(|r| r.as_str()),
+        Err("QOSMinGRES")
+    );
+}
+
+#[test]
+fn usage_threshold_holds_associations_below_it() {
+    let mut t = tree();
+    {
+        let q = t.qos.get_mut("normal").unwrap();
+        q.usage_threshold = Some(0.5);
+        q.flags = vec![QosFlag::EnforceUsageThreshold];
+    }
+    let fs = HashMap::from([
+        (("theory".to_string(), "alice".to_string()), 0.2),
+        (("theory".to_string(), "bob".to_string()), 0.7),
+    ]);
+    let used = UsedMins::default();
+    let check = |t: &AssocTree, j: &Job| {
+        LimitState::new(
+            Policy {
+                fairshare: Some(&fs),
+                tree: t,
+                enforce: enforce(),
+                used: &used,
+            },
+            &[],
+            0,
+        )
+        .check(j)
+        .map(|r| r.as_str())
+    };
+    assert_eq!(
+        check(&t, &job(1, "alice", JobState::Pending, 1)),
+        Some("QOSUsageThreshold")
+    );
+    assert_eq!(check(&t, &job(2, "bob", JobState::Pending, 1)), None);
+    // Without the flag the threshold is not enforced.
+    t.qos.get_mut("normal").unwrap().flags.clear();
+    assert_eq!(check(&t, &job(1, "alice", JobState::Pending, 1)), None);
 }

@@ -293,3 +293,50 @@ fn suspended_jobs_resume_when_their_cpus_are_free() {
     });
     assert_eq!(resumable(&[&admin]), Vec::<u32>::new());
 }
+
+#[test]
+fn jobs_that_may_preempt_nothing_do_not_use_up_the_candidate_budget() {
+    let nodes = vec![node("n1", 4, 4000)];
+    let parts = vec![part("p", &["n1"])];
+    let conf = cfg(PreemptType::Qos, PreemptMode::Cancel);
+    let qos = vec![
+        QosPreempt {
+            name: "high".into(),
+            preempt: vec!["normal".into()],
+            ..QosPreempt::default()
+        },
+        QosPreempt {
+            name: "normal".into(),
+            ..QosPreempt::default()
+        },
+    ];
+    let mut r = running(1, "n1", 4, 10);
+    r.priority = 1;
+    // More higher-priority pending jobs than the budget, none of which may preempt.
+    let ahead: Vec<Job> = (0..crate::sched::preempt::MAX_CANDIDATES as u32 + 10)
+        .map(|k| with_prio(job(100 + k, 4, 10), 1000 - k))
+        .collect();
+    let mut h = with_prio(job(9, 4, 10), 5);
+    h.qos = "high".into();
+    let mut jobs: Vec<&Job> = vec![&r, &h];
+    jobs.extend(ahead.iter());
+    let input = Input {
+        jobs: &jobs,
+        nodes: &nodes,
+        partitions: &parts,
+        licenses: &[],
+        config: &conf,
+        now: 100,
+        backfill: false,
+        limits: None,
+        reservations: &[],
+    };
+    let cands: Vec<&Job> = jobs[1..].to_vec();
+    match plan(&input, &qos, &cands) {
+        Some(Action::Preempt { preemptor, victims }) => {
+            assert_eq!(preemptor, 9);
+            assert_eq!(ids(&victims), vec![1]);
+        }
+        other => panic!("expected job 9 to preempt, got {other:?}"),
+    }
+}

@@ -1,0 +1,365 @@
+//! sacctmgr's flat file (`sacctmgr dump` / `sacctmgr load`; cf. sacctmgr(1) "FLAT
+//! FILE DUMP AND LOAD" and src/sacctmgr/file_functions.c): one record per line,
+//! `Kind - 'name':Key=Value:Key='Value'…`, where Kind is `Cluster`, `Parent`, `Account`
+//! or `User`. A `Parent - 'A'` line makes A the parent of the `Account` lines and the
+//! account of the `User` lines that follow it; `#` starts a comment.
+//!
+//! Pure: [`dump`] renders a tree, [`parse`] turns a file into the [`AcctOp::Load`]
+//! the controller applies all or nothing. Load adds what the tree lacks (accounts,
+//! users, associations, with the file's settings); records the tree already has are
+//! left as they are and named in the summary, so a load never overwrites silently.
+
+use super::{AcctOp, Entity, Setting};
+use crate::model::assoc::{AssocTree, Limits, ROOT, UserAssoc};
+
+/// The `:Key=Value` options of an association's limits, in sacctmgr's names.
+fn limit_opts(l: &Limits, out: &mut Vec<String>) {
+    let n = |out: &mut Vec<String>, k: &str, v: Option<u32>| {
+        if let Some(v) = v {
+            out.push(format!("{k}={v}"));
+        }
+    };
+    let t = |out: &mut Vec<String>, k: &str, m: &crate::model::assoc::TresMap| {
+        if !m.is_empty() {
+            out.push(format!("{k}={m}"));
+        }
+    };
+    n(out, "GrpJobs", l.grp_jobs);
+    n(out, "GrpSubmitJobs", l.grp_submit_jobs);
+    t(out, "GrpTRES", &l.grp_tres);
+    t(out, "GrpTRESMins", &l.grp_tres_mins);
+    t(out, "GrpTRESRunMins", &l.grp_tres_run_mins);
+    n(out, "GrpWall", l.grp_wall_mins);
+    n(out, "MaxJobs", l.max_jobs);
+    n(out, "MaxSubmitJobs", l.max_submit_jobs);
+    t(out, "MaxTRESPerJob", &l.max_tres_per_job);
+    t(out, "MaxTRESMinsPerJob", &l.max_tres_mins_per_job);
+    t(out, "MaxTRESPerNode", &l.max_tres_per_node);
+    n(out, "MaxWallDurationPerJob", l.max_wall_mins);
+}
+
+fn quoted(k: &str, v: &str) -> String {
+    format!("{k}='{v}'")
+}
+
+fn assoc_opts(
+    shares: crate::model::assoc::Shares,
+    qos: &[String],
+    default_qos: &Option<String>,
+    l: &Limits,
+    out: &mut Vec<String>,
+) {
+    out.push(format!("Fairshare={shares}"));
+    if !qos.is_empty() {
+        out.push(quoted("QOS", &qos.join(",")));
+    }
+    if let Some(d) = default_qos {
+        out.push(quoted("DefaultQOS", d));
+    }
+    limit_opts(l, out);
+}
+
+fn line(kind: &str, name: &str, opts: &[String]) -> String {
+    let mut s = format!("{kind} - '{name}'");
+    for o in opts {
+        s.push(':');
+        s.push_str(o);
+    }
+    s.push('\n');
+    s
+}
+
+fn user_line(t: &AssocTree, a: &UserAssoc) -> String {
+    let mut o = Vec::new();
+    if let Some(u) = t.user(&a.user) {
+        o.push(quoted("DefaultAccount", &u.default_account));
+        if u.admin_level != Default::default() {
+            o.push(quoted("AdminLevel", u.admin_level.as_str()));
+        }
+    }
+    if let Some(p) = &a.partition {
+        o.push(quoted("Partition", p));
+    }
+    assoc_opts(a.shares, &a.qos, &a.default_qos, &a.limits, &mut o);
+    line("User", &a.user, &o)
+}
+
+/// The flat file of `tree` for cluster `cluster`: the cluster line, then each account
+/// (depth first, by name) as a `Parent` line followed by its users and its
+/// sub-accounts' `Account` lines.
+pub fn dump(tree: &AssocTree, cluster: &str) -> String {
+    let mut s = String::from(
+        "# sacctmgr flat file, written by `sacctmgr dump`; read back with `sacctmgr load`.\n\
+         # Records: Cluster - 'name', Parent - 'account', Account - 'name':Key=Value...,\n\
+         # User - 'name':Key=Value... (users and accounts belong to the Parent above them).\n",
+    );
+    let root = tree.root();
+    let mut o = Vec::new();
+    assoc_opts(
+        root.shares,
+        &root.qos,
+        &root.default_qos,
+        &root.limits,
+        &mut o,
+    );
+    s.push_str(&line("Cluster", cluster, &o));
+    let mut stack = vec![ROOT.to_string()];
+    while let Some(acct) = stack.pop() {
+        let mut users: Vec<&UserAssoc> = tree.users_under(&acct).collect();
+        users.sort_by(|a, b| (&a.user, &a.partition).cmp(&(&b.user, &b.partition)));
+        let kids: Vec<_> = tree.child_accounts(&acct).collect();
+        if users.is_empty() && kids.is_empty() {
+            continue;
+        }
+        s.push_str(&line("Parent", &acct, &[]));
+        for u in users {
+            s.push_str(&user_line(tree, u));
+        }
+        for k in &kids {
+            let mut o = vec![
+                quoted("Description", &k.description),
+                quoted("Organization", &k.organization),
+            ];
+            assoc_opts(k.shares, &k.qos, &k.default_qos, &k.limits, &mut o);
+            s.push_str(&line("Account", &k.name, &o));
+        }
+        // Depth first, in name order.
+        stack.extend(kids.iter().rev().map(|k| k.name.clone()));
+    }
+    s
+}
+
+/// Splits `Kind - 'name':opt:opt` at the colons outside quotes.
+fn split_opts(rest: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quote: Option<char> = None;
+    for c in rest.chars() {
+        match (c, quote) {
+            ('\'' | '"', None) => {
+                quote = Some(c);
+                cur.push(c);
+            }
+            (c2, Some(q)) if c2 == q => {
+                quote = None;
+                cur.push(c);
+            }
+            (':', None) => out.push(std::mem::take(&mut cur)),
+            _ => cur.push(c),
+        }
+    }
+    if quote.is_some() {
+        return Err(format!("unterminated quote in '{rest}'"));
+    }
+    out.push(cur);
+    Ok(out)
+}
+
+fn unquote(s: &str) -> &str {
+    let s = s.trim();
+    for q in ['\'', '"'] {
+        if let Some(i) = s.strip_prefix(q).and_then(|r| r.strip_suffix(q)) {
+            return i;
+        }
+    }
+    s
+}
+
+/// Parses a flat file for the controller's cluster `cluster` into one
+/// [`AcctOp::Load`]. Errors name the line: an unknown record kind, a record before the
+/// `Cluster` line, a file for another cluster, an option without `=`, a `User` before
+/// any `Parent`.
+pub fn parse(text: &str, cluster: &str) -> Result<AcctOp, String> {
+    let mut ops = Vec::new();
+    let mut parent: Option<String> = None;
+    let mut seen_cluster = false;
+    for (i, raw) in text.lines().enumerate() {
+        let at = |e: String| format!(" Line {}: {e}", i + 1);
+        let l = raw.trim();
+        if l.is_empty() || l.starts_with('#') {
+            continue;
+        }
+        let parts = split_opts(l).map_err(at)?;
+        let (kind, name) = parts[0]
+            .split_once('-')
+            .map(|(k, n)| (k.trim().to_ascii_lowercase(), unquote(n).to_string()))
+            .ok_or_else(|| at(format!("expected 'Kind - 'name'', got '{}'", parts[0])))?;
+        if name.is_empty() {
+            return Err(at("a record needs a name".into()));
+        }
+        let mut settings = Vec::new();
+        for o in &parts[1..] {
+            let s = Setting::parse(o).ok_or_else(|| at(format!("option '{o}' has no '='")))?;
+            settings.push(s);
+        }
+        match kind.as_str() {
+            "cluster" => {
+                if name != cluster {
+                    return Err(at(format!(
+                        "the file is for cluster '{name}'; this controller serves '{cluster}'"
+                    )));
+                }
+                seen_cluster = true;
+            }
+            _ if !seen_cluster => {
+                return Err(at("the first record must be 'Cluster - ...'".into()));
+            }
+            "parent" => parent = Some(name),
+            "account" => {
+                let p = parent.clone().unwrap_or_else(|| ROOT.to_string());
+                settings.push(Setting {
+                    key: "Parent".into(),
+                    op: super::SetOp::Assign,
+                    value: p,
+                });
+                ops.push(AcctOp::Add {
+                    entity: Entity::Account,
+                    names: vec![name],
+                    settings,
+                });
+            }
+            "user" => {
+                let p = parent
+                    .clone()
+                    .ok_or_else(|| at("a User record needs a Parent record before it".into()))?;
+                settings.push(Setting {
+                    key: "Account".into(),
+                    op: super::SetOp::Assign,
+                    value: p,
+                });
+                ops.push(AcctOp::Add {
+                    entity: Entity::User,
+                    names: vec![name],
+                    settings,
+                });
+            }
+            k => return Err(at(format!("unknown record kind '{k}'"))),
+        }
+    }
+    if !seen_cluster {
+        return Err(" No 'Cluster - ...' record in the file".into());
+    }
+    Ok(AcctOp::Load { ops })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::acct_ops::apply;
+
+    fn add(t: &mut AssocTree, e: Entity, n: &str, args: &[&str]) {
+        apply(
+            t,
+            &AcctOp::Add {
+                entity: e,
+                names: vec![n.into()],
+                settings: args.iter().map(|a| Setting::parse(a).unwrap()).collect(),
+            },
+            "lab",
+        )
+        .unwrap();
+    }
+
+    fn sample() -> AssocTree {
+        let mut t = AssocTree::default();
+        add(&mut t, Entity::Qos, "high", &[]);
+        add(
+            &mut t,
+            Entity::Account,
+            "phys",
+            &[
+                "Description=Physics: all of it",
+                "Fairshare=70",
+                "GrpTRES=cpu=8",
+            ],
+        );
+        add(
+            &mut t,
+            Entity::Account,
+            "theory",
+            &["Parent=phys", "MaxWall=90"],
+        );
+        add(
+            &mut t,
+            Entity::User,
+            "alice",
+            &[
+                "Account=theory",
+                "QOS=normal,high",
+                "MaxJobs=3",
+                "AdminLevel=Operator",
+            ],
+        );
+        add(&mut t, Entity::User, "alice", &["Account=phys"]);
+        t
+    }
+
+    #[test]
+    fn dump_lists_the_tree_parent_first() {
+        let text = dump(&sample(), "lab");
+        let body: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(
+            body,
+            [
+                "Cluster - 'lab':Fairshare=1",
+                "Parent - 'root'",
+                "User - 'root':DefaultAccount='root':AdminLevel='Administrator':Fairshare=1",
+                "Account - 'phys':Description='Physics: all of it':Organization='phys':Fairshare=70:GrpTRES=cpu=8",
+                "Parent - 'phys'",
+                "User - 'alice':DefaultAccount='theory':AdminLevel='Operator':Fairshare=1",
+                "Account - 'theory':Description='theory':Organization='phys':Fairshare=1:MaxWallDurationPerJob=90",
+                "Parent - 'theory'",
+                "User - 'alice':DefaultAccount='theory':AdminLevel='Operator':Fairshare=1:QOS='normal,high':MaxJobs=3",
+            ]
+        );
+    }
+
+    #[test]
+    fn load_of_a_dump_rebuilds_the_same_tree() {
+        let t = sample();
+        let text = dump(&t, "lab");
+        let mut fresh = AssocTree::default();
+        add(&mut fresh, Entity::Qos, "high", &[]);
+        let op = parse(&text, "lab").unwrap();
+        let out = apply(&mut fresh, &op, "lab").unwrap();
+        assert!(out.changed);
+        assert_eq!(fresh.accounts, t.accounts);
+        assert_eq!(fresh.users, t.users);
+        let key = |a: &UserAssoc| (a.user.clone(), a.account.clone());
+        let mut got = fresh.user_assocs.clone();
+        let mut want = t.user_assocs.clone();
+        got.sort_by_key(key);
+        want.sort_by_key(key);
+        assert_eq!(got, want);
+        // Loading it again changes nothing.
+        let out = apply(&mut fresh, &op, "lab").unwrap();
+        assert!(!out.changed, "{:?}", out.lines);
+    }
+
+    #[test]
+    fn bad_files_are_refused_naming_the_line() {
+        let e = parse("Cluster - 'other'\n", "lab").unwrap_err();
+        assert!(e.contains("Line 1") && e.contains("'other'"), "{e}");
+        let e = parse("Account - 'a'\n", "lab").unwrap_err();
+        assert!(e.contains("first record must be"), "{e}");
+        let e = parse("Cluster - 'lab'\nUser - 'u':DefaultAccount='a'\n", "lab").unwrap_err();
+        assert!(e.contains("Line 2") && e.contains("Parent"), "{e}");
+        let e = parse(
+            "Cluster - 'lab'\nParent - 'root'\nAccount - 'a':Bogus\n",
+            "lab",
+        )
+        .unwrap_err();
+        assert!(e.contains("Line 3") && e.contains("no '='"), "{e}");
+        let e = parse("Cluster - 'lab'\nThing - 'x'\n", "lab").unwrap_err();
+        assert!(e.contains("unknown record kind"), "{e}");
+        // A setting the tree refuses makes the whole load fail, nothing applied.
+        let mut t = AssocTree::default();
+        let op = parse(
+            "Cluster - 'lab'\nParent - 'root'\nAccount - 'a'\nAccount - 'b':MaxJobs=x\n",
+            "lab",
+        )
+        .unwrap();
+        assert!(apply(&mut t, &op, "lab").is_err());
+        assert!(t.account("a").is_none());
+    }
+}
