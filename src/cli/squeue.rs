@@ -27,7 +27,7 @@ use crate::model::array::IndexSet;
 use crate::model::time::fmt_squeue_duration;
 use crate::model::{Job, JobState, MemReq, hostlist};
 use crate::proto::ArrayTasks;
-use crate::proto::{JobFilter, Request, Response, SlurmError};
+use crate::proto::{JobFilter, Response, SlurmError};
 use clap::{ArgAction, CommandFactory, FromArgMatches, Parser};
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
@@ -1041,7 +1041,7 @@ fn run_steps(opts: &Args, list: &str) -> ExitCode {
         ids: q.jobs.clone(),
         ..JobFilter::default()
     };
-    match client.request(&Request::Jobs(filter)) {
+    match client.request_jobs(&filter) {
         Ok(Response::Jobs { jobs, now }) => {
             print!("{}", st::render(&q, &jobs, now));
             ExitCode::SUCCESS
@@ -1138,7 +1138,7 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         },
         ..JobFilter::default()
     };
-    match client.request(&Request::Jobs(filter)) {
+    match client.request_jobs(&filter) {
         Ok(Response::Jobs { jobs, .. }) if opts.json => {
             // Format options do not apply; the selection (users, states, ids…) does.
             let mut shown: Vec<&Job> = jobs.iter().filter(|j| q.matches(j)).collect();

@@ -536,6 +536,34 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
     Ok(())
 }
 
+/// One page of a paged `Request::Jobs` (`filter.page > 0`): the first `filter.page`
+/// matching jobs with ids above `filter.after`, in id order, as the query sees them
+/// (`Job::for_query`), and whether more may follow.
+fn jobs_page(
+    jobs: &std::collections::BTreeMap<u32, Box<Job>>,
+    filter: &crate::proto::JobFilter,
+    now: i64,
+) -> Response {
+    let page = filter.page as usize;
+    let mut out: Vec<Job> = match filter.after.checked_add(1) {
+        Some(from) => jobs
+            .range(from..)
+            .map(|(_, j)| j)
+            .filter(|j| filter.matches(j))
+            .take(page + 1)
+            .map(|j| j.for_query())
+            .collect(),
+        None => Vec::new(),
+    };
+    let more = out.len() > page;
+    out.truncate(page);
+    Response::JobsPage {
+        jobs: out,
+        now,
+        more,
+    }
+}
+
 struct Actor {
     cluster: Cluster,
     store: mpsc::UnboundedSender<StoreOp>,
@@ -729,6 +757,7 @@ impl Actor {
                     }
                 }
             }
+            Request::Jobs(filter) if filter.page > 0 => jobs_page(&self.cluster.jobs, &filter, now),
             Request::Jobs(filter) => Response::Jobs {
                 jobs: self
                     .cluster
@@ -768,7 +797,10 @@ impl Actor {
                 resume,
             } => Response::Results(self.cluster.suspend(&ids, &array_tasks, resume, c, now, fx)),
             Request::UpdateJob { id, updates, tasks } => {
-                match self.cluster.update_job(id, tasks.as_ref(), &updates, c, fx) {
+                match self
+                    .cluster
+                    .update_job_at(id, tasks.as_ref(), &updates, c, now, fx)
+                {
                     Ok(()) => Response::Ok,
                     Err(e) => Response::Error(e),
                 }
@@ -1246,4 +1278,66 @@ where
     }
     let _ = tx.send(Msg::AgentDown { node }).await;
     Ok(())
+}
+
+#[cfg(test)]
+mod page_tests {
+    use super::*;
+    use crate::model::JobState;
+    use crate::proto::JobFilter;
+
+    #[test]
+    fn job_pages_cover_each_matching_job_once_in_id_order() {
+        let mut jobs = std::collections::BTreeMap::new();
+        for id in 1..=7u32 {
+            let j = Job {
+                id,
+                state: if id % 3 == 0 {
+                    JobState::Completed
+                } else {
+                    JobState::Pending
+                },
+                spec: crate::model::JobSpec {
+                    script: "#!/bin/sh\ntrue\n".into(),
+                    ..Default::default()
+                },
+                ..Job::default()
+            };
+            jobs.insert(id, Box::new(j));
+        }
+        let mut f = JobFilter {
+            active_only: true,
+            page: 2,
+            ..JobFilter::default()
+        };
+        let mut seen = Vec::new();
+        let mut pages = 0;
+        loop {
+            pages += 1;
+            let Response::JobsPage { jobs: p, now, more } = jobs_page(&jobs, &f, 9) else {
+                panic!("not a page")
+            };
+            assert_eq!(now, 9);
+            assert!(p.len() <= 2);
+            assert!(p.iter().all(|j| j.spec.script.is_empty()));
+            seen.extend(p.iter().map(|j| j.id));
+            match p.last() {
+                Some(l) if more => f.after = l.id,
+                _ => break,
+            }
+        }
+        // 1 2 | 4 5 | 7: the finished ones (3, 6) are filtered out.
+        assert_eq!(seen, vec![1, 2, 4, 5, 7]);
+        assert_eq!(pages, 3);
+        // The cursor at the end of the id space gives an empty last page.
+        f.after = u32::MAX;
+        assert_eq!(
+            jobs_page(&jobs, &f, 9),
+            Response::JobsPage {
+                jobs: vec![],
+                now: 9,
+                more: false
+            }
+        );
+    }
 }

@@ -1083,7 +1083,7 @@ impl Cluster {
             .map(|p| (p.name.clone(), p.priority_job_factor))
             .collect();
         for j in self.jobs.values_mut() {
-            if j.state == JobState::Pending && j.hold.is_none() {
+            if j.state == JobState::Pending && j.hold.is_none() && !j.priority_set {
                 let pf = factor.get(&j.partition).copied().unwrap_or(1);
                 j.priority = priority::factors(j, pf, &ctx, &w, now).priority();
             }
@@ -2169,6 +2169,9 @@ impl Cluster {
             };
             j.hold = Some(kind);
             j.priority = 0;
+            // Released, the job gets a computed priority again (Slurm resets
+            // `direct_set_prio` on hold).
+            j.priority_set = false;
             j.reason = match kind {
                 HoldKind::User => Reason::JobHeldUser,
                 HoldKind::Admin => Reason::JobHeldAdmin,
@@ -2291,14 +2294,30 @@ impl Cluster {
         }
     }
 
-    /// Applies `scontrol update JobId=…` changes: to one job, to every active record of
-    /// an array (its id), or to tasks `N_i` (split off the meta record when pending).
+    /// [`Cluster::update_job_at`] at the time of the last scheduling pass (for callers
+    /// without a clock).
     pub fn update_job(
         &mut self,
         id: u32,
         tasks: Option<&IndexSet>,
         updates: &[JobUpdate],
         c: Caller,
+        fx: &mut Effects,
+    ) -> Result<(), SlurmError> {
+        let now = self.last_pass.max(0);
+        self.update_job_at(id, tasks, updates, c, now, fx)
+    }
+
+    /// Applies `scontrol update JobId=…` changes at `now` (epoch seconds): to one job, to
+    /// every active record of an array (its id), or to tasks `N_i` (split off the meta
+    /// record when pending).
+    pub fn update_job_at(
+        &mut self,
+        id: u32,
+        tasks: Option<&IndexSet>,
+        updates: &[JobUpdate],
+        c: Caller,
+        now: i64,
         fx: &mut Effects,
     ) -> Result<(), SlurmError> {
         let sel: Vec<ArrayTasks> = tasks
@@ -2319,7 +2338,7 @@ impl Cluster {
                 Err(e) => errors.push(Err(e)),
                 Ok(recs) => {
                     for r in recs {
-                        errors.push(self.update_one(r, updates, c, fx));
+                        errors.push(self.update_one(r, updates, c, now, fx));
                     }
                 }
             }
@@ -2335,6 +2354,7 @@ impl Cluster {
         id: u32,
         updates: &[JobUpdate],
         c: Caller,
+        now: i64,
         fx: &mut Effects,
     ) -> Result<(), SlurmError> {
         let op = self.is_operator(c);
@@ -2421,6 +2441,34 @@ impl Cluster {
                         || new.reason == Reason::DependencyNeverSatisfied
                     {
                         new.reason = Reason::None;
+                    }
+                }
+                JobUpdate::Priority(p) => {
+                    // Slurm's `_update_job`: operators set any priority, the owner may
+                    // only lower it; 0 holds the job, and a set priority replaces the
+                    // nice value and is no longer recomputed.
+                    if !op && *p > new.priority {
+                        return Err(SlurmError::AccessDenied);
+                    }
+                    if *p == 0 {
+                        if new.state == JobState::Pending {
+                            let kind = if op { HoldKind::Admin } else { HoldKind::User };
+                            new.hold = Some(kind);
+                            new.reason = match kind {
+                                HoldKind::User => Reason::JobHeldUser,
+                                HoldKind::Admin => Reason::JobHeldAdmin,
+                            };
+                        }
+                        new.priority = 0;
+                        new.priority_set = false;
+                    } else {
+                        if new.hold.take().is_some() {
+                            new.reason = Reason::None;
+                            new.eligible_time = Some(new.spec.begin.unwrap_or(now).max(now));
+                        }
+                        new.priority = *p;
+                        new.priority_set = true;
+                        new.spec.nice = 0;
                     }
                 }
                 JobUpdate::ArrayTaskThrottle(n) => match new.array.as_mut() {
