@@ -610,16 +610,11 @@ fn priority_float(job: &Job) -> String {
 
 fn tres_alloc(r: &JobRow) -> String {
     let cpus = cpus_of(r.job);
-    let gpus = crate::cli::jobfmt::gpu_count(r.job);
     format!(
         "cpu={cpus},mem={},node={},billing={cpus}{}",
         mem_text(total_mem(r.job), r.noconvert),
         nodes_of(r.job),
-        if gpus > 0 {
-            format!(",gres/gpu={gpus}")
-        } else {
-            String::new()
-        }
+        crate::cli::jobfmt::extra_tres_suffix(r.job)
     )
 }
 

@@ -711,6 +711,7 @@ impl Actor {
             } if !het.is_empty() => {
                 let mut jobs = Vec::new();
                 let mut err = None;
+                refresh_groups(&mut self.cluster, c);
                 for s in std::iter::once(*spec).chain(het) {
                     match self.cluster.resolve(s, c, now, &user_group_names) {
                         Ok(j) => jobs.push(j),
@@ -740,6 +741,7 @@ impl Actor {
             Request::Submit {
                 spec, test_only, ..
             } => {
+                refresh_groups(&mut self.cluster, c);
                 match self.cluster.resolve(*spec, c, now, &user_group_names) {
                     Err(e) => Response::Error(e),
                     Ok(job) if test_only => Response::TestOnly(self.cluster.test_only(job, now)),
@@ -830,6 +832,7 @@ impl Actor {
             Request::Allocate { spec, .. } => {
                 let mut spec = *spec;
                 spec.alloc_only = true;
+                refresh_groups(&mut self.cluster, c);
                 match self.cluster.resolve(spec, c, now, &user_group_names) {
                     Err(e) => Response::Error(e),
                     Ok(job) => {
@@ -1053,6 +1056,42 @@ fn spawn_accept(listener: tokio::net::UnixListener, tx: mpsc::Sender<Msg>) {
             }
         }
     });
+}
+
+/// Looks up, for partitions' AllowGroups, the gid of each group name they list and
+/// the caller's groups (`getgrouplist`), into `cluster.groups`: the I/O half of the
+/// check `state::GroupView::admits` makes. Nothing is looked up when no partition
+/// has AllowGroups.
+fn refresh_groups(cluster: &mut Cluster, c: Caller) {
+    use nix::unistd::{Gid, Group, Uid, User};
+    let names: Vec<String> = cluster
+        .partitions
+        .iter()
+        .filter_map(|p| p.allow_groups.as_ref())
+        .flatten()
+        .cloned()
+        .collect();
+    if names.is_empty() {
+        return;
+    }
+    for n in names {
+        match Group::from_name(&n) {
+            Ok(Some(g)) => {
+                cluster.groups.gid_of.insert(n, g.gid.as_raw());
+            }
+            _ => {
+                cluster.groups.gid_of.remove(&n);
+            }
+        }
+    }
+    let mut gids = vec![c.gid];
+    if let Ok(Some(u)) = User::from_uid(Uid::from_raw(c.uid))
+        && let Ok(name) = std::ffi::CString::new(u.name)
+        && let Ok(list) = nix::unistd::getgrouplist(&name, Gid::from_raw(c.gid))
+    {
+        gids.extend(list.into_iter().map(|g| g.as_raw()));
+    }
+    cluster.groups.member_gids.insert(c.uid, gids);
 }
 
 /// Looks up user and group names for a uid/gid (numbers when unknown).

@@ -76,6 +76,9 @@ pub struct Cluster {
     pub jobs: BTreeMap<u32, Box<Job>>,
     pub nodes: Vec<Node>,
     pub partitions: Vec<Partition>,
+    /// Group memberships for partitions' AllowGroups, looked up by the controller's
+    /// edge (`ctld::refresh_groups`) before a request that needs them.
+    pub groups: GroupView,
     pub next_id: u32,
     endings: HashMap<u32, Ending>,
     /// Running jobs whose `--signal` warning has been sent.
@@ -283,6 +286,7 @@ impl Cluster {
             enforce_part_limits: cfg.enforce_part_limits,
             fs_usage: Default::default(),
             fs_cache: Default::default(),
+            groups: GroupView::default(),
             stats: SchedStats::default(),
             last_backfill: i64::MIN / 2,
             last_pass: i64::MIN / 2,
@@ -588,7 +592,7 @@ impl Cluster {
         }
         if let Some(groups) = &part.allow_groups
             && !op
-            && !user_in_groups(c, groups)
+            && !self.groups.admits(c, groups)
         {
             return Err(SlurmError::Other(
                 "User's group not permitted to use this partition".into(),
@@ -1090,9 +1094,18 @@ impl Cluster {
         }
     }
 
-    /// Updates the sdiag counters after a pass that took `us` microseconds.
-    fn record_pass_stats(&mut self, out: &sched::Outcome, backfill: bool, us: u64, now: i64) {
+    /// Updates the sdiag counters after a pass whose main cycle took `main_us` and
+    /// whose backfill (when `backfill`) took `bf_us` microseconds.
+    fn record_pass_stats(
+        &mut self,
+        out: &sched::Outcome,
+        backfill: bool,
+        main_us: u64,
+        bf_us: u64,
+        now: i64,
+    ) {
         let s = &mut self.stats;
+        let us = main_us;
         s.main_cycles += 1;
         s.main_last_us = us;
         s.main_max_us = s.main_max_us.max(us);
@@ -1106,9 +1119,9 @@ impl Cluster {
             self.last_backfill = now;
             s.bf_cycles += 1;
             s.bf_last_when = Some(now);
-            s.bf_last_us = us;
-            s.bf_max_us = s.bf_max_us.max(us);
-            s.bf_sum_us += us;
+            s.bf_last_us = bf_us;
+            s.bf_max_us = s.bf_max_us.max(bf_us);
+            s.bf_sum_us += bf_us;
             s.bf_jobs += u64::from(out.stats.bf_started);
             s.bf_last_depth = u64::from(out.stats.bf_depth);
             s.bf_last_depth_try = u64::from(out.stats.bf_depth_try);
@@ -1167,6 +1180,7 @@ impl Cluster {
         if pending == 0 {
             return;
         }
+
         self.refresh_priorities(now);
         self.decay_used(now);
         if self.stats.since == 0 {
@@ -1175,6 +1189,10 @@ impl Cluster {
         let backfill = self.sched_cfg.policy != sched::Policy::Fifo
             && (pending <= BACKFILL_EVERY_PASS
                 || now - self.last_backfill >= self.sched_cfg.bf_interval);
+        // Held jobs cannot start and their reason is the hold's: they are settled here
+        // in one cheap sweep instead of travelling through the pass (a queue of held
+        // jobs made every submission cost a pass over all of them).
+        let held = self.settle_held(now, backfill);
         let mut plan = self.array_plan(&corr);
         let mut copies: Vec<Job> = plan
             .iter()
@@ -1195,30 +1213,39 @@ impl Cluster {
         // part runs again without it (it waits with its blocked component's reason).
         let check_het = self.has_pending_het();
         let mut left_out: HashMap<u32, Reason> = HashMap::new();
+        // Main and backfill are timed apart for sdiag (the pure pass marks the point
+        // between them); a heterogeneous re-run adds to both.
         let t0 = std::time::Instant::now();
+        let mut main_time = std::time::Duration::ZERO;
         let out = loop {
             // Running jobs are in the input too: backfill plans around their limits.
             let jobs: Vec<&Job> = self
                 .jobs
                 .values()
                 .map(|j| &**j)
-                .filter(|j| j.is_active() && !left_out.contains_key(&j.id))
+                .filter(|j| j.is_active() && !is_held(j) && !left_out.contains_key(&j.id))
                 .chain(copies.iter())
                 .collect();
             if !jobs.iter().any(|j| j.state == JobState::Pending) {
                 break sched::Outcome::default();
             }
-            let out = sched::run(&sched::Input {
-                jobs: &jobs,
-                nodes: &self.nodes,
-                partitions: &self.partitions,
-                licenses: &self.licenses,
-                config: &self.sched_cfg,
-                now,
-                backfill,
-                limits: self.limits_policy(),
-                reservations: &self.resv.list,
-            });
+            let start = std::time::Instant::now();
+            let mut main_end = None;
+            let out = sched::run_marked(
+                &sched::Input {
+                    jobs: &jobs,
+                    nodes: &self.nodes,
+                    partitions: &self.partitions,
+                    licenses: &self.licenses,
+                    config: &self.sched_cfg,
+                    now,
+                    backfill,
+                    limits: self.limits_policy(),
+                    reservations: &self.resv.list,
+                },
+                &mut || main_end = Some(std::time::Instant::now()),
+            );
+            main_time += main_end.map_or(start.elapsed(), |e| e - start);
             let d = &out.decisions;
             let partial = if check_het {
                 self.partial_het_starts(d)
@@ -1252,7 +1279,17 @@ impl Cluster {
                 j.last_sched_eval = Some(now);
             }
         }
-        self.record_pass_stats(&out, backfill, t0.elapsed().as_micros() as u64, now);
+        let mut out = out;
+        // sdiag's queue length counts the held jobs, as the pass used to see them.
+        out.stats.queue_len += held as u32;
+        let total = t0.elapsed();
+        self.record_pass_stats(
+            &out,
+            backfill,
+            main_time.as_micros() as u64,
+            total.saturating_sub(main_time).as_micros() as u64,
+            now,
+        );
         let backfilled: HashSet<u32> = out.backfilled.iter().copied().collect();
         let est: HashMap<u32, &sched::Estimate> =
             out.estimates.iter().map(|e| (e.job_id, e)).collect();
@@ -1343,6 +1380,27 @@ impl Cluster {
                 }
             }
         }
+    }
+
+    /// Gives each held pending job what a scheduling pass would: its hold reason
+    /// (`sched::pre_check`), the evaluation time, and with `backfill` no expected
+    /// start. Returns how many there are.
+    fn settle_held(&mut self, now: i64, backfill: bool) -> usize {
+        let mut n = 0;
+        for j in self.jobs.values_mut().filter(|j| is_held(j)) {
+            n += 1;
+            j.last_sched_eval = Some(now);
+            if backfill {
+                j.sched.est_start = None;
+                j.sched.sched_nodes = None;
+            }
+            if let Some(r) = sched::pre_check(j, now)
+                && j.reason != r
+            {
+                j.reason = r;
+            }
+        }
+        n
     }
 
     /// Removes pending jobs that can no longer end before their `--deadline` (state
@@ -2681,21 +2739,35 @@ mod nodefail;
 #[cfg(test)]
 mod tests;
 
-/// Whether the caller's primary or supplementary groups include one of `groups`.
-fn user_in_groups(c: Caller, groups: &[String]) -> bool {
-    use nix::unistd::{Gid, Group, Uid, User};
-    let mut gids = vec![c.gid];
-    if let Ok(Some(u)) = User::from_uid(Uid::from_raw(c.uid))
-        && let Ok(name) = std::ffi::CString::new(u.name.clone())
-        && let Ok(list) = nix::unistd::getgrouplist(&name, Gid::from_raw(c.gid))
-    {
-        gids.extend(list.into_iter().map(|g| g.as_raw()));
+/// What the group database said, as data: each looked-up user's supplementary group
+/// ids and each AllowGroups name's gid. Filled at the controller's edge (which does
+/// the lookups); the checks here do no I/O.
+#[derive(Debug, Clone, Default)]
+pub struct GroupView {
+    /// uid → its groups (`getgrouplist`), primary included.
+    pub member_gids: HashMap<u32, Vec<u32>>,
+    /// Group name → gid, for the names partitions' AllowGroups list.
+    pub gid_of: HashMap<String, u32>,
+}
+
+impl GroupView {
+    /// Whether the caller's primary gid or the groups recorded for its uid include one
+    /// of `groups` (names, or numeric gids as Slurm also accepts).
+    pub fn admits(&self, c: Caller, groups: &[String]) -> bool {
+        let member = |gid: u32| {
+            gid == c.gid
+                || self
+                    .member_gids
+                    .get(&c.uid)
+                    .is_some_and(|l| l.contains(&gid))
+        };
+        groups.iter().any(|g| {
+            self.gid_of.get(g).is_some_and(|&gid| member(gid)) || g.parse::<u32>().is_ok_and(member)
+        })
     }
-    groups.iter().any(|g| {
-        Group::from_name(g)
-            .ok()
-            .flatten()
-            .is_some_and(|gr| gids.contains(&gr.gid.as_raw()))
-            || g.parse::<u32>().is_ok_and(|n| gids.contains(&n))
-    })
+}
+
+/// A pending job under a user or admin hold (it takes no part in a pass).
+fn is_held(j: &Job) -> bool {
+    j.state == JobState::Pending && j.hold.is_some()
 }

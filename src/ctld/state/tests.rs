@@ -799,3 +799,32 @@ fn priority_updates_follow_slurm_permissions_and_stick() {
     let h = &c.jobs[&held];
     assert_eq!((h.hold, h.priority, h.eligible_time), (None, 7, Some(60)));
 }
+
+#[test]
+fn allow_groups_admits_by_the_group_data_the_edge_looked_up() {
+    let mut c = cluster();
+    c.partitions[0].allow_groups = Some(vec!["lab".into(), "4242".into()]);
+    let refused = |c: &Cluster, who: Caller| {
+        c.resolve(spec("g"), who, 0, &names).err()
+            == Some(SlurmError::Other(
+                "User's group not permitted to use this partition".into(),
+            ))
+    };
+    // Nothing looked up: alice (gid 2001) is in neither group.
+    assert!(refused(&c, ALICE));
+    // The group database says `lab` is gid 77 and alice is a member: admitted.
+    c.groups.gid_of.insert("lab".into(), 77);
+    c.groups.member_gids.insert(ALICE.uid, vec![ALICE.gid, 77]);
+    assert!(!refused(&c, ALICE));
+    // A numeric entry matches the primary gid; operators pass regardless.
+    c.groups.member_gids.clear();
+    assert!(refused(&c, ALICE));
+    assert!(!refused(
+        &c,
+        Caller {
+            uid: ALICE.uid,
+            gid: 4242
+        }
+    ));
+    assert!(!refused(&c, ROOT));
+}
