@@ -152,7 +152,10 @@ fn hold_release_requeue_and_job_updates() {
     assert_eq!(c.show_field(id, "Nice"), "50");
     // Priority= from root (an operator): set, shown, and it resets Nice.
     let later = c.submit(&["--begin=now+1hour", "--wrap", "true"]);
-    c.ok("scontrol", &["update", &format!("JobId={later}"), "Priority=4321"]);
+    c.ok(
+        "scontrol",
+        &["update", &format!("JobId={later}"), "Priority=4321"],
+    );
     assert_eq!(c.show_field(later, "Priority"), "4321");
     assert_eq!(c.show_field(later, "Nice"), "0");
     let (_, _, e) = c.fails(
