@@ -5,7 +5,7 @@
 
 use crate::config::{Config, Mode};
 use crate::proto::codec::{SyncFramed, frame};
-use crate::proto::{Hello, ProtoError, Request, Response, Role, SlurmError};
+use crate::proto::{Hello, JobFilter, ProtoError, Request, Response, Role, SlurmError};
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
@@ -230,6 +230,32 @@ impl Client {
         r
     }
 
+    /// `Request::Jobs(filter)` fetched in pages of [`JOBS_PAGE`] jobs and answered as
+    /// one `Response::Jobs` (the first page's `now`), so that a very long queue never
+    /// sits whole, as one reply, in the controller's memory. Any other answer (an
+    /// error; an older controller's single `Jobs` reply) is returned as it came.
+    pub fn request_jobs(&mut self, filter: &JobFilter) -> Result<Response, ClientError> {
+        let mut f = filter.clone();
+        f.page = JOBS_PAGE;
+        f.after = 0;
+        let mut all = Vec::new();
+        let mut first_now = None;
+        loop {
+            match self.request(&Request::Jobs(f.clone()))? {
+                Response::JobsPage { jobs, now, more } => {
+                    let now = *first_now.get_or_insert(now);
+                    let last = jobs.last().map(|j| j.id);
+                    all.extend(jobs);
+                    match last {
+                        Some(id) if more => f.after = id,
+                        _ => return Ok(Response::Jobs { jobs: all, now }),
+                    }
+                }
+                other => return Ok(other),
+            }
+        }
+    }
+
     /// One request, one response. A controller-side error arrives as `Ok(Response::Error)`.
     /// The first request also reads the controller's hello (sent before the answer);
     /// a peer that is not a compatible controller gives `Err(Proto)`.
@@ -241,6 +267,9 @@ impl Client {
         Ok(self.framed.recv()?)
     }
 }
+
+/// Jobs per page of [`Client::request_jobs`]: a few MiB of reply each.
+pub const JOBS_PAGE: u32 = 2000;
 
 /// Starts `sluice controller --detached` (it leaves this session) with its output going
 /// to the controller log in the state directory.

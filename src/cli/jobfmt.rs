@@ -66,37 +66,78 @@ pub fn gpu_count(job: &Job) -> u64 {
     }
 }
 
-/// `cpu=N,mem=M,node=K,billing=N[,gres/gpu=G]` as scontrol's `TRES=` prints it.
+/// The job's TRES beyond cpu/mem/node/billing, as `(name, count)`: `gres/gpu` first,
+/// then every other GRES (`gres/mps`, `gres/nic`, …) and then every license
+/// (`license/matlab`) by name; what the job holds once it has an allocation, else what
+/// it asks for (GRES per node times its nodes). Zero counts are left out, as Slurm
+/// leaves out TRES a job does not use.
+pub fn extra_tres(job: &Job) -> Vec<(String, u64)> {
+    let mut gres: std::collections::BTreeMap<&str, u64> = Default::default();
+    let gpus = gpu_count(job);
+    let licenses = match &job.alloc {
+        Some(a) => {
+            for g in a.gres.iter().flatten().filter(|g| g.name != "gpu") {
+                *gres.entry(&g.name).or_default() += u64::from(g.count);
+            }
+            &a.licenses
+        }
+        None => {
+            let nodes = u64::from(job.req_nodes.max(1));
+            for g in job.spec.gres.iter().filter(|g| g.name != "gpu") {
+                *gres.entry(&g.name).or_default() += g.count * nodes;
+            }
+            &job.spec.licenses
+        }
+    };
+    let mut lic: std::collections::BTreeMap<&str, u64> = Default::default();
+    for l in licenses {
+        *lic.entry(&l.name).or_default() += u64::from(l.count);
+    }
+    std::iter::once(("gres/gpu".to_string(), gpus))
+        .chain(gres.into_iter().map(|(n, c)| (format!("gres/{n}"), c)))
+        .chain(lic.into_iter().map(|(n, c)| (format!("license/{n}"), c)))
+        .filter(|(_, c)| *c > 0)
+        .collect()
+}
+
+/// `,gres/gpu=G,gres/mps=M,license/L=K` (empty when the job has none of them): what
+/// scontrol's and squeue's TRES strings end with.
+pub fn extra_tres_suffix(job: &Job) -> String {
+    extra_tres(job)
+        .iter()
+        .map(|(k, v)| format!(",{k}={v}"))
+        .collect()
+}
+
+/// `cpu=N,mem=M,node=K,billing=N[,gres/gpu=G,gres/…,license/…]` as scontrol's `TRES=`
+/// prints it.
 pub fn tres_scontrol(job: &Job) -> String {
     let cpus = cpu_count(job);
-    let gpus = gpu_count(job);
     format!(
         "cpu={cpus},mem={},node={},billing={cpus}{}",
         fmt_mem_exact(total_mem_mb(job)),
         node_count(job),
-        if gpus > 0 {
-            format!(",gres/gpu={gpus}")
-        } else {
-            String::new()
-        }
+        extra_tres_suffix(job)
     )
 }
 
-/// `billing=N,cpu=N,[gres/gpu=G,]mem=M,node=K` as sacct's `AllocTRES`/`ReqTRES` print
-/// it (sorted keys).
+/// `billing=N,cpu=N,[gres/…=G,license/…=L,]mem=M,node=K` as sacct's
+/// `AllocTRES`/`ReqTRES` print it (sorted keys).
 pub fn tres_sacct(job: &Job) -> String {
     let cpus = cpu_count(job);
-    let gpus = gpu_count(job);
-    format!(
-        "billing={cpus},cpu={cpus},{}mem={},node={}",
-        if gpus > 0 {
-            format!("gres/gpu={gpus},")
-        } else {
-            String::new()
-        },
-        fmt_mem_exact(total_mem_mb(job)),
-        node_count(job)
-    )
+    let mut items: Vec<(String, String)> = vec![
+        ("billing".into(), cpus.to_string()),
+        ("cpu".into(), cpus.to_string()),
+        ("mem".into(), fmt_mem_exact(total_mem_mb(job))),
+        ("node".into(), node_count(job).to_string()),
+    ];
+    items.extend(extra_tres(job).into_iter().map(|(k, v)| (k, v.to_string())));
+    items.sort();
+    items
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// GRES held on one node (or the whole job), grouped by name and type as scontrol and
@@ -252,6 +293,42 @@ mod tests {
         assert_eq!(fmt_mem_exact(64), "64M");
         assert_eq!(fmt_mem_exact(0), "0M");
         assert_eq!(fmt_mem_exact(2 * 1024 * 1024), "2T");
+    }
+
+    #[test]
+    fn general_tres_show_every_gres_and_license() {
+        use crate::model::gres::{GresReq, LicenseReq};
+        let mut j = testjobs::job(7, "t");
+        j.req_nodes = 2;
+        j.req_cpus = 2;
+        j.spec.gres = vec![
+            GresReq {
+                name: "nic".into(),
+                kind: None,
+                count: 1,
+            },
+            GresReq {
+                name: "gpu".into(),
+                kind: None,
+                count: 2,
+            },
+        ];
+        j.spec.licenses = vec![LicenseReq {
+            name: "matlab".into(),
+            count: 3,
+        }];
+        // Requested: GRES per node times the nodes; gres/gpu first, licenses last.
+        assert_eq!(
+            extra_tres_suffix(&j),
+            ",gres/gpu=4,gres/nic=2,license/matlab=3"
+        );
+        assert_eq!(
+            tres_sacct(&j),
+            "billing=2,cpu=2,gres/gpu=4,gres/nic=2,license/matlab=3,mem=800M,node=2"
+        );
+        // A job with neither keeps the four basic TRES.
+        let plain = testjobs::job(8, "p");
+        assert_eq!(tres_scontrol(&plain), "cpu=1,mem=400M,node=1,billing=1");
     }
 }
 

@@ -558,6 +558,7 @@ fn response_kind(r: &Response) -> &'static str {
         Response::Submitted { .. } => "Submitted",
         Response::TestOnly(_) => "TestOnly",
         Response::Jobs { .. } => "Jobs",
+        Response::JobsPage { .. } => "JobsPage",
         Response::Nodes { .. } => "Nodes",
         Response::Results(_) => "Results",
         Response::Acct { .. } => "Acct",

@@ -278,6 +278,7 @@ pub fn request_for(o: &Opts) -> Request {
             accounts: o.accounts.clone(),
             qos: o.qos.clone(),
             nodes: o.nodes.clone(),
+            ..JobFilter::default()
         },
         signal: o.signal,
         batch_only: o.batch && !o.full,

@@ -368,6 +368,10 @@ fn parse_update(rest: &[String]) -> Result<Command, String> {
                         ));
                     }
                 },
+                "priority" => match v.parse::<u32>() {
+                    Ok(n) if n < u32::MAX => updates.push(JobUpdate::Priority(n)),
+                    _ => return Err(format!("Invalid Priority value: {v}\nRequest aborted")),
+                },
                 "nice" => match v.parse::<i32>() {
                     Ok(n) if (-2_147_483_645..=2_147_483_645).contains(&n) => {
                         updates.push(JobUpdate::Nice(n))

@@ -27,7 +27,7 @@ use crate::model::array::IndexSet;
 use crate::model::time::fmt_squeue_duration;
 use crate::model::{Job, JobState, MemReq, hostlist};
 use crate::proto::ArrayTasks;
-use crate::proto::{JobFilter, Request, Response, SlurmError};
+use crate::proto::{JobFilter, Response, SlurmError};
 use clap::{ArgAction, CommandFactory, FromArgMatches, Parser};
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
@@ -610,16 +610,11 @@ fn priority_float(job: &Job) -> String {
 
 fn tres_alloc(r: &JobRow) -> String {
     let cpus = cpus_of(r.job);
-    let gpus = crate::cli::jobfmt::gpu_count(r.job);
     format!(
         "cpu={cpus},mem={},node={},billing={cpus}{}",
         mem_text(total_mem(r.job), r.noconvert),
         nodes_of(r.job),
-        if gpus > 0 {
-            format!(",gres/gpu={gpus}")
-        } else {
-            String::new()
-        }
+        crate::cli::jobfmt::extra_tres_suffix(r.job)
     )
 }
 
@@ -1053,7 +1048,7 @@ fn run_steps(opts: &Args, list: &str) -> ExitCode {
         ids: q.jobs.clone(),
         ..JobFilter::default()
     };
-    match client.request(&Request::Jobs(filter)) {
+    match client.request_jobs(&filter) {
         Ok(Response::Jobs { jobs, now }) => {
             print!("{}", st::render(&q, &jobs, now));
             ExitCode::SUCCESS
@@ -1156,7 +1151,7 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         },
         ..JobFilter::default()
     };
-    match client.request(&Request::Jobs(filter)) {
+    match client.request_jobs(&filter) {
         Ok(Response::Jobs { jobs, .. }) if opts.json => {
             // Format options do not apply; the selection (users, states, ids…) does.
             let mut shown: Vec<&Job> = jobs.iter().filter(|j| q.matches(j)).collect();

@@ -543,6 +543,34 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
     Ok(())
 }
 
+/// One page of a paged `Request::Jobs` (`filter.page > 0`): the first `filter.page`
+/// matching jobs with ids above `filter.after`, in id order, as the query sees them
+/// (`Job::for_query`), and whether more may follow.
+fn jobs_page(
+    jobs: &std::collections::BTreeMap<u32, Box<Job>>,
+    filter: &crate::proto::JobFilter,
+    now: i64,
+) -> Response {
+    let page = filter.page as usize;
+    let mut out: Vec<Job> = match filter.after.checked_add(1) {
+        Some(from) => jobs
+            .range(from..)
+            .map(|(_, j)| j)
+            .filter(|j| filter.matches(j))
+            .take(page + 1)
+            .map(|j| j.for_query())
+            .collect(),
+        None => Vec::new(),
+    };
+    let more = out.len() > page;
+    out.truncate(page);
+    Response::JobsPage {
+        jobs: out,
+        now,
+        more,
+    }
+}
+
 struct Actor {
     cluster: Cluster,
     store: mpsc::UnboundedSender<StoreOp>,
@@ -690,6 +718,7 @@ impl Actor {
             } if !het.is_empty() => {
                 let mut jobs = Vec::new();
                 let mut err = None;
+                refresh_groups(&mut self.cluster, c);
                 for s in std::iter::once(*spec).chain(het) {
                     match self.cluster.resolve(s, c, now, &user_group_names) {
                         Ok(j) => jobs.push(j),
@@ -719,6 +748,7 @@ impl Actor {
             Request::Submit {
                 spec, test_only, ..
             } => {
+                refresh_groups(&mut self.cluster, c);
                 match self.cluster.resolve(*spec, c, now, &user_group_names) {
                     Err(e) => Response::Error(e),
                     Ok(job) if test_only => Response::TestOnly(self.cluster.test_only(job, now)),
@@ -736,6 +766,7 @@ impl Actor {
                     }
                 }
             }
+            Request::Jobs(filter) if filter.page > 0 => jobs_page(&self.cluster.jobs, &filter, now),
             Request::Jobs(filter) => Response::Jobs {
                 jobs: self
                     .cluster
@@ -775,7 +806,10 @@ impl Actor {
                 resume,
             } => Response::Results(self.cluster.suspend(&ids, &array_tasks, resume, c, now, fx)),
             Request::UpdateJob { id, updates, tasks } => {
-                match self.cluster.update_job(id, tasks.as_ref(), &updates, c, fx) {
+                match self
+                    .cluster
+                    .update_job_at(id, tasks.as_ref(), &updates, c, now, fx)
+                {
                     Ok(()) => Response::Ok,
                     Err(e) => Response::Error(e),
                 }
@@ -805,6 +839,7 @@ impl Actor {
             Request::Allocate { spec, .. } => {
                 let mut spec = *spec;
                 spec.alloc_only = true;
+                refresh_groups(&mut self.cluster, c);
                 match self.cluster.resolve(spec, c, now, &user_group_names) {
                     Err(e) => Response::Error(e),
                     Ok(job) => {
@@ -1030,6 +1065,42 @@ fn spawn_accept(listener: tokio::net::UnixListener, tx: mpsc::Sender<Msg>) {
     });
 }
 
+/// Looks up, for partitions' AllowGroups, the gid of each group name they list and
+/// the caller's groups (`getgrouplist`), into `cluster.groups`: the I/O half of the
+/// check `state::GroupView::admits` makes. Nothing is looked up when no partition
+/// has AllowGroups.
+fn refresh_groups(cluster: &mut Cluster, c: Caller) {
+    use nix::unistd::{Gid, Group, Uid, User};
+    let names: Vec<String> = cluster
+        .partitions
+        .iter()
+        .filter_map(|p| p.allow_groups.as_ref())
+        .flatten()
+        .cloned()
+        .collect();
+    if names.is_empty() {
+        return;
+    }
+    for n in names {
+        match Group::from_name(&n) {
+            Ok(Some(g)) => {
+                cluster.groups.gid_of.insert(n, g.gid.as_raw());
+            }
+            _ => {
+                cluster.groups.gid_of.remove(&n);
+            }
+        }
+    }
+    let mut gids = vec![c.gid];
+    if let Ok(Some(u)) = User::from_uid(Uid::from_raw(c.uid))
+        && let Ok(name) = std::ffi::CString::new(u.name)
+        && let Ok(list) = nix::unistd::getgrouplist(&name, Gid::from_raw(c.gid))
+    {
+        gids.extend(list.into_iter().map(|g| g.as_raw()));
+    }
+    cluster.groups.member_gids.insert(c.uid, gids);
+}
+
 /// Looks up user and group names for a uid/gid (numbers when unknown).
 fn user_group_names(uid: u32, gid: u32) -> (String, String) {
     use nix::unistd::{Gid, Group, Uid, User};
@@ -1253,4 +1324,66 @@ where
     }
     let _ = tx.send(Msg::AgentDown { node }).await;
     Ok(())
+}
+
+#[cfg(test)]
+mod page_tests {
+    use super::*;
+    use crate::model::JobState;
+    use crate::proto::JobFilter;
+
+    #[test]
+    fn job_pages_cover_each_matching_job_once_in_id_order() {
+        let mut jobs = std::collections::BTreeMap::new();
+        for id in 1..=7u32 {
+            let j = Job {
+                id,
+                state: if id % 3 == 0 {
+                    JobState::Completed
+                } else {
+                    JobState::Pending
+                },
+                spec: crate::model::JobSpec {
+                    script: "#!/bin/sh\ntrue\n".into(),
+                    ..Default::default()
+                },
+                ..Job::default()
+            };
+            jobs.insert(id, Box::new(j));
+        }
+        let mut f = JobFilter {
+            active_only: true,
+            page: 2,
+            ..JobFilter::default()
+        };
+        let mut seen = Vec::new();
+        let mut pages = 0;
+        loop {
+            pages += 1;
+            let Response::JobsPage { jobs: p, now, more } = jobs_page(&jobs, &f, 9) else {
+                panic!("not a page")
+            };
+            assert_eq!(now, 9);
+            assert!(p.len() <= 2);
+            assert!(p.iter().all(|j| j.spec.script.is_empty()));
+            seen.extend(p.iter().map(|j| j.id));
+            match p.last() {
+                Some(l) if more => f.after = l.id,
+                _ => break,
+            }
+        }
+        // 1 2 | 4 5 | 7: the finished ones (3, 6) are filtered out.
+        assert_eq!(seen, vec![1, 2, 4, 5, 7]);
+        assert_eq!(pages, 3);
+        // The cursor at the end of the id space gives an empty last page.
+        f.after = u32::MAX;
+        assert_eq!(
+            jobs_page(&jobs, &f, 9),
+            Response::JobsPage {
+                jobs: vec![],
+                now: 9,
+                more: false
+            }
+        );
+    }
 }

@@ -76,6 +76,9 @@ pub struct Cluster {
     pub jobs: BTreeMap<u32, Box<Job>>,
     pub nodes: Vec<Node>,
     pub partitions: Vec<Partition>,
+    /// Group memberships for partitions' AllowGroups, looked up by the controller's
+    /// edge (`ctld::refresh_groups`) before a request that needs them.
+    pub groups: GroupView,
     pub next_id: u32,
     endings: HashMap<u32, Ending>,
     /// Running jobs whose `--signal` warning has been sent.
@@ -286,6 +289,7 @@ impl Cluster {
             enforce_part_limits: cfg.enforce_part_limits,
             fs_usage: Default::default(),
             fs_cache: Default::default(),
+            groups: GroupView::default(),
             stats: SchedStats::default(),
             last_backfill: i64::MIN / 2,
             last_pass: i64::MIN / 2,
@@ -592,7 +596,7 @@ impl Cluster {
         }
         if let Some(groups) = &part.allow_groups
             && !op
-            && !user_in_groups(c, groups)
+            && !self.groups.admits(c, groups)
         {
             return Err(SlurmError::Other(
                 "User's group not permitted to use this partition".into(),
@@ -1087,16 +1091,25 @@ impl Cluster {
             .map(|p| (p.name.clone(), p.priority_job_factor))
             .collect();
         for j in self.jobs.values_mut() {
-            if j.state == JobState::Pending && j.hold.is_none() {
+            if j.state == JobState::Pending && j.hold.is_none() && !j.priority_set {
                 let pf = factor.get(&j.partition).copied().unwrap_or(1);
                 j.priority = priority::factors(j, pf, &ctx, &w, now).priority();
             }
         }
     }
 
-    /// Updates the sdiag counters after a pass that took `us` microseconds.
-    fn record_pass_stats(&mut self, out: &sched::Outcome, backfill: bool, us: u64, now: i64) {
+    /// Updates the sdiag counters after a pass whose main cycle took `main_us` and
+    /// whose backfill (when `backfill`) took `bf_us` microseconds.
+    fn record_pass_stats(
+        &mut self,
+        out: &sched::Outcome,
+        backfill: bool,
+        main_us: u64,
+        bf_us: u64,
+        now: i64,
+    ) {
         let s = &mut self.stats;
+        let us = main_us;
         s.main_cycles += 1;
         s.main_last_us = us;
         s.main_max_us = s.main_max_us.max(us);
@@ -1110,9 +1123,9 @@ impl Cluster {
             self.last_backfill = now;
             s.bf_cycles += 1;
             s.bf_last_when = Some(now);
-            s.bf_last_us = us;
-            s.bf_max_us = s.bf_max_us.max(us);
-            s.bf_sum_us += us;
+            s.bf_last_us = bf_us;
+            s.bf_max_us = s.bf_max_us.max(bf_us);
+            s.bf_sum_us += bf_us;
             s.bf_jobs += u64::from(out.stats.bf_started);
             s.bf_last_depth = u64::from(out.stats.bf_depth);
             s.bf_last_depth_try = u64::from(out.stats.bf_depth_try);
@@ -1171,6 +1184,7 @@ impl Cluster {
         if pending == 0 {
             return;
         }
+
         self.refresh_priorities(now);
         self.decay_used(now);
         self.usage_threshold_factors = self.threshold_factors(now);
@@ -1180,6 +1194,10 @@ impl Cluster {
         let backfill = self.sched_cfg.policy != sched::Policy::Fifo
             && (pending <= BACKFILL_EVERY_PASS
                 || now - self.last_backfill >= self.sched_cfg.bf_interval);
+        // Held jobs cannot start and their reason is the hold's: they are settled here
+        // in one cheap sweep instead of travelling through the pass (a queue of held
+        // jobs made every submission cost a pass over all of them).
+        let held = self.settle_held(now, backfill);
         let mut plan = self.array_plan(&corr);
         let mut copies: Vec<Job> = plan
             .iter()
@@ -1200,30 +1218,39 @@ impl Cluster {
         // part runs again without it (it waits with its blocked component's reason).
         let check_het = self.has_pending_het();
         let mut left_out: HashMap<u32, Reason> = HashMap::new();
+        // Main and backfill are timed apart for sdiag (the pure pass marks the point
+        // between them); a heterogeneous re-run adds to both.
         let t0 = std::time::Instant::now();
+        let mut main_time = std::time::Duration::ZERO;
         let out = loop {
             // Running jobs are in the input too: backfill plans around their limits.
             let jobs: Vec<&Job> = self
                 .jobs
                 .values()
                 .map(|j| &**j)
-                .filter(|j| j.is_active() && !left_out.contains_key(&j.id))
+                .filter(|j| j.is_active() && !is_held(j) && !left_out.contains_key(&j.id))
                 .chain(copies.iter())
                 .collect();
             if !jobs.iter().any(|j| j.state == JobState::Pending) {
                 break sched::Outcome::default();
             }
-            let out = sched::run(&sched::Input {
-                jobs: &jobs,
-                nodes: &self.nodes,
-                partitions: &self.partitions,
-                licenses: &self.licenses,
-                config: &self.sched_cfg,
-                now,
-                backfill,
-                limits: self.limits_policy(),
-                reservations: &self.resv.list,
-            });
+            let start = std::time::Instant::now();
+            let mut main_end = None;
+            let out = sched::run_marked(
+                &sched::Input {
+                    jobs: &jobs,
+                    nodes: &self.nodes,
+                    partitions: &self.partitions,
+                    licenses: &self.licenses,
+                    config: &self.sched_cfg,
+                    now,
+                    backfill,
+                    limits: self.limits_policy(),
+                    reservations: &self.resv.list,
+                },
+                &mut || main_end = Some(std::time::Instant::now()),
+            );
+            main_time += main_end.map_or(start.elapsed(), |e| e - start);
             let d = &out.decisions;
             let partial = if check_het {
                 self.partial_het_starts(d)
@@ -1257,7 +1284,17 @@ impl Cluster {
                 j.last_sched_eval = Some(now);
             }
         }
-        self.record_pass_stats(&out, backfill, t0.elapsed().as_micros() as u64, now);
+        let mut out = out;
+        // sdiag's queue length counts the held jobs, as the pass used to see them.
+        out.stats.queue_len += held as u32;
+        let total = t0.elapsed();
+        self.record_pass_stats(
+            &out,
+            backfill,
+            main_time.as_micros() as u64,
+            total.saturating_sub(main_time).as_micros() as u64,
+            now,
+        );
         let backfilled: HashSet<u32> = out.backfilled.iter().copied().collect();
         let est: HashMap<u32, &sched::Estimate> =
             out.estimates.iter().map(|e| (e.job_id, e)).collect();
@@ -1348,6 +1385,27 @@ impl Cluster {
                 }
             }
         }
+    }
+
+    /// Gives each held pending job what a scheduling pass would: its hold reason
+    /// (`sched::pre_check`), the evaluation time, and with `backfill` no expected
+    /// start. Returns how many there are.
+    fn settle_held(&mut self, now: i64, backfill: bool) -> usize {
+        let mut n = 0;
+        for j in self.jobs.values_mut().filter(|j| is_held(j)) {
+            n += 1;
+            j.last_sched_eval = Some(now);
+            if backfill {
+                j.sched.est_start = None;
+                j.sched.sched_nodes = None;
+            }
+            if let Some(r) = sched::pre_check(j, now)
+                && j.reason != r
+            {
+                j.reason = r;
+            }
+        }
+        n
     }
 
     /// Removes pending jobs that can no longer end before their `--deadline` (state
@@ -2174,6 +2232,9 @@ impl Cluster {
             };
             j.hold = Some(kind);
             j.priority = 0;
+            // Released, the job gets a computed priority again (Slurm resets
+            // `direct_set_prio` on hold).
+            j.priority_set = false;
             j.reason = match kind {
                 HoldKind::User => Reason::JobHeldUser,
                 HoldKind::Admin => Reason::JobHeldAdmin,
@@ -2296,14 +2357,30 @@ impl Cluster {
         }
     }
 
-    /// Applies `scontrol update JobId=…` changes: to one job, to every active record of
-    /// an array (its id), or to tasks `N_i` (split off the meta record when pending).
+    /// [`Cluster::update_job_at`] at the time of the last scheduling pass (for callers
+    /// without a clock).
     pub fn update_job(
         &mut self,
         id: u32,
         tasks: Option<&IndexSet>,
         updates: &[JobUpdate],
         c: Caller,
+        fx: &mut Effects,
+    ) -> Result<(), SlurmError> {
+        let now = self.last_pass.max(0);
+        self.update_job_at(id, tasks, updates, c, now, fx)
+    }
+
+    /// Applies `scontrol update JobId=…` changes at `now` (epoch seconds): to one job, to
+    /// every active record of an array (its id), or to tasks `N_i` (split off the meta
+    /// record when pending).
+    pub fn update_job_at(
+        &mut self,
+        id: u32,
+        tasks: Option<&IndexSet>,
+        updates: &[JobUpdate],
+        c: Caller,
+        now: i64,
         fx: &mut Effects,
     ) -> Result<(), SlurmError> {
         let sel: Vec<ArrayTasks> = tasks
@@ -2324,7 +2401,7 @@ impl Cluster {
                 Err(e) => errors.push(Err(e)),
                 Ok(recs) => {
                     for r in recs {
-                        errors.push(self.update_one(r, updates, c, fx));
+                        errors.push(self.update_one(r, updates, c, now, fx));
                     }
                 }
             }
@@ -2340,6 +2417,7 @@ impl Cluster {
         id: u32,
         updates: &[JobUpdate],
         c: Caller,
+        now: i64,
         fx: &mut Effects,
     ) -> Result<(), SlurmError> {
         let op = self.is_operator(c);
@@ -2426,6 +2504,34 @@ impl Cluster {
                         || new.reason == Reason::DependencyNeverSatisfied
                     {
                         new.reason = Reason::None;
+                    }
+                }
+                JobUpdate::Priority(p) => {
+                    // Slurm's `_update_job`: operators set any priority, the owner may
+                    // only lower it; 0 holds the job, and a set priority replaces the
+                    // nice value and is no longer recomputed.
+                    if !op && *p > new.priority {
+                        return Err(SlurmError::AccessDenied);
+                    }
+                    if *p == 0 {
+                        if new.state == JobState::Pending {
+                            let kind = if op { HoldKind::Admin } else { HoldKind::User };
+                            new.hold = Some(kind);
+                            new.reason = match kind {
+                                HoldKind::User => Reason::JobHeldUser,
+                                HoldKind::Admin => Reason::JobHeldAdmin,
+                            };
+                        }
+                        new.priority = 0;
+                        new.priority_set = false;
+                    } else {
+                        if new.hold.take().is_some() {
+                            new.reason = Reason::None;
+                            new.eligible_time = Some(new.spec.begin.unwrap_or(now).max(now));
+                        }
+                        new.priority = *p;
+                        new.priority_set = true;
+                        new.spec.nice = 0;
                     }
                 }
                 JobUpdate::ArrayTaskThrottle(n) => match new.array.as_mut() {
@@ -2638,21 +2744,35 @@ mod nodefail;
 #[cfg(test)]
 mod tests;
 
-/// Whether the caller's primary or supplementary groups include one of `groups`.
-fn user_in_groups(c: Caller, groups: &[String]) -> bool {
-    use nix::unistd::{Gid, Group, Uid, User};
-    let mut gids = vec![c.gid];
-    if let Ok(Some(u)) = User::from_uid(Uid::from_raw(c.uid))
-        && let Ok(name) = std::ffi::CString::new(u.name.clone())
-        && let Ok(list) = nix::unistd::getgrouplist(&name, Gid::from_raw(c.gid))
-    {
-        gids.extend(list.into_iter().map(|g| g.as_raw()));
+/// What the group database said, as data: each looked-up user's supplementary group
+/// ids and each AllowGroups name's gid. Filled at the controller's edge (which does
+/// the lookups); the checks here do no I/O.
+#[derive(Debug, Clone, Default)]
+pub struct GroupView {
+    /// uid → its groups (`getgrouplist`), primary included.
+    pub member_gids: HashMap<u32, Vec<u32>>,
+    /// Group name → gid, for the names partitions' AllowGroups list.
+    pub gid_of: HashMap<String, u32>,
+}
+
+impl GroupView {
+    /// Whether the caller's primary gid or the groups recorded for its uid include one
+    /// of `groups` (names, or numeric gids as Slurm also accepts).
+    pub fn admits(&self, c: Caller, groups: &[String]) -> bool {
+        let member = |gid: u32| {
+            gid == c.gid
+                || self
+                    .member_gids
+                    .get(&c.uid)
+                    .is_some_and(|l| l.contains(&gid))
+        };
+        groups.iter().any(|g| {
+            self.gid_of.get(g).is_some_and(|&gid| member(gid)) || g.parse::<u32>().is_ok_and(member)
+        })
     }
-    groups.iter().any(|g| {
-        Group::from_name(g)
-            .ok()
-            .flatten()
-            .is_some_and(|gr| gids.contains(&gr.gid.as_raw()))
-            || g.parse::<u32>().is_ok_and(|n| gids.contains(&n))
-    })
+}
+
+/// A pending job under a user or admin hold (it takes no part in a pass).
+fn is_held(j: &Job) -> bool {
+    j.state == JobState::Pending && j.hold.is_some()
 }

@@ -1550,6 +1550,14 @@ mod tests {
                 "sbatch: error: Invalid --gpus specification\n",
             ),
             (
+                &["--gpus=-1"],
+                "sbatch: error: Invalid --gpus specification\n",
+            ),
+            (
+                &["--gres=gpu:-1"],
+                "sbatch: error: Invalid generic resource (gres) specification: gpu:-1\n",
+            ),
+            (
                 &["-C", "a&"],
                 "sbatch: error: Invalid feature specification\n",
             ),

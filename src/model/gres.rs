@@ -135,7 +135,10 @@ pub fn parse_gres_item(s: &str) -> Result<GresReq, GresError> {
         [n, k, c] => (*n, Some(*k), parse_count(c).ok_or_else(bad)?),
         _ => return Err(bad()),
     };
-    if !valid_word(name) || kind.is_some_and(|k| !valid_word(k)) || count == 0 {
+    // A negative number where the count goes (`gpu:-1`) is a bad count, not a GPU
+    // type called `-1`.
+    let signed = |k: &str| k.starts_with('-') && k[1..].parse::<u64>().is_ok();
+    if !valid_word(name) || kind.is_some_and(|k| !valid_word(k) || signed(k)) || count == 0 {
         return Err(bad());
     }
     Ok(GresReq {

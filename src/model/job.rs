@@ -739,6 +739,10 @@ pub struct Job {
     pub completing: bool,
     pub reason: Reason,
     pub priority: u32,
+    /// Set by `scontrol update Priority=N`: the priority stays N and the multifactor
+    /// plugin no longer recomputes it (Slurm's `direct_set_prio`).
+    #[serde(default)]
+    pub priority_set: bool,
     pub hold: Option<HoldKind>,
     pub submit_time: i64,
     pub eligible_time: Option<i64>,
@@ -855,6 +859,7 @@ impl Default for Job {
             completing: false,
             reason: Reason::None,
             priority: 0,
+            priority_set: false,
             hold: None,
             submit_time: 0,
             eligible_time: None,

@@ -138,6 +138,15 @@ pub struct JobFilter {
     /// Only jobs allocated any of these nodes (scancel `-w`, names expanded).
     #[serde(default)]
     pub nodes: Vec<String>,
+    /// Paging of `Request::Jobs`: with `page > 0` the controller answers with
+    /// [`Response::JobsPage`], at most `page` matching jobs with ids above `after`, so
+    /// that a reply for a very long queue never exists whole in the controller's memory
+    /// (`Client::request_jobs` fetches every page). 0 = one `Response::Jobs` reply.
+    #[serde(default)]
+    pub page: u32,
+    /// Paging cursor: only jobs with a larger id (see `page`).
+    #[serde(default)]
+    pub after: u32,
 }
 
 impl JobFilter {
@@ -181,6 +190,9 @@ pub enum JobUpdate {
     Dependency(String),
     /// `ArrayTaskThrottle=`: most tasks of the array running at once (0 = no limit).
     ArrayTaskThrottle(u32),
+    /// `Priority=N`: pins the job's priority (0 holds it). Operators may set any value;
+    /// the job's owner may only lower it (Slurm's `_update_job`).
+    Priority(u32),
 }
 
 /// A change to a node (`scontrol update NodeName=… State=…`).
@@ -451,6 +463,13 @@ pub enum Response {
     Jobs {
         jobs: Vec<Job>,
         now: i64,
+    },
+    /// One page of a paged `Request::Jobs` (`JobFilter::page`): `more` when jobs with
+    /// larger ids may follow (ask again with `after` = the last id here).
+    JobsPage {
+        jobs: Vec<Job>,
+        now: i64,
+        more: bool,
     },
     Nodes {
         nodes: Vec<Node>,

@@ -428,6 +428,13 @@ fn tier(job: &Job, parts: &HashMap<&str, PartView>) -> u32 {
 
 /// Runs one pass. See the module documentation.
 pub fn run(input: &Input) -> Outcome {
+    run_marked(input, &mut || {})
+}
+
+/// [`run`], calling `main_done` once between the main cycle and backfill, so that a
+/// caller with a clock can time the two phases apart (sdiag's main and backfill
+/// cycle times). The core itself reads no clock.
+pub fn run_marked(input: &Input, main_done: &mut dyn FnMut()) -> Outcome {
     let now = input.now;
     let policy = input.config.policy;
     let mut pass = Pass::new(input);
@@ -467,6 +474,7 @@ pub fn run(input: &Input) -> Outcome {
         reasons.push(r);
     }
     out.stats.main_started = pass.started.len() as u32;
+    main_done();
 
     // ---- backfill
     // Keyed by record address: the controller may pass several copies of one array

@@ -91,6 +91,8 @@ struct Prepared {
     user: Option<(CString, u32, u32)>,
     /// Entering the task's cgroup (before privileges are dropped).
     join: std::sync::Arc<isolate::TaskJoin>,
+    /// This node's name, for slurmstepd's lines in the job's stderr.
+    node: String,
 }
 
 /// Supervises one job; see the module docs.
@@ -208,12 +210,12 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         argv,
         env,
         work_dir: cs(&job.spec.work_dir)?,
-        stdin: cs(&paths.stdin)?,
-        stdout: cs(&paths.stdout)?,
+        stdin: cs(&under_work_dir(&job.spec.work_dir, &paths.stdin))?,
+        stdout: cs(&under_work_dir(&job.spec.work_dir, &paths.stdout))?,
         stderr: if paths.stderr == paths.stdout {
             None
         } else {
-            Some(cs(&paths.stderr)?)
+            Some(cs(&under_work_dir(&job.spec.work_dir, &paths.stderr))?)
         },
         append: job.spec.open_append || job.restarts > 0,
         umask: job.spec.umask,
@@ -222,6 +224,7 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
             None => None,
         },
         join: iso.task_join(0).context("no cgroup for task 0")?,
+        node: node.clone(),
     };
     let child = match spawn_job(&prep) {
         Ok(c) => c,
@@ -396,6 +399,7 @@ fn spawn_job(p: &Prepared) -> std::io::Result<std::process::Child> {
         umask: p.umask,
         user: p.user.clone(),
         join: p.join.clone(),
+        node: p.node.clone(),
     };
     // SAFETY: stepd is single-threaded (no runtime, no helper threads), so after fork the
     // child holds no locks another thread could own; the closure only makes system calls
@@ -419,7 +423,17 @@ fn child_setup(p: &Prepared) -> std::io::Result<()> {
         nix::unistd::setuid(nix::unistd::Uid::from_raw(*uid)).map_err(io)?;
     }
     nix::sys::stat::umask(Mode::from_bits_truncate(p.umask as nix::libc::mode_t));
-    nix::unistd::chdir(p.work_dir.as_c_str()).map_err(io)?;
+    // Slurm's slurmstepd (`_fork_all_tasks`) falls back to /tmp when the working
+    // directory cannot be entered, and says so in the job's stderr. Relative output
+    // paths were made absolute against the working directory beforehand (Slurm's
+    // `fname_create`), so they do not follow the fallback.
+    let chdir_err = match nix::unistd::chdir(p.work_dir.as_c_str()) {
+        Ok(()) => None,
+        Err(e) => {
+            nix::unistd::chdir(c"/tmp").map_err(io)?;
+            Some(e)
+        }
+    };
     let inp = open(p.stdin.as_c_str(), OFlag::O_RDONLY, Mode::empty()).map_err(io)?;
     // Always O_APPEND: stepd appends its own lines (time limit, cancel, OOM) to these
     // files while the job may still write, and neither may overwrite the other.
@@ -441,12 +455,39 @@ fn child_setup(p: &Prepared) -> std::io::Result<()> {
     nix::unistd::dup2(inp.as_raw_fd(), 0).map_err(io)?;
     nix::unistd::dup2(out.as_raw_fd(), 1).map_err(io)?;
     nix::unistd::dup2(err.as_raw_fd(), 2).map_err(io)?;
+    if let Some(e) = chdir_err {
+        let line = chdir_fallback_line(&p.node, &p.work_dir.to_string_lossy(), e);
+        let _ = nix::unistd::write(std::io::stderr(), line.as_bytes());
+    }
     let mut env = p.env.clone();
     if let Ok(c) = CString::new(format!("SLURM_TASK_PID={}", std::process::id())) {
         env.push(c);
     }
     nix::unistd::execve(p.script.as_c_str(), &p.argv, &env).map_err(io)?;
     Ok(())
+}
+
+/// The line slurmstepd on `node` writes to a job's stderr when it cannot enter the
+/// working directory `dir` (failing with `e`) and runs the job in /tmp instead (Slurm's
+/// `_fork_all_tasks` in src/slurmd/slurmstepd/mgr.c), newline included.
+pub fn chdir_fallback_line(node: &str, dir: &str, e: nix::Error) -> String {
+    format!(
+        "slurmstepd-{node}: error: couldn't chdir to `{dir}': {}: going to /tmp instead\n",
+        e.desc()
+    )
+}
+
+/// `path` made absolute against the working directory `work_dir`, as Slurm's
+/// `fname_create` does for output, error and input file names.
+fn under_work_dir(work_dir: &str, path: &str) -> String {
+    if path.starts_with('/') {
+        path.to_string()
+    } else {
+        Path::new(work_dir)
+            .join(path)
+            .to_string_lossy()
+            .into_owned()
+    }
 }
 
 /// How often the batch step's processes are sampled for `sstat` and accounting

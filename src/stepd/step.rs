@@ -823,6 +823,8 @@ struct TaskSetup {
     join: Option<std::sync::Arc<super::isolate::TaskJoin>>,
     /// Base name of the executable, for error messages.
     argv0_name: String,
+    /// This node's name, for slurmstepd's lines in the task's stderr.
+    node: String,
 }
 
 impl TaskSetup {
@@ -909,6 +911,7 @@ impl TaskSetup {
             cpus,
             join: None,
             argv0_name: argv0,
+            node: node.to_string(),
         })
     }
 }
@@ -1049,6 +1052,7 @@ struct CloneSetup {
     user: Option<(CString, u32, u32)>,
     cpus: Option<Vec<usize>>,
     join: Option<std::sync::Arc<super::isolate::TaskJoin>>,
+    node: String,
 }
 
 impl From<&TaskSetup> for CloneSetup {
@@ -1066,6 +1070,7 @@ impl From<&TaskSetup> for CloneSetup {
             user: s.user.clone(),
             cpus: s.cpus.clone(),
             join: s.join.clone(),
+            node: s.node.clone(),
         }
     }
 }
@@ -1120,8 +1125,8 @@ fn child_setup(c: &Child) -> std::io::Result<()> {
         nix::unistd::setuid(nix::unistd::Uid::from_raw(*uid)).map_err(io)?;
     }
     nix::sys::stat::umask(Mode::from_bits_truncate(s.umask as nix::libc::mode_t));
-    let chdir_failed = nix::unistd::chdir(s.work_dir.as_c_str()).is_err();
-    if chdir_failed {
+    let chdir_failed = nix::unistd::chdir(s.work_dir.as_c_str()).err();
+    if chdir_failed.is_some() {
         let _ = nix::unistd::chdir(c"/tmp");
     }
     let mode = OFlag::O_WRONLY
@@ -1149,10 +1154,9 @@ fn child_setup(c: &Child) -> std::io::Result<()> {
         let fd = open(p.as_c_str(), mode, perm).map_err(io)?;
         nix::unistd::dup2(fd.as_raw_fd(), 2).map_err(io)?;
     }
-    if chdir_failed {
-        let msg =
-            b"slurmstepd: error: couldn't chdir to the working directory: going to /tmp instead\n";
-        let _ = nix::unistd::write(std::io::stderr(), msg);
+    if let Some(e) = chdir_failed {
+        let line = super::chdir_fallback_line(&s.node, &s.work_dir.to_string_lossy(), e);
+        let _ = nix::unistd::write(std::io::stderr(), line.as_bytes());
     }
     let mut env = s.env.clone();
     if let Ok(v) = CString::new(format!("SLURM_TASK_PID={}", std::process::id())) {

@@ -255,9 +255,31 @@ fn chdir_sets_the_working_directory_and_relative_outputs_follow_it() {
         std::fs::read_to_string(sub.join(format!("slurm-{abs}.out"))).unwrap(),
         format!("{}\n", sub.display())
     );
-    // A directory that does not exist: the job fails at launch with 0:53, no output.
+    // A directory that does not exist, with the default output file: the output is
+    // created under the work dir (Slurm's fname_create), so the job fails at launch
+    // with 0:53 and no output anywhere.
     let bad = c.submit(&["-D", "/nonexistent-sluice-dir", "--wrap", "true"]);
     assert_eq!(c.wait_done(bad), "FAILED");
     assert_eq!(c.show_field(bad, "ExitCode"), "0:53");
     assert!(!c.path(&format!("slurm-{bad}.out")).exists());
+    // With an absolute output file, slurmstepd runs the job in /tmp instead and says
+    // so in the job's stderr.
+    let out = c.path("fallback.out");
+    let tmp = c.submit(&[
+        "-D",
+        "/nonexistent-sluice-dir",
+        "-o",
+        &out.display().to_string(),
+        "--wrap",
+        "pwd",
+    ]);
+    assert_eq!(c.wait_done(tmp), "COMPLETED");
+    let node = c.show_field(tmp, "BatchHost");
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        format!(
+            "slurmstepd-{node}: error: couldn't chdir to `/nonexistent-sluice-dir': \
+             No such file or directory: going to /tmp instead\n/tmp\n"
+        )
+    );
 }

@@ -150,6 +150,20 @@ fn hold_release_requeue_and_job_updates() {
     assert_eq!(c.show_field(id, "TimeLimit"), "00:15:00");
     assert_eq!(c.show_field(id, "Partition"), "batch");
     assert_eq!(c.show_field(id, "Nice"), "50");
+    // Priority= from root (an operator): set, shown, and it resets Nice.
+    let later = c.submit(&["--begin=now+1hour", "--wrap", "true"]);
+    c.ok(
+        "scontrol",
+        &["update", &format!("JobId={later}"), "Priority=4321"],
+    );
+    assert_eq!(c.show_field(later, "Priority"), "4321");
+    assert_eq!(c.show_field(later, "Nice"), "0");
+    let (_, _, e) = c.fails(
+        "scontrol",
+        &["update", &format!("JobId={later}"), "Priority=lots"],
+    );
+    assert!(e.contains("Invalid Priority value: lots"), "{e}");
+    c.ok("scancel", &[&later.to_string()]);
     // hold/uhold/release.
     c.ok("scontrol", &["release", &sid]);
     c.wait_done(id);

@@ -792,3 +792,88 @@ default = true
         c.jobs[&behind].reason
     );
 }
+
+#[test]
+fn priority_updates_follow_slurm_permissions_and_stick() {
+    let mut c = cluster();
+    let mut big = spec("big");
+    big.ntasks = Some(4);
+    let big = submit(&mut c, big, ALICE, 0);
+    crate::ctld::testutil::pass(&mut c, 1);
+    assert_eq!(c.jobs[&big].state, JobState::Running);
+    let id = submit(&mut c, spec("p"), ALICE, 2);
+    let mut fx = Effects::default();
+    // Root (an operator) may set any priority, and later passes do not recompute it.
+    c.update_job_at(id, None, &[JobUpdate::Priority(5000)], ROOT, 10, &mut fx)
+        .unwrap();
+    assert_eq!(c.jobs[&id].priority, 5000);
+    assert_eq!(c.jobs[&id].spec.nice, 0);
+    crate::ctld::testutil::pass(&mut c, 20);
+    assert_eq!(c.jobs[&id].state, JobState::Pending);
+    assert_eq!(c.jobs[&id].priority, 5000);
+    let held = {
+        let mut s = spec("q");
+        s.hold = true;
+        submit(&mut c, s, ALICE, 30)
+    };
+    let other = submit(&mut c, spec("r"), ALICE, 30);
+    let before = c.jobs[&other].priority;
+    // The owner may lower the priority, never raise it.
+    assert_eq!(
+        c.update_job_at(
+            other,
+            None,
+            &[JobUpdate::Priority(before + 1)],
+            ALICE,
+            40,
+            &mut fx
+        ),
+        Err(SlurmError::AccessDenied)
+    );
+    c.update_job_at(other, None, &[JobUpdate::Priority(1)], ALICE, 40, &mut fx)
+        .unwrap();
+    assert_eq!(c.jobs[&other].priority, 1);
+    assert!(c.jobs[&other].priority_set);
+    // Priority=0 holds; an operator's non-zero priority releases a held job.
+    c.update_job_at(other, None, &[JobUpdate::Priority(0)], ALICE, 50, &mut fx)
+        .unwrap();
+    assert_eq!(c.jobs[&other].hold, Some(HoldKind::User));
+    assert_eq!(c.jobs[&other].reason, Reason::JobHeldUser);
+    assert_eq!(
+        c.update_job_at(held, None, &[JobUpdate::Priority(7)], ALICE, 60, &mut fx),
+        Err(SlurmError::AccessDenied)
+    );
+    c.update_job_at(held, None, &[JobUpdate::Priority(7)], ROOT, 60, &mut fx)
+        .unwrap();
+    let h = &c.jobs[&held];
+    assert_eq!((h.hold, h.priority, h.eligible_time), (None, 7, Some(60)));
+}
+
+#[test]
+fn allow_groups_admits_by_the_group_data_the_edge_looked_up() {
+    let mut c = cluster();
+    c.partitions[0].allow_groups = Some(vec!["lab".into(), "4242".into()]);
+    let refused = |c: &Cluster, who: Caller| {
+        c.resolve(spec("g"), who, 0, &names).err()
+            == Some(SlurmError::Other(
+                "User's group not permitted to use this partition".into(),
+            ))
+    };
+    // Nothing looked up: alice (gid 2001) is in neither group.
+    assert!(refused(&c, ALICE));
+    // The group database says `lab` is gid 77 and alice is a member: admitted.
+    c.groups.gid_of.insert("lab".into(), 77);
+    c.groups.member_gids.insert(ALICE.uid, vec![ALICE.gid, 77]);
+    assert!(!refused(&c, ALICE));
+    // A numeric entry matches the primary gid; operators pass regardless.
+    c.groups.member_gids.clear();
+    assert!(refused(&c, ALICE));
+    assert!(!refused(
+        &c,
+        Caller {
+            uid: ALICE.uid,
+            gid: 4242
+        }
+    ));
+    assert!(!refused(&c, ROOT));
+}

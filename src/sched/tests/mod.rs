@@ -347,3 +347,31 @@ fn dependency_state_and_array_throttle_keep_jobs_pending() {
         .collect();
     assert_eq!(started, vec![4, 5]);
 }
+
+#[test]
+fn the_main_done_mark_comes_once_and_changes_nothing() {
+    // One running job fills n1; a 1-CPU job behind a blocked 2-CPU one is backfilled.
+    let nodes = [node("n1", 2, 4000)];
+    let parts = [part("p", &["n1"])];
+    let r = running(1, "n1", 2, 0);
+    let big = job(2, 2, 100);
+    let jobs = [&r, &big];
+    let cfg = SchedConfig::default();
+    let input = Input {
+        jobs: &jobs,
+        nodes: &nodes,
+        partitions: &parts,
+        licenses: &[],
+        config: &cfg,
+        now: 10,
+        backfill: true,
+        limits: None,
+        reservations: &[],
+    };
+    let mut marks = 0;
+    let marked = run_marked(&input, &mut || marks += 1);
+    assert_eq!(marks, 1);
+    let plain = run(&input);
+    assert_eq!(marked.decisions, plain.decisions);
+    assert_eq!(marked.stats, plain.stats);
+}
