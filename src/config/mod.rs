@@ -7,6 +7,7 @@
 
 pub mod gres_conf;
 pub mod sched;
+pub mod scripts;
 
 use crate::model::hostlist;
 use crate::model::{Partition, PartitionState, TimeLimit};
@@ -371,6 +372,25 @@ struct FileConf {
     /// A Slurm gres.conf to import (its lines come after the `[[gres]]` ones).
     #[serde(default)]
     gres_conf: Option<PathBuf>,
+    // Node scripts (see `scripts`), with Slurm's names accepted.
+    #[serde(default, alias = "Prolog")]
+    prolog: Option<PathBuf>,
+    #[serde(default, alias = "Epilog")]
+    epilog: Option<PathBuf>,
+    #[serde(default, alias = "TaskProlog")]
+    task_prolog: Option<PathBuf>,
+    #[serde(default, alias = "TaskEpilog")]
+    task_epilog: Option<PathBuf>,
+    #[serde(default, alias = "PrologFlags")]
+    prolog_flags: Option<String>,
+    #[serde(default, alias = "PrologEpilogTimeout")]
+    prolog_epilog_timeout: Option<u32>,
+    #[serde(default, alias = "HealthCheckProgram")]
+    health_check_program: Option<PathBuf>,
+    #[serde(default, alias = "HealthCheckInterval")]
+    health_check_interval: Option<u32>,
+    #[serde(default, alias = "HealthCheckNodeState")]
+    health_check_node_state: Option<String>,
 }
 
 /// The resolved configuration every role reads.
@@ -422,6 +442,8 @@ pub struct Config {
     pub sched: sched::SchedConfig,
     /// How stepd isolates jobs (Slurm's cgroup.conf).
     pub cgroup: CgroupConf,
+    /// Prolog, epilog, task prolog/epilog and health check (slurm.conf's keys).
+    pub scripts: scripts::NodeScripts,
 }
 
 /// Set in a job's environment by a remote node's agent: the socket that relays
@@ -654,6 +676,19 @@ impl Config {
                     .map_err(|e| invalid(format!("accounting_storage_enforce: {e}")))?,
             ),
         };
+        let scripts = scripts::RawScripts {
+            prolog: fc.prolog,
+            epilog: fc.epilog,
+            task_prolog: fc.task_prolog,
+            task_epilog: fc.task_epilog,
+            prolog_flags: fc.prolog_flags,
+            prolog_epilog_timeout: fc.prolog_epilog_timeout,
+            health_check_program: fc.health_check_program,
+            health_check_interval: fc.health_check_interval,
+            health_check_node_state: fc.health_check_node_state,
+        }
+        .resolve(abs)
+        .map_err(&invalid)?;
         let mut sched = sched_config(&fc.scheduler, &fc.priority).map_err(invalid)?;
         fairshare_accounts(&fc.accounts, &mut sched.priority).map_err(invalid)?;
         Ok(Config {
@@ -680,6 +715,7 @@ impl Config {
             accounting_storage_enforce,
             sched,
             cgroup: fc.cgroup,
+            scripts,
         })
     }
 
@@ -730,6 +766,7 @@ impl Config {
                 root: "sluice-personal".into(),
                 ..CgroupConf::default()
             },
+            scripts: scripts::NodeScripts::default(),
         }
     }
 

@@ -124,6 +124,11 @@ pub struct Cluster {
     pub used_dirty: bool,
     /// Advanced reservations (`ctld::resv`).
     pub resv: super::resv::Resvs,
+    /// Prolog/epilog/health-check settings, sent to agents and with every launch.
+    pub scripts: crate::config::scripts::NodeScripts,
+    /// Jobs being requeued because their prolog failed: held with Slurm's
+    /// `launch failed requeued held` once their node confirms the end.
+    launch_failed: std::collections::HashSet<u32>,
 }
 
 impl Cluster {
@@ -264,6 +269,8 @@ impl Cluster {
                 crate::model::time::fmt_hms(cfg.sched.preempt.exempt_time),
             ),
         ];
+        let mut config_entries = config_entries;
+        config_entries.extend(scripts::config_entries(&cfg.scripts));
         Cluster {
             cluster_name: cfg.cluster_name.clone(),
             slurm_version: cfg.slurm_version.clone(),
@@ -297,6 +304,8 @@ impl Cluster {
             used_mins_at: 0,
             used_dirty: false,
             resv: Default::default(),
+            scripts: cfg.scripts.clone(),
+            launch_failed: Default::default(),
         }
     }
 
@@ -1390,6 +1399,7 @@ impl Cluster {
             // salloc/srun: the allocation is the job; steps come from its owner.
             j.alloc = Some(alloc);
             fx.persist.push(Job::clone(j));
+            self.run_alloc_prologs(id, fx);
             return;
         }
         j.steps.retain(|s| s.id != "batch");
@@ -1416,6 +1426,7 @@ impl Cluster {
         let j = &self.jobs[&id];
         fx.persist.push(Job::clone(j));
         if launch {
+            self.run_alloc_prologs(id, fx);
             self.launch(id, fx);
         }
     }
@@ -1447,6 +1458,7 @@ impl Cluster {
                 cgroup: self.cgroup.clone(),
                 het,
                 node_gres,
+                scripts: self.scripts.clone(),
             }),
         ));
     }
@@ -1757,6 +1769,15 @@ impl Cluster {
             FromAgent::Isolation { backend, degraded } => {
                 self.isolation_reported(node, &backend, degraded, now);
             }
+            FromAgent::PrologFailed { job_id, message } => {
+                self.prolog_failed(node, job_id, &message, now, fx);
+            }
+            FromAgent::EpilogFailed { job_id, message } => {
+                self.epilog_failed(node, job_id, &message, now);
+            }
+            FromAgent::HealthCheckFailed { reason } => {
+                self.health_check_failed(node, &reason, now);
+            }
             FromAgent::BatchUsage { job_id, usage } => {
                 // Kept in memory only: the final figures are stored when the job ends.
                 if let Some(s) = self
@@ -1885,7 +1906,11 @@ impl Cluster {
             if hold {
                 j.hold = Some(HoldKind::User);
                 j.priority = 0;
-                j.reason = Reason::JobHeldUser;
+                j.reason = if self.launch_failed.remove(&id) {
+                    Reason::LaunchFailedRequeuedHeld
+                } else {
+                    Reason::JobHeldUser
+                };
             }
         } else if was_completing {
             // Cancelled, timed out or node set down: the state stays; the job's exit
@@ -1945,6 +1970,7 @@ impl Cluster {
         let fs_key = crate::sched::fairshare::FairShareTree::key_of(&j.account, &j.user);
         let het_leader = j.het.filter(|h| h.offset == 0).map(|h| h.job_id);
         if let Some(a) = alloc {
+            self.run_epilogs(id, &a, fx);
             self.charge(&a, was_completing, -1);
             // Fair-share usage: billing-seconds held.
             self.record_usage(fs_key, &a, ran, end_time, now, fx);
@@ -2630,6 +2656,7 @@ mod suspend;
 mod fs_tests;
 mod isolation;
 mod nodefail;
+mod scripts;
 #[cfg(test)]
 mod tests;
 

@@ -308,6 +308,8 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
             });
         (super::nccl::local_ifaces(), addr)
     };
+    let timeout = ls.scripts.prolog_epilog_timeout;
+    let mut task_envs: Vec<Vec<(String, String)>> = Vec::new();
     for (local, &rank) in ranks.iter().enumerate() {
         let mut env = env::task_env(&base_env, rank, local as u32, ls.node_index);
         let cpus = bind_cpus(&ls, local as u32, &online);
@@ -367,7 +369,19 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         if let Some(c) = &cpus {
             env.extend(env::cpu_bind_env(&ls.spec.cpu_bind, c));
         }
+        let mut preamble = Vec::new();
+        let mut prolog_failed = None;
+        if let Some(tp) = &ls.scripts.task_prolog {
+            match super::task_script::run(tp, &env, &user, &ls.spec.work_dir, timeout) {
+                Ok(out) => {
+                    preamble = super::task_script::apply(&super::task_script::parse(&out), &mut env)
+                }
+                Err(e) => prolog_failed = Some(e),
+            }
+        }
+        task_envs.push(env.clone());
         let mut setup = TaskSetup::new(&ls, rank, &node, env, user.clone(), cpus.clone())?;
+        setup.preamble = preamble;
         setup.join = iso.as_ref().and_then(|i| i.task_join(local as u32));
         let pty = ls.spec.pty && rank == 0;
         let mut t = Task {
@@ -375,6 +389,17 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
             pid: None,
             status: None,
         };
+        if let Some((code, why)) = prolog_failed {
+            // slurmstepd's task exits with the prolog's status instead of running.
+            link.send(&StepdEvent::Output {
+                task: rank,
+                stderr: true,
+                data: format!("slurmstepd-{node}: error: TaskProlog failed {why}\n").into_bytes(),
+            });
+            t.status = Some(ExitStatus { code, signal: 0 });
+            tasks.push(t);
+            continue;
+        }
         match spawn_task(&setup, &ls, rank, pty) {
             Ok(sp) => {
                 t.pid = Some(sp.pid);
@@ -622,6 +647,18 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
     }
     // Reap anything left (double forks inside the task groups were killed above).
     reap(&mut tasks, &mut link);
+    if let Some(te) = &ls.scripts.task_epilog {
+        for env in &task_envs {
+            if let Err((_, why)) =
+                super::task_script::run(te, env, &user, &ls.spec.work_dir, timeout)
+            {
+                eprintln!(
+                    "stepd: step {}.{}: TaskEpilog failed {why}",
+                    ls.job.id, ls.step_id
+                );
+            }
+        }
+    }
     let mut fin = last_usage;
     fin.pids.clear();
     usage::add_children_rusage(&mut fin, &node);
@@ -808,6 +845,8 @@ struct TaskSetup {
     join: Option<std::sync::Arc<super::isolate::TaskJoin>>,
     /// Base name of the executable, for error messages.
     argv0_name: String,
+    /// TaskProlog's `print` output, written to the task's stdout before it execs.
+    preamble: Vec<u8>,
 }
 
 impl TaskSetup {
@@ -894,6 +933,7 @@ impl TaskSetup {
             cpus,
             join: None,
             argv0_name: argv0,
+            preamble: Vec::new(),
         })
     }
 }
@@ -1034,6 +1074,7 @@ struct CloneSetup {
     user: Option<(CString, u32, u32)>,
     cpus: Option<Vec<usize>>,
     join: Option<std::sync::Arc<super::isolate::TaskJoin>>,
+    preamble: Vec<u8>,
 }
 
 impl From<&TaskSetup> for CloneSetup {
@@ -1051,6 +1092,7 @@ impl From<&TaskSetup> for CloneSetup {
             user: s.user.clone(),
             cpus: s.cpus.clone(),
             join: s.join.clone(),
+            preamble: s.preamble.clone(),
         }
     }
 }
@@ -1138,6 +1180,9 @@ fn child_setup(c: &Child) -> std::io::Result<()> {
         let msg =
             b"slurmstepd: error: couldn't chdir to the working directory: going to /tmp instead\n";
         let _ = nix::unistd::write(std::io::stderr(), msg);
+    }
+    if !s.preamble.is_empty() {
+        let _ = nix::unistd::write(std::io::stdout(), &s.preamble);
     }
     let mut env = s.env.clone();
     if let Ok(v) = CString::new(format!("SLURM_TASK_PID={}", std::process::id())) {

@@ -27,6 +27,7 @@ mod sbatch;
 mod scancel;
 mod sched;
 mod scontrol;
+mod scripts;
 mod sinfo;
 mod squeue;
 mod sreport;
