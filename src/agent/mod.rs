@@ -141,10 +141,13 @@ struct Scripts {
     prologs: scripts::Prologs,
     health: Option<tokio::task::JoinHandle<()>>,
     done: (
-        mpsc::UnboundedSender<(u32, Result<(), scripts::ScriptFailure>)>,
-        mpsc::UnboundedReceiver<(u32, Result<(), scripts::ScriptFailure>)>,
+        mpsc::UnboundedSender<PrologResult>,
+        mpsc::UnboundedReceiver<PrologResult>,
     ),
 }
+
+/// A finished prolog run: the job, and how it went.
+type PrologResult = (u32, Result<(), scripts::ScriptFailure>);
 
 impl Drop for Scripts {
     fn drop(&mut self) {

@@ -299,10 +299,10 @@ pub async fn health_loop(
     ];
     let mut first = true;
     loop {
-        if first || node_state_matches(scripts.health_check_node_state, &spool) {
-            if let Err(f) = run_script(&prog, &env, scripts.prolog_epilog_timeout).await {
-                failed(health_reason(&f));
-            }
+        if (first || node_state_matches(scripts.health_check_node_state, &spool))
+            && let Err(f) = run_script(&prog, &env, scripts.prolog_epilog_timeout).await
+        {
+            failed(health_reason(&f));
         }
         first = false;
         if scripts.health_check_interval == 0 {
@@ -321,16 +321,17 @@ mod tests {
     use crate::model::job::Allocation;
 
     fn job(id: u32) -> Box<Job> {
-        let mut j = Job::default();
-        j.id = id;
-        j.user = "alice".into();
-        j.uid = 2001;
-        j.alloc = Some(Allocation {
-            nodes: vec!["n1".into(), "n2".into()],
-            cpus: vec![1, 1],
+        Box::new(Job {
+            id,
+            user: "alice".into(),
+            uid: 2001,
+            alloc: Some(Allocation {
+                nodes: vec!["n1".into(), "n2".into()],
+                cpus: vec![1, 1],
+                ..Default::default()
+            }),
             ..Default::default()
-        });
-        Box::new(j)
+        })
     }
 
     fn prolog_msg(id: u32) -> ToAgent {
