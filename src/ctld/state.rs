@@ -129,6 +129,9 @@ pub struct Cluster {
     /// Jobs being requeued because their prolog failed: held with Slurm's
     /// `launch failed requeued held` once their node confirms the end.
     launch_failed: std::collections::HashSet<u32>,
+    /// Minutes a job may run past its time limit (OverTimeLimit;
+    /// `config::OVER_TIME_UNLIMITED`: never ended for it).
+    pub over_time_limit: u32,
 }
 
 impl Cluster {
@@ -271,6 +274,13 @@ impl Cluster {
         ];
         let mut config_entries = config_entries;
         config_entries.extend(scripts::config_entries(&cfg.scripts));
+        config_entries.push((
+            "OverTimeLimit".into(),
+            match cfg.over_time_limit {
+                crate::config::OVER_TIME_UNLIMITED => "UNLIMITED".into(),
+                m => format!("{m} min"),
+            },
+        ));
         Cluster {
             cluster_name: cfg.cluster_name.clone(),
             slurm_version: cfg.slurm_version.clone(),
@@ -306,6 +316,7 @@ impl Cluster {
             resv: Default::default(),
             scripts: cfg.scripts.clone(),
             launch_failed: Default::default(),
+            over_time_limit: cfg.over_time_limit,
         }
     }
 
@@ -1510,7 +1521,15 @@ impl Cluster {
             .values()
             .filter(|j| j.state == JobState::Running && !j.completing)
             .filter(|j| j.het.is_none_or(|h| h.offset == 0))
-            .filter(|j| j.limit_end(now).is_some_and(|e| now >= e))
+            .filter(|j| {
+                // OverTimeLimit: the job may run this much longer than its limit.
+                let over = match self.over_time_limit {
+                    crate::config::OVER_TIME_UNLIMITED => return false,
+                    m => i64::from(m) * 60,
+                };
+                j.limit_end(now)
+                    .is_some_and(|e| now >= e.saturating_add(over))
+            })
             .map(|j| j.id)
             .collect();
         for id in expired {
