@@ -160,7 +160,10 @@ pub fn script_env(job: &Job, cluster: &str, node: &str, context: &str) -> Vec<(S
 /// it printed (stdout, then stderr), trimmed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScriptFailure {
+    /// `exit status N`, `killed by signal N`, `timed out after N s`, or why it could
+    /// not be started.
     pub status: String,
+    /// Its standard output then standard error, trimmed (may be empty).
     pub output: String,
 }
 

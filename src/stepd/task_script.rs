@@ -18,8 +18,11 @@ use std::time::{Duration, Instant};
 /// One directive from TaskProlog's output.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Directive {
+    /// `export NAME=value`.
     Export(String, String),
+    /// `unset NAME`.
     Unset(String),
+    /// `print text` (the text after `print `).
     Print(String),
 }
 

@@ -18,10 +18,15 @@ use std::path::Path;
 /// One eBPF instruction (`struct bpf_insn`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Insn {
+    /// Opcode (class, operation, source).
     pub code: u8,
+    /// Destination register (0–10).
     pub dst: u8,
+    /// Source register (0–10).
     pub src: u8,
+    /// Memory offset in bytes, or jump offset in instructions.
     pub off: i16,
+    /// Immediate operand.
     pub imm: i32,
 }
 
@@ -51,8 +56,9 @@ pub const JMP_JA: u8 = 0x05;
 /// `return r0`.
 pub const JMP_EXIT: u8 = 0x95;
 
-/// `BPF_DEVCG_DEV_BLOCK` / `BPF_DEVCG_DEV_CHAR`.
+/// `BPF_DEVCG_DEV_BLOCK`: the context's type of a block device.
 pub const DEV_BLOCK: i32 = 1;
+/// `BPF_DEVCG_DEV_CHAR`: the context's type of a character device.
 pub const DEV_CHAR: i32 = 2;
 
 fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
