@@ -9,6 +9,7 @@
 pub mod discover;
 pub mod gpu;
 mod relay;
+mod scripts;
 pub mod stdio;
 mod steps;
 
@@ -93,6 +94,7 @@ where
         Some(path) => Some(relay::Relay::bind(path)?),
         None => None,
     };
+    let mut node_scripts = Scripts::new();
     loop {
         tokio::select! {
             m = link.recv::<ToAgent>() => {
@@ -108,7 +110,10 @@ where
                     },
                     None => msg,
                 };
-                handle(msg, &cfg, &etx, &mut steps);
+                node_scripts.dispatch(msg, &cfg, &etx, &mut steps);
+            }
+            Some((job_id, r)) = node_scripts.done.1.recv() => {
+                node_scripts.prolog_done(job_id, r, &cfg, &etx, &mut steps);
             }
             Some(conn) = relay::accept(relay.as_ref()) => {
                 if let Some(r) = relay.as_mut() {
@@ -126,6 +131,146 @@ where
                 }
             }
         }
+    }
+}
+
+/// The agent's node scripts: settings from the controller, the prolog table, the
+/// health-check task, and the channel prolog runs report on.
+struct Scripts {
+    conf: crate::config::scripts::NodeScripts,
+    prologs: scripts::Prologs,
+    health: Option<tokio::task::JoinHandle<()>>,
+    done: (
+        mpsc::UnboundedSender<PrologResult>,
+        mpsc::UnboundedReceiver<PrologResult>,
+    ),
+}
+
+/// A finished prolog run: the job, and how it went.
+type PrologResult = (u32, Result<(), scripts::ScriptFailure>);
+
+impl Drop for Scripts {
+    fn drop(&mut self) {
+        if let Some(h) = self.health.take() {
+            h.abort();
+        }
+    }
+}
+
+impl Scripts {
+    fn new() -> Scripts {
+        Scripts {
+            conf: Default::default(),
+            prologs: Default::default(),
+            health: None,
+            done: mpsc::unbounded_channel(),
+        }
+    }
+
+    /// Handles a message from the controller, running prologs and epilogs around the
+    /// launches (see `scripts`).
+    fn dispatch(
+        &mut self,
+        msg: ToAgent,
+        cfg: &AgentConfig,
+        etx: &mpsc::UnboundedSender<FromAgent>,
+        steps: &mut steps::Steps,
+    ) {
+        let node = cfg.node.name.clone();
+        match &msg {
+            ToAgent::Configure { scripts: s, .. } => {
+                self.conf = s.clone();
+                if let Some(h) = self.health.take() {
+                    h.abort();
+                }
+                if s.health_check_program.is_some() {
+                    let tx = etx.clone();
+                    let fut = scripts::health_loop(
+                        s.clone(),
+                        cfg.spool_dir.clone(),
+                        node.clone(),
+                        move |reason| {
+                            let _ = tx.send(FromAgent::HealthCheckFailed { reason });
+                        },
+                    );
+                    self.health = Some(tokio::spawn(fut));
+                }
+            }
+            ToAgent::Epilog { job, cluster } => {
+                self.prologs.forget(job.id);
+                if let Some(path) = self.conf.epilog.clone() {
+                    let env = scripts::script_env(job, cluster, &node, "epilog_slurmd");
+                    let (job_id, timeout, tx) =
+                        (job.id, self.conf.prolog_epilog_timeout, etx.clone());
+                    tokio::spawn(async move {
+                        if let Err(f) = scripts::run_script(&path, &env, timeout).await {
+                            let message = f.to_string();
+                            let _ = tx.send(FromAgent::EpilogFailed { job_id, message });
+                        }
+                    });
+                }
+                return;
+            }
+            ToAgent::Terminate { job_id, .. } => {
+                for m in self.prologs.cancel_waiting(*job_id) {
+                    refuse(m, "the job ended before its prolog finished", cfg, etx);
+                }
+            }
+            _ => {}
+        }
+        match self.prologs.gate(msg, self.conf.prolog.is_some(), &node) {
+            scripts::Gate::Pass(m) => handle(m, cfg, etx, steps),
+            scripts::Gate::Wait(Some((job_id, env))) => {
+                let Some(path) = self.conf.prolog.clone() else {
+                    return;
+                };
+                let (timeout, tx) = (self.conf.prolog_epilog_timeout, self.done.0.clone());
+                tokio::spawn(async move {
+                    let r = scripts::run_script(&path, &env, timeout).await;
+                    let _ = tx.send((job_id, r));
+                });
+            }
+            scripts::Gate::Wait(None) => {}
+            scripts::Gate::Refuse(m) => refuse(m, "the job's prolog failed on this node", cfg, etx),
+        }
+    }
+
+    /// A job's prolog finished: its waiting launches go ahead, or are refused after the
+    /// controller has heard of the failure.
+    fn prolog_done(
+        &mut self,
+        job_id: u32,
+        r: Result<(), scripts::ScriptFailure>,
+        cfg: &AgentConfig,
+        etx: &mpsc::UnboundedSender<FromAgent>,
+        steps: &mut steps::Steps,
+    ) {
+        if let Err(f) = &r {
+            tracing::error!(job_id, "prolog failed: {f}");
+            let message = f.to_string();
+            let _ = etx.send(FromAgent::PrologFailed { job_id, message });
+        }
+        for m in self.prologs.finished(job_id, r.is_ok()) {
+            if r.is_ok() {
+                handle(m, cfg, etx, steps);
+            } else {
+                refuse(m, "the job's prolog failed on this node", cfg, etx);
+            }
+        }
+    }
+}
+
+/// Answers a launch that will not happen here (`why` says why).
+fn refuse(msg: ToAgent, why: &str, cfg: &AgentConfig, etx: &mpsc::UnboundedSender<FromAgent>) {
+    match msg {
+        ToAgent::Launch(lb) => {
+            let _ = etx.send(ended_failed(
+                lb.job.id,
+                format!("{why} ({})", cfg.node.name),
+            ));
+        }
+        ToAgent::LaunchStep(ls) => steps::refuse(&ls, &cfg.node.name, why, etx),
+        _ => {}
     }
 }
 
@@ -186,7 +331,7 @@ fn handle(
     steps: &mut steps::Steps,
 ) {
     match msg {
-        ToAgent::Configure { cgroup } => {
+        ToAgent::Configure { cgroup, .. } => {
             let _ = etx.send(isolation_report(&cgroup));
         }
         ToAgent::LaunchStep(mut ls) => {
@@ -198,6 +343,8 @@ fn handle(
         }
         // Without a relay socket there are no relayed connections to serve.
         ToAgent::Relay { .. } | ToAgent::RelayClose { .. } => {}
+        // Handled by `Scripts::dispatch` before they come here.
+        ToAgent::Prolog { .. } | ToAgent::Epilog { .. } => {}
         ToAgent::StepInput {
             job_id,
             step_id,

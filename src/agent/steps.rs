@@ -31,30 +31,18 @@ impl Steps {
         etx: &mpsc::UnboundedSender<FromAgent>,
     ) {
         let (job_id, step_id) = (ls.job.id, ls.step_id);
-        let first_rank = ls
-            .layout
-            .tasks
-            .get(ls.node_index as usize)
-            .and_then(|t| t.first().copied())
-            .unwrap_or(0);
         match start(&ls, cfg, etx.clone()) {
             Ok(tx) => {
                 self.links.insert((job_id, step_id), tx);
             }
             Err(e) => {
                 tracing::error!(job_id, step_id, "step launch failed: {e:#}");
-                let node = cfg.node.name.clone();
-                let _ = etx.send(FromAgent::Step {
-                    job_id,
-                    step_id,
-                    event: StepdEvent::Output {
-                        task: first_rank,
-                        stderr: true,
-                        data: format!("slurmstepd-{node}: error: cannot start the step: {e:#}\n")
-                            .into_bytes(),
-                    },
-                });
-                let _ = etx.send(done(job_id, step_id));
+                refuse(
+                    &ls,
+                    &cfg.node.name,
+                    &format!("cannot start the step: {e:#}"),
+                    etx,
+                );
             }
         }
     }
@@ -107,6 +95,28 @@ impl Steps {
             self.links.remove(&(*job_id, *step_id));
         }
     }
+}
+
+/// Reports that this node's part of step `ls` will not run: `why` goes to the step's
+/// stderr as a slurmstepd error line, then the step's end.
+pub fn refuse(ls: &LaunchStep, node: &str, why: &str, etx: &mpsc::UnboundedSender<FromAgent>) {
+    let (job_id, step_id) = (ls.job.id, ls.step_id);
+    let first_rank = ls
+        .layout
+        .tasks
+        .get(ls.node_index as usize)
+        .and_then(|t| t.first().copied())
+        .unwrap_or(0);
+    let _ = etx.send(FromAgent::Step {
+        job_id,
+        step_id,
+        event: StepdEvent::Output {
+            task: first_rank,
+            stderr: true,
+            data: format!("slurmstepd-{node}: error: {why}\n").into_bytes(),
+        },
+    });
+    let _ = etx.send(done(job_id, step_id));
 }
 
 fn done(job_id: u32, step_id: u32) -> FromAgent {

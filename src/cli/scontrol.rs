@@ -1108,7 +1108,11 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
     l.push(format!(
         "JobState={} Reason={} Dependency={}",
         job.state_long(),
-        job.reason,
+        // Slurm prints a state description with its blanks as underscores.
+        match &job.reason {
+            crate::model::Reason::LaunchFailedRequeuedHeld => job.reason.as_str().replace(' ', "_"),
+            r => r.to_string(),
+        },
         job.depend
             .as_ref()
             .map(|d| d.to_string())

@@ -7,6 +7,7 @@
 
 pub mod gres_conf;
 pub mod sched;
+pub mod scripts;
 
 use crate::model::hostlist;
 use crate::model::{Partition, PartitionState, TimeLimit};
@@ -371,6 +372,28 @@ struct FileConf {
     /// A Slurm gres.conf to import (its lines come after the `[[gres]]` ones).
     #[serde(default)]
     gres_conf: Option<PathBuf>,
+    // Node scripts (see `scripts`), with Slurm's names accepted.
+    #[serde(default, alias = "Prolog")]
+    prolog: Option<PathBuf>,
+    #[serde(default, alias = "Epilog")]
+    epilog: Option<PathBuf>,
+    #[serde(default, alias = "TaskProlog")]
+    task_prolog: Option<PathBuf>,
+    #[serde(default, alias = "TaskEpilog")]
+    task_epilog: Option<PathBuf>,
+    #[serde(default, alias = "PrologFlags")]
+    prolog_flags: Option<String>,
+    #[serde(default, alias = "PrologEpilogTimeout")]
+    prolog_epilog_timeout: Option<u32>,
+    #[serde(default, alias = "HealthCheckProgram")]
+    health_check_program: Option<PathBuf>,
+    #[serde(default, alias = "HealthCheckInterval")]
+    health_check_interval: Option<u32>,
+    #[serde(default, alias = "HealthCheckNodeState")]
+    health_check_node_state: Option<String>,
+    /// Minutes past its time limit a job may run (a number or `UNLIMITED`).
+    #[serde(default, alias = "OverTimeLimit")]
+    over_time_limit: Option<toml::Value>,
 }
 
 /// The resolved configuration every role reads.
@@ -422,6 +445,31 @@ pub struct Config {
     pub sched: sched::SchedConfig,
     /// How stepd isolates jobs (Slurm's cgroup.conf).
     pub cgroup: CgroupConf,
+    /// Prolog, epilog, task prolog/epilog and health check (slurm.conf's keys).
+    pub scripts: scripts::NodeScripts,
+    /// Minutes a job may run past its time limit before it is ended (Slurm's
+    /// OverTimeLimit, default 0); [`OVER_TIME_UNLIMITED`] for `UNLIMITED`.
+    pub over_time_limit: u32,
+}
+
+/// `over_time_limit = "UNLIMITED"`: jobs are never ended for their time limit.
+pub const OVER_TIME_UNLIMITED: u32 = u32::MAX;
+
+/// Reads OverTimeLimit: minutes (0 to 65533, as Slurm's 16-bit field) or `UNLIMITED`.
+fn over_time_limit(v: Option<&toml::Value>) -> Result<u32, String> {
+    match v {
+        None => Ok(0),
+        Some(toml::Value::Integer(n)) if (0..=65533).contains(n) => Ok(*n as u32),
+        Some(toml::Value::String(s)) if s.eq_ignore_ascii_case("UNLIMITED") => {
+            Ok(OVER_TIME_UNLIMITED)
+        }
+        Some(toml::Value::String(s)) if s.trim().parse::<u16>().is_ok_and(|n| n < 65534) => {
+            Ok(s.trim().parse::<u32>().unwrap_or(0))
+        }
+        Some(v) => Err(format!(
+            "over_time_limit must be minutes (0-65533) or UNLIMITED, not {v}"
+        )),
+    }
 }
 
 /// Set in a job's environment by a remote node's agent: the socket that relays
@@ -654,6 +702,20 @@ impl Config {
                     .map_err(|e| invalid(format!("accounting_storage_enforce: {e}")))?,
             ),
         };
+        let scripts = scripts::RawScripts {
+            prolog: fc.prolog,
+            epilog: fc.epilog,
+            task_prolog: fc.task_prolog,
+            task_epilog: fc.task_epilog,
+            prolog_flags: fc.prolog_flags,
+            prolog_epilog_timeout: fc.prolog_epilog_timeout,
+            health_check_program: fc.health_check_program,
+            health_check_interval: fc.health_check_interval,
+            health_check_node_state: fc.health_check_node_state,
+        }
+        .resolve(abs)
+        .map_err(&invalid)?;
+        let over_time_limit = over_time_limit(fc.over_time_limit.as_ref()).map_err(&invalid)?;
         let mut sched = sched_config(&fc.scheduler, &fc.priority).map_err(invalid)?;
         fairshare_accounts(&fc.accounts, &mut sched.priority).map_err(invalid)?;
         Ok(Config {
@@ -680,6 +742,8 @@ impl Config {
             accounting_storage_enforce,
             sched,
             cgroup: fc.cgroup,
+            scripts,
+            over_time_limit,
         })
     }
 
@@ -730,6 +794,8 @@ impl Config {
                 root: "sluice-personal".into(),
                 ..CgroupConf::default()
             },
+            scripts: scripts::NodeScripts::default(),
+            over_time_limit: 0,
         }
     }
 
@@ -1115,6 +1181,46 @@ state = "down"
         let ws = find("workstation.toml");
         assert_eq!(ws.nodes.len(), 1);
         assert_eq!(ws.partitions[0].max_time, TimeLimit::Minutes(2 * 24 * 60));
+    }
+
+    #[test]
+    fn over_time_limit_minutes_or_unlimited() {
+        let p = Path::new("/x/sluice.toml");
+        assert_eq!(Config::from_toml("", p).unwrap().over_time_limit, 0);
+        let c = Config::from_toml("OverTimeLimit = 5\n", p).unwrap();
+        assert_eq!(c.over_time_limit, 5);
+        let c = Config::from_toml("over_time_limit = \"unlimited\"\n", p).unwrap();
+        assert_eq!(c.over_time_limit, OVER_TIME_UNLIMITED);
+        let e = Config::from_toml("over_time_limit = -1\n", p).unwrap_err();
+        assert!(
+            e.to_string().contains("over_time_limit must be minutes"),
+            "{e}"
+        );
+        let e = Config::from_toml("over_time_limit = \"soon\"\n", p).unwrap_err();
+        assert!(e.to_string().contains("not \"soon\""), "{e}");
+    }
+
+    #[test]
+    fn node_script_keys_take_slurms_names() {
+        let p = Path::new("/etc/sluice/sluice.toml");
+        let c = Config::from_toml(
+            "Prolog = \"/etc/sluice/prolog\"\nepilog = \"epilog.sh\"\nPrologFlags = \"Alloc\"\n\
+             HealthCheckProgram = \"/usr/sbin/nhc\"\nHealthCheckInterval = 300\n\
+             HealthCheckNodeState = \"IDLE\"\nPrologEpilogTimeout = 60\n",
+            p,
+        )
+        .unwrap();
+        let s = &c.scripts;
+        assert_eq!(s.prolog.as_deref(), Some(Path::new("/etc/sluice/prolog")));
+        assert_eq!(
+            s.epilog.as_deref(),
+            Some(Path::new("/etc/sluice/epilog.sh"))
+        );
+        assert!(s.prolog_alloc);
+        assert_eq!(s.health_check_interval, 300);
+        assert_eq!(s.prolog_epilog_timeout, Some(60));
+        let e = Config::from_toml("PrologFlags = \"X11\"\n", p).unwrap_err();
+        assert!(e.to_string().contains("X11 is not supported yet"), "{e}");
     }
 
     #[test]

@@ -612,6 +612,7 @@ impl Actor {
                     node.clone(),
                     ToAgent::Configure {
                         cgroup: self.cluster.cgroup.clone(),
+                        scripts: self.cluster.scripts.clone(),
                     },
                 ));
             }

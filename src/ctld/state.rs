@@ -130,6 +130,14 @@ pub struct Cluster {
     pub usage_threshold_factors: Option<HashMap<(String, String), f64>>,
     /// Advanced reservations (`ctld::resv`).
     pub resv: super::resv::Resvs,
+    /// Prolog/epilog/health-check settings, sent to agents and with every launch.
+    pub scripts: crate::config::scripts::NodeScripts,
+    /// Jobs being requeued because their prolog failed: held with Slurm's
+    /// `launch failed requeued held` once their node confirms the end.
+    launch_failed: std::collections::HashSet<u32>,
+    /// Minutes a job may run past its time limit (OverTimeLimit;
+    /// `config::OVER_TIME_UNLIMITED`: never ended for it).
+    pub over_time_limit: u32,
 }
 
 impl Cluster {
@@ -270,6 +278,15 @@ impl Cluster {
                 crate::model::time::fmt_hms(cfg.sched.preempt.exempt_time),
             ),
         ];
+        let mut config_entries = config_entries;
+        config_entries.extend(scripts::config_entries(&cfg.scripts));
+        config_entries.push((
+            "OverTimeLimit".into(),
+            match cfg.over_time_limit {
+                crate::config::OVER_TIME_UNLIMITED => "UNLIMITED".into(),
+                m => format!("{m} min"),
+            },
+        ));
         Cluster {
             cluster_name: cfg.cluster_name.clone(),
             slurm_version: cfg.slurm_version.clone(),
@@ -305,6 +322,9 @@ impl Cluster {
             used_dirty: false,
             usage_threshold_factors: None,
             resv: Default::default(),
+            scripts: cfg.scripts.clone(),
+            launch_failed: Default::default(),
+            over_time_limit: cfg.over_time_limit,
         }
     }
 
@@ -1453,6 +1473,7 @@ impl Cluster {
             // salloc/srun: the allocation is the job; steps come from its owner.
             j.alloc = Some(alloc);
             fx.persist.push(Job::clone(j));
+            self.run_alloc_prologs(id, fx);
             return;
         }
         j.steps.retain(|s| s.id != "batch");
@@ -1479,6 +1500,7 @@ impl Cluster {
         let j = &self.jobs[&id];
         fx.persist.push(Job::clone(j));
         if launch {
+            self.run_alloc_prologs(id, fx);
             self.launch(id, fx);
         }
     }
@@ -1510,6 +1532,7 @@ impl Cluster {
                 cgroup: self.cgroup.clone(),
                 het,
                 node_gres,
+                scripts: self.scripts.clone(),
             }),
         ));
     }
@@ -1561,7 +1584,15 @@ impl Cluster {
             .values()
             .filter(|j| j.state == JobState::Running && !j.completing)
             .filter(|j| j.het.is_none_or(|h| h.offset == 0))
-            .filter(|j| j.limit_end(now).is_some_and(|e| now >= e))
+            .filter(|j| {
+                // OverTimeLimit: the job may run this much longer than its limit.
+                let over = match self.over_time_limit {
+                    crate::config::OVER_TIME_UNLIMITED => return false,
+                    m => i64::from(m) * 60,
+                };
+                j.limit_end(now)
+                    .is_some_and(|e| now >= e.saturating_add(over))
+            })
             .map(|j| j.id)
             .collect();
         for id in expired {
@@ -1820,6 +1851,15 @@ impl Cluster {
             FromAgent::Isolation { backend, degraded } => {
                 self.isolation_reported(node, &backend, degraded, now);
             }
+            FromAgent::PrologFailed { job_id, message } => {
+                self.prolog_failed(node, job_id, &message, now, fx);
+            }
+            FromAgent::EpilogFailed { job_id, message } => {
+                self.epilog_failed(node, job_id, &message, now);
+            }
+            FromAgent::HealthCheckFailed { reason } => {
+                self.health_check_failed(node, &reason, now);
+            }
             FromAgent::BatchUsage { job_id, usage } => {
                 // Kept in memory only: the final figures are stored when the job ends.
                 if let Some(s) = self
@@ -1948,7 +1988,11 @@ impl Cluster {
             if hold {
                 j.hold = Some(HoldKind::User);
                 j.priority = 0;
-                j.reason = Reason::JobHeldUser;
+                j.reason = if self.launch_failed.remove(&id) {
+                    Reason::LaunchFailedRequeuedHeld
+                } else {
+                    Reason::JobHeldUser
+                };
             }
         } else if was_completing {
             // Cancelled, timed out or node set down: the state stays; the job's exit
@@ -2008,6 +2052,7 @@ impl Cluster {
         let fs_key = crate::sched::fairshare::FairShareTree::key_of(&j.account, &j.user);
         let het_leader = j.het.filter(|h| h.offset == 0).map(|h| h.job_id);
         if let Some(a) = alloc {
+            self.run_epilogs(id, &a, fx);
             self.charge(&a, was_completing, -1);
             // Fair-share usage: billing-seconds held.
             self.record_usage(fs_key, &a, ran, end_time, now, fx);
@@ -2741,6 +2786,7 @@ mod suspend;
 mod fs_tests;
 mod isolation;
 mod nodefail;
+mod scripts;
 #[cfg(test)]
 mod tests;
 

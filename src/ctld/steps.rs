@@ -376,6 +376,7 @@ impl Cluster {
         let kill_wait = self.kill_wait;
         let cluster = self.cluster_name.clone();
         let cgroup = self.cgroup.clone();
+        let scripts = self.scripts.clone();
         let node_gres: Vec<(String, Vec<crate::model::gres::GresDevice>)> = self
             .nodes
             .iter()
@@ -431,6 +432,7 @@ impl Cluster {
                     kill_wait,
                     cluster: cluster.clone(),
                     cgroup: cgroup.clone(),
+                    scripts: scripts.clone(),
                     node_gres: node_gres
                         .iter()
                         .find(|(n, _)| n == node)
@@ -957,6 +959,7 @@ impl Cluster {
         fx.persist.push(Job::clone(j));
         fx.schedule = true;
         if let Some(a) = alloc {
+            self.run_epilogs(job_id, &a, fx);
             self.uncharge(&a, was_completing);
         }
     }

@@ -475,6 +475,9 @@ pub enum Reason {
     /// An association or QOS limit holds the job (`AssocGrpGRES`,
     /// `QOSMaxJobsPerUserLimit`, …; see [`super::limit`]).
     Limit(super::limit::LimitReason),
+    /// Requeued and held because the job could not be launched (its prolog failed):
+    /// Slurm's `launch failed requeued held`, which the user may `scontrol release`.
+    LaunchFailedRequeuedHeld,
 }
 
 impl Reason {
@@ -508,6 +511,7 @@ impl Reason {
             Reason::JobArrayTaskLimit => "JobArrayTaskLimit",
             Reason::DeadLine => "DeadLine",
             Reason::Limit(l) => l.as_str(),
+            Reason::LaunchFailedRequeuedHeld => "launch failed requeued held",
         }
     }
 }

@@ -625,6 +625,9 @@ pub struct LaunchBatch {
     /// that stepd can deny the device files of GPUs not allocated to the job.
     #[serde(default)]
     pub node_gres: Vec<crate::model::gres::GresDevice>,
+    /// The node scripts; stepd runs TaskProlog/TaskEpilog from them.
+    #[serde(default)]
+    pub scripts: crate::config::scripts::NodeScripts,
 }
 
 impl std::fmt::Debug for LaunchBatch {
@@ -642,7 +645,12 @@ pub enum ToAgent {
     Launch(LaunchBatch),
     /// The cluster's `[cgroup]` settings, sent after registration: the agent checks
     /// whether its stepds can isolate jobs here and answers [`FromAgent::Isolation`].
-    Configure { cgroup: crate::config::CgroupConf },
+    Configure {
+        cgroup: crate::config::CgroupConf,
+        /// Prolog, epilog and health-check settings the agent runs on this node.
+        #[serde(default)]
+        scripts: crate::config::scripts::NodeScripts,
+    },
     /// Send `signal` to the job's processes (the batch shell only with `batch_only`).
     Signal {
         job_id: u32,
@@ -678,6 +686,12 @@ pub enum ToAgent {
     /// Stop (`suspend: true`) or continue every process of the job on this node: the
     /// batch step and the job's steps (freezer, or SIGSTOP/SIGCONT without one).
     Suspend { job_id: u32, suspend: bool },
+    /// Run the prolog for this job now (`PrologFlags=Alloc`: at allocation, on every
+    /// node of the job); launches for the job on this node wait for it.
+    Prolog { job: Box<Job>, cluster: String },
+    /// The job has ended: run the epilog for it on this node (sent to every node of the
+    /// allocation when an epilog is configured).
+    Epilog { job: Box<Job>, cluster: String },
 }
 
 /// How a batch job ended on the node.
@@ -762,4 +776,13 @@ pub enum FromAgent {
     },
     /// The front-end closed relayed connection `conn`.
     RelayClose { conn: u64 },
+    /// The prolog of `job_id` failed here (`message`: exit status and output, for the
+    /// log); the controller drains the node ("Prolog error") and requeues the job held.
+    PrologFailed { job_id: u32, message: String },
+    /// The epilog of `job_id` failed here; the controller drains the node
+    /// ("Epilog error").
+    EpilogFailed { job_id: u32, message: String },
+    /// The HealthCheckProgram failed here: `reason` is its output (or its exit status
+    /// when it printed nothing); the controller drains the node with it.
+    HealthCheckFailed { reason: String },
 }

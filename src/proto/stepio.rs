@@ -36,6 +36,9 @@ pub struct LaunchStep {
     /// binding tasks near their GPUs and denying the files of GPUs the step lacks.
     #[serde(default)]
     pub node_gres: Vec<crate::model::gres::GresDevice>,
+    /// The node scripts; stepd runs TaskProlog/TaskEpilog from them.
+    #[serde(default)]
+    pub scripts: crate::config::scripts::NodeScripts,
 }
 
 impl std::fmt::Debug for LaunchStep {

@@ -207,6 +207,10 @@ pub fn static_reason(job: &Job, part: &Partition, nodes: &[Node]) -> Option<Reas
 /// controller counts the array's running tasks into `job.array`).
 pub fn pre_check(job: &Job, now: i64) -> Option<Reason> {
     match job.hold {
+        // Held after a failed launch (prolog error): Slurm keeps that reason.
+        Some(HoldKind::User) if job.reason == Reason::LaunchFailedRequeuedHeld => {
+            return Some(job.reason.clone());
+        }
         Some(HoldKind::User) => return Some(Reason::JobHeldUser),
         // A job held because its reservation was deleted keeps that reason (Slurm's
         // WAIT_RESV_DELETED) until it is released.

@@ -19,6 +19,7 @@ pub mod gpus;
 pub mod isolate;
 pub mod nccl;
 pub mod step;
+mod task_script;
 pub mod usage;
 
 use crate::model::job::ExitStatus;
@@ -93,6 +94,8 @@ struct Prepared {
     join: std::sync::Arc<isolate::TaskJoin>,
     /// This node's name, for slurmstepd's lines in the job's stderr.
     node: String,
+    /// What TaskProlog's `print` lines write to the task's stdout before it execs.
+    preamble: Vec<u8>,
 }
 
 /// Supervises one job; see the module docs.
@@ -200,6 +203,37 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         gpus::local_ordinals(&mut env);
     }
     gpus::use_unique_ids(&mut env, &lb.node_gres);
+    let run_as: task_script::RunAs = match drop_to {
+        Some((uid, gid)) => Some((cs(&job.user)?, uid, gid)),
+        None => None,
+    };
+    let timeout = lb.scripts.prolog_epilog_timeout;
+    let mut preamble = Vec::new();
+    if let Some(tp) = &lb.scripts.task_prolog {
+        match task_script::run(tp, &env, &run_as, &job.spec.work_dir, timeout) {
+            Ok(out) => preamble = task_script::apply(&task_script::parse(&out), &mut env),
+            Err((code, why)) => {
+                // slurmstepd's task exits with the prolog's status instead of running.
+                let line = format!("slurmstepd: error: TaskProlog failed {why}");
+                eprintln!("stepd: job {}: {line}", job.id);
+                note_in_stderr(job.spec.work_dir.as_ref(), &paths, &node, &line);
+                let _ = iso.finish();
+                let r = StepResult {
+                    kind: EndKind::Exited,
+                    status: ExitStatus { code, signal: 0 },
+                    time: now(),
+                    max_rss_kib: 0,
+                    cpu_secs: 0.0,
+                    oom: false,
+                    message: None,
+                    usage: None,
+                };
+                spool::write(dir, spool::RESULT, &r)?;
+                return Ok(());
+            }
+        }
+    }
+    let task_env = env.clone();
     let env: Vec<CString> = env
         .iter()
         .filter(|(k, _)| !k.contains('=') && !k.contains('\0'))
@@ -225,6 +259,7 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         },
         join: iso.task_join(0).context("no cgroup for task 0")?,
         node: node.clone(),
+        preamble,
     };
     let child = match spawn_job(&prep) {
         Ok(c) => c,
@@ -287,6 +322,11 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
     }
     if let Some(line) = &fin.oom_message {
         note_in_stderr(job.spec.work_dir.as_ref(), &paths, &node, line);
+    }
+    if let Some(te) = &lb.scripts.task_epilog
+        && let Err((_, why)) = task_script::run(te, &task_env, &run_as, &job.spec.work_dir, timeout)
+    {
+        eprintln!("stepd: job {}: TaskEpilog failed {why}", job.id);
     }
     let mut usage = sampled;
     usage.pids.clear();
@@ -400,6 +440,7 @@ fn spawn_job(p: &Prepared) -> std::io::Result<std::process::Child> {
         user: p.user.clone(),
         join: p.join.clone(),
         node: p.node.clone(),
+        preamble: p.preamble.clone(),
     };
     // SAFETY: stepd is single-threaded (no runtime, no helper threads), so after fork the
     // child holds no locks another thread could own; the closure only makes system calls
@@ -458,6 +499,10 @@ fn child_setup(p: &Prepared) -> std::io::Result<()> {
     if let Some(e) = chdir_err {
         let line = chdir_fallback_line(&p.node, &p.work_dir.to_string_lossy(), e);
         let _ = nix::unistd::write(std::io::stderr(), line.as_bytes());
+    }
+    // TaskProlog's `print` lines come first in the task's output.
+    if !p.preamble.is_empty() {
+        let _ = nix::unistd::write(std::io::stdout(), &p.preamble);
     }
     let mut env = p.env.clone();
     if let Ok(c) = CString::new(format!("SLURM_TASK_PID={}", std::process::id())) {

@@ -310,6 +310,8 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
     };
     // Each task's GPUs, for GPU usage sampling.
     let mut task_gpus: Vec<(u32, Vec<u32>)> = Vec::new();
+    let timeout = ls.scripts.prolog_epilog_timeout;
+    let mut task_envs: Vec<Vec<(String, String)>> = Vec::new();
     for (local, &rank) in ranks.iter().enumerate() {
         let mut env = env::task_env(&base_env, rank, local as u32, ls.node_index);
         let cpus = bind_cpus(&ls, local as u32, &online);
@@ -373,7 +375,19 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         if let Some(c) = &cpus {
             env.extend(env::cpu_bind_env(&ls.spec.cpu_bind, c));
         }
+        let mut preamble = Vec::new();
+        let mut prolog_failed = None;
+        if let Some(tp) = &ls.scripts.task_prolog {
+            match super::task_script::run(tp, &env, &user, &ls.spec.work_dir, timeout) {
+                Ok(out) => {
+                    preamble = super::task_script::apply(&super::task_script::parse(&out), &mut env)
+                }
+                Err(e) => prolog_failed = Some(e),
+            }
+        }
+        task_envs.push(env.clone());
         let mut setup = TaskSetup::new(&ls, rank, &node, env, user.clone(), cpus.clone())?;
+        setup.preamble = preamble;
         setup.join = iso.as_ref().and_then(|i| i.task_join(local as u32));
         let pty = ls.spec.pty && rank == 0;
         let mut t = Task {
@@ -381,6 +395,17 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
             pid: None,
             status: None,
         };
+        if let Some((code, why)) = prolog_failed {
+            // slurmstepd's task exits with the prolog's status instead of running.
+            link.send(&StepdEvent::Output {
+                task: rank,
+                stderr: true,
+                data: format!("slurmstepd-{node}: error: TaskProlog failed {why}\n").into_bytes(),
+            });
+            t.status = Some(ExitStatus { code, signal: 0 });
+            tasks.push(t);
+            continue;
+        }
         match spawn_task(&setup, &ls, rank, pty) {
             Ok(sp) => {
                 t.pid = Some(sp.pid);
@@ -637,6 +662,18 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
     }
     // Reap anything left (double forks inside the task groups were killed above).
     reap(&mut tasks, &mut link);
+    if let Some(te) = &ls.scripts.task_epilog {
+        for env in &task_envs {
+            if let Err((_, why)) =
+                super::task_script::run(te, env, &user, &ls.spec.work_dir, timeout)
+            {
+                eprintln!(
+                    "stepd: step {}.{}: TaskEpilog failed {why}",
+                    ls.job.id, ls.step_id
+                );
+            }
+        }
+    }
     let mut fin = last_usage;
     fin.pids.clear();
     usage::add_children_rusage(&mut fin, &node);
@@ -825,6 +862,8 @@ struct TaskSetup {
     argv0_name: String,
     /// This node's name, for slurmstepd's lines in the task's stderr.
     node: String,
+    /// TaskProlog's `print` output, written to the task's stdout before it execs.
+    preamble: Vec<u8>,
 }
 
 impl TaskSetup {
@@ -912,6 +951,7 @@ impl TaskSetup {
             join: None,
             argv0_name: argv0,
             node: node.to_string(),
+            preamble: Vec::new(),
         })
     }
 }
@@ -1053,6 +1093,7 @@ struct CloneSetup {
     cpus: Option<Vec<usize>>,
     join: Option<std::sync::Arc<super::isolate::TaskJoin>>,
     node: String,
+    preamble: Vec<u8>,
 }
 
 impl From<&TaskSetup> for CloneSetup {
@@ -1071,6 +1112,7 @@ impl From<&TaskSetup> for CloneSetup {
             cpus: s.cpus.clone(),
             join: s.join.clone(),
             node: s.node.clone(),
+            preamble: s.preamble.clone(),
         }
     }
 }
@@ -1157,6 +1199,9 @@ fn child_setup(c: &Child) -> std::io::Result<()> {
     if let Some(e) = chdir_failed {
         let line = super::chdir_fallback_line(&s.node, &s.work_dir.to_string_lossy(), e);
         let _ = nix::unistd::write(std::io::stderr(), line.as_bytes());
+    }
+    if !s.preamble.is_empty() {
+        let _ = nix::unistd::write(std::io::stdout(), &s.preamble);
     }
     let mut env = s.env.clone();
     if let Ok(v) = CString::new(format!("SLURM_TASK_PID={}", std::process::id())) {

@@ -242,3 +242,68 @@ fn without_cgroups_escaped_processes_are_still_killed_and_isolation_is_degraded(
     let ok = c.submit(&["--wrap", "true"]);
     assert_eq!(c.wait_done(ok), "COMPLETED");
 }
+
+/// cgroup v2 devices: stepd attaches an eBPF device program to the job's and the step's
+/// cgroups, so the file of a GPU the job was not given is refused (EPERM) while its own
+/// opens as far as the (absent) driver. Runs where a cgroup v2 hierarchy is writable
+/// (here the hybrid layout's `/sys/fs/cgroup/unified`) and mknod is allowed.
+#[test]
+fn v2_device_program_refuses_a_gpu_not_allocated() {
+    let devdir = tempfile::tempdir().unwrap();
+    for i in 0..2u64 {
+        let made = nix::sys::stat::mknod(
+            &devdir.path().join(format!("gpu{i}")),
+            nix::sys::stat::SFlag::S_IFCHR,
+            nix::sys::stat::Mode::from_bits_truncate(0o666),
+            nix::sys::stat::makedev(240, i),
+        );
+        if let Err(e) = made {
+            eprintln!("skipped: cannot create device files: {e}");
+            return;
+        }
+    }
+    let top: &'static str = Box::leak(
+        format!(
+            "[[gres]]\nname = \"gpu\"\nfile = \"{}/gpu[0-1]\"\n",
+            devdir.path().display()
+        )
+        .into_boxed_str(),
+    );
+    let c = TestCluster::start_with(Setup {
+        top,
+        cgroup: "CgroupPlugin = \"cgroup/v2\"\nConstrainDevices = true",
+        ..Setup::default()
+    });
+    let m = isolate::detect(&c.cgroup, Scope::batch(&c.cgroup.root, 0, 0));
+    if m.backend() != Backend::V2 {
+        eprintln!(
+            "skipped: no writable cgroup v2 hierarchy ({:?})",
+            m.degraded()
+        );
+        return;
+    }
+    let d = devdir.path().display();
+    c.script(
+        "probe.sh",
+        "#!/bin/sh\n(exec 3< \"$1\") 2>&1 | sed 's/.*: //'\n",
+    );
+    let script = format!(
+        "#!/bin/sh\necho own=$(./probe.sh {d}/gpu0)\necho other=$(./probe.sh {d}/gpu1)\n\
+         srun sh -c 'echo step=$(./probe.sh {d}/gpu1)'\n"
+    );
+    c.script("devs.sh", &script);
+    let id = c.submit(&["--gres=gpu:1", "-o", "devs.out", "devs.sh"]);
+    assert_eq!(c.wait_done(id), "COMPLETED");
+    let out = std::fs::read_to_string(c.path("devs.out")).unwrap();
+    let log = std::fs::read_to_string(c.dir.path().join(format!("spool/job_{id}/stepd.log")))
+        .unwrap_or_default();
+    assert!(
+        out.contains("own=No such device"),
+        "{out}\nstepd log: {log}"
+    );
+    assert!(
+        out.contains("other=Operation not permitted"),
+        "{out}\nstepd log: {log}"
+    );
+    assert!(out.contains("step=Operation not permitted"), "{out}");
+}

@@ -29,6 +29,7 @@ mod sbatch;
 mod scancel;
 mod sched;
 mod scontrol;
+mod scripts;
 mod sinfo;
 mod squeue;
 mod sreport;

@@ -640,3 +640,51 @@ fn ssh_four_node_job_runs_sixteen_tasks_with_consistent_env() {
         assert_eq!(rest, &want, "rank {rank}: {out}");
     }
 }
+
+#[test]
+fn ssh_remote_node_runs_prolog_epilog_and_drains_on_a_failing_prolog() {
+    let scripts = tempfile::tempdir().unwrap();
+    let d = scripts.path().canonicalize().unwrap();
+    let write = |name: &str, body: &str| {
+        use std::os::unix::fs::PermissionsExt;
+        let p = d.join(name);
+        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    let w = d.display();
+    // sn2's prolog fails; every node's prolog and epilog leave a trace.
+    write(
+        "prolog.sh",
+        &format!(
+            "echo $SLURM_JOB_ID > {w}/prolog.$SLURMD_NODENAME.$SLURM_JOB_ID\n\
+             [ \"$SLURMD_NODENAME\" != sn2 ]"
+        ),
+    );
+    write(
+        "epilog.sh",
+        &format!("echo $SLURM_JOB_ID > {w}/epilog.$SLURMD_NODENAME.$SLURM_JOB_ID"),
+    );
+    let top = format!("Prolog = \"{w}/prolog.sh\"\nEpilog = \"{w}/epilog.sh\"");
+    let nodes: Vec<NodeSetup> = ["sn1", "sn2"].iter().map(|n| NodeSetup::new(n)).collect();
+    let Some(c) = SshCluster::start_top(&nodes, 60, &top) else {
+        return;
+    };
+    c.wait_all_idle();
+    let id = c.submit(&["-w", "sn1", "-o", "/dev/null", "--wrap", "true"]);
+    assert_eq!(c.wait_done(id), "COMPLETED");
+    let trace = |what: &str, node: &str, id: u32| d.join(format!("{what}.{node}.{id}"));
+    assert!(trace("prolog", "sn1", id).exists());
+    crate::harness::wait_until("remote epilog", Duration::from_secs(20), || {
+        trace("epilog", "sn1", id).exists().then_some(())
+    });
+    let bad = c.submit(&["-w", "sn2", "-o", "/dev/null", "--wrap", "true"]);
+    let r = crate::harness::wait_until("sn2 drained", Duration::from_secs(30), || {
+        let r = c.ok("sinfo", &["-R", "-h", "-o", "%E|%N"]);
+        (!r.trim().is_empty()).then_some(r)
+    });
+    assert_eq!(r.trim(), "Prolog error|sn2");
+    crate::harness::wait_until("job held", Duration::from_secs(30), || {
+        let r = c.ok("squeue", &["-h", "-j", &bad.to_string(), "-o", "%r"]);
+        (r.trim() == "launch failed requeued held").then_some(())
+    });
+}

@@ -278,6 +278,34 @@ fn time_limit_ends_job_as_timeout() {
 }
 
 #[test]
+fn over_time_limit_lets_a_job_run_past_its_limit() {
+    // OverTimeLimit=2: a one-minute job ends three minutes after it started.
+    let mut c = crate::ctld::testutil::cluster_with(2, "OverTimeLimit = 2");
+    let mut s = spec("t");
+    s.time_limit = Some(TimeLimit::Minutes(1));
+    let id = submit(&mut c, s, ALICE, 0);
+    let mut fx = Effects::default();
+    c.schedule(0, &mut fx);
+    c.tick(179, &mut fx);
+    assert_eq!(c.jobs[&id].state, JobState::Running);
+    c.tick(180, &mut fx);
+    assert_eq!(c.jobs[&id].state, JobState::Timeout);
+    // UNLIMITED: never ended for its limit.
+    let mut c = crate::ctld::testutil::cluster_with(2, "OverTimeLimit = \"UNLIMITED\"");
+    let mut s = spec("t");
+    s.time_limit = Some(TimeLimit::Minutes(1));
+    let id = submit(&mut c, s, ALICE, 0);
+    let mut fx = Effects::default();
+    c.schedule(0, &mut fx);
+    c.tick(1_000_000, &mut fx);
+    assert_eq!(c.jobs[&id].state, JobState::Running);
+    assert!(
+        c.config_entries
+            .contains(&("OverTimeLimit".into(), "UNLIMITED".into()))
+    );
+}
+
+#[test]
 fn hold_release_and_admin_hold() {
     let mut c = cluster();
     let mut s = spec("h");
@@ -553,6 +581,29 @@ fn relative_time_limit_updates() {
         Err(SlurmError::InvalidTimeLimit)
     );
     assert_eq!(c.jobs[&id].time_limit, TimeLimit::Minutes(25));
+}
+
+#[test]
+fn time_limit_update_on_a_running_job_moves_its_end() {
+    let mut c = cluster();
+    let mut s = spec("t");
+    s.time_limit = Some(TimeLimit::Minutes(30));
+    let id = submit(&mut c, s, ALICE, 0);
+    let mut fx = Effects::default();
+    c.schedule(0, &mut fx);
+    assert_eq!(c.jobs[&id].state, JobState::Running);
+    // Lowered to two minutes while it runs: it ends at 120 s, not 1800 s.
+    let two = JobUpdate::TimeLimit(TimeLimit::Minutes(2));
+    assert_eq!(c.update_job(id, None, &[two], ALICE, &mut fx), Ok(()));
+    c.tick(119, &mut fx);
+    assert_eq!(c.jobs[&id].state, JobState::Running);
+    // An operator raises it again before then: the job keeps running.
+    let more = JobUpdate::TimeLimitBy(3);
+    assert_eq!(c.update_job(id, None, &[more], ROOT, &mut fx), Ok(()));
+    c.tick(200, &mut fx);
+    assert_eq!(c.jobs[&id].state, JobState::Running);
+    c.tick(300, &mut fx);
+    assert_eq!(c.jobs[&id].state, JobState::Timeout);
 }
 
 #[test]

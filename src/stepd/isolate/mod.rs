@@ -25,6 +25,7 @@
 //! fixture directory, and its v2 support pulls in systemd bindings sluice does not need.
 //! What sluice uses is a few dozen reads and writes of well-documented files.
 
+pub mod bpf;
 pub mod cpulist;
 pub mod fake;
 pub mod files;

@@ -13,8 +13,9 @@
 //! `cgroup.kill` (5.14+; else freeze, SIGKILL each, thaw).
 //!
 //! Devices: v2 has no device files; access is decided by an eBPF program attached to
-//! the cgroup. sluice does not load one, so `ConstrainDevices` is not enforced on v2 and
-//! `degraded()` reports it whenever devices are to be denied.
+//! the job's and the step's cgroups (`bpf`), refusing the GPUs not allocated as v1's
+//! `devices.deny` does. Where the kernel refuses the program (no CAP_BPF, no cgroup v2
+//! directory), `degraded()` says so with the kernel's error.
 
 use super::files::{self, keyed, number};
 use super::{
@@ -227,11 +228,21 @@ impl CgroupManager for V2 {
                 }
             }
         }
-        if !k.deny.is_empty() {
-            self.note(
-                "devices are not constrained (cgroup/v2 needs an eBPF device program, which sluice does not load)"
-                    .into(),
-            );
+        // v1's inheritance, with programs: the job level refuses what no step of the
+        // job may open, the step level the step's own (both must allow an access).
+        let job_deny = k.deny_job.as_ref().unwrap_or(&k.deny);
+        for (dir, deny) in [(&job, job_deny), (&step, &k.deny)] {
+            if deny.is_empty() {
+                continue;
+            }
+            let r = super::bpf::program(deny).and_then(|p| super::bpf::attach(dir, &p));
+            if let Err(e) = r {
+                self.note(format!(
+                    "devices are not constrained (cgroup/v2: cannot attach the eBPF device program to {}: {e})",
+                    dir.display()
+                ));
+                break;
+            }
         }
         Ok(())
     }

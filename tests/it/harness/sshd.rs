@@ -251,6 +251,11 @@ impl SshCluster {
     /// that silence is noticed within seconds. Returns `None` (after saying why) when
     /// sshd cannot run here.
     pub fn start(nodes: &[NodeSetup], slurmd_timeout: u32) -> Option<SshCluster> {
+        SshCluster::start_top(nodes, slurmd_timeout, "")
+    }
+
+    /// Like [`SshCluster::start`], with `top` added to the config's top-level keys.
+    pub fn start_top(nodes: &[NodeSetup], slurmd_timeout: u32, top: &str) -> Option<SshCluster> {
         if !Path::new(SSHD).exists() {
             return skip(&format!("{SSHD} is not installed"));
         }
@@ -282,10 +287,12 @@ socket = "{root}/run/ctld.sock"
 kill_wait = 2
 slurmd_timeout = {slurmd_timeout}
 reconnect_max = 2
+{top}
 [cgroup]
 root = "sluice_ssh_{pid}_{uniq}"
 "#,
             root = root.display(),
+            top = top,
             pid = std::process::id(),
             uniq = root
                 .file_name()
