@@ -316,6 +316,9 @@ struct PartitionConf {
     /// Seconds.
     #[serde(default)]
     grace_time: Option<u32>,
+    /// Partition QOS (Slurm's `QOS=`), a QOS name.
+    #[serde(default, alias = "QOS")]
+    qos: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -574,6 +577,16 @@ impl Config {
                     })?);
             }
             p.grace_time = pc.grace_time.unwrap_or(0);
+            if let Some(q) = &pc.qos {
+                let q = q.trim();
+                if q.is_empty() || q.contains([',', ' ']) {
+                    return Err(invalid(format!(
+                        "partition '{}': bad qos '{q}' (one QOS name)",
+                        pc.name
+                    )));
+                }
+                p.qos = Some(q.to_string());
+            }
             p.hidden = pc.hidden.unwrap_or(false);
             if let Some(o) = &pc.oversubscribe {
                 p.oversubscribe = crate::model::OverSubscribe::parse(o).ok_or_else(|| {
