@@ -1278,4 +1278,25 @@ grace_time = 30
             assert!(e.contains(want), "{text:?}: {e}");
         }
     }
+
+    #[test]
+    fn partition_qos_key() {
+        let p = Path::new("/x/sluice.toml");
+        let conf = |q: &str| {
+            format!(
+                "[[nodes]]\nname = \"n1\"\n[[partitions]]\nname = \"gpu\"\nnodes = \"n1\"\n{q}\n\
+                 [[partitions]]\nname = \"cpu\"\nnodes = \"n1\"\n"
+            )
+        };
+        let c = Config::from_toml(&conf("qos = \"gpuqos\""), p).unwrap();
+        assert_eq!(c.partitions[0].qos.as_deref(), Some("gpuqos"));
+        assert_eq!(c.partitions[1].qos, None);
+        // Slurm's key name is accepted too.
+        let c = Config::from_toml(&conf("QOS = \"gpuqos\""), p).unwrap();
+        assert_eq!(c.partitions[0].qos.as_deref(), Some("gpuqos"));
+        for bad in ["qos = \"\"", "qos = \"a,b\""] {
+            let e = Config::from_toml(&conf(bad), p).unwrap_err().to_string();
+            assert!(e.contains("partition 'gpu': bad qos"), "{bad}: {e}");
+        }
+    }
 }
