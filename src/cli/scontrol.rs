@@ -1434,8 +1434,9 @@ pub fn partition_lines(p: &Partition, nodes: &[Node]) -> Vec<String> {
             list(&p.allow_qos)
         ),
         format!(
-            "AllocNodes=ALL Default={} QoS=N/A",
-            if p.default { "YES" } else { "NO" }
+            "AllocNodes=ALL Default={} QoS={}",
+            if p.default { "YES" } else { "NO" },
+            p.qos.as_deref().unwrap_or("N/A")
         ),
         format!(
             "DefaultTime={} DisableRootJobs=NO ExclusiveUser={} GraceTime={} Hidden={}",

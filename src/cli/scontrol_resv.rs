@@ -117,6 +117,13 @@ pub fn parse(
             spec.partition = Some(val.to_string());
         } else if tag_is(tag, "Users", 1) {
             spec.users = Some(list(val));
+        } else if ["CoreCnt", "Licenses", "TRES", "BurstBuffer", "Watts"]
+            .iter()
+            .any(|k| tag.eq_ignore_ascii_case(k))
+        {
+            return Err(format!(
+                "scontrol: error: {tag}= on a reservation is not supported yet by sluice.  {msg}"
+            ));
         } else {
             return Err(format!("scontrol: error: Unknown parameter {a}.  {msg}"));
         }
@@ -257,6 +264,20 @@ mod tests {
         assert_eq!(s.nodes.as_deref(), Some("n[1-2]"));
         assert_eq!(s.users, Some(ListEdit::Set(vec!["root".into()])));
         assert_eq!(s.flags, Some(("maint,ignore_jobs".into(), false)));
+    }
+
+    #[test]
+    fn unsupported_resources_are_refused_by_name() {
+        let e = |s: &str| parse(&w(s), Mode::Create, &t).unwrap_err();
+        assert_eq!(
+            e("res starttime=now duration=5 licenses=matlab:1 users=a"),
+            "scontrol: error: licenses= on a reservation is not supported yet by sluice.  No reservation created."
+        );
+        let u = parse(&w("reservation=r CoreCnt=4"), Mode::Update, &t).unwrap_err();
+        assert!(
+            u.contains("CoreCnt= on a reservation is not supported yet by sluice"),
+            "{u}"
+        );
     }
 
     #[test]

@@ -317,6 +317,9 @@ struct PartitionConf {
     /// Seconds.
     #[serde(default)]
     grace_time: Option<u32>,
+    /// Partition QOS (Slurm's `QOS=`), a QOS name.
+    #[serde(default, alias = "QOS")]
+    qos: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -622,6 +625,16 @@ impl Config {
                     })?);
             }
             p.grace_time = pc.grace_time.unwrap_or(0);
+            if let Some(q) = &pc.qos {
+                let q = q.trim();
+                if q.is_empty() || q.contains([',', ' ']) {
+                    return Err(invalid(format!(
+                        "partition '{}': bad qos '{q}' (one QOS name)",
+                        pc.name
+                    )));
+                }
+                p.qos = Some(q.to_string());
+            }
             p.hidden = pc.hidden.unwrap_or(false);
             if let Some(o) = &pc.oversubscribe {
                 p.oversubscribe = crate::model::OverSubscribe::parse(o).ok_or_else(|| {
@@ -1369,6 +1382,27 @@ grace_time = 30
         ] {
             let e = Config::from_toml(text, p).unwrap_err().to_string();
             assert!(e.contains(want), "{text:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn partition_qos_key() {
+        let p = Path::new("/x/sluice.toml");
+        let conf = |q: &str| {
+            format!(
+                "[[nodes]]\nname = \"n1\"\n[[partitions]]\nname = \"gpu\"\nnodes = \"n1\"\n{q}\n\
+                 [[partitions]]\nname = \"cpu\"\nnodes = \"n1\"\n"
+            )
+        };
+        let c = Config::from_toml(&conf("qos = \"gpuqos\""), p).unwrap();
+        assert_eq!(c.partitions[0].qos.as_deref(), Some("gpuqos"));
+        assert_eq!(c.partitions[1].qos, None);
+        // Slurm's key name is accepted too.
+        let c = Config::from_toml(&conf("QOS = \"gpuqos\""), p).unwrap();
+        assert_eq!(c.partitions[0].qos.as_deref(), Some("gpuqos"));
+        for bad in ["qos = \"\"", "qos = \"a,b\""] {
+            let e = Config::from_toml(&conf(bad), p).unwrap_err().to_string();
+            assert!(e.contains("partition 'gpu': bad qos"), "{bad}: {e}");
         }
     }
 }

@@ -47,6 +47,7 @@ impl Cluster {
             enforce,
             used: &self.used_mins,
             fairshare: self.usage_threshold_factors.as_ref(),
+            partition_qos: Some(&self.partition_qos).filter(|m| !m.is_empty()),
         })
     }
 
@@ -126,7 +127,12 @@ impl Cluster {
             return Ok(());
         }
         if job.spec.time_limit.is_none() {
-            let qos_wall = tree.qos(&job.qos).and_then(|q| q.limits.max_wall_mins);
+            // The first MaxWall of the job's and its partition's QOS, in precedence.
+            let qos_wall = self.limits_policy().and_then(|p| {
+                p.qos_order(&job.qos, &job.partition)
+                    .iter()
+                    .find_map(|q| q.limits.max_wall_mins)
+            });
             let assoc_wall = assoc.and_then(|a| {
                 a.limits.max_wall_mins.or_else(|| {
                     tree.parent_chain(&a.account)
@@ -340,6 +346,7 @@ impl Cluster {
         }
         let factor = self.assoc.qos(&j.qos).map_or(1.0, |q| q.usage_factor);
         let (user, account, qos) = (j.user.clone(), j.account.clone(), j.qos.clone());
+        let part_qos = self.partition_qos.get(&j.partition).cloned();
         self.decay_used(now);
         let tres = crate::sched::limits::alloc_tres(alloc);
         self.used_mins.record(
@@ -350,6 +357,17 @@ impl Cluster {
         );
         self.used_mins
             .record_wall(&self.assoc, (&user, &account, &qos), ran_secs as f64 / 60.0);
+        if let Some(pq) = part_qos
+            && pq != qos
+            && self.assoc.qos(&pq).is_some()
+        {
+            self.used_mins.record_qos(
+                &pq,
+                &tres,
+                ran_secs as f64 / 60.0 * factor,
+                ran_secs as f64 / 60.0,
+            );
+        }
         self.used_dirty = true;
     }
 

@@ -128,6 +128,8 @@ pub struct Cluster {
     /// Fair-share factors of the pending jobs' associations, refreshed by each
     /// scheduling pass, when a QOS enforces a UsageThreshold (`ctld::acct`).
     pub usage_threshold_factors: Option<HashMap<(String, String), f64>>,
+    /// Partition QOS by partition name, from the partitions' `qos` (for the limits).
+    pub partition_qos: HashMap<String, String>,
     /// Advanced reservations (`ctld::resv`).
     pub resv: super::resv::Resvs,
     /// Prolog/epilog/health-check settings, sent to agents and with every launch.
@@ -321,6 +323,11 @@ impl Cluster {
             used_mins_at: 0,
             used_dirty: false,
             usage_threshold_factors: None,
+            partition_qos: cfg
+                .partitions
+                .iter()
+                .filter_map(|p| Some((p.name.clone(), p.qos.clone()?)))
+                .collect(),
             resv: Default::default(),
             scripts: cfg.scripts.clone(),
             launch_failed: Default::default(),

@@ -144,6 +144,11 @@ pub struct Partition {
     /// Seconds a job preempted here gets between its signal and its end (`GraceTime=`).
     #[serde(default)]
     pub grace_time: u32,
+    /// The partition QOS (`QOS=`): its limits apply to every job here besides the
+    /// job's own QOS's, winning over them unless the job's QOS has `OverPartQOS`
+    /// (see `sched::limits::Policy::qos_order`). `None`: none (`QoS=N/A`).
+    #[serde(default)]
+    pub qos: Option<String>,
 }
 
 impl Partition {
@@ -174,6 +179,7 @@ impl Partition {
             max_cpus_per_node: None,
             preempt_mode: None,
             grace_time: 0,
+            qos: None,
         }
     }
 

@@ -101,6 +101,19 @@ impl UsedMins {
         *self.wall_qos.entry(qos.to_string()).or_default() += minutes;
     }
 
+    /// Adds `tres` × `minutes` and `wall_minutes` of wall time to `qos` alone: what a
+    /// job charges its partition's QOS when that is not the job's own (Slurm counts a
+    /// job's usage in both).
+    pub fn record_qos(&mut self, qos: &str, tres: &Tres, minutes: f64, wall_minutes: f64) {
+        let m = self.qos.entry(qos.to_string()).or_default();
+        for (k, v) in tres {
+            *m.entry(k.clone()).or_default() += *v as f64 * minutes;
+        }
+        if wall_minutes > 0.0 && wall_minutes.is_finite() {
+            *self.wall_qos.entry(qos.to_string()).or_default() += wall_minutes;
+        }
+    }
+
     /// Multiplies every figure by `factor` (decay).
     pub fn scale(&mut self, factor: f64) {
         let s = |m: &mut HashMap<String, f64>| m.values_mut().for_each(|v| *v *= factor);
@@ -122,6 +135,78 @@ pub struct Policy<'a> {
     /// Fair-share factors (0..1) by `(account, user)`, for QOS `UsageThreshold`;
     /// `None` when no QOS enforces one (then the check is skipped).
     pub fairshare: Option<&'a HashMap<(String, String), f64>>,
+    /// Partition QOS (`QOS=` of a partition) by partition name; `None` when no
+    /// partition has one. A name that is not a QOS of the tree is ignored.
+    pub partition_qos: Option<&'a HashMap<String, String>>,
+}
+
+impl<'a> Policy<'a> {
+    /// The QOS whose limits apply to a job of QOS `job_qos` in `partition`, the one
+    /// whose limits win first (Slurm's `acct_policy_set_qos_order`): the partition's
+    /// QOS before the job's unless the job's has the flag `OverPartQOS`; one entry
+    /// when both are the same QOS or only one exists; none when neither does.
+    pub fn qos_order(&self, job_qos: &str, partition: &str) -> Vec<&'a Qos> {
+        let job = self.tree.qos(job_qos);
+        let part = self
+            .partition_qos
+            .and_then(|m| m.get(partition))
+            .and_then(|n| self.tree.qos(n));
+        match (job, part) {
+            (Some(j), Some(p)) if j.name == p.name => vec![j],
+            (Some(j), Some(p)) if j.has_flag(QosFlag::OverPartQos) => vec![j, p],
+            (Some(j), Some(p)) => vec![p, j],
+            (j, p) => j.into_iter().chain(p).collect(),
+        }
+    }
+}
+
+/// The limits of each QOS of `qs` (in precedence order) that it decides: a limit (or,
+/// for TRES limits, a TRES of one) set by an earlier QOS of the list is dropped from
+/// the later ones, as acct_policy.c checks the second QOS only where the first left
+/// a limit unset.
+fn owned_limits(qs: &[&Qos]) -> Vec<Limits> {
+    fn opt(l: &mut Option<u32>, earlier: Option<u32>) {
+        if earlier.is_some() {
+            *l = None;
+        }
+    }
+    fn tres(l: &mut TresMap, earlier: &TresMap) {
+        let mut out = TresMap::new();
+        for (k, v) in l.iter().filter(|(k, _)| earlier.get(k).is_none()) {
+            out.set(k, v);
+        }
+        *l = out;
+    }
+    let mut out: Vec<Limits> = Vec::with_capacity(qs.len());
+    for (i, q) in qs.iter().enumerate() {
+        let mut l = q.limits.clone();
+        for e in qs[..i].iter().map(|p| &p.limits) {
+            opt(&mut l.max_jobs, e.max_jobs);
+            opt(&mut l.max_submit_jobs, e.max_submit_jobs);
+            opt(&mut l.max_wall_mins, e.max_wall_mins);
+            opt(&mut l.max_jobs_per_user, e.max_jobs_per_user);
+            opt(&mut l.max_submit_jobs_per_user, e.max_submit_jobs_per_user);
+            opt(&mut l.max_jobs_per_account, e.max_jobs_per_account);
+            opt(
+                &mut l.max_submit_jobs_per_account,
+                e.max_submit_jobs_per_account,
+            );
+            opt(&mut l.grp_jobs, e.grp_jobs);
+            opt(&mut l.grp_submit_jobs, e.grp_submit_jobs);
+            opt(&mut l.grp_wall_mins, e.grp_wall_mins);
+            tres(&mut l.max_tres_per_job, &e.max_tres_per_job);
+            tres(&mut l.max_tres_per_node, &e.max_tres_per_node);
+            tres(&mut l.max_tres_mins_per_job, &e.max_tres_mins_per_job);
+            tres(&mut l.max_tres_per_user, &e.max_tres_per_user);
+            tres(&mut l.max_tres_per_account, &e.max_tres_per_account);
+            tres(&mut l.grp_tres, &e.grp_tres);
+            tres(&mut l.grp_tres_mins, &e.grp_tres_mins);
+            tres(&mut l.grp_tres_run_mins, &e.grp_tres_run_mins);
+            tres(&mut l.min_tres_per_job, &e.min_tres_per_job);
+        }
+        out.push(l);
+    }
+    out
 }
 
 /// A job's TRES in total (cpu, mem, node, billing, each `gres/NAME` and
@@ -272,7 +357,8 @@ struct Groups<'t> {
     assoc: Option<usize>,
     /// The job's account and its ancestors, nearest first.
     chain: Vec<&'t str>,
-    qos: Option<&'t Qos>,
+    /// The job's QOS and its partition's, in precedence order ([`Policy::qos_order`]).
+    qos: Vec<&'t Qos>,
 }
 
 /// The limit state of one scheduling pass: usage counted from the active jobs, and
@@ -366,7 +452,7 @@ impl<'a> LimitState<'a> {
                 .into_iter()
                 .map(|a| a.name.as_str())
                 .collect(),
-            qos: tree.qos(&job.qos),
+            qos: self.policy.qos_order(&job.qos, &job.partition),
         }
     }
 
@@ -378,7 +464,7 @@ impl<'a> LimitState<'a> {
         for a in g.chain {
             f(self.accounts.entry(a).or_default());
         }
-        if let Some(q) = g.qos {
+        for q in g.qos {
             let name = q.name.as_str();
             f(self.qos.entry(name).or_default());
             f(self.qos_user.entry((name, job.user.clone())).or_default());
@@ -433,23 +519,32 @@ impl<'a> LimitState<'a> {
         let assoc = g.assoc.map(|i| &tree.user_assocs[i]);
         let empty = Usage::default();
         let mins = limit_mins(job);
-        let qos_use = g.qos.map(|q| {
-            let n = q.name.as_str();
-            (
-                self.qos.get(n).unwrap_or(&empty),
-                self.qos_user.get(&(n, job.user.clone())).unwrap_or(&empty),
-                self.qos_acct
-                    .get(&(n, job.account.clone()))
-                    .unwrap_or(&empty),
-            )
-        });
+        // Each QOS with the limits it decides and its usage (all, the user's, the
+        // account's).
+        let owned = owned_limits(&g.qos);
+        let qos_use: Vec<(&Qos, &Limits, (&Usage, &Usage, &Usage))> = g
+            .qos
+            .iter()
+            .zip(&owned)
+            .map(|(q, l)| {
+                let n = q.name.as_str();
+                let u = (
+                    self.qos.get(n).unwrap_or(&empty),
+                    self.qos_user.get(&(n, job.user.clone())).unwrap_or(&empty),
+                    self.qos_acct
+                        .get(&(n, job.account.clone()))
+                        .unwrap_or(&empty),
+                );
+                (*q, l, u)
+            })
+            .collect();
         let wall_over = |max: Option<u32>| match (max, mins) {
             (Some(m), Some(t)) => t > f64::from(m),
             (Some(_), None) => true,
             (None, _) => false,
         };
         // ---- usage threshold (job_scheduler.c: before the accounting limits)
-        if let Some(q) = g.qos
+        if let Some(q) = self.policy.tree.qos(&job.qos)
             && q.has_flag(QosFlag::EnforceUsageThreshold)
             && let (Some(thres), Some(fs)) = (q.usage_threshold, self.policy.fairshare)
             && fs
@@ -463,8 +558,7 @@ impl<'a> LimitState<'a> {
             lim.is_some_and(|m| used.copied().unwrap_or(0.0) >= f64::from(m))
         };
         // ---- job counts and wall time: QOS, then associations
-        if let (Some(q), Some((all, user, acct))) = (g.qos, &qos_use) {
-            let l = &q.limits;
+        for &(q, l, (all, user, acct)) in &qos_use {
             let over = |lim: Option<u32>, u: &Usage| lim.is_some_and(|m| u.running + 1 > m);
             if over(l.grp_jobs, all) {
                 return Some(LimitReason::plain(Scope::Qos, K::GrpJobs));
@@ -572,8 +666,7 @@ impl<'a> LimitState<'a> {
             }
             None
         };
-        if let (Some(q), Some((all, user, acct))) = (g.qos, &qos_use) {
-            let l = &q.limits;
+        for &(q, l, (all, user, acct)) in &qos_use {
             if let Some(t) = first_over(&l.min_tres_per_job, &|t, v| need(t) < v) {
                 return Some(LimitReason::tres(Scope::Qos, K::MinTresPerJob, &t));
             }
@@ -648,8 +741,8 @@ impl<'a> LimitState<'a> {
         let n = job_count(job);
         let empty = Usage::default();
         let over = |lim: Option<u32>, u: &Usage| lim.is_some_and(|m| u.submitted + n > m);
-        if let Some(q) = g.qos {
-            let l = &q.limits;
+        for (q, l) in g.qos.iter().zip(owned_limits(&g.qos)) {
+            let l = &l;
             let name = q.name.as_str();
             if over(l.grp_submit_jobs, self.qos.get(name).unwrap_or(&empty)) {
                 return Err(LimitReason::plain(Scope::Qos, K::GrpSubmit));
@@ -684,7 +777,7 @@ impl<'a> LimitState<'a> {
                 return Err(LimitReason::plain(Scope::Assoc, K::GrpSubmit));
             }
         }
-        if g.qos.is_some_and(|q| q.has_flag(QosFlag::DenyOnLimit)) {
+        if g.qos.iter().any(|q| q.has_flag(QosFlag::DenyOnLimit)) {
             // The job alone, on an idle cluster: what `check` would say.
             let alone = LimitState {
                 policy: Policy {

@@ -338,3 +338,58 @@ fn per_node_minutes_min_tres_and_submit_limits() {
     let out = c.ok("sacctmgr", &["-i", "delete", "account", "solo"]);
     assert!(out.contains("Deleting accounts...\n  solo\n"), "{out}");
 }
+
+/// A partition's QOS (`qos =` in the config, Slurm's partition `QOS=`): its limits
+/// hold the jobs of that partition with the QOS reasons, win over the job's QOS unless
+/// that one has OverPartQOS, cap a job's default time limit, and `scontrol show
+/// partition` names it.
+#[test]
+fn partition_qos_limits_jobs_of_its_partition() {
+    let c = TestCluster::start_with(Setup {
+        extra_partitions: "[[partitions]]\nname = \"lim\"\nnodes = \"NODE\"\nqos = \"plim\"\n",
+        ..Setup::default()
+    });
+    let show = c.ok("scontrol", &["show", "partition", "lim"]);
+    assert!(show.contains(" QoS=plim\n"), "{show}");
+    let show = c.ok("scontrol", &["show", "partition", "debug"]);
+    assert!(show.contains(" QoS=N/A\n"), "{show}");
+
+    account(&c, "pa");
+    sacctmgr(&c, "-i add qos plim MaxJobsPerUser=1 MaxWall=00:20:00");
+    sacctmgr(&c, "-i add qos over MaxJobsPerUser=2 Flags=OverPartQOS");
+    sacctmgr(
+        &c,
+        "-i modify user root where account=pa set QOS=normal,over",
+    );
+    holds(
+        &c,
+        "pa",
+        &["-p", "lim"],
+        &["-p", "lim"],
+        "QOSMaxJobsPerUserLimit",
+    );
+
+    // The partition QOS's MaxWall caps a job that gives no --time there only.
+    let capped = c.submit(&["--account=pa", "-p", "lim", "-H", "--wrap", "true"]);
+    assert_eq!(c.show_field(capped, "TimeLimit"), "00:20:00");
+    let free = c.submit(&["--account=pa", "-H", "--wrap", "true"]);
+    assert_eq!(c.show_field(free, "TimeLimit"), "01:00:00");
+    c.ok("scancel", &[&capped.to_string(), &free.to_string()]);
+
+    // With OverPartQOS the job QOS's MaxJobsPerUser=2 wins: two run, the third waits.
+    let sub = |part: bool| {
+        let mut v = vec!["--account=pa", "--qos=over", "-o", "/dev/null"];
+        if part {
+            v.extend_from_slice(&["-p", "lim"]);
+        }
+        v.extend_from_slice(&["--wrap", "sleep 300"]);
+        c.submit(&v)
+    };
+    let a = sub(true);
+    let b = sub(true);
+    c.wait_state(a, &["RUNNING"], WAIT);
+    c.wait_state(b, &["RUNNING"], WAIT);
+    let third = sub(true);
+    wait_reason(&c, third, "QOSMaxJobsPerUserLimit");
+    c.ok("scancel", &["--me"]);
+}

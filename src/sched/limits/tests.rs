@@ -62,6 +62,7 @@ fn reason_used(
     let st = LimitState::new(
         Policy {
             fairshare: None,
+            partition_qos: None,
             tree: t,
             enforce: e,
             used,
@@ -310,6 +311,7 @@ fn charge_counts_jobs_started_in_the_same_pass() {
     let mut st = LimitState::new(
         Policy {
             fairshare: None,
+            partition_qos: None,
             tree: &t,
             enforce: enforce(),
             used: &used,
@@ -334,6 +336,7 @@ fn submit_limits_refuse_and_deny_on_limit_refuses_what_pends_otherwise() {
     let refs: Vec<&Job> = queued.iter().collect();
     let p = Policy {
         fairshare: None,
+        partition_qos: None,
         tree: &t,
         enforce: enforce(),
         used: &used,
@@ -358,6 +361,7 @@ fn submit_limits_refuse_and_deny_on_limit_refuses_what_pends_otherwise() {
     t.qos.get_mut("normal").unwrap().limits.max_tres_per_job = TresMap::parse("cpu=2").unwrap();
     let p = Policy {
         fairshare: None,
+        partition_qos: None,
         tree: &t,
         enforce: enforce(),
         used: &used,
@@ -377,6 +381,7 @@ fn submit_limits_refuse_and_deny_on_limit_refuses_what_pends_otherwise() {
         .push(QosFlag::DenyOnLimit);
     let p = Policy {
         fairshare: None,
+        partition_qos: None,
         tree: &t,
         enforce: enforce(),
         used: &used,
@@ -465,6 +470,7 @@ fn qos_min_tres_holds_jobs_asking_too_little() {
     let st = LimitState::new(
         Policy {
             fairshare: None,
+            partition_qos: None,
             tree: &t,
             enforce: enforce(),
             used: &used,
@@ -496,6 +502,7 @@ fn usage_threshold_holds_associations_below_it() {
         LimitState::new(
             Policy {
                 fairshare: Some(&fs),
+                partition_qos: None,
                 tree: t,
                 enforce: enforce(),
                 used: &used,
@@ -514,4 +521,215 @@ fn usage_threshold_holds_associations_below_it() {
     // Without the flag the threshold is not enforced.
     t.qos.get_mut("normal").unwrap().flags.clear();
     assert_eq!(check(&t, &job(1, "alice", JobState::Pending, 1)), None);
+}
+
+/// A policy over `t` whose partition `p` has the QOS `part`.
+fn part_policy<'a>(
+    t: &'a AssocTree,
+    used: &'a UsedMins,
+    parts: &'a HashMap<String, String>,
+) -> Policy<'a> {
+    Policy {
+        fairshare: None,
+        partition_qos: Some(parts),
+        tree: t,
+        enforce: enforce(),
+        used,
+    }
+}
+
+/// A tree with the job QOS `normal` and the partition QOS `pq`.
+fn tree_with_part_qos() -> AssocTree {
+    let mut t = tree();
+    t.qos.insert("pq".into(), Qos::new("pq"));
+    t
+}
+
+fn qos_limits<'a>(t: &'a mut AssocTree, q: &str) -> &'a mut Limits {
+    &mut t.qos.get_mut(q).unwrap().limits
+}
+
+#[test]
+fn partition_qos_order_follows_over_part_qos() {
+    let mut t = tree_with_part_qos();
+    let used = UsedMins::default();
+    let parts: HashMap<String, String> = [("p".to_string(), "pq".to_string())].into();
+    let names = |t: &AssocTree, part: &str| -> Vec<String> {
+        part_policy(t, &used, &parts)
+            .qos_order("normal", part)
+            .iter()
+            .map(|q| q.name.clone())
+            .collect()
+    };
+    assert_eq!(names(&t, "p"), ["pq", "normal"]);
+    assert_eq!(names(&t, "other"), ["normal"]);
+    t.qos
+        .get_mut("normal")
+        .unwrap()
+        .flags
+        .push(QosFlag::OverPartQos);
+    assert_eq!(names(&t, "p"), ["normal", "pq"]);
+    // The same QOS on both sides counts once; an unknown partition QOS is ignored.
+    let same: HashMap<String, String> = [("p".to_string(), "normal".to_string())].into();
+    let p = part_policy(&t, &used, &same);
+    assert_eq!(p.qos_order("normal", "p").len(), 1);
+    let unknown: HashMap<String, String> = [("p".to_string(), "nope".to_string())].into();
+    let p = part_policy(&t, &used, &unknown);
+    assert_eq!(p.qos_order("normal", "p").len(), 1);
+}
+
+#[test]
+fn partition_qos_limits_apply_to_jobs_of_its_partition() {
+    let mut t = tree_with_part_qos();
+    qos_limits(&mut t, "pq").max_jobs_per_user = Some(1);
+    qos_limits(&mut t, "pq").max_tres_per_job = TresMap::parse("cpu=4").unwrap();
+    let used = UsedMins::default();
+    let parts: HashMap<String, String> = [("p".to_string(), "pq".to_string())].into();
+    let check = |jobs: &[Job], j: &Job| {
+        let refs: Vec<&Job> = jobs.iter().collect();
+        LimitState::new(part_policy(&t, &used, &parts), &refs, 0)
+            .check(j)
+            .map(|r| r.as_str())
+    };
+    let running = job(1, "alice", JobState::Running, 1);
+    let waiting = job(2, "alice", JobState::Pending, 1);
+    assert_eq!(
+        check(std::slice::from_ref(&running), &waiting),
+        Some("QOSMaxJobsPerUserLimit")
+    );
+    assert_eq!(check(&[], &waiting), None);
+    assert_eq!(
+        check(&[], &job(3, "alice", JobState::Pending, 8)),
+        Some("QOSMaxCpuPerJobLimit")
+    );
+    // In another partition the partition QOS does not apply.
+    let mut elsewhere = waiting.clone();
+    elsewhere.partition = "q".into();
+    assert_eq!(check(std::slice::from_ref(&running), &elsewhere), None);
+    // Jobs running elsewhere are not counted in the partition QOS.
+    let mut ran_elsewhere = running.clone();
+    ran_elsewhere.partition = "q".into();
+    assert_eq!(check(std::slice::from_ref(&ran_elsewhere), &waiting), None);
+}
+
+#[test]
+fn partition_qos_limit_wins_unless_job_qos_overrides() {
+    let mut t = tree_with_part_qos();
+    // The partition QOS allows 8 CPUs a job, the job's QOS 2.
+    qos_limits(&mut t, "pq").max_tres_per_job = TresMap::parse("cpu=8").unwrap();
+    qos_limits(&mut t, "normal").max_tres_per_job = TresMap::parse("cpu=2,node=1").unwrap();
+    qos_limits(&mut t, "normal").grp_jobs = Some(1);
+    let used = UsedMins::default();
+    let parts: HashMap<String, String> = [("p".to_string(), "pq".to_string())].into();
+    let check = |t: &AssocTree, jobs: &[Job], j: &Job| {
+        let refs: Vec<&Job> = jobs.iter().collect();
+        LimitState::new(part_policy(t, &used, &parts), &refs, 0)
+            .check(j)
+            .map(|r| r.as_str())
+    };
+    let four = job(1, "alice", JobState::Pending, 4);
+    assert_eq!(
+        check(&t, &[], &four),
+        None,
+        "the partition QOS's cpu=8 wins"
+    );
+    // A limit the partition QOS leaves unset still comes from the job's QOS.
+    let mut two_nodes = four.clone();
+    two_nodes.req_nodes = 2;
+    assert_eq!(check(&t, &[], &two_nodes), Some("QOSMaxNodePerJobLimit"));
+    let running = job(2, "bob", JobState::Running, 1);
+    assert_eq!(
+        check(&t, std::slice::from_ref(&running), &four),
+        Some("QOSGrpJobsLimit")
+    );
+    t.qos
+        .get_mut("normal")
+        .unwrap()
+        .flags
+        .push(QosFlag::OverPartQos);
+    assert_eq!(
+        check(&t, &[], &four),
+        Some("QOSMaxCpuPerJobLimit"),
+        "OverPartQOS: the job QOS's cpu=2 wins"
+    );
+    // Without a job-QOS limit, the partition QOS's still applies under OverPartQOS.
+    assert_eq!(
+        check(&t, &[], &job(3, "alice", JobState::Pending, 16)),
+        Some("QOSMaxCpuPerJobLimit")
+    );
+}
+
+#[test]
+fn partition_qos_grp_limits_count_every_job_of_the_partition() {
+    let mut t = tree_with_part_qos();
+    qos_limits(&mut t, "pq").grp_tres = TresMap::parse("cpu=4").unwrap();
+    t.qos.insert("high".into(), Qos::new("high"));
+    let used = UsedMins::default();
+    let parts: HashMap<String, String> = [("p".to_string(), "pq".to_string())].into();
+    let st_check = |jobs: &[Job], j: &Job| {
+        let refs: Vec<&Job> = jobs.iter().collect();
+        LimitState::new(part_policy(&t, &used, &parts), &refs, 0)
+            .check(j)
+            .map(|r| r.as_str())
+    };
+    // Jobs of two different job QOS share the partition QOS's GrpTRES.
+    let mut a = job(1, "alice", JobState::Running, 3);
+    a.qos = "high".into();
+    let b = job(2, "bob", JobState::Pending, 2);
+    assert_eq!(
+        st_check(std::slice::from_ref(&a), &b),
+        Some("QOSGrpCpuLimit")
+    );
+    assert_eq!(st_check(&[], &b), None);
+
+    // GrpTRESMins against the partition QOS's recorded usage.
+    let mut t = tree_with_part_qos();
+    qos_limits(&mut t, "pq").grp_tres_mins = TresMap::parse("cpu=100").unwrap();
+    let mut used = UsedMins::default();
+    used.record_qos("pq", &[("cpu".to_string(), 2)].into(), 49.0, 49.0);
+    let refs: Vec<&Job> = Vec::new();
+    let st = LimitState::new(part_policy(&t, &used, &parts), &refs, 0);
+    assert_eq!(st.check(&b), None);
+    used.record_qos("pq", &[("cpu".to_string(), 2)].into(), 1.0, 1.0);
+    let st = LimitState::new(part_policy(&t, &used, &parts), &refs, 0);
+    assert_eq!(
+        st.check(&b).map(|r| r.as_str()),
+        Some("QOSGrpCPUMinutesLimit")
+    );
+    assert_eq!(used.wall_qos.get("pq"), Some(&50.0));
+}
+
+#[test]
+fn partition_qos_submit_limits_and_deny_on_limit() {
+    let mut t = tree_with_part_qos();
+    qos_limits(&mut t, "pq").max_submit_jobs_per_user = Some(1);
+    let used = UsedMins::default();
+    let parts: HashMap<String, String> = [("p".to_string(), "pq".to_string())].into();
+    let queued = [job(1, "alice", JobState::Pending, 1)];
+    let refs: Vec<&Job> = queued.iter().collect();
+    let st = LimitState::new(part_policy(&t, &used, &parts), &refs, 0);
+    let new = job(2, "alice", JobState::Pending, 1);
+    assert_eq!(
+        st.submit_check(&new).unwrap_err().as_str(),
+        "QOSMaxSubmitJobPerUserLimit"
+    );
+    let mut other = new.clone();
+    other.partition = "q".into();
+    assert!(st.submit_check(&other).is_ok());
+
+    let mut t = tree_with_part_qos();
+    qos_limits(&mut t, "pq").max_tres_per_job = TresMap::parse("cpu=2").unwrap();
+    let st = LimitState::new(part_policy(&t, &used, &parts), &[], 0);
+    let big = job(3, "alice", JobState::Pending, 4);
+    assert!(st.submit_check(&big).is_ok(), "pends without DenyOnLimit");
+    t.qos
+        .get_mut("pq")
+        .unwrap()
+        .flags
+        .push(QosFlag::DenyOnLimit);
+    let st = LimitState::new(part_policy(&t, &used, &parts), &[], 0);
+    assert_eq!(
+        st.submit_check(&big).unwrap_err().as_str(),
+        "QOSMaxCpuPerJobLimit"
+    );
 }
