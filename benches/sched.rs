@@ -120,6 +120,36 @@ fn pass(c: &mut Criterion) {
     g.bench_function("main_and_backfill", |b| {
         b.iter(|| black_box(sched::run(&input(true))))
     });
+    // The same cluster as 16 leaf switches of 16 nodes under one core switch.
+    let mut tree = SchedConfig::default();
+    let leaf = |k: usize| sluice::model::topology::Switch {
+        name: format!("s{k}"),
+        nodes: nodes[k * 16..(k + 1) * 16]
+            .iter()
+            .map(|n| n.name.clone())
+            .collect(),
+        switches: Vec::new(),
+        link_speed: 1,
+    };
+    tree.topology.switches = (0..16).map(leaf).collect();
+    tree.topology
+        .switches
+        .push(sluice::model::topology::Switch {
+            name: "core".into(),
+            nodes: Vec::new(),
+            switches: (0..16).map(|k| format!("s{k}")).collect(),
+            link_speed: 1,
+        });
+    let tree_input = |backfill| Input {
+        config: &tree,
+        ..input(backfill)
+    };
+    g.bench_function("main_tree16", |b| {
+        b.iter(|| black_box(sched::run(&tree_input(false))))
+    });
+    g.bench_function("main_and_backfill_tree16", |b| {
+        b.iter(|| black_box(sched::run(&tree_input(true))))
+    });
     g.finish();
 }
 

@@ -574,6 +574,7 @@ fn response_kind(r: &Response) -> &'static str {
         Response::ResvCreated { .. } => "ResvCreated",
         Response::Reservations { .. } => "Reservations",
         Response::Usage(_) => "Usage",
+        Response::Topology(_) => "Topology",
     }
 }
 

@@ -51,6 +51,8 @@ pub enum Show {
     Reservation(Option<String>),
     /// `show licenses [NAME]`.
     Licenses(Option<String>),
+    /// `show topology [SWITCH|BLOCK|NODE]`.
+    Topology(Option<String>),
 }
 
 /// One scontrol command, parsed.
@@ -299,6 +301,8 @@ fn parse_show(rest: &[String]) -> Result<Command, String> {
         Show::Reservation(arg)
     } else if abbrev(e, "licenses", 3) {
         Show::Licenses(arg)
+    } else if abbrev(e, "topology", 4) {
+        Show::Topology(arg)
     } else {
         return Err(format!("invalid entity:{e} for keyword:show"));
     };
@@ -505,6 +509,20 @@ pub fn execute(
             Ok(Response::Error(e)) => Output::err(format!("slurm_load_ctl_conf error: {e}\n")),
             Ok(_) => Output::err("slurm_load_ctl_conf error: unexpected answer\n".into()),
             Err(e) => client_failure("slurm_load_ctl_conf error", &e),
+        },
+        Command::Show(Show::Topology(name)) => match req(&Request::Topology) {
+            Ok(Response::Topology(t)) => {
+                let text = t.render_scontrol(name.as_deref());
+                let missing = text.starts_with("Switch/block ");
+                Output {
+                    stdout: text,
+                    code: u8::from(missing),
+                    ..Output::default()
+                }
+            }
+            Ok(Response::Error(e)) => Output::err(format!("slurm_load_topo error: {e}\n")),
+            Ok(_) => Output::err("slurm_load_topo error: unexpected answer\n".into()),
+            Err(e) => client_failure("slurm_load_topo error", &e),
         },
         Command::Show(Show::Reservation(name)) => match req(&Request::Reservations) {
             Ok(Response::Reservations { resvs, now }) => {
@@ -1248,6 +1266,13 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
     l.push(format!("StdIn={}", jobfmt::std_path(job, Stream::In)));
     l.push(format!("StdOut={}", jobfmt::std_path(job, Stream::Out)));
     l.push("Power=".into());
+    // Only for `--switches`: the leaf-switch count and the longest wait for it.
+    if let Some(n) = spec.switches {
+        l.push(format!(
+            "Switches={n}@{}",
+            crate::model::time::fmt_hms(u64::from(spec.switch_wait.unwrap_or(0)))
+        ));
+    }
     if let Some(g) = &spec.gpus {
         l.push(format!("TresPerJob=gres:{g}"));
     }
@@ -2019,6 +2044,38 @@ mod tests {
                 hold: false,
                 array_tasks: vec![]
             }]
+        );
+    }
+
+    #[test]
+    fn show_topology_asks_the_controller_and_prints_switch_lines() {
+        let t = crate::model::topology::parse_topology_conf(
+            "SwitchName=s0 Nodes=n[1-2]\nSwitchName=s1 Nodes=n[3-4]\nSwitchName=top Switches=s[0-1]\n",
+        )
+        .unwrap();
+        let answer = Response::Topology(Box::new(t));
+        let (o, seen) = exec_with("show topology", answer.clone());
+        assert_eq!(seen, vec![Request::Topology]);
+        assert_eq!(
+            (o.code, o.stdout.as_str()),
+            (
+                0,
+                "SwitchName=s0 Level=0 LinkSpeed=1 Nodes=n[1-2]\n\
+                 SwitchName=s1 Level=0 LinkSpeed=1 Nodes=n[3-4]\n\
+                 SwitchName=top Level=1 LinkSpeed=1 Nodes=n[1-4] Switches=s[0-1]\n"
+            )
+        );
+        let (o, _) = exec_with("show topo n3", answer.clone());
+        assert_eq!(o.stdout, "SwitchName=s1 Level=0 LinkSpeed=1 Nodes=n[3-4]\n");
+        let (o, _) = exec_with("show topology zz", answer);
+        assert_eq!(
+            (o.code, o.stdout.as_str()),
+            (1, "Switch/block zz not found\n")
+        );
+        let (o, _) = exec_with("show topology", Response::Topology(Box::default()));
+        assert_eq!(
+            (o.code, o.stdout.as_str()),
+            (0, "No topology information available\n")
         );
     }
 

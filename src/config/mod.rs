@@ -8,6 +8,7 @@
 pub mod gres_conf;
 pub mod sched;
 pub mod scripts;
+pub mod topology_conf;
 
 use crate::model::hostlist;
 use crate::model::{Partition, PartitionState, TimeLimit};
@@ -211,6 +212,9 @@ struct SchedulerConf {
     /// Slurm's time-limit format (`10` = ten minutes, `[D-]HH:MM:SS`).
     #[serde(default)]
     preempt_exempt_time: Option<String>,
+    /// Seconds: the longest `--switches=N@wait` wait (`max_switch_wait`).
+    #[serde(default)]
+    max_switch_wait: Option<u32>,
 }
 
 /// `[priority]`: priority/multifactor weights and options.
@@ -397,6 +401,12 @@ struct FileConf {
     /// Minutes past its time limit a job may run (a number or `UNLIMITED`).
     #[serde(default, alias = "OverTimeLimit")]
     over_time_limit: Option<toml::Value>,
+    /// `[topology]`: switches or blocks.
+    #[serde(default)]
+    topology: topology_conf::TopologyConf,
+    /// A Slurm topology.conf to import (its switches/blocks come after `[topology]`'s).
+    #[serde(default)]
+    topology_conf: Option<PathBuf>,
 }
 
 /// The resolved configuration every role reads.
@@ -730,6 +740,18 @@ impl Config {
         .map_err(&invalid)?;
         let over_time_limit = over_time_limit(fc.over_time_limit.as_ref()).map_err(&invalid)?;
         let mut sched = sched_config(&fc.scheduler, &fc.priority).map_err(invalid)?;
+        let imported = match &fc.topology_conf {
+            None => None,
+            Some(p) => {
+                let p = abs(p.clone());
+                Some(std::fs::read_to_string(&p).map_err(|e| {
+                    invalid(format!("cannot read topology_conf {}: {e}", p.display()))
+                })?)
+            }
+        };
+        let node_names: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();
+        sched.topology = topology_conf::build(&fc.topology, imported.as_deref(), &node_names)
+            .map_err(&invalid)?;
         fairshare_accounts(&fc.accounts, &mut sched.priority).map_err(invalid)?;
         Ok(Config {
             mode: Mode::System,
@@ -1002,6 +1024,9 @@ fn sched_config(s: &SchedulerConf, p: &PriorityConf) -> Result<sched::SchedConfi
         c.bf_interval = i64::from(v.max(1));
     }
     c.preempt = preempt_config(s)?;
+    if let Some(v) = s.max_switch_wait {
+        c.max_switch_wait = i64::from(v);
+    }
     let w = &mut c.priority;
     let set = |dst: &mut u32, v: Option<u32>| {
         if let Some(v) = v {
@@ -1131,6 +1156,47 @@ fn parse_limit(s: &str) -> Option<TimeLimit> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn topology_from_toml_and_an_imported_topology_conf() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("topology.conf"),
+            "SwitchName=s2 Nodes=n[5-6]\nSwitchName=top Switches=s[0-2]\n",
+        )
+        .unwrap();
+        let text = r#"
+topology_conf = "topology.conf"
+[scheduler]
+max_switch_wait = 42
+[[nodes]]
+name = "n[1-6]"
+[topology]
+switches = [
+  { name = "s0", nodes = "n[1-2]" },
+  { name = "s1", nodes = "n[3-4]", link_speed = 5 },
+]
+"#
+        .replace("name = \"n[1-6]\"", "name = \"n1\"\n[[nodes]]\nname = \"n2\"\n[[nodes]]\nname = \"n3\"\n[[nodes]]\nname = \"n4\"\n[[nodes]]\nname = \"n5\"\n[[nodes]]\nname = \"n6\"");
+        let c = Config::from_toml(&text, &dir.path().join("sluice.toml")).unwrap();
+        let t = &c.sched.topology;
+        assert_eq!(c.sched.max_switch_wait, 42);
+        let names: Vec<&str> = t.switches.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["s0", "s1", "s2", "top"]);
+        assert_eq!(t.switches[1].link_speed, 5);
+        assert_eq!(t.switch_levels(), vec![0, 0, 0, 1]);
+        // A node that is not declared is refused, naming it.
+        let bad = text.replace("n[3-4]", "n[3-9]");
+        let e = Config::from_toml(&bad, &dir.path().join("sluice.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("names node 'n7', which is not declared"), "{e}");
+        let missing = text.replace("topology.conf\"", "nope.conf\"");
+        let e = Config::from_toml(&missing, &dir.path().join("sluice.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cannot read topology_conf"), "{e}");
+    }
 
     #[test]
     fn parses_a_system_config() {

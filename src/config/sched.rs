@@ -58,6 +58,18 @@ pub struct SchedConfig {
     /// Preemption (`preempt_type`, `preempt_mode`, `preempt_exempt_time`).
     #[serde(default)]
     pub preempt: crate::model::preempt::PreemptConfig,
+    /// Switches or blocks placement packs jobs into (`[topology]`, topology.conf).
+    #[serde(default)]
+    pub topology: crate::model::topology::Topology,
+    /// Longest a `--switches=N@wait` job waits for N leaf switches, seconds, and the
+    /// wait of `--switches=N` without `@` (`SchedulerParameters=max_switch_wait`,
+    /// default 300).
+    #[serde(default = "default_max_switch_wait")]
+    pub max_switch_wait: i64,
+}
+
+fn default_max_switch_wait() -> i64 {
+    300
 }
 
 impl Default for SchedConfig {
@@ -72,6 +84,8 @@ impl Default for SchedConfig {
             bf_interval: 30,
             priority: PriorityConfig::default(),
             preempt: Default::default(),
+            topology: Default::default(),
+            max_switch_wait: default_max_switch_wait(),
         }
     }
 }

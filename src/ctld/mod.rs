@@ -828,6 +828,9 @@ impl Actor {
                 return;
             }
             Request::Config => Response::Config(self.config_pairs()),
+            Request::Topology => {
+                Response::Topology(Box::new(self.cluster.sched_cfg.topology.clone()))
+            }
             Request::Priority { ids, users } => {
                 let (rows, weights) = self.cluster.priority_rows(&ids, &users, now);
                 Response::Priority { rows, weights }

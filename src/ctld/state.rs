@@ -1039,6 +1039,12 @@ impl Cluster {
         let mut env = std::mem::take(&mut job.spec.environment);
         self.intern_env(&mut env);
         job.spec.environment = env;
+        if job.spec.switches.is_some() {
+            // As slurmctld does: the wait for switches is bounded by max_switch_wait,
+            // which is also the wait when none was given.
+            let cap = u32::try_from(self.sched_cfg.max_switch_wait.max(0)).unwrap_or(u32::MAX);
+            job.spec.switch_wait = Some(job.spec.switch_wait.map_or(cap, |w| w.min(cap)));
+        }
         let id = self.next_id;
         self.next_id += 1;
         job.id = id;

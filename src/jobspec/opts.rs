@@ -198,7 +198,7 @@ pub struct LaterOpts {
     /// Reservation to run in
     #[arg(long = "reservation", value_name = "NAME")]
     pub reservation: Option<String>,
-    /// (not supported yet) Maximum switch count
+    /// Most leaf switches wanted, and how long to wait for them: N[@TIME]
     #[arg(long = "switches", value_name = "N[@WAIT]")]
     pub switches: Option<String>,
     /// Licenses: NAME[:COUNT],...
@@ -647,7 +647,6 @@ impl JobOpts {
             ("--ntasks-per-gpu", l.ntasks_per_gpu.is_some()),
             ("--gpu-bind", l.gpu_bind.is_some()),
             ("--gres-flags", l.gres_flags.is_some()),
-            ("--switches", l.switches.is_some()),
             ("--priority", l.priority.is_some()),
             ("--time-min", l.time_min.is_some()),
             ("--mincpus", l.mincpus.is_some()),
@@ -811,6 +810,13 @@ impl JobOpts {
             return Err(OptError::InvalidSpec("--distribution"));
         }
 
+        let (switches, switch_wait) = match &l.switches {
+            Some(v) => {
+                let (s, w) = parse_switches(v)?;
+                (Some(s), w)
+            }
+            None => (None, None),
+        };
         let spec = JobSpec {
             name: self.job_name.clone().unwrap_or_default(),
             work_dir: work_dir.to_string_lossy().into_owned(),
@@ -881,10 +887,41 @@ impl JobOpts {
             deadline,
             immediate: self.immediate.is_some(),
             reservation: non_empty(&l.reservation),
+            switches,
+            switch_wait,
             ..JobSpec::default()
         };
         Ok(Normalised { spec, warnings })
     }
+}
+
+/// Parses `--switches=N[@WAIT]`: the most leaf switches, and the longest wait for
+/// them in seconds (Slurm's time grammar: `5` is five minutes, `1:30` a minute and a
+/// half, `1-0` a day).
+///
+/// Errors: `Invalid numeric value "…" for --switches.` for a bad count, `Invalid
+/// --switches specification` for a bad wait.
+pub fn parse_switches(v: &str) -> Result<(u32, Option<u32>), OptError> {
+    let (n, wait) = match v.split_once('@') {
+        Some((n, w)) => (n, Some(w)),
+        None => (v, None),
+    };
+    let count = n
+        .trim()
+        .parse::<u32>()
+        .map_err(|_| OptError::InvalidNumber {
+            opt: "--switches",
+            value: n.to_string(),
+        })?;
+    let wait = match wait {
+        None => None,
+        Some(w) => Some(
+            crate::model::time::parse_duration_secs(w)
+                .and_then(|s| u32::try_from(s).ok())
+                .ok_or(OptError::InvalidSpec("--switches"))?,
+        ),
+    };
+    Ok((count, wait))
 }
 
 /// Whether an `--array` value uses only the characters Slurm's index lists are made of
@@ -1495,7 +1532,6 @@ mod tests {
     fn later_options_are_refused_not_ignored() {
         for (args, name) in [
             (&["--gpus-per-socket=1"][..], "--gpus-per-socket"),
-            (&["--switches=2"], "--switches"),
             (&["--exclusive=user"], "--exclusive=<mode>"),
         ] {
             let e = spec(args).unwrap_err();
@@ -1506,6 +1542,23 @@ mod tests {
                 format!("sbatch: error: {name} is not supported yet by sluice\n")
             );
         }
+    }
+
+    #[test]
+    fn switches_take_a_count_and_an_optional_wait() {
+        let s = spec(&["--switches=2"]).unwrap();
+        assert_eq!((s.switches, s.switch_wait), (Some(2), None));
+        let s = spec(&["--switches=1@0:05"]).unwrap();
+        assert_eq!((s.switches, s.switch_wait), (Some(1), Some(5)));
+        let s = spec(&["--switches=3@2"]).unwrap();
+        assert_eq!((s.switches, s.switch_wait), (Some(3), Some(120)));
+        let e = spec(&["--switches=x"]).unwrap_err();
+        assert_eq!(
+            e.render("sbatch"),
+            "sbatch: error: Invalid numeric value \"x\" for --switches.\n"
+        );
+        let e = spec(&["--switches=1@soon"]).unwrap_err();
+        assert_eq!(e, OptError::InvalidSpec("--switches"));
     }
 
     #[test]

@@ -181,7 +181,10 @@ pub fn compress(names: &[String]) -> String {
                     0
                 };
                 match groups.last_mut() {
-                    Some((p, w, ranges)) if p == sp.prefix && *w == width => {
+                    // `n10` after `n09` has the group's width without needing zeros.
+                    Some((p, w, ranges))
+                        if p == sp.prefix && (*w == width || (width == 0 && digits == *w)) =>
+                    {
                         let last = ranges.last_mut().expect("groups are never empty");
                         if last.1.checked_add(1) == Some(n) {
                             last.1 = n;
@@ -287,6 +290,7 @@ mod tests {
             "node-[001-003,007]"
         );
         assert_eq!(compress(&v(&["node01"])), "node01");
+        assert_eq!(compress(&v(&["n08", "n09", "n10", "n11"])), "n[08-11]");
         assert_eq!(compress(&v(&["tux2", "tux1", "tux2"])), "tux[2,1-2]");
     }
 

@@ -301,6 +301,14 @@ pub struct JobSpec {
     /// `--reservation`: the advanced reservation the job runs in (checked at submit).
     #[serde(default)]
     pub reservation: Option<String>,
+    /// `--switches=N[@wait]`: the most leaf switches (or blocks) the job wants; it
+    /// waits for such a placement, then takes any (Slurm's `req_switch`).
+    #[serde(default)]
+    pub switches: Option<u32>,
+    /// The `@wait` of `--switches`, seconds; `None` = the scheduler's
+    /// `max_switch_wait`, which also caps it (Slurm's `wait4switch`).
+    #[serde(default)]
+    pub switch_wait: Option<u32>,
 }
 
 impl JobSpec {

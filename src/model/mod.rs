@@ -20,6 +20,7 @@ pub mod preempt;
 pub mod reservation;
 pub mod step;
 pub mod time;
+pub mod topology;
 
 pub use job::{
     Env, ExitStatus, HoldKind, Job, JobSpec, JobState, MemReq, Reason, SignalSpec, StepRecord,

@@ -359,6 +359,9 @@ pub enum Request {
     /// `[start, end)`, the nodes, and the reservations known; answered
     /// [`Response::Usage`].
     Usage { start: i64, end: i64 },
+    /// The network topology placement uses (`scontrol show topology`); answered
+    /// [`Response::Topology`].
+    Topology,
 }
 
 /// A user-facing error from the controller; `Display` is Slurm's text.
@@ -515,6 +518,8 @@ pub enum Response {
     },
     /// Data for sreport (see [`Request::Usage`]).
     Usage(Box<UsageReport>),
+    /// Answer to [`Request::Topology`] (empty when none is configured).
+    Topology(Box<crate::model::topology::Topology>),
 }
 
 /// What sreport computes its reports from: job records overlapping the period, the

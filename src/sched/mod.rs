@@ -283,7 +283,16 @@ struct Pass<'a> {
 
 impl<'a> Pass<'a> {
     fn new(input: &'a Input<'a>) -> Pass<'a> {
-        let infos: Vec<NodeInfo> = input.nodes.iter().map(NodeInfo::of).collect();
+        let mut infos: Vec<NodeInfo> = input.nodes.iter().map(NodeInfo::of).collect();
+        let topo = &input.config.topology;
+        if !topo.is_empty() {
+            let groups = topo.node_groups();
+            for n in &mut infos {
+                if let Some(g) = groups.get(&n.name) {
+                    n.topo = g.clone();
+                }
+            }
+        }
         let index: HashMap<&str, usize> = input
             .nodes
             .iter()
@@ -557,7 +566,24 @@ fn partition_reason(pass: &Pass, job: &Job, pv: &PartView) -> Result<Req, Reason
         PartitionState::Inactive => return Err(Reason::PartitionInactive),
         PartitionState::Up | PartitionState::Drain => {}
     }
-    static_checked(pass, job, pv)
+    let mut req = static_checked(pass, job, pv)?;
+    req.max_leaves = switch_limit(job, pass.input);
+    Ok(req)
+}
+
+/// The leaf-switch limit of a `--switches=N[@wait]` job while its wait lasts: from
+/// its eligible time (else submission) for `wait`, capped by `max_switch_wait`
+/// (Slurm's `wait4switch`, bounded by SchedulerParameters=max_switch_wait). `None`
+/// once the wait is over, or without `--switches` or a topology.
+pub fn switch_limit(job: &Job, input: &Input) -> Option<u32> {
+    let n = job.spec.switches?;
+    if input.config.topology.is_empty() {
+        return None;
+    }
+    let cap = input.config.max_switch_wait.max(0);
+    let wait = job.spec.switch_wait.map_or(cap, |w| i64::from(w).min(cap));
+    let from = job.eligible_time.unwrap_or(job.submit_time);
+    (input.now < from.saturating_add(wait)).then_some(n.max(1))
 }
 
 /// [`static_reason`] against the pass's prepared nodes (same checks, no rebuilding);

@@ -31,6 +31,10 @@ pub struct NodeInfo {
     pub gres_dev: Vec<(u32, Vec<u32>)>,
     /// Whether new work may start (up, not drained, …).
     pub usable: bool,
+    /// The node's topology groups, level 0 (leaf switch or block) first; empty when
+    /// no topology is configured or the node is outside it (see
+    /// [`crate::model::topology::Topology::node_groups`]).
+    pub topo: crate::model::topology::NodeGroups,
 }
 
 /// CPUs assumed for a node whose agent has not registered and whose configuration
@@ -63,6 +67,7 @@ impl NodeInfo {
                 .collect(),
             gres_dev: n.gres.iter().map(|d| (d.index, d.cores.clone())).collect(),
             usable: n.schedulable(),
+            topo: Vec::new(),
         }
     }
 }
@@ -202,6 +207,9 @@ pub struct Req {
     pub max_cpus_per_node: Option<u32>,
     /// Seconds (`None` = unlimited).
     pub time_limit: Option<u64>,
+    /// At most this many leaf switches (or blocks): `--switches` while its wait lasts
+    /// (set by the pass, which knows the time; `None` from [`Req::new`]).
+    pub max_leaves: Option<u32>,
 }
 
 /// Why a request cannot be resolved at all.
@@ -295,6 +303,7 @@ impl Req {
             },
             max_cpus_per_node: part.max_cpus_per_node,
             time_limit: job.time_limit.secs(),
+            max_leaves: None,
         })
     }
 
@@ -502,11 +511,112 @@ pub fn node_take(
 
 /// Fits `req` on `cands` (node index, cap), already filtered to the partition and to
 /// usable nodes, in the order given (callers sort by weight). Honours required and
-/// excluded nodes, constraints, contiguity and distribution.
+/// excluded nodes, constraints, contiguity and distribution, and the topology when
+/// the nodes carry one (see [`fit_topo`]).
 ///
 /// Errors: [`FitError::RequiredMissing`] when a `--nodelist` node is not among the
 /// candidates, else [`FitError::NoFit`].
 pub fn fit(req: &Req, nodes: &[NodeInfo], cands: &[(usize, Cap)]) -> Result<Placement, FitError> {
+    if cands.iter().all(|(i, _)| nodes[*i].topo.is_empty()) {
+        return fit_flat(req, nodes, cands);
+    }
+    fit_topo(req, nodes, cands)
+}
+
+/// Whether a node could give a job anything (for best-fit counts).
+fn has_room(c: &Cap) -> bool {
+    !c.blocked && c.cpus > 0
+}
+
+/// The leaf switches (or blocks) a placement spans; a node outside the topology
+/// counts as a leaf of its own.
+pub fn leaves_used(nodes: &[NodeInfo], p: &Placement) -> usize {
+    let mut leaves: Vec<(bool, u32)> = p
+        .takes
+        .iter()
+        .map(|t| match nodes[t.node].topo.first() {
+            Some(&(_, g)) => (true, g),
+            None => (false, t.node as u32),
+        })
+        .collect();
+    leaves.sort_unstable();
+    leaves.dedup();
+    leaves.len()
+}
+
+/// Topology-aware selection in the manner of topology/tree and topology/block (cf.
+/// cons_tres `_eval_nodes_topo` and `_eval_nodes_block`): levels are tried from the
+/// leaves up, so the highest switch level a job uses is as low as it can be; at the
+/// first level where some group (switch, or aligned set of blocks) can hold the job,
+/// the group with the fewest nodes that still have room is chosen (best fit, which
+/// leaves the emptier groups whole for bigger jobs). Inside a group above the leaves,
+/// the emptiest leaves are filled first, so the job spans few of them. A job no
+/// group can hold is placed as without topology. `req.max_leaves` refuses a
+/// placement over more leaves.
+fn fit_topo(req: &Req, nodes: &[NodeInfo], cands: &[(usize, Cap)]) -> Result<Placement, FitError> {
+    use std::collections::BTreeMap;
+    for r in &req.required {
+        if !cands.iter().any(|(i, _)| i == r) {
+            return Err(FitError::RequiredMissing);
+        }
+    }
+    let within = |p: &Placement| {
+        req.max_leaves
+            .is_none_or(|m| leaves_used(nodes, p) <= m as usize)
+    };
+    // (level, group) -> candidate positions, in candidate order.
+    let mut groups: BTreeMap<(u16, u32), Vec<usize>> = BTreeMap::new();
+    for (pos, (i, _)) in cands.iter().enumerate() {
+        for &g in &nodes[*i].topo {
+            groups.entry(g).or_default().push(pos);
+        }
+    }
+    let free_of = |members: &[usize]| members.iter().filter(|&&p| has_room(&cands[p].1)).count();
+    let mut levels: Vec<u16> = groups.keys().map(|k| k.0).collect();
+    levels.dedup();
+    for level in levels {
+        let mut best: Option<(usize, Placement)> = None;
+        for (_, members) in groups.range((level, 0)..=(level, u32::MAX)) {
+            let free = free_of(members);
+            if (free as u64) < u64::from(req.nodes_min)
+                || best.as_ref().is_some_and(|b| b.0 <= free)
+            {
+                continue;
+            }
+            let mut order: Vec<usize> = members.clone();
+            if level > 0 {
+                // Emptiest leaf first; the leaf order is otherwise kept.
+                let leaf = |p: usize| nodes[cands[p].0].topo.first().map_or(u32::MAX, |g| g.1);
+                let mut leaf_free: BTreeMap<u32, usize> = BTreeMap::new();
+                for &p in members {
+                    if has_room(&cands[p].1) {
+                        *leaf_free.entry(leaf(p)).or_default() += 1;
+                    }
+                }
+                order.sort_by_key(|&p| {
+                    std::cmp::Reverse(leaf_free.get(&leaf(p)).copied().unwrap_or(0))
+                });
+            }
+            let pool: Vec<(usize, Cap)> = order.iter().map(|&p| cands[p].clone()).collect();
+            if let Ok(p) = fit_flat(req, nodes, &pool)
+                && within(&p)
+            {
+                best = Some((free, p));
+            }
+        }
+        if let Some((_, p)) = best {
+            return Ok(p);
+        }
+    }
+    let p = fit_flat(req, nodes, cands)?;
+    if within(&p) {
+        Ok(p)
+    } else {
+        Err(FitError::NoFit)
+    }
+}
+
+fn fit_flat(req: &Req, nodes: &[NodeInfo], cands: &[(usize, Cap)]) -> Result<Placement, FitError> {
     for r in &req.required {
         if !cands.iter().any(|(i, _)| i == r) {
             return Err(FitError::RequiredMissing);

@@ -292,7 +292,8 @@ const USAGE: &str = "usage: sluice simulate --trace FILE [--config CLUSTER.toml]
 Replays a Standard Workload Format trace (.swf or .swf.gz) on virtual time through the
 scheduler and reports utilization, mean and median wait, mean bounded slowdown
 (tau = 10 s), makespan and jobs backfilled. Without --config the machine is one node
-with the trace's MaxProcs CPUs. With --config, its [priority] settings apply, and its
+with the trace's MaxProcs CPUs. With --config, its [priority] and [topology] settings
+apply (placement is the controller's), and its
 [[accounts]] (users = SWF user ids) turn on fair-share priorities and per-account
 CPU-hours.
 
@@ -407,6 +408,8 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
             .map_err(|e| e.to_string())
             .and_then(|c| {
                 sched_cfg.priority = c.sched.priority.clone();
+                sched_cfg.topology = c.sched.topology.clone();
+                sched_cfg.max_switch_wait = c.sched.max_switch_wait;
                 cluster_from(&c)
             }) {
             Ok(x) => x,

@@ -39,4 +39,5 @@ mod states;
 mod steps;
 mod suspend;
 mod system_mode;
+mod topology;
 mod usage;

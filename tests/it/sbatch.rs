@@ -268,20 +268,30 @@ fn output_contract_parsable_quiet_verbose_test_only_and_wait() {
 #[test]
 fn options_of_later_issues_are_refused_not_ignored() {
     let c = TestCluster::start();
-    let (code, out, err) = c.fails("sbatch", &["--switches=1", "--wrap", "true"]);
+    let (code, out, err) = c.fails(
+        "sbatch",
+        &["--gres-flags=enforce-binding", "--wrap", "true"],
+    );
     assert_eq!(code, 1, "{err}");
     assert_eq!(out, "");
     assert!(
-        err.contains("--switches") && err.contains("not supported yet"),
+        err.contains("--gres-flags") && err.contains("not supported yet"),
         "{err}"
     );
     // The same from a directive.
-    c.script("sw.sh", "#!/bin/sh\n#SBATCH --switches=1\ntrue\n");
-    let (_, _, err) = c.fails("sbatch", &["sw.sh"]);
+    c.script(
+        "gf.sh",
+        "#!/bin/sh\n#SBATCH --gres-flags=enforce-binding\ntrue\n",
+    );
+    let (_, _, err) = c.fails("sbatch", &["gf.sh"]);
     assert!(
-        err.contains("--switches") && err.contains("not supported yet"),
+        err.contains("--gres-flags") && err.contains("not supported yet"),
         "{err}"
     );
+    // --switches is implemented now: accepted without a topology (it then has no
+    // effect, as in Slurm without a topology plugin).
+    let id = c.submit(&["--switches=1", "--wrap", "true"]);
+    assert_eq!(c.wait_done(id), "COMPLETED");
     // --reservation is implemented now: a directive naming an unknown one reaches the
     // controller and is refused with Slurm's error.
     c.script("resv.sh", "#!/bin/sh\n#SBATCH --reservation=r\ntrue\n");
@@ -290,7 +300,7 @@ fn options_of_later_issues_are_refused_not_ignored() {
         err,
         "sbatch: error: Batch job submission failed: Requested reservation is invalid\n"
     );
-    assert!(c.job_ids().is_empty());
+    assert_eq!(c.job_ids(), vec![id]);
 }
 
 #[test]

@@ -8,6 +8,7 @@ mod props;
 mod reasons;
 mod resv;
 mod select;
+mod topology;
 
 use super::*;
 use crate::model::{JobSpec, MemReq, NodeState, TimeLimit};

@@ -187,6 +187,38 @@ proptest! {
     }
 
     #[test]
+    fn never_over_allocated_with_topology(cluster in arb_cluster(), js in prop::collection::vec(arb_job(), 1..14),
+                                          leaf in 1usize..4, switches in prop::collection::vec(0u32..3, 14),
+                                          blocks in any::<bool>()) {
+        use crate::model::topology::{Block, Switch, Topology};
+        let (nodes, parts, mut jobs) = build(&cluster, &js);
+        let names: Vec<String> = nodes.iter().map(|n| n.name.clone()).collect();
+        let chunks: Vec<Vec<String>> = names.chunks(leaf).map(|c| c.to_vec()).collect();
+        let topology = if blocks && names.len().is_multiple_of(leaf) {
+            Topology {
+                blocks: chunks.iter().enumerate().map(|(i, c)| Block { name: format!("b{i}"), nodes: c.clone() }).collect(),
+                ..Topology::default()
+            }
+        } else {
+            let mut sw: Vec<Switch> = chunks.iter().enumerate().map(|(i, c)| Switch {
+                name: format!("s{i}"), nodes: c.clone(), switches: Vec::new(), link_speed: 1,
+            }).collect();
+            let children: Vec<String> = sw.iter().map(|s| s.name.clone()).collect();
+            sw.push(Switch { name: "top".into(), nodes: Vec::new(), switches: children, link_speed: 1 });
+            Topology { switches: sw, ..Topology::default() }
+        };
+        prop_assert_eq!(topology.validate(&names), Ok(()));
+        for (j, s) in jobs.iter_mut().zip(&switches) {
+            if *s > 0 {
+                j.spec.switches = Some(*s);
+                j.spec.switch_wait = Some(120);
+            }
+        }
+        let cfg = SchedConfig { topology, ..conservative() };
+        play(&nodes, &parts, jobs, &cfg, |_, _, _| Ok(())).map_err(TestCaseError::fail)?;
+    }
+
+    #[test]
     fn conservative_never_delays_a_planned_start(cluster in arb_cluster(), js in prop::collection::vec(arb_job(), 1..12)) {
         let (nodes, parts, jobs) = build(&cluster, &js);
         let cfg = conservative();

@@ -251,11 +251,23 @@ impl SshCluster {
     /// that silence is noticed within seconds. Returns `None` (after saying why) when
     /// sshd cannot run here.
     pub fn start(nodes: &[NodeSetup], slurmd_timeout: u32) -> Option<SshCluster> {
-        SshCluster::start_top(nodes, slurmd_timeout, "")
+        SshCluster::start_with_conf(nodes, slurmd_timeout, "", "")
     }
 
     /// Like [`SshCluster::start`], with `top` added to the config's top-level keys.
     pub fn start_top(nodes: &[NodeSetup], slurmd_timeout: u32, top: &str) -> Option<SshCluster> {
+        SshCluster::start_with_conf(nodes, slurmd_timeout, top, "")
+    }
+
+    /// Like [`SshCluster::start`], with `top` added to the configuration's top-level
+    /// keys (`sched_interval = 1`) and `extra` TOML appended after the `debug`
+    /// partition (a `[topology]` section).
+    pub fn start_with_conf(
+        nodes: &[NodeSetup],
+        slurmd_timeout: u32,
+        top: &str,
+        extra: &str,
+    ) -> Option<SshCluster> {
         if !Path::new(SSHD).exists() {
             return skip(&format!("{SSHD} is not installed"));
         }
@@ -395,6 +407,7 @@ root = "sluice_ssh_{pid}_{uniq}"
             "[[partitions]]\nname = \"debug\"\nnodes = \"{}\"\ndefault = true\nmax_time = \"1:00:00\"\n",
             names.join(",")
         ));
+        conf.push_str(extra);
         let cluster = TestCluster::start_conf(dir, &conf);
         Some(SshCluster {
             cluster: Some(cluster),
