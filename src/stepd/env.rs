@@ -950,6 +950,7 @@ mod tests {
             cluster: "anchor".into(),
             cgroup: Default::default(),
             node_gres: Vec::new(),
+            linger_secs: 0,
         };
         let got: BTreeMap<String, String> = task_env(&step_env(&ls, "node01"), 0, 0, 0)
             .into_iter()

@@ -18,6 +18,7 @@ pub mod gpus;
 pub mod isolate;
 pub mod nccl;
 pub mod step;
+pub mod stream;
 pub mod usage;
 
 use crate::model::job::ExitStatus;

@@ -101,6 +101,7 @@ fn node_event(c: &mut Cluster, job: u32, step: u32, ev: StepdEvent) -> Effects {
             job_id: job,
             step_id: step,
             event: ev,
+            seq: 0,
         },
         12,
         &mut fx,
