@@ -258,7 +258,11 @@ fn reattach(
     received: u64,
 ) -> Option<UnixStream> {
     let until = Instant::now() + Duration::from_secs(REATTACH_FOR);
-    while Instant::now() < until {
+    // A controller that answers that it holds no such stream (it restarted, or the
+    // step was ended) is believed after a few tries; the first may come before it
+    // noticed the break.
+    let mut refusals = 0;
+    while Instant::now() < until && refusals < 5 {
         if let Some(s) = connect() {
             let mut f = SyncFramed::new(s);
             let req = crate::proto::Request::StepAttach {
@@ -266,8 +270,12 @@ fn reattach(
                 step_id,
                 received,
             };
-            if f.send(&req).is_ok() && matches!(f.recv::<StepEvent>(), Ok(StepEvent::Reattached)) {
-                return Some(f.into_inner());
+            if f.send(&req).is_ok() {
+                match f.recv::<StepEvent>() {
+                    Ok(StepEvent::Reattached) => return Some(f.into_inner()),
+                    Ok(StepEvent::Error(_)) => refusals += 1,
+                    _ => {}
+                }
             }
         }
         std::thread::sleep(Duration::from_secs(1));
