@@ -4,7 +4,9 @@
 //! controller's own node, stdin/stdout under SSH for remote ones ([`stdio`]).
 //!
 //! Jobs outlive the agent: each stepd records its state in the job's spool directory
-//! (`proto::spool`), and a restarted agent re-adopts them from there.
+//! (`proto::spool`), and a restarted agent re-adopts them from there. Steps do too:
+//! their stepd keeps its events until the controller has them, and the next agent
+//! re-attaches it through its socket when the controller says so ([`steps`]).
 
 pub mod discover;
 pub mod gpu;
@@ -80,6 +82,7 @@ where
         arch: res.arch.clone(),
         running: known.clone(),
         gres: gpus,
+        steps: steps::running(&cfg.spool_dir),
     })
     .await?;
     let (etx, mut erx) = mpsc::unbounded_channel::<FromAgent>();
@@ -120,10 +123,7 @@ where
                     r.serve(conn, &etx);
                 }
             }
-            Some(ev) = erx.recv() => {
-                steps.observe(&ev);
-                link.send(&ev).await?
-            }
+            Some(ev) = erx.recv() => link.send(&ev).await?,
             _ = beat.tick() => {
                 link.send(&heartbeat()).await?;
                 for m in batch_usage(&cfg.spool_dir) {
@@ -350,6 +350,16 @@ fn handle(
             step_id,
             input,
         } => steps.input(job_id, step_id, input),
+        ToAgent::AdoptStep {
+            job_id,
+            step_id,
+            from,
+        } => steps.adopt(job_id, step_id, from, cfg, etx),
+        ToAgent::EndStep {
+            job_id,
+            step_id,
+            kill_wait,
+        } => steps.end_step(job_id, step_id, kill_wait, cfg),
         ToAgent::Launch(mut lb) => {
             if let Some(path) = &cfg.relay {
                 let env = &mut lb.job.spec.environment;

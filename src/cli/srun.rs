@@ -441,7 +441,22 @@ fn launch(c: Client, job_id: u32, p: &Plan) -> u8 {
         eprintln!("{PROG}: error: Unable to create step for job {job_id}: {e}");
         return 1;
     }
-    stepio::run(f.into_inner(), job_id, &p.stream)
+    // Through a node agent's relay (srun in a job on a remote node): a relay that
+    // breaks (the agent restarted, the node's SSH link dropped) is reconnected to.
+    let relayed = std::env::var_os(crate::config::RELAY_SOCKET_VAR).is_some_and(|s| !s.is_empty());
+    let connect = || {
+        let cfg = crate::config::Config::load().ok()?;
+        crate::cli::client::Client::connect_with(&cfg)
+            .ok()?
+            .into_stream()
+            .ok()
+    };
+    stepio::run_reattaching(
+        f.into_inner(),
+        job_id,
+        &p.stream,
+        relayed.then_some(&connect as &dyn Fn() -> Option<std::os::unix::net::UnixStream>),
+    )
 }
 
 #[cfg(test)]

@@ -244,9 +244,60 @@ pub fn block_signals() {
     let _ = srun_signals().thread_block();
 }
 
+/// How long srun tries to take back a relayed step stream that broke (seconds; the
+/// controller holds the step that long too).
+const REATTACH_FOR: u64 = 120;
+
+/// Takes back the stream of step `job.step` after it broke: connects with `connect`
+/// (a fresh connection whose handshake is done) every second until the controller
+/// accepts `Request::StepAttach`, or [`REATTACH_FOR`] passes.
+fn reattach(
+    connect: &dyn Fn() -> Option<UnixStream>,
+    job_id: u32,
+    step_id: u32,
+    received: u64,
+) -> Option<UnixStream> {
+    let until = Instant::now() + Duration::from_secs(REATTACH_FOR);
+    // A controller that answers that it holds no such stream (it restarted, or the
+    // step was ended) is believed after a few tries; the first may come before it
+    // noticed the break.
+    let mut refusals = 0;
+    while Instant::now() < until && refusals < 5 {
+        if let Some(s) = connect() {
+            let mut f = SyncFramed::new(s);
+            let req = crate::proto::Request::StepAttach {
+                job_id,
+                step_id,
+                received,
+            };
+            if f.send(&req).is_ok() {
+                match f.recv::<StepEvent>() {
+                    Ok(StepEvent::Reattached) => return Some(f.into_inner()),
+                    Ok(StepEvent::Error(_)) => refusals += 1,
+                    _ => {}
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    None
+}
+
 /// Runs a step stream on `stream` (the `StepLaunch` request already sent) until the
 /// step is done; returns srun's exit code. `job_id` is for messages.
 pub fn run(stream: UnixStream, job_id: u32, o: &StreamOpts) -> u8 {
+    run_reattaching(stream, job_id, o, None)
+}
+
+/// [`run`], and when the stream breaks after the step started, reconnects with
+/// `connect` and takes the stream back (a relayed stream: the node's agent restarted
+/// or its SSH link dropped; events missed meanwhile are replayed once, in order).
+pub fn run_reattaching(
+    stream: UnixStream,
+    job_id: u32,
+    o: &StreamOpts,
+    connect: Option<&dyn Fn() -> Option<UnixStream>>,
+) -> u8 {
     block_signals();
     let writer = match stream.try_clone() {
         Ok(w) => Arc::new(Mutex::new(w)),
@@ -268,16 +319,35 @@ pub fn run(stream: UnixStream, job_id: u32, o: &StreamOpts) -> u8 {
     let mut stdout = std::io::stdout();
     let mut stderr = std::io::stderr();
     let mut stdin_started = false;
+    // Events received on the stream (a re-attach resumes after them).
+    let mut received: u64 = 0;
     loop {
         let ev: StepEvent = match reader.recv() {
             Ok(ev) => ev,
             Err(e) => {
+                let step = shared.lock().ok().and_then(|s| s.step);
+                if let (Some(connect), Some((j, s))) = (connect, step)
+                    && let Some(ns) = reattach(connect, j, s, received)
+                    && let Ok(w) = ns.try_clone()
+                {
+                    if let Ok(mut g) = writer.lock() {
+                        *g = w;
+                    }
+                    reader = SyncFramed::new(ns);
+                    continue;
+                }
                 drop(_raw);
                 eprintln!("srun: error: lost the connection to the controller: {e}");
                 return 1;
             }
         };
+        received += 1;
+        // Confirmed now and then, so that the controller keeps little for a re-attach.
+        if connect.is_some() && received.is_multiple_of(64) {
+            send(&writer, &StepInput::Received(received));
+        }
         match ev {
+            StepEvent::Reattached => {}
             StepEvent::Pending { reason } => {
                 was_pending = true;
                 eprintln!(

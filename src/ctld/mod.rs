@@ -58,13 +58,25 @@ enum Msg {
     AgentDown {
         node: String,
     },
-    /// A connection asked for a step and became its stream.
+    /// A connection asked for a step and became its stream; `relayed` when it came
+    /// through a node agent (see [`ClientLog`]).
     StepLaunch {
         cred: PeerCred,
         job_id: u32,
         spec: Box<StepSpec>,
         token: u64,
         tx: mpsc::UnboundedSender<StepEvent>,
+        relayed: bool,
+    },
+    /// A connection takes back the broken relayed stream of a step; `reply` gets the
+    /// stream's token (`None`: there is none to take).
+    StepAttach {
+        cred: PeerCred,
+        job_id: u32,
+        step_id: u32,
+        received: u64,
+        tx: mpsc::UnboundedSender<StepEvent>,
+        reply: oneshot::Sender<Option<u64>>,
     },
     StepInput {
         token: u64,
@@ -83,6 +95,67 @@ enum Msg {
         node: String,
         reason: String,
     },
+}
+
+/// Most bytes of step events kept for one relayed srun that has not confirmed them.
+const CLIENT_LOG_CAP: usize = 8 << 20;
+/// How long a broken relayed step stream waits for its srun to come back before the
+/// step is ended as if srun had gone (seconds).
+const CLIENT_GRACE: i64 = 120;
+
+/// The events sent on a relayed step stream (an srun on a remote node, whose
+/// connection runs through that node's agent and its SSH link) that its srun has not
+/// confirmed (`StepInput::Received`). When the relay breaks, the step is not ended:
+/// for [`CLIENT_GRACE`] seconds srun may reconnect (`Request::StepAttach`) and get
+/// the events it missed, in order, once.
+#[derive(Debug)]
+struct ClientLog {
+    uid: u32,
+    /// From the stream's `Launched` event.
+    step: Option<(u32, u32)>,
+    /// Events numbered `start`, `start + 1`, … (counting from the stream's first).
+    events: std::collections::VecDeque<StepEvent>,
+    start: u64,
+    bytes: usize,
+    /// The stream ended (`Done` or `Error` was sent).
+    ended: bool,
+    /// When the connection closed (the relay broke, or srun went away).
+    away_since: Option<i64>,
+}
+
+impl ClientLog {
+    fn event_bytes(ev: &StepEvent) -> usize {
+        match ev {
+            StepEvent::Output { data, .. } => data.len() + 16,
+            _ => 64,
+        }
+    }
+
+    fn record(&mut self, ev: &StepEvent) {
+        if let StepEvent::Launched {
+            job_id, step_id, ..
+        } = ev
+        {
+            self.step = Some((*job_id, *step_id));
+        }
+        self.ended |= matches!(ev, StepEvent::Done { .. } | StepEvent::Error(_));
+        self.bytes += Self::event_bytes(ev);
+        self.events.push_back(ev.clone());
+        while self.bytes > CLIENT_LOG_CAP && self.events.len() > 1 {
+            self.confirm(self.start + 1);
+        }
+    }
+
+    /// srun has the first `n` events.
+    fn confirm(&mut self, n: u64) {
+        while self.start < n {
+            let Some(ev) = self.events.pop_front() else {
+                break;
+            };
+            self.bytes -= Self::event_bytes(&ev);
+            self.start += 1;
+        }
+    }
 }
 
 /// Tokens naming step streams (one per StepLaunch connection).
@@ -453,6 +526,7 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
         health,
         remote,
         downlog: Default::default(),
+        client_logs: HashMap::new(),
     };
     let mut rx = rx;
     let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -484,6 +558,7 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
                 }
                 let now = crate::cli::timefmt::now();
                 actor.check_health(now, &mut fx);
+                actor.expire_client_logs(now, &mut fx);
                 actor.cluster.tick(now, &mut fx);
                 actor.cluster.resv_tick(now, &mut fx);
                 actor.downlog.observe(&actor.cluster.nodes, now);
@@ -591,6 +666,8 @@ struct Actor {
     remote: std::collections::HashSet<String>,
     /// Node down intervals for sreport.
     downlog: downtime::DownLog,
+    /// Relayed step streams by token.
+    client_logs: HashMap<u64, ClientLog>,
 }
 
 impl Actor {
@@ -601,12 +678,17 @@ impl Actor {
             Msg::AgentUp { node, reg, tx } => {
                 tracing::info!(node, "agent registered");
                 self.agents.insert(node.clone(), tx);
+                let steps = match &reg {
+                    FromAgent::Register { steps, .. } => steps.clone(),
+                    _ => Vec::new(),
+                };
                 let declared = self
                     .declared
                     .get(&node)
                     .cloned()
                     .unwrap_or_else(|| crate::config::NodeConf::named(&node));
                 self.cluster.agent_registered(reg, &declared, now, fx);
+                self.cluster.steps_registered(&node, &steps, now, fx);
                 self.health.registered(&mut self.cluster.nodes, &node, now);
                 fx.to_agent.push((
                     node.clone(),
@@ -629,7 +711,7 @@ impl Actor {
                 tracing::warn!(node, "agent link lost");
                 self.agents.remove(&node);
                 self.cluster.agent_lost(&node);
-                self.cluster.steps_lost_on(&node, now, fx);
+                self.cluster.steps_detached_on(&node);
             }
             Msg::StepLaunch {
                 cred,
@@ -637,17 +719,84 @@ impl Actor {
                 spec,
                 token,
                 tx,
+                relayed,
             } => {
                 self.streams.insert(token, tx);
+                if relayed {
+                    self.client_logs.insert(
+                        token,
+                        ClientLog {
+                            uid: cred.uid,
+                            step: None,
+                            events: Default::default(),
+                            start: 0,
+                            bytes: 0,
+                            ended: false,
+                            away_since: None,
+                        },
+                    );
+                }
                 let c = Caller {
                     uid: cred.uid,
                     gid: cred.gid,
                 };
                 self.cluster.step_launch(job_id, *spec, c, token, now, fx);
             }
+            Msg::StepAttach {
+                cred,
+                job_id,
+                step_id,
+                received,
+                tx,
+                reply,
+            } => {
+                let operator = self.cluster.is_operator(Caller {
+                    uid: cred.uid,
+                    gid: cred.gid,
+                });
+                let found = self.client_logs.iter_mut().find(|(_, l)| {
+                    l.step == Some((job_id, step_id))
+                        && l.away_since.is_some()
+                        && (l.uid == cred.uid || operator)
+                });
+                let Some((&token, log)) = found else {
+                    let _ = reply.send(None);
+                    return;
+                };
+                tracing::info!(
+                    job_id,
+                    step_id,
+                    received,
+                    "srun re-attached its step stream"
+                );
+                log.away_since = None;
+                log.confirm(received);
+                let _ = tx.send(StepEvent::Reattached);
+                for ev in &log.events {
+                    let _ = tx.send(ev.clone());
+                }
+                if !log.ended {
+                    self.streams.insert(token, tx);
+                }
+                let _ = reply.send(Some(token));
+            }
+            Msg::StepInput {
+                token,
+                input: StepInput::Received(n),
+            } => {
+                if let Some(l) = self.client_logs.get_mut(&token) {
+                    l.confirm(n);
+                }
+            }
             Msg::StepInput { token, input } => self.cluster.step_input(token, input, now, fx),
             Msg::StepClosed { token } => {
                 self.streams.remove(&token);
+                if let Some(l) = self.client_logs.get_mut(&token) {
+                    // Held for a re-attach (a relay that broke), or for a while after
+                    // the end in case the last events were lost with the relay.
+                    l.away_since.get_or_insert(now);
+                    return;
+                }
                 self.cluster.step_stream_closed(token, now, fx);
             }
             Msg::OwnerGone { cred, jobs } => {
@@ -867,7 +1016,7 @@ impl Actor {
                     Err(e) => Response::Error(e),
                 }
             }
-            Request::StepLaunch { .. } => {
+            Request::StepLaunch { .. } | Request::StepAttach { .. } => {
                 Response::Error(SlurmError::Other("step launch out of place".into()))
             }
             Request::CancelSteps { steps, signal } => {
@@ -982,7 +1131,29 @@ impl Actor {
             }
         }
         if !silent.is_empty() {
+            self.cluster.steps_node_failed(&silent, now, fx);
             self.cluster.nodes_failed(&silent, now, fx);
+        }
+    }
+
+    /// Relayed step streams whose srun stayed away past [`CLIENT_GRACE`]: forgotten,
+    /// and a step still running ends as if its srun had gone.
+    fn expire_client_logs(&mut self, now: i64, fx: &mut Effects) {
+        let expired: Vec<(u64, bool)> = self
+            .client_logs
+            .iter()
+            .filter(|(_, l)| l.away_since.is_some_and(|t| now - t >= CLIENT_GRACE))
+            .map(|(t, l)| (*t, l.ended))
+            .collect();
+        for (token, ended) in expired {
+            self.client_logs.remove(&token);
+            if !ended {
+                tracing::warn!(
+                    token,
+                    "srun of a relayed step did not come back; ending the step"
+                );
+                self.cluster.step_stream_closed(token, now, fx);
+            }
         }
     }
 
@@ -1024,6 +1195,9 @@ impl Actor {
         }
         for (token, ev) in fx.to_client.drain(..) {
             let last = matches!(ev, StepEvent::Done { .. } | StepEvent::Error(_));
+            if let Some(l) = self.client_logs.get_mut(&token) {
+                l.record(&ev);
+            }
             if let Some(tx) = self.streams.get(&token) {
                 let _ = tx.send(ev);
             }
@@ -1123,12 +1297,17 @@ fn user_group_names(uid: u32, gid: u32) -> (String, String) {
 
 async fn serve_client(stream: tokio::net::UnixStream, tx: mpsc::Sender<Msg>) -> anyhow::Result<()> {
     let cred = transport::peer_cred(&stream)?;
-    serve_stream(stream, cred, tx).await
+    serve_stream(stream, cred, tx, false).await
 }
 
 /// Serves one front-end connection whose peer is `cred`: the controller's own socket, or
-/// a connection relayed by a node's agent ([`relay`]).
-async fn serve_stream<S>(stream: S, cred: PeerCred, tx: mpsc::Sender<Msg>) -> anyhow::Result<()>
+/// a connection relayed by a node's agent ([`relay`], `relayed`).
+async fn serve_stream<S>(
+    stream: S,
+    cred: PeerCred,
+    tx: mpsc::Sender<Msg>,
+    relayed: bool,
+) -> anyhow::Result<()>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
@@ -1136,7 +1315,7 @@ where
     framed.handshake(Role::Controller, &[Role::Client]).await?;
     // Allocation-only jobs this connection owns (cancelled if it closes first).
     let mut owned: Vec<u32> = Vec::new();
-    let res = serve_requests(&mut framed, cred, &tx, &mut owned).await;
+    let res = serve_requests(&mut framed, cred, &tx, &mut owned, relayed).await;
     if !owned.is_empty() {
         let _ = tx.send(Msg::OwnerGone { cred, jobs: owned }).await;
     }
@@ -1148,6 +1327,7 @@ async fn serve_requests<S>(
     cred: PeerCred,
     tx: &mpsc::Sender<Msg>,
     owned: &mut Vec<u32>,
+    relayed: bool,
 ) -> anyhow::Result<()>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
@@ -1167,7 +1347,27 @@ where
             }
         };
         if let Request::StepLaunch { job_id, spec } = req {
-            return serve_step(framed, cred, tx, job_id, spec).await;
+            return serve_step(
+                framed,
+                cred,
+                tx,
+                StreamStart::Launch { job_id, spec },
+                relayed,
+            )
+            .await;
+        }
+        if let Request::StepAttach {
+            job_id,
+            step_id,
+            received,
+        } = req
+        {
+            let start = StreamStart::Attach {
+                job_id,
+                step_id,
+                received,
+            };
+            return serve_step(framed, cred, tx, start, relayed).await;
         }
         let releasing = match &req {
             Request::ReleaseAllocation { job_id, .. } => Some(*job_id),
@@ -1194,29 +1394,76 @@ where
     }
 }
 
+/// How a step stream begins.
+enum StreamStart {
+    Launch {
+        job_id: u32,
+        spec: Box<StepSpec>,
+    },
+    Attach {
+        job_id: u32,
+        step_id: u32,
+        received: u64,
+    },
+}
+
 /// A step stream: events from the actor to srun, input from srun to the actor, until
 /// the step is done or either side goes away.
 async fn serve_step<S>(
     framed: &mut Framed<S>,
     cred: PeerCred,
     tx: &mpsc::Sender<Msg>,
-    job_id: u32,
-    spec: Box<StepSpec>,
+    start: StreamStart,
+    relayed: bool,
 ) -> anyhow::Result<()>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
-    let token = NEXT_TOKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let (etx, mut erx) = mpsc::unbounded_channel::<StepEvent>();
-    tx.send(Msg::StepLaunch {
-        cred,
-        job_id,
-        spec,
-        token,
-        tx: etx,
-    })
-    .await
-    .map_err(|_| anyhow::anyhow!("controller is stopping"))?;
+    let stopping = || anyhow::anyhow!("controller is stopping");
+    let token = match start {
+        StreamStart::Launch { job_id, spec } => {
+            let token = NEXT_TOKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            tx.send(Msg::StepLaunch {
+                cred,
+                job_id,
+                spec,
+                token,
+                tx: etx,
+                relayed,
+            })
+            .await
+            .map_err(|_| stopping())?;
+            token
+        }
+        StreamStart::Attach {
+            job_id,
+            step_id,
+            received,
+        } => {
+            let (rtx, rrx) = oneshot::channel();
+            tx.send(Msg::StepAttach {
+                cred,
+                job_id,
+                step_id,
+                received,
+                tx: etx,
+                reply: rtx,
+            })
+            .await
+            .map_err(|_| stopping())?;
+            match rrx.await.map_err(|_| stopping())? {
+                Some(t) => t,
+                None => {
+                    let e = SlurmError::Other(format!(
+                        "no broken stream of step {job_id}.{step_id} to re-attach"
+                    ));
+                    framed.send(&StepEvent::Error(e)).await?;
+                    return Ok(());
+                }
+            }
+        }
+    };
     let res: anyhow::Result<()> = loop {
         tokio::select! {
             ev = erx.recv() => match ev {

@@ -75,7 +75,7 @@ impl Relays {
         self.conns.insert(conn, in_tx);
         // The server: the same code as for a local connection.
         tokio::spawn(async move {
-            if let Err(e) = super::serve_stream(theirs, cred, tx).await {
+            if let Err(e) = super::serve_stream(theirs, cred, tx, true).await {
                 tracing::debug!(conn, "relayed client connection: {e}");
             }
         });

@@ -1734,6 +1734,7 @@ impl Cluster {
             arch,
             running,
             gres,
+            ..
         } = msg
         else {
             return;
@@ -1765,9 +1766,12 @@ impl Cluster {
             }
         }
         // Jobs the controller believes run here but the node does not know are lost.
+        // Allocation-only jobs (salloc, srun) have no batch step for a node to know:
+        // their steps are reconciled on their own (`steps_registered`).
         let lost: Vec<u32> = self
             .jobs
             .values()
+            .filter(|j| !j.spec.alloc_only)
             .filter(|j| matches!(j.state, JobState::Running | JobState::Suspended) || j.completing)
             .filter(|j| j.alloc.as_ref().is_some_and(|a| a.nodes[0] == node))
             .filter(|j| !running.contains(&j.id))
@@ -1860,7 +1864,8 @@ impl Cluster {
                 job_id,
                 step_id,
                 event,
-            } => self.step_event(node, job_id, step_id, event, now, fx),
+                seq,
+            } => self.step_event(node, job_id, step_id, event, seq, now, fx),
             FromAgent::Isolation { backend, degraded } => {
                 self.isolation_reported(node, &backend, degraded, now);
             }

@@ -31,6 +31,31 @@ mod gres;
 /// Slurm's text for a step that must wait.
 pub const BUSY: &str = "Requested nodes are busy";
 
+/// Output bytes from one node's stepd that make the controller acknowledge them at
+/// once rather than at the next tick, so that stepd's event log stays small.
+const ACK_BYTES: usize = 1 << 20;
+/// Most input bytes held for a node part whose link is down.
+const QUEUE_CAP: usize = 16 << 20;
+
+/// One node's part of a live step: what its stepd has delivered (events are numbered,
+/// `stepd::stream`), and the state of its link.
+#[derive(Debug, Default)]
+struct Part {
+    /// Highest event number received; events at or below it are replays, dropped.
+    delivered: u64,
+    /// Highest number acknowledged to stepd.
+    acked: u64,
+    /// Output bytes received since the last acknowledgement.
+    unacked_bytes: usize,
+    /// The node's agent link is down: stepd keeps the events, input waits here.
+    detached: bool,
+    /// The node reported its end of the step, or it was given up.
+    done: bool,
+    /// Input for stepd held while detached, sent once the step is re-adopted.
+    queued: Vec<StepdInput>,
+    queued_bytes: usize,
+}
+
 /// A step that is running on its nodes.
 #[derive(Debug)]
 struct LiveStep {
@@ -49,6 +74,10 @@ struct LiveStep {
     /// Ended by scancel or by the end of the job.
     cancelled: bool,
     timed_out: bool,
+    /// Per node of `layout.nodes`.
+    parts: Vec<Part>,
+    /// A node of the step stopped answering (SlurmdTimeout): the step ends NODE_FAIL.
+    node_fail: bool,
 }
 
 /// A step request waiting for resources.
@@ -438,6 +467,7 @@ impl Cluster {
                         .find(|(n, _)| n == node)
                         .map(|(_, g)| g.clone())
                         .unwrap_or_default(),
+                    linger_secs: 0,
                 })),
             ));
         }
@@ -454,6 +484,8 @@ impl Cluster {
             LiveStep {
                 token,
                 nodes_left: layout.nodes.len(),
+                parts: layout.nodes.iter().map(|_| Part::default()).collect(),
+                node_fail: false,
                 layout,
                 held,
                 held_mem,
@@ -493,20 +525,77 @@ impl Cluster {
         }
     }
 
-    /// An event from a step's stepd on `node`.
+    /// An event from a step's stepd on `node`, numbered `seq` by stepd (0: made up by
+    /// the agent, never replayed). Replays of events already received are dropped.
+    #[allow(clippy::too_many_arguments)]
     pub fn step_event(
         &mut self,
         node: &str,
         job_id: u32,
         step_id: u32,
         ev: StepdEvent,
+        seq: u64,
         now: i64,
         fx: &mut Effects,
     ) {
         let Some(live) = self.steps.live.get_mut(&(job_id, step_id)) else {
+            // A step that ended here already: its stepd waits for this to exit.
+            if seq > 0 && matches!(ev, StepdEvent::Done { .. }) {
+                fx.to_agent.push((
+                    node.to_string(),
+                    ToAgent::StepInput {
+                        job_id,
+                        step_id,
+                        input: StepdInput::Ack(seq),
+                    },
+                ));
+            }
             return;
         };
         let token = live.token;
+        let Some(pi) = live.layout.nodes.iter().position(|n| n == node) else {
+            return;
+        };
+        let part = &mut live.parts[pi];
+        if seq > 0 {
+            if seq <= part.delivered {
+                return;
+            }
+            if seq > part.delivered + 1 {
+                tracing::warn!(
+                    node,
+                    job_id,
+                    step_id,
+                    "step events {}..{} missing",
+                    part.delivered + 1,
+                    seq - 1
+                );
+            }
+            part.delivered = seq;
+        }
+        if part.done {
+            return;
+        }
+        let ack_now = match &ev {
+            StepdEvent::Output { data, .. } => {
+                part.unacked_bytes += data.len();
+                part.unacked_bytes >= ACK_BYTES
+            }
+            StepdEvent::Done { .. } => true,
+            _ => false,
+        };
+        if ack_now && part.delivered > part.acked {
+            part.acked = part.delivered;
+            part.unacked_bytes = 0;
+            fx.to_agent.push((
+                node.to_string(),
+                ToAgent::StepInput {
+                    job_id,
+                    step_id,
+                    input: StepdInput::Ack(part.delivered),
+                },
+            ));
+        }
         match ev {
             StepdEvent::Started { .. } => {}
             StepdEvent::Output { task, stderr, data } => {
@@ -537,11 +626,92 @@ impl Cluster {
                 if usage.ntasks > 0 || !live.usage.contains_key(node) {
                     live.usage.insert(node.to_string(), usage);
                 }
-                live.nodes_left = live.nodes_left.saturating_sub(1);
-                if live.nodes_left == 0 {
-                    self.finish_step(job_id, step_id, now, fx);
-                }
+                self.part_over(job_id, step_id, pi, now, fx);
             }
+        }
+    }
+
+    /// Part `pi` of a live step is over (reported, or given up); the step ends with
+    /// its last part.
+    fn part_over(&mut self, job_id: u32, step_id: u32, pi: usize, now: i64, fx: &mut Effects) {
+        let Some(live) = self.steps.live.get_mut(&(job_id, step_id)) else {
+            return;
+        };
+        let Some(part) = live.parts.get_mut(pi) else {
+            return;
+        };
+        if part.done {
+            return;
+        }
+        part.done = true;
+        part.queued.clear();
+        live.nodes_left = live.nodes_left.saturating_sub(1);
+        if live.nodes_left == 0 {
+            self.finish_step(job_id, step_id, now, fx);
+        }
+    }
+
+    /// Sends `input` to part `pi` of a live step, or holds it while that node's link is
+    /// down.
+    fn send_part(&mut self, key: (u32, u32), pi: usize, input: StepdInput, fx: &mut Effects) {
+        let Some(live) = self.steps.live.get_mut(&key) else {
+            return;
+        };
+        let (Some(node), Some(part)) = (live.layout.nodes.get(pi), live.parts.get_mut(pi)) else {
+            return;
+        };
+        if part.done {
+            return;
+        }
+        if part.detached {
+            let n = match &input {
+                StepdInput::Stdin { data } => data.len(),
+                _ => 0,
+            };
+            if part.queued_bytes + n > QUEUE_CAP {
+                tracing::warn!(
+                    node,
+                    "input for step {}.{} dropped: its node is away",
+                    key.0,
+                    key.1
+                );
+                return;
+            }
+            part.queued_bytes += n;
+            part.queued.push(input);
+            return;
+        }
+        fx.to_agent.push((
+            node.clone(),
+            ToAgent::StepInput {
+                job_id: key.0,
+                step_id: key.1,
+                input,
+            },
+        ));
+    }
+
+    /// Sends `input` to every part of a live step on a node in `nodes`.
+    fn send_nodes(
+        &mut self,
+        key: (u32, u32),
+        nodes: &[String],
+        input: &StepdInput,
+        fx: &mut Effects,
+    ) {
+        let idx: Vec<usize> = match self.steps.live.get(&key) {
+            Some(l) => l
+                .layout
+                .nodes
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| nodes.contains(n))
+                .map(|(i, _)| i)
+                .collect(),
+            None => return,
+        };
+        for pi in idx {
+            self.send_part(key, pi, input.clone(), fx);
         }
     }
 
@@ -572,7 +742,9 @@ impl Cluster {
             code,
             signal: if code == 0 { signal } else { 0 },
         };
-        let state = if live.timed_out {
+        let state = if live.node_fail {
+            JobState::NodeFail
+        } else if live.timed_out {
             JobState::Timeout
         } else if live.cancelled {
             JobState::Cancelled
@@ -635,17 +807,10 @@ impl Cluster {
                 self.terminate_step(job_id, step_id, None, now, fx);
                 return;
             }
+            // Served by the actor (its record of a relayed stream).
+            StepInput::Received(_) => return,
         };
-        for n in nodes {
-            fx.to_agent.push((
-                n,
-                ToAgent::StepInput {
-                    job_id,
-                    step_id,
-                    input: msg.clone(),
-                },
-            ));
-        }
+        self.send_nodes((job_id, step_id), &nodes, &msg, fx);
     }
 
     /// The srun of stream `token` went away: its step ends (a waiting one is dropped).
@@ -681,19 +846,9 @@ impl Cluster {
         let Some(live) = self.steps.live.get(&(job_id, step_id)) else {
             return;
         };
-        for n in &live.layout.nodes {
-            fx.to_agent.push((
-                n.clone(),
-                ToAgent::StepInput {
-                    job_id,
-                    step_id,
-                    input: StepdInput::Terminate {
-                        kill_wait,
-                        message: message.clone(),
-                    },
-                },
-            ));
-        }
+        let nodes = live.layout.nodes.clone();
+        let input = StepdInput::Terminate { kill_wait, message };
+        self.send_nodes((job_id, step_id), &nodes, &input, fx);
     }
 
     /// `scancel JOB.STEP` (and `--signal`): per pair, `InvalidJobId` when the job or
@@ -724,16 +879,7 @@ impl Cluster {
                 match signal.filter(|&s| s != 9) {
                     Some(sig) => {
                         let nodes = self.steps.live[&(job_id, step_id)].layout.nodes.clone();
-                        for n in nodes {
-                            fx.to_agent.push((
-                                n,
-                                ToAgent::StepInput {
-                                    job_id,
-                                    step_id,
-                                    input: StepdInput::Signal(sig),
-                                },
-                            ));
-                        }
+                        self.send_nodes((job_id, step_id), &nodes, &StepdInput::Signal(sig), fx);
                     }
                     None => {
                         let node = self.steps.live[&(job_id, step_id)]
@@ -769,16 +915,8 @@ impl Cluster {
     pub fn signal_job_steps(&mut self, job_id: u32, signal: i32, fx: &mut Effects) -> usize {
         let ids = self.steps.of_job(job_id);
         for &s in &ids {
-            for n in self.steps.live[&(job_id, s)].layout.nodes.clone() {
-                fx.to_agent.push((
-                    n,
-                    ToAgent::StepInput {
-                        job_id,
-                        step_id: s,
-                        input: StepdInput::Signal(signal),
-                    },
-                ));
-            }
+            let nodes = self.steps.live[&(job_id, s)].layout.nodes.clone();
+            self.send_nodes((job_id, s), &nodes, &StepdInput::Signal(signal), fx);
         }
         ids.len()
     }
@@ -801,6 +939,19 @@ impl Cluster {
                 if timeout { " DUE TO TIME LIMIT" } else { "" }
             );
             self.terminate_step(job_id, s, Some(msg), now, fx);
+            // A node that is away cannot say when its part ended: the job is over, so
+            // it is given up (the node ends what it still runs when it comes back).
+            let away: Vec<usize> = self.steps.live.get(&(job_id, s)).map_or(vec![], |l| {
+                l.parts
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, p)| p.detached && !p.done)
+                    .map(|(i, _)| i)
+                    .collect()
+            });
+            for pi in away {
+                self.part_over(job_id, s, pi, now, fx);
+            }
         }
         let mut i = 0;
         while i < self.steps.pending.len() {
@@ -833,6 +984,23 @@ impl Cluster {
     /// Ends steps that ran past their own `--time` (SIGTERM, then SIGKILL after
     /// KillWait, `*** STEP … DUE TO TIME LIMIT ***`); the step is recorded TIMEOUT.
     pub fn tick_steps(&mut self, now: i64, fx: &mut Effects) {
+        // Acknowledge what came since the last tick, so stepd can drop it.
+        for ((j, s), l) in self.steps.live.iter_mut() {
+            for (node, p) in l.layout.nodes.iter().zip(l.parts.iter_mut()) {
+                if !p.detached && !p.done && p.delivered > p.acked {
+                    p.acked = p.delivered;
+                    p.unacked_bytes = 0;
+                    fx.to_agent.push((
+                        node.clone(),
+                        ToAgent::StepInput {
+                            job_id: *j,
+                            step_id: *s,
+                            input: StepdInput::Ack(p.delivered),
+                        },
+                    ));
+                }
+            }
+        }
         let mut due = Vec::new();
         for ((j, s), l) in &self.steps.live {
             if l.timed_out {
@@ -865,30 +1033,137 @@ impl Cluster {
         }
     }
 
-    /// A node's agent went away or re-registered without these steps: they are over.
-    pub fn steps_lost_on(&mut self, node: &str, now: i64, fx: &mut Effects) {
-        let keys: Vec<(u32, u32)> = self
-            .steps
-            .live
-            .iter()
-            .filter(|(_, l)| l.layout.nodes.iter().any(|n| n == node))
-            .map(|(k, _)| *k)
-            .collect();
-        for (j, s) in keys {
+    /// A node's agent link went down. Its parts of live steps wait: their stepd keeps
+    /// running and keeps its output until a new link re-adopts them
+    /// ([`Cluster::steps_registered`]), or the node misses SlurmdTimeout
+    /// ([`Cluster::steps_node_failed`]). srun keeps waiting meanwhile.
+    pub fn steps_detached_on(&mut self, node: &str) {
+        for l in self.steps.live.values_mut() {
+            for (n, p) in l.layout.nodes.iter().zip(l.parts.iter_mut()) {
+                if n == node && !p.done {
+                    p.detached = true;
+                }
+            }
+        }
+    }
+
+    /// A node's agent registered, its stepds still running `reported` (job, step).
+    /// Parts of live steps it still runs are re-adopted: replayed from the first event
+    /// the controller lacks, and given the input held for them. Parts it no longer
+    /// runs are over (cancelled). Steps it runs that the controller no longer tracks
+    /// are ended.
+    pub fn steps_registered(
+        &mut self,
+        node: &str,
+        reported: &[(u32, u32)],
+        now: i64,
+        fx: &mut Effects,
+    ) {
+        let kill_wait = self.kill_wait;
+        let mut lost = Vec::new();
+        for (&(j, s), l) in self.steps.live.iter_mut() {
+            let Some(pi) = l.layout.nodes.iter().position(|n| n == node) else {
+                continue;
+            };
+            let p = &mut l.parts[pi];
+            let runs = reported.contains(&(j, s));
+            if p.done {
+                if runs {
+                    // Its end came; the acknowledgement may not have.
+                    fx.to_agent.push((
+                        node.to_string(),
+                        ToAgent::StepInput {
+                            job_id: j,
+                            step_id: s,
+                            input: StepdInput::Ack(p.delivered),
+                        },
+                    ));
+                }
+                continue;
+            }
+            if !runs {
+                lost.push((j, s, pi));
+                continue;
+            }
+            p.detached = false;
+            fx.to_agent.push((
+                node.to_string(),
+                ToAgent::AdoptStep {
+                    job_id: j,
+                    step_id: s,
+                    from: p.delivered + 1,
+                },
+            ));
+            if p.delivered > 0 {
+                p.acked = p.delivered;
+                p.unacked_bytes = 0;
+                fx.to_agent.push((
+                    node.to_string(),
+                    ToAgent::StepInput {
+                        job_id: j,
+                        step_id: s,
+                        input: StepdInput::Ack(p.delivered),
+                    },
+                ));
+            }
+            p.queued_bytes = 0;
+            for input in std::mem::take(&mut p.queued) {
+                fx.to_agent.push((
+                    node.to_string(),
+                    ToAgent::StepInput {
+                        job_id: j,
+                        step_id: s,
+                        input,
+                    },
+                ));
+            }
+        }
+        for &(j, s) in reported {
+            let tracked = self
+                .steps
+                .live
+                .get(&(j, s))
+                .is_some_and(|l| l.layout.nodes.iter().any(|n| n == node));
+            if !tracked {
+                tracing::warn!(node, job_id = j, step_id = s, "ending a step nobody tracks");
+                fx.to_agent.push((
+                    node.to_string(),
+                    ToAgent::EndStep {
+                        job_id: j,
+                        step_id: s,
+                        kill_wait,
+                    },
+                ));
+            }
+        }
+        for (j, s, pi) in lost {
+            tracing::warn!(
+                node,
+                job_id = j,
+                step_id = s,
+                "the node no longer runs its part of the step"
+            );
             if let Some(l) = self.steps.live.get_mut(&(j, s)) {
                 l.cancelled = true;
-                l.nodes_left = 1;
             }
-            self.step_event(
-                node,
-                j,
-                s,
-                StepdEvent::Done {
-                    usage: StepUsage::default(),
-                },
-                now,
-                fx,
-            );
+            self.part_over(j, s, pi, now, fx);
+        }
+    }
+
+    /// `nodes` missed SlurmdTimeout: their parts of live steps are given up and those
+    /// steps end NODE_FAIL (their other nodes are told to end them when the job ends).
+    pub fn steps_node_failed(&mut self, nodes: &[String], now: i64, fx: &mut Effects) {
+        let mut hit = Vec::new();
+        for (&k, l) in self.steps.live.iter_mut() {
+            for (pi, (n, p)) in l.layout.nodes.iter().zip(&l.parts).enumerate() {
+                if nodes.contains(n) && !p.done {
+                    l.node_fail = true;
+                    hit.push((k, pi));
+                }
+            }
+        }
+        for ((j, s), pi) in hit {
+            self.part_over(j, s, pi, now, fx);
         }
     }
 

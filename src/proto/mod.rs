@@ -20,7 +20,7 @@ pub mod codec;
 pub mod spool;
 pub mod stepio;
 
-pub use stepio::{LaunchStep, StepEvent, StepInput, StepdEvent, StepdInput};
+pub use stepio::{LaunchStep, StepEvent, StepInput, StepdEvent, StepdFrame, StepdInput};
 
 pub use codec::{Framed, ProtoError};
 
@@ -362,6 +362,15 @@ pub enum Request {
     /// The network topology placement uses (`scontrol show topology`); answered
     /// [`Response::Topology`].
     Topology,
+    /// An srun whose relayed step stream broke (its node's agent restarted, or the
+    /// node's SSH link dropped) takes the stream back: the connection becomes the
+    /// step's stream again, starting with the events after the first `received` ones
+    /// it had. [`StepEvent::Error`] when no broken stream of that step is waiting.
+    StepAttach {
+        job_id: u32,
+        step_id: u32,
+        received: u64,
+    },
 }
 
 /// A user-facing error from the controller; `Display` is Slurm's text.
@@ -697,6 +706,21 @@ pub enum ToAgent {
     /// The job has ended: run the epilog for it on this node (sent to every node of the
     /// allocation when an epilog is configured).
     Epilog { job: Box<Job>, cluster: String },
+    /// Re-attach a step whose stepd outlived the previous link (listed in
+    /// [`FromAgent::Register`]'s `steps`): connect to it and have it replay its events
+    /// from number `from` ([`StepdInput::Resume`]), then relay it as a launched one.
+    AdoptStep {
+        job_id: u32,
+        step_id: u32,
+        from: u64,
+    },
+    /// A step the node still runs but the controller no longer tracks (it ended while
+    /// the node was away): end it and let its stepd go ([`StepdInput::Abandon`]).
+    EndStep {
+        job_id: u32,
+        step_id: u32,
+        kill_wait: u32,
+    },
 }
 
 /// How a batch job ended on the node.
@@ -728,6 +752,10 @@ pub enum FromAgent {
         /// declares none for the node and does not say `AutoDetect=off`.
         #[serde(default)]
         gres: Vec<crate::model::gres::GresDevice>,
+        /// Steps (job, step) whose stepd is still running here, from an earlier link or
+        /// agent; the controller answers [`ToAgent::AdoptStep`] or [`ToAgent::EndStep`].
+        #[serde(default)]
+        steps: Vec<(u32, u32)>,
     },
     /// The batch script started (pid of the shell, epoch seconds).
     Started { job_id: u32, pid: u32, time: i64 },
@@ -766,6 +794,10 @@ pub enum FromAgent {
         job_id: u32,
         step_id: u32,
         event: StepdEvent,
+        /// The event's number from stepd ([`StepdFrame`]); 0 for events the agent makes
+        /// up itself (a launch failure, a stepd that died), which are never replayed.
+        #[serde(default)]
+        seq: u64,
     },
     /// A front-end inside a job on this node connected to the agent's relay socket
     /// (`SLUICE_SOCKET` in the job's environment); `uid`/`gid` are its SO_PEERCRED as

@@ -39,6 +39,11 @@ pub struct LaunchStep {
     /// The node scripts; stepd runs TaskProlog/TaskEpilog from them.
     #[serde(default)]
     pub scripts: crate::config::scripts::NodeScripts,
+    /// Seconds stepd keeps its unacknowledged events after the step ended while no
+    /// controller has them (the link is down): past this the node counts as dead
+    /// anyway (SlurmdTimeout). 0 means the default (10 minutes).
+    #[serde(default)]
+    pub linger_secs: u32,
 }
 
 impl std::fmt::Debug for LaunchStep {
@@ -81,6 +86,9 @@ pub enum StepEvent {
     Done { state: JobState },
     /// The step could not be created or run; the stream ends after this.
     Error(SlurmError),
+    /// First answer to a successful [`super::Request::StepAttach`]: the events srun
+    /// missed follow, then the stream goes on.
+    Reattached,
 }
 
 /// srun → controller on a step stream.
@@ -99,6 +107,9 @@ pub enum StepInput {
     WinSize { rows: u16, cols: u16 },
     /// End the step (srun `-K`, or a second Ctrl-C).
     Terminate,
+    /// srun has received the first `n` events of the stream (so the controller need
+    /// not keep them for a re-attach, [`super::Request::StepAttach`]).
+    Received(u64),
 }
 
 /// Controller → stepd (through the agent).
@@ -122,6 +133,30 @@ pub enum StepdInput {
     },
     /// Stop (`true`) or continue (`false`) the step's tasks (`scontrol suspend`).
     Suspend(bool),
+    /// First message of an agent that connects to a running stepd's socket (a new link
+    /// after an SSH drop or an agent restart): send the events numbered `from` and
+    /// later, then go on live. Until it comes, a new connection gets nothing.
+    Resume {
+        from: u64,
+    },
+    /// The controller has every event up to and including number `seq`: stepd may drop
+    /// them from its spool.
+    Ack(u64),
+    /// The controller no longer wants this step (it ended while the node was away, or
+    /// the controller does not know it): end the tasks (SIGKILL after `kill_wait`
+    /// seconds), discard their output, and exit without waiting for acknowledgements.
+    Abandon {
+        kill_wait: u32,
+    },
+}
+
+/// One numbered event on the stepd → agent link. Numbers start at 1 and grow by one per
+/// event of the step on this node; the controller uses them to drop the events it
+/// already has when a new link replays them ([`StepdInput::Resume`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepdFrame {
+    pub seq: u64,
+    pub event: StepdEvent,
 }
 
 /// stepd → controller (through the agent).

@@ -951,6 +951,7 @@ mod tests {
             cgroup: Default::default(),
             node_gres: Vec::new(),
             scripts: Default::default(),
+            linger_secs: 0,
         };
         let got: BTreeMap<String, String> = task_env(&step_env(&ls, "node01"), 0, 0, 0)
             .into_iter()

@@ -20,6 +20,7 @@ pub mod isolate;
 pub mod nccl;
 pub mod step;
 mod task_script;
+pub mod stream;
 pub mod usage;
 
 use crate::model::job::ExitStatus;

@@ -10,16 +10,18 @@
 //!
 //! Invariants: [`StepdEvent::Done`] is sent once, after every task was reaped and its
 //! output drained (or the drain grace ran out), and after every `TaskExit`. If the
-//! agent goes away the tasks are terminated: nobody could read their output.
+//! agent goes away (an SSH drop, an agent restart) the tasks go on: events are numbered
+//! and kept in the step's spool until the controller acknowledges them, and the next
+//! agent re-attaches through the step's socket and has them replayed ([`super::stream`]).
+//! After `Done`, stepd waits (bounded) until the controller has it.
 
 use super::env;
 use super::gpus;
 use super::usage;
 use crate::model::job::{ExitStatus, GresAlloc};
 use crate::model::step::{CpuBindKind, StdinMode, StepUsage};
-use crate::proto::codec::{decode, encode};
 use crate::proto::spool;
-use crate::proto::{LaunchStep, MAX_FRAME, StepdEvent, StepdInput};
+use crate::proto::{LaunchStep, StepdEvent, StepdInput};
 use anyhow::Context;
 use nix::errno::Errno;
 use nix::fcntl::OFlag;
@@ -68,80 +70,6 @@ struct InFd {
     pty: bool,
 }
 
-/// The agent link: blocking writes, non-blocking reads into a frame buffer.
-struct Link {
-    fd: OwnedFd,
-    rbuf: Vec<u8>,
-    closed: bool,
-}
-
-impl Link {
-    fn send(&mut self, ev: &StepdEvent) {
-        if self.closed {
-            return;
-        }
-        let Ok(body) = encode(ev) else { return };
-        let mut buf = Vec::with_capacity(body.len() + 4);
-        buf.extend_from_slice(&(body.len() as u32).to_be_bytes());
-        buf.extend_from_slice(&body);
-        let mut rest = &buf[..];
-        while !rest.is_empty() {
-            match nix::unistd::write(&self.fd, rest) {
-                Ok(n) => rest = &rest[n..],
-                Err(Errno::EINTR) => {}
-                Err(_) => {
-                    self.closed = true;
-                    return;
-                }
-            }
-        }
-    }
-
-    /// Reads what is available; returns the complete frames.
-    fn read(&mut self) -> Vec<StepdInput> {
-        let mut tmp = [0u8; 65536];
-        loop {
-            match nix::sys::socket::recv(
-                self.fd.as_raw_fd(),
-                &mut tmp,
-                nix::sys::socket::MsgFlags::MSG_DONTWAIT,
-            ) {
-                Ok(0) => {
-                    self.closed = true;
-                    break;
-                }
-                Ok(n) => self.rbuf.extend_from_slice(&tmp[..n]),
-                Err(Errno::EINTR) => continue,
-                Err(Errno::EAGAIN) => break,
-                Err(_) => {
-                    self.closed = true;
-                    break;
-                }
-            }
-        }
-        let mut out = Vec::new();
-        loop {
-            if self.rbuf.len() < 4 {
-                break;
-            }
-            let len = u32::from_be_bytes([self.rbuf[0], self.rbuf[1], self.rbuf[2], self.rbuf[3]])
-                as usize;
-            if len > MAX_FRAME {
-                self.closed = true;
-                break;
-            }
-            if self.rbuf.len() < 4 + len {
-                break;
-            }
-            if let Ok(m) = decode::<StepdInput>(&self.rbuf[4..4 + len]) {
-                out.push(m);
-            }
-            self.rbuf.drain(..4 + len);
-        }
-        out
-    }
-}
-
 /// Runs the step described by `dir/launch_step`; see the module docs.
 pub fn run(dir: &Path) -> anyhow::Result<()> {
     let ls: LaunchStep = spool::read(dir, STEP_LAUNCH)?.context("no step launch record")?;
@@ -155,11 +83,7 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
     if let Ok(null) = std::fs::File::open("/dev/null") {
         let _ = nix::unistd::dup2(null.as_raw_fd(), 0);
     }
-    let mut link = Link {
-        fd: link_fd,
-        rbuf: Vec::new(),
-        closed: false,
-    };
+    let mut link = super::stream::Stream::new(dir, link_fd);
     let mut mask = SigSet::empty();
     for s in [
         Signal::SIGCHLD,
@@ -261,9 +185,10 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
                         status: ExitStatus { code: 1, signal: 0 },
                     });
                 }
-                link.send(&StepdEvent::Done {
+                let done = link.send(&StepdEvent::Done {
                     usage: StepUsage::default(),
                 });
+                linger(&mut link, &sfd, done, linger_for(&ls));
                 return Ok(());
             }
         }
@@ -471,6 +396,7 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
     let mut next_sample = Instant::now();
     let mut drain_until: Option<Instant> = None;
     let mut terminating = false;
+    let mut abandoned = false;
     let mut iso = iso;
     let mut finished = None;
     loop {
@@ -507,17 +433,27 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
             .saturating_duration_since(now)
             .min(drain_until.map_or(SAMPLE_EVERY, |d| d.saturating_duration_since(now)))
             .max(Duration::from_millis(1));
-        let mut fds: Vec<PollFd> = Vec::with_capacity(outs.len() + ins.len() + 2);
+        let mut fds: Vec<PollFd> = Vec::with_capacity(outs.len() + ins.len() + 3);
         fds.push(PollFd::new(sfd.as_fd(), PollFlags::POLLIN));
-        let link_slot = if link.closed {
-            None
+        let (listen_fd, conn_fd) = link.fds();
+        let listen_slot = listen_fd.map(|fd| {
+            fds.push(PollFd::new(fd, PollFlags::POLLIN));
+            fds.len() - 1
+        });
+        let link_slot = conn_fd.map(|fd| {
+            fds.push(PollFd::new(fd, PollFlags::POLLIN));
+            fds.len() - 1
+        });
+        // A full event log (no controller has taken the output for a long while): the
+        // tasks' output waits in their pipes.
+        let out_ev = if link.full() {
+            PollFlags::empty()
         } else {
-            fds.push(PollFd::new(link.fd.as_fd(), PollFlags::POLLIN));
-            Some(fds.len() - 1)
+            PollFlags::POLLIN
         };
         let out_base = fds.len();
         for o in &outs {
-            fds.push(PollFd::new(o.fd.as_fd(), PollFlags::POLLIN));
+            fds.push(PollFd::new(o.fd.as_fd(), out_ev));
         }
         let in_base = fds.len();
         for i in &ins {
@@ -536,6 +472,7 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         let ready = |i: usize| fds[i].revents().is_some_and(|r| !r.is_empty());
         let sig_ready = ready(0);
         let link_ready = link_slot.is_some_and(ready);
+        let listen_ready = listen_slot.is_some_and(ready);
         let out_ready: Vec<bool> = (0..outs.len()).map(|i| ready(out_base + i)).collect();
         let in_ready: Vec<bool> = (0..ins.len()).map(|i| ready(in_base + i)).collect();
         drop(fds);
@@ -549,11 +486,13 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
             let mut buf = [0u8; 65536];
             match nix::unistd::read(o.fd.as_raw_fd(), &mut buf) {
                 Ok(0) => closed.push(i),
-                Ok(n) => link.send(&StepdEvent::Output {
-                    task: o.rank,
-                    stderr: o.stderr,
-                    data: buf[..n].to_vec(),
-                }),
+                Ok(n) => {
+                    link.send(&StepdEvent::Output {
+                        task: o.rank,
+                        stderr: o.stderr,
+                        data: buf[..n].to_vec(),
+                    });
+                }
                 Err(Errno::EINTR) | Err(Errno::EAGAIN) => {}
                 Err(Errno::EIO) if o.pty => closed.push(i),
                 Err(_) => closed.push(i),
@@ -585,7 +524,10 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         for i in done_in.into_iter().rev() {
             ins.remove(i);
         }
-        if link_ready {
+        if listen_ready {
+            link.accept();
+        }
+        if link_ready || listen_ready {
             for m in link.read() {
                 match m {
                     StepdInput::Stdin { data } => {
@@ -613,6 +555,20 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
                             set_suspended(iso.as_ref(), &tasks, stop);
                         }
                     }
+                    // Served by the link itself.
+                    StepdInput::Resume { .. } | StepdInput::Ack(_) => {}
+                    StepdInput::Abandon { kill_wait } => {
+                        abandoned = true;
+                        if !terminating {
+                            terminating = true;
+                            set_suspended(iso.as_ref(), &tasks, false);
+                            terminate(&tasks, kill_wait);
+                            if let Some(i) = &iso {
+                                i.signal(Signal::SIGCONT);
+                                i.signal(Signal::SIGTERM);
+                            }
+                        }
+                    }
                     StepdInput::Terminate { kill_wait, message } => {
                         if !terminating {
                             terminating = true;
@@ -634,10 +590,6 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
                     }
                 }
             }
-        }
-        if link.closed && !terminating {
-            terminating = true;
-            terminate(&tasks, ls.kill_wait);
         }
         if sig_ready {
             while let Ok(Some(si)) = sfd.read_signal() {
@@ -703,8 +655,65 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
     }
     fin.ntasks = tasks.len() as u32;
     fin.fill_empty_nodes(&node);
-    link.send(&StepdEvent::Done { usage: fin });
+    let done = link.send(&StepdEvent::Done { usage: fin });
+    if !abandoned {
+        linger(&mut link, &sfd, done, linger_for(&ls));
+    }
     Ok(())
+}
+
+/// How long a finished step waits for the controller to take its last events.
+fn linger_for(ls: &LaunchStep) -> Duration {
+    match ls.linger_secs {
+        0 => Duration::from_secs(600),
+        s => Duration::from_secs(u64::from(s)),
+    }
+}
+
+/// After the step's end: serves agents (an SSH drop or agent restart may have cost
+/// the last events) until the controller has event `done`, an agent says to abandon
+/// the step, SIGTERM comes, or `limit` passes.
+fn linger(link: &mut super::stream::Stream, sfd: &SignalFd, done: u64, limit: Duration) {
+    let until = Instant::now() + limit;
+    while !link.acked(done) {
+        let now = Instant::now();
+        if now >= until {
+            return;
+        }
+        let wait = (until - now).min(Duration::from_secs(1));
+        let mut fds = vec![PollFd::new(sfd.as_fd(), PollFlags::POLLIN)];
+        let (l, c) = link.fds();
+        let has_l = l.is_some();
+        fds.extend(l.map(|fd| PollFd::new(fd, PollFlags::POLLIN)));
+        fds.extend(c.map(|fd| PollFd::new(fd, PollFlags::POLLIN)));
+        let timeout = PollTimeout::try_from(wait).unwrap_or(PollTimeout::MAX);
+        let _ = poll(&mut fds, timeout);
+        let ready = |i: usize| {
+            fds.get(i)
+                .and_then(|f| f.revents())
+                .is_some_and(|r| !r.is_empty())
+        };
+        let (sig, listen) = (ready(0), has_l && ready(1));
+        drop(fds);
+        if sig {
+            while let Ok(Some(si)) = sfd.read_signal() {
+                if matches!(
+                    Signal::try_from(si.ssi_signo as i32),
+                    Ok(Signal::SIGTERM | Signal::SIGINT | Signal::SIGHUP)
+                ) {
+                    return;
+                }
+            }
+        }
+        if listen {
+            link.accept();
+        }
+        for m in link.read() {
+            if matches!(m, StepdInput::Abandon { .. }) {
+                return;
+            }
+        }
+    }
 }
 
 fn sample(tasks: &[Task], node: &str, page_kib: u64, last: &StepUsage) -> StepUsage {
@@ -763,7 +772,7 @@ fn terminate(tasks: &[Task], kill_wait: u32) {
     nix::unistd::alarm::set(kill_wait.max(1));
 }
 
-fn reap(tasks: &mut [Task], link: &mut Link) {
+fn reap(tasks: &mut [Task], link: &mut super::stream::Stream) {
     loop {
         match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
             Ok(WaitStatus::Exited(pid, code)) => {
@@ -784,7 +793,7 @@ fn reap(tasks: &mut [Task], link: &mut Link) {
     }
 }
 
-fn exited(tasks: &mut [Task], link: &mut Link, pid: Pid, status: ExitStatus) {
+fn exited(tasks: &mut [Task], link: &mut super::stream::Stream, pid: Pid, status: ExitStatus) {
     if let Some(t) = tasks
         .iter_mut()
         .find(|t| t.pid == Some(pid.as_raw()) && t.status.is_none())

@@ -688,3 +688,237 @@ fn ssh_remote_node_runs_prolog_epilog_and_drains_on_a_failing_prolog() {
         (r.trim() == "launch failed requeued held").then_some(())
     });
 }
+
+/// A front-end left running, its stdout and stderr collected as they come.
+struct Running {
+    child: std::process::Child,
+    out: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    err: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+}
+
+impl Running {
+    fn start(mut cmd: Command) -> Running {
+        use std::io::Read;
+        use std::process::Stdio;
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn front-end");
+        let collect = |mut r: Box<dyn Read + Send>| {
+            let buf = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+            let b = buf.clone();
+            std::thread::spawn(move || {
+                let mut chunk = [0u8; 4096];
+                while let Ok(n) = r.read(&mut chunk) {
+                    if n == 0 {
+                        break;
+                    }
+                    b.lock().unwrap().extend_from_slice(&chunk[..n]);
+                }
+            });
+            buf
+        };
+        let out = collect(Box::new(child.stdout.take().unwrap()));
+        let err = collect(Box::new(child.stderr.take().unwrap()));
+        Running { child, out, err }
+    }
+
+    fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.out.lock().unwrap()).into_owned()
+    }
+
+    fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.err.lock().unwrap()).into_owned()
+    }
+
+    fn wait_for(&self, what: &str) {
+        crate::harness::wait_until(
+            &format!("{what:?} from srun"),
+            Duration::from_secs(60),
+            || self.stdout().contains(what).then_some(()),
+        );
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        use std::io::Write;
+        let stdin = self.child.stdin.as_mut().expect("stdin");
+        stdin.write_all(bytes).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Waits for the exit; its code, stdout and stderr.
+    fn finish(mut self) -> (Option<i32>, String, String) {
+        let st = crate::harness::wait_until("srun to exit", Duration::from_secs(60), || {
+            self.child.try_wait().unwrap()
+        });
+        // The collectors see EOF once the process is gone.
+        std::thread::sleep(Duration::from_millis(100));
+        (st.code(), self.stdout(), self.stderr())
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The gap left by session 2: a step survives its node's SSH link going down and
+/// coming back. Output written while the link is down arrives afterwards, complete, in
+/// order and once; stdin sent meanwhile is held and delivered after re-adoption, as is
+/// stdin sent later; srun's exit code is the task's.
+#[test]
+fn ssh_step_survives_an_ssh_drop_with_its_output_and_stdin() {
+    let setup = vec![NodeSetup::new("sn1"), NodeSetup::new("sn2")];
+    let Some(mut c) = SshCluster::start(&setup, 60) else {
+        return;
+    };
+    c.wait_all_idle();
+    let mut cmd = c.cmd("srun");
+    cmd.args([
+        "-w",
+        "sn2",
+        "sh",
+        "-c",
+        "echo before; while [ ! -e go ]; do sleep 0.1; done; \
+         for i in 1 2 3 4 5; do echo during$i; done; touch emitted; \
+         read a; echo a=$a; read b; echo b=$b; exit 3",
+    ]);
+    let mut srun = Running::start(cmd);
+    srun.wait_for("before\n");
+    c.node_mut("sn2").kill_sshd();
+    c.wait_node("sn2", "down", Duration::from_secs(20), |s, r| {
+        s.starts_with("DOWN") && r.contains("cannot connect")
+    });
+    // The task writes while nobody can carry its output, and srun's stdin comes while
+    // nobody can carry it to the task.
+    std::fs::write(c.path("go"), "").unwrap();
+    crate::harness::wait_until(
+        "output written during the drop",
+        Duration::from_secs(20),
+        || c.path("emitted").exists().then_some(()),
+    );
+    srun.write(b"early\n");
+    assert_eq!(
+        srun.stdout(),
+        "before\n",
+        "nothing passes while the link is down"
+    );
+    assert_eq!(srun.child.try_wait().unwrap(), None, "srun keeps waiting");
+    c.node_mut("sn2").start_sshd();
+    c.wait_node("sn2", "back in service", Duration::from_secs(30), |s, r| {
+        !s.starts_with("DOWN") && r.is_empty()
+    });
+    srun.wait_for("a=early\n");
+    srun.write(b"late\n");
+    let (code, out, err) = srun.finish();
+    assert_eq!(
+        out, "before\nduring1\nduring2\nduring3\nduring4\nduring5\na=early\nb=late\n",
+        "stderr: {err}"
+    );
+    assert_eq!(code, Some(3), "stderr: {err}");
+    let log = c.controller_log();
+    assert!(log.contains("re-attaching step"), "{log}");
+    // One job, one step, recorded as the task ended.
+    let acct = c.ok("sacct", &["-n", "-P", "-o", "JobID,State,ExitCode"]);
+    let lines: Vec<&str> = acct.lines().collect();
+    assert_eq!(lines.len(), 2, "{acct}");
+    assert!(lines[1].ends_with(".0|FAILED|3:0"), "{acct}");
+}
+
+/// The remote agent is killed while its step runs: stepd lives on, the controller
+/// starts a new agent, which re-adopts the step; the srun inside the batch job, whose
+/// connection ran through the killed agent's relay, takes its stream back through the
+/// new one; signals reach the task afterwards and the output comes once, in order.
+#[test]
+fn ssh_step_is_readopted_by_a_restarted_agent() {
+    let setup = vec![NodeSetup::new("sn1"), NodeSetup::new("sn2")];
+    let Some(c) = SshCluster::start(&setup, 60) else {
+        return;
+    };
+    c.wait_all_idle();
+    let id = c.submit(&[
+        "-w",
+        "sn2",
+        "-o",
+        "restart.out",
+        "--wrap",
+        "srun sh -c 'trap \"echo got-usr1\" USR1; echo before; \
+         while [ ! -e go ]; do sleep 0.1; done; echo after'; echo srun_rc=$?",
+    ]);
+    c.wait_file("restart.out", |s| s.contains("before"));
+    let old = c.nodes[1].agent_pids();
+    assert_eq!(old.len(), 1, "one agent on sn2: {old:?}");
+    kill(Pid::from_raw(old[0]), Signal::SIGKILL).unwrap();
+    let new = crate::harness::wait_until("a new agent on sn2", Duration::from_secs(30), || {
+        let p = c.nodes[1].agent_pids();
+        (p.len() == 1 && p[0] != old[0]).then(|| p[0])
+    });
+    crate::harness::wait_until("the step re-attached", Duration::from_secs(30), || {
+        c.controller_log()
+            .contains("re-attaching step")
+            .then_some(())
+    });
+    c.ok("scancel", &["--signal=USR1", &format!("{id}.0")]);
+    c.wait_file("restart.out", |s| s.contains("got-usr1"));
+    std::fs::write(c.path("go"), "").unwrap();
+    assert_eq!(c.wait_done(id), "COMPLETED");
+    let out = c.wait_file("restart.out", |s| s.contains("srun_rc="));
+    // The shell may also say that the `sleep` it waited for died of the signal.
+    let lines: Vec<&str> = out
+        .lines()
+        .filter(|l| *l != "User defined signal 1")
+        .collect();
+    assert_eq!(lines, ["before", "got-usr1", "after", "srun_rc=0"], "{out}");
+    assert_eq!(c.nodes[1].agent_pids(), vec![new]);
+    let steps = c.ok(
+        "sacct",
+        &["-n", "-P", "-j", &id.to_string(), "-o", "JobID,State"],
+    );
+    assert!(steps.contains(&format!("{id}.0|COMPLETED")), "{steps}");
+}
+
+/// A node that stays away past SlurmdTimeout while a step runs there: the step ends
+/// NODE_FAIL and srun stops waiting (exit 1); the stepd that kept running is ended
+/// when the node comes back.
+#[test]
+fn ssh_step_on_a_node_dead_past_slurmd_timeout_ends_node_fail() {
+    let setup = vec![NodeSetup::new("sn1"), NodeSetup::new("sn2")];
+    let Some(mut c) = SshCluster::start(&setup, 3) else {
+        return;
+    };
+    c.wait_all_idle();
+    let mut cmd = c.cmd("srun");
+    cmd.args(["-w", "sn2", "sh", "-c", "echo before; exec sleep 300"]);
+    let srun = Running::start(cmd);
+    srun.wait_for("before\n");
+    let spool = c.nodes[1].spool.clone();
+    let stepd = crate::harness::wait_until("stepd pid", Duration::from_secs(10), || {
+        std::fs::read_dir(&spool)
+            .ok()?
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().starts_with("step_"))
+            .and_then(|e| std::fs::read_to_string(e.path().join("stepd.pid")).ok())
+            .and_then(|s| s.trim().parse::<i32>().ok())
+    });
+    c.node_mut("sn2").kill_sshd();
+    let (code, out, err) = srun.finish();
+    assert_eq!(out, "before\n");
+    assert_eq!(code, Some(1), "{err}");
+    let acct = c.ok("sacct", &["-n", "-P", "-o", "JobID,State"]);
+    let lines: Vec<&str> = acct.lines().collect();
+    assert_eq!(lines.len(), 2, "{acct}");
+    assert!(lines[0].ends_with("|NODE_FAIL"), "{acct}");
+    assert!(lines[1].ends_with(".0|NODE_FAIL"), "{acct}");
+    assert!(
+        kill(Pid::from_raw(stepd), None).is_ok(),
+        "stepd outlives the link"
+    );
+    c.node_mut("sn2").start_sshd();
+    crate::harness::wait_until("the stale step ended", Duration::from_secs(60), || {
+        kill(Pid::from_raw(stepd), None).is_err().then_some(())
+    });
+}

@@ -40,6 +40,20 @@ impl Cluster {
         hit.dedup();
         for (id, host) in &hit {
             tracing::warn!(job_id = id, "node failure: ending the job's run");
+            // An allocation of salloc or srun has no batch step and is never requeued
+            // (Slurm requeues batch jobs only): it ends NODE_FAIL with its steps.
+            if self.jobs[id].spec.alloc_only {
+                self.end_job_steps(*id, false, now, fx);
+                self.end_alloc_only(
+                    *id,
+                    JobState::NodeFail,
+                    crate::model::Reason::NodeDown,
+                    Default::default(),
+                    now,
+                    fx,
+                );
+                continue;
+            }
             self.finish(*id, None, now, fx);
             if !nodes.contains(host) {
                 fx.to_agent.push((

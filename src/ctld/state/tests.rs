@@ -380,6 +380,7 @@ fn registration_reconciles_lost_and_unknown_jobs() {
         arch: "x86_64".into(),
         running: vec![77],
         gres: Vec::new(),
+        steps: Vec::new(),
     };
     let decl = crate::config::NodeConf::named("n1");
     let mut fx = Effects::default();

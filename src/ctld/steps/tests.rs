@@ -101,6 +101,7 @@ fn node_event(c: &mut Cluster, job: u32, step: u32, ev: StepdEvent) -> Effects {
             job_id: job,
             step_id: step,
             event: ev,
+            seq: 0,
         },
         12,
         &mut fx,
@@ -456,4 +457,140 @@ fn signal_without_b_goes_to_the_steps_before_the_limit() {
             .iter()
             .any(|(_, m)| matches!(m, ToAgent::Signal { .. }))
     );
+}
+
+fn seq_event(c: &mut Cluster, job: u32, step: u32, ev: StepdEvent, seq: u64) -> Effects {
+    let mut fx = Effects::default();
+    c.from_agent(
+        "n1",
+        FromAgent::Step {
+            job_id: job,
+            step_id: step,
+            event: ev,
+            seq,
+        },
+        12,
+        &mut fx,
+    );
+    fx
+}
+
+fn out(text: &str) -> StepdEvent {
+    StepdEvent::Output {
+        task: 0,
+        stderr: false,
+        data: text.as_bytes().to_vec(),
+    }
+}
+
+fn to_n1(fx: &Effects) -> Vec<&ToAgent> {
+    fx.to_agent
+        .iter()
+        .filter(|(n, _)| n == "n1")
+        .map(|(_, m)| m)
+        .collect()
+}
+
+#[test]
+fn a_step_whose_node_link_drops_waits_is_readopted_and_drops_replayed_events() {
+    let mut c = cluster();
+    let id = running(&mut c, 1, true);
+    let fx = launch(&mut c, id, step(1), 7);
+    assert_eq!(launched(&fx, 7), Some(0));
+    let fx = seq_event(&mut c, id, 0, out("a\n"), 1);
+    assert_eq!(
+        events(&fx, 7),
+        vec![&StepEvent::Output {
+            task: 0,
+            stderr: false,
+            data: b"a\n".to_vec()
+        }]
+    );
+    // The link drops: nothing ends, and input waits for the node.
+    c.steps_detached_on("n1");
+    let mut fx = Effects::default();
+    c.step_input(
+        7,
+        StepInput::Stdin {
+            data: b"x\n".to_vec(),
+        },
+        13,
+        &mut fx,
+    );
+    assert!(fx.to_agent.is_empty(), "{:?}", fx.to_agent);
+    assert_eq!(c.steps.live_count(), 1);
+    // The node's new agent still runs the step: re-adopted after event 1, with the
+    // acknowledgement and the held input.
+    let mut fx = Effects::default();
+    c.steps_registered("n1", &[(id, 0)], 14, &mut fx);
+    assert_eq!(
+        to_n1(&fx),
+        vec![
+            &ToAgent::AdoptStep {
+                job_id: id,
+                step_id: 0,
+                from: 2
+            },
+            &ToAgent::StepInput {
+                job_id: id,
+                step_id: 0,
+                input: StepdInput::Ack(1)
+            },
+            &ToAgent::StepInput {
+                job_id: id,
+                step_id: 0,
+                input: StepdInput::Stdin {
+                    data: b"x\n".to_vec()
+                }
+            },
+        ]
+    );
+    // A replay of event 1 is dropped; 2 and 3 pass once.
+    assert!(events(&seq_event(&mut c, id, 0, out("a\n"), 1), 7).is_empty());
+    assert_eq!(events(&seq_event(&mut c, id, 0, out("b\n"), 2), 7).len(), 1);
+    assert!(events(&seq_event(&mut c, id, 0, out("b\n"), 2), 7).is_empty());
+    let fx = seq_event(&mut c, id, 0, done(), 3);
+    assert_eq!(
+        events(&fx, 7),
+        vec![&StepEvent::Done {
+            state: JobState::Completed
+        }]
+    );
+    // The end is acknowledged at once, so stepd can exit.
+    assert!(to_n1(&fx).contains(&&ToAgent::StepInput {
+        job_id: id,
+        step_id: 0,
+        input: StepdInput::Ack(3)
+    }));
+    // Reported again by a later agent: the controller does not track it any more.
+    let mut fx = Effects::default();
+    c.steps_registered("n1", &[(id, 0)], 15, &mut fx);
+    assert!(matches!(to_n1(&fx)[..], [ToAgent::EndStep { .. }]));
+}
+
+#[test]
+fn a_step_is_lost_when_its_node_comes_back_without_it_and_node_fail_past_the_timeout() {
+    let mut c = cluster();
+    let id = running(&mut c, 1, true);
+    launch(&mut c, id, step(1), 1);
+    c.steps_detached_on("n1");
+    let mut fx = Effects::default();
+    c.steps_registered("n1", &[], 14, &mut fx);
+    assert_eq!(
+        events(&fx, 1),
+        vec![&StepEvent::Done {
+            state: JobState::Cancelled
+        }]
+    );
+    launch(&mut c, id, step(1), 2);
+    c.steps_detached_on("n1");
+    let mut fx = Effects::default();
+    c.steps_node_failed(&["n1".to_string()], 20, &mut fx);
+    assert_eq!(
+        events(&fx, 2),
+        vec![&StepEvent::Done {
+            state: JobState::NodeFail
+        }]
+    );
+    assert_eq!(c.steps.live_count(), 0);
 }

@@ -191,6 +191,21 @@ impl SshNode {
         let _ = c.wait();
     }
 
+    /// Pids of the node agents (`sluice agent --stdio`) running under this node's sshd.
+    pub fn agent_pids(&self) -> Vec<i32> {
+        let Some(pid) = self.sshd_pid() else {
+            return Vec::new();
+        };
+        descendants(pid)
+            .into_iter()
+            .filter(|p| {
+                let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+                let args: Vec<&[u8]> = cmd.split(|b| *b == 0).collect();
+                args.contains(&&b"agent"[..]) && args.contains(&&b"--stdio"[..])
+            })
+            .collect()
+    }
+
     /// Sends `sig` to the listening sshd and every process under it (its sessions and
     /// the agent they run).
     pub fn signal_all(&self, sig: Signal) {
