@@ -684,3 +684,48 @@ fn nothing_a_step_started_outlives_it() {
         .then_some(())
     });
 }
+
+#[test]
+fn ctrl_c_while_waiting_for_an_allocation_revokes_it() {
+    let c = TestCluster::start();
+    let hog = c.submit(&["-n4", "-o", "/dev/null", "--wrap", "sleep 60"]);
+    c.wait_state(hog, &["RUNNING"], Duration::from_secs(20));
+    for (prog, args, want) in [
+        (
+            "srun",
+            vec!["-n1", "echo", "never"],
+            "srun: Job allocation {id} has been revoked\n",
+        ),
+        (
+            "salloc",
+            vec!["-n1", "echo", "never"],
+            "salloc: Job allocation {id} has been revoked.\nsalloc: Job aborted due to signal\n",
+        ),
+    ] {
+        let child = c
+            .cmd(prog)
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+        // The request is queued: a pending job besides the hog.
+        let id = wait_until("pending allocation", Duration::from_secs(20), || {
+            let o = c.run("squeue", &["-h", "-t", "PD", "-o", "%i"]);
+            text(&o.stdout).trim().parse::<u32>().ok()
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+        let o = child.wait_with_output().unwrap();
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{prog}: {err}");
+        assert!(
+            err.ends_with(&want.replace("{id}", &id.to_string())),
+            "{prog}: {err}"
+        );
+        assert!(!text(&o.stdout).contains("never"));
+        assert_eq!(c.wait_done(id), "CANCELLED", "{prog}");
+    }
+    assert_eq!(c.state(hog).as_deref(), Some("RUNNING"));
+}
