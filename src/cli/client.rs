@@ -256,6 +256,47 @@ impl Client {
         }
     }
 
+    /// Like [`Client::request_waiting`], but every 100 ms without an answer it calls
+    /// `interrupted`; when that returns true the wait is given up and `Ok(None)` is
+    /// returned (the connection is then out of step and should be dropped). srun and
+    /// salloc use it to act on Ctrl-C while an allocation is pending.
+    ///
+    /// Errors: as [`Client::request`].
+    pub fn request_interruptible(
+        &mut self,
+        req: &Request,
+        mut interrupted: impl FnMut() -> bool,
+    ) -> Result<Option<Response>, ClientError> {
+        use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+        use std::os::fd::AsFd;
+        let mut out = std::mem::take(&mut self.hello_out);
+        out.extend_from_slice(&frame(req)?);
+        self.framed.send_framed(&out)?;
+        self.finish_handshake()?;
+        loop {
+            let ready = {
+                let fd = self.framed.get_ref().as_fd();
+                let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+                match poll(&mut fds, PollTimeout::from(100u8)) {
+                    Ok(n) => n > 0,
+                    Err(nix::errno::Errno::EINTR) => false,
+                    Err(e) => {
+                        return Err(ClientError::Proto(ProtoError::Io(std::io::Error::from(e))));
+                    }
+                }
+            };
+            if ready {
+                let _ = self.framed.get_ref().set_read_timeout(None);
+                let r = self.framed.recv();
+                let _ = self.framed.get_ref().set_read_timeout(Some(RECV_TIMEOUT));
+                return Ok(Some(r?));
+            }
+            if interrupted() {
+                return Ok(None);
+            }
+        }
+    }
+
     /// One request, one response. A controller-side error arrives as `Ok(Response::Error)`.
     /// The first request also reads the controller's hello (sent before the answer);
     /// a peer that is not a compatible controller gives `Err(Proto)`.

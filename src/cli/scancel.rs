@@ -45,6 +45,8 @@ pub struct Opts {
     pub ids: Vec<u32>,
     /// `N_i` / `N_[expr]` operands.
     pub array_tasks: Vec<ArrayTasks>,
+    /// `L+k` operands (one component of a heterogeneous job).
+    pub het_components: Vec<crate::proto::HetComponent>,
     /// `-u`/`--me`, as uids.
     pub users: Vec<u32>,
     /// `-t`.
@@ -168,9 +170,18 @@ pub fn parse_args(
                                 return Err(format!("scancel: error: Invalid job id {part}"));
                             }
                         },
+                        Some(crate::cli::jobid::JobIdSpec {
+                            job,
+                            array: None,
+                            het: Some(k),
+                            step: None,
+                        }) => o.het_components.push(crate::proto::HetComponent {
+                            leader: job,
+                            offset: k,
+                        }),
                         Some(_) => {
                             return Err(format!(
-                                "scancel: error: job steps and het components are not supported yet by sluice: {part}"
+                                "scancel: error: steps of array tasks or het components are not supported yet by sluice: {part}"
                             ));
                         }
                         None => return Err(format!("scancel: error: Invalid job id {part}")),
@@ -254,6 +265,7 @@ pub fn parse_args(
     }
     if o.ids.is_empty()
         && o.array_tasks.is_empty()
+        && o.het_components.is_empty()
         && o.steps.is_empty()
         && !filtered
         && !o.version
@@ -278,6 +290,7 @@ pub fn request_for(o: &Opts) -> Request {
             accounts: o.accounts.clone(),
             qos: o.qos.clone(),
             nodes: o.nodes.clone(),
+            het_components: o.het_components.clone(),
             ..JobFilter::default()
         },
         signal: o.signal,
@@ -402,6 +415,8 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
             }
         }
         if o.ids.is_empty()
+            && o.array_tasks.is_empty()
+            && o.het_components.is_empty()
             && o.users.is_empty()
             && o.names.is_empty()
             && o.states.is_empty()

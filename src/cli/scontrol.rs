@@ -604,10 +604,18 @@ pub fn execute(
             })
         }
         Command::UpdateJob { id, updates } => {
-            let spec = parse_job_id(id).filter(|s| s.step.is_none() && s.het.is_none());
-            let Some(spec) = spec else {
+            let spec = parse_job_id(id)
+                .filter(|s| s.step.is_none() && !(s.het.is_some() && s.array.is_some()));
+            let Some(mut spec) = spec else {
                 return Output::err(format!("Invalid job id specified: {id}\n"));
             };
+            // `L+k` updates that component (Slurm: `scontrol update JobId=123+1`).
+            if let Some(k) = spec.het.take() {
+                match resolve_het(req, spec.job, k) {
+                    Some(cid) => spec.job = cid,
+                    None => return Output::err(format!("Invalid job id specified: {id}\n")),
+                }
+            }
             let tasks = match &spec.array {
                 None => None,
                 Some(_) => match spec.array_tasks() {
@@ -652,6 +660,22 @@ fn host_key(name: &str) -> (String, Option<u64>, String) {
     (p.to_string(), n.parse().ok(), name.to_string())
 }
 
+/// The job id of component `k` of the heterogeneous job led by `leader` (`L+k`), or
+/// `None` when there is no such component (or the controller cannot be asked).
+fn resolve_het(req: &mut Requester<'_>, leader: u32, k: u32) -> Option<u32> {
+    let filter = JobFilter {
+        ids: vec![leader],
+        ..JobFilter::default()
+    };
+    match req(&Request::Jobs(filter)) {
+        Ok(Response::Jobs { jobs, .. }) => jobs
+            .iter()
+            .find(|j| j.het.is_some_and(|h| h.job_id == leader && h.offset == k))
+            .map(|j| j.id),
+        _ => None,
+    }
+}
+
 /// hold/release/requeue: ids → one request → Slurm's two-line error per failed job.
 fn with_ids(
     ids: &[String],
@@ -668,6 +692,17 @@ fn with_ids(
             Some(s) if s.is_plain() => nums.push(s.job),
             Some(s) if s.step.is_none() && s.het.is_none() && s.array_tasks().is_some() => {
                 tasks.extend(s.array_tasks());
+            }
+            Some(s) if s.step.is_none() && s.array.is_none() && s.het.is_some() => {
+                match resolve_het(req, s.job, s.het.unwrap_or(0)) {
+                    Some(id) => nums.push(id),
+                    None => {
+                        out.stderr.push_str(&format!(
+                            "Invalid job id specified for job {id}\n{prefix}: Invalid job id specified\n"
+                        ));
+                        out.code = 1;
+                    }
+                }
             }
             Some(_) => {
                 out.stderr.push_str(&format!(

@@ -402,12 +402,48 @@ pub fn allocate(
         }
         eprint!("{}", pending_lines(prog, id, &job.reason));
     }
+    // Ctrl-C (or TERM, HUP, ...) while pending revokes the request (Slurm's
+    // `_signal_while_allocating` in srun and salloc): the job is cancelled.
+    let old_mask = stepio::srun_signals()
+        .thread_swap_mask(nix::sys::signal::SigmaskHow::SIG_BLOCK)
+        .ok();
+    let sigfd = nix::sys::signalfd::SignalFd::with_flags(
+        &stepio::srun_signals(),
+        nix::sys::signalfd::SfdFlags::SFD_NONBLOCK | nix::sys::signalfd::SfdFlags::SFD_CLOEXEC,
+    )
+    .ok();
     let resp = owner
-        .request_waiting(&Request::WaitJob {
-            job_id: id,
-            started: true,
-        })
-        .map_err(|e| fail(format!("{prog}: error: {e}\n")))?;
+        .request_interruptible(
+            &Request::WaitJob {
+                job_id: id,
+                started: true,
+            },
+            || take_revoking_signal(sigfd.as_ref()),
+        )
+        .map_err(|e| fail(format!("{prog}: error: {e}\n")));
+    drop(sigfd);
+    if let Some(m) = old_mask {
+        let _ = m.thread_set_mask();
+    }
+    let resp = resp?;
+    let Some(resp) = resp else {
+        let text = revoked_lines(prog, id);
+        // A fresh connection: the owner's is waiting for an answer that will not come.
+        let cancel = Request::Cancel {
+            filter: crate::proto::JobFilter {
+                ids: vec![id],
+                ..Default::default()
+            },
+            signal: None,
+            batch_only: false,
+        };
+        if let Ok(cfg) = crate::config::Config::load()
+            && let Ok(mut c) = Client::connect_with(&cfg)
+        {
+            let _ = c.request(&cancel);
+        }
+        return Err(fail(text));
+    };
     match resp {
         Response::Allocation(j) if j.state == JobState::Running => {
             if !quiet {
@@ -421,6 +457,34 @@ pub fn allocate(
         _ => Err(fail(format!(
             "{prog}: Job allocation {id} has been revoked\n"
         ))),
+    }
+}
+
+/// Takes the pending signals from `fd` (srun's signals, blocked) and says whether one
+/// of them revokes a pending allocation: any but SIGCONT and SIGWINCH, which are
+/// consumed and ignored (Slurm's `_signal_while_allocating` returns on SIGCONT).
+fn take_revoking_signal(fd: Option<&nix::sys::signalfd::SignalFd>) -> bool {
+    let Some(fd) = fd else { return false };
+    let mut revoke = false;
+    while let Ok(Some(info)) = fd.read_signal() {
+        let sig = info.ssi_signo as i32;
+        if sig != nix::libc::SIGCONT && sig != nix::libc::SIGWINCH {
+            revoke = true;
+        }
+    }
+    revoke
+}
+
+/// What srun or salloc prints when a signal revokes its pending allocation `id`
+/// (srun's `_signal_while_allocating`; salloc's job-complete callback and its
+/// "aborted" line).
+pub fn revoked_lines(prog: &str, id: u32) -> String {
+    if prog == "salloc" {
+        format!(
+            "{prog}: Job allocation {id} has been revoked.\n{prog}: Job aborted due to signal\n"
+        )
+    } else {
+        format!("{prog}: Job allocation {id} has been revoked\n")
     }
 }
 

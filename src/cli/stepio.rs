@@ -175,7 +175,7 @@ struct Shared {
 }
 
 /// The signals srun takes itself.
-fn srun_signals() -> SigSet {
+pub fn srun_signals() -> SigSet {
     let mut m = SigSet::empty();
     for s in [
         Signal::SIGINT,

@@ -127,6 +127,7 @@ impl Cluster {
                 id: sel.job,
                 error: None,
                 task: (sel.tasks.len() == 1).then(|| sel.tasks.min().unwrap_or(0)),
+                het: None,
             };
             let mut recs = Vec::new();
             let mut meta_hit: Option<(u32, Vec<u32>)> = None;

@@ -95,15 +95,19 @@ impl Cluster {
     }
 
     /// After the leader of a heterogeneous job ended (or went back to the queue), the
-    /// other components do the same, with the leader's state and times.
-    pub(super) fn het_follow_leader(&mut self, leader: u32) {
+    /// other components do the same, with the leader's state and times; those in
+    /// `skip` (cancelled alone before, `scancel L+k`) keep their own.
+    pub(super) fn het_follow_leader(&mut self, leader: u32, skip: &[u32]) {
         let Some(members) = self.het_members(leader) else {
             return;
         };
         let Some(l) = self.jobs.get(&leader).cloned() else {
             return;
         };
-        for m in members.into_iter().filter(|m| *m != leader) {
+        for m in members
+            .into_iter()
+            .filter(|m| *m != leader && !skip.contains(m))
+        {
             let Some(j) = self.jobs.get_mut(&m) else {
                 continue;
             };

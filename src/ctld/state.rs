@@ -2084,8 +2084,15 @@ impl Cluster {
         }
         // The other components of a heterogeneous job end (or are requeued) with it.
         if let Some(leader) = het_leader {
+            // Components cancelled alone earlier (scancel L+k) keep their own end.
+            let ended_alone: Vec<u32> = self
+                .het_members(leader)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|m| *m != leader && self.jobs.get(m).is_some_and(|j| !j.is_active()))
+                .collect();
             for m in self.het_members(leader).unwrap_or_default() {
-                if m == leader {
+                if m == leader || ended_alone.contains(&m) {
                     continue;
                 }
                 if let Some(e) = ending {
@@ -2093,10 +2100,11 @@ impl Cluster {
                 }
                 self.finish(m, end.clone(), now, fx);
             }
-            self.het_follow_leader(leader);
+            self.het_follow_leader(leader, &ended_alone);
             for m in self.het_members(leader).unwrap_or_default() {
                 if let Some(j) = self.jobs.get_mut(&m)
                     && m != leader
+                    && !ended_alone.contains(&m)
                 {
                     fx.persist.push(Job::clone(j));
                     shed_after_end(j);
@@ -2127,7 +2135,10 @@ impl Cluster {
         fx: &mut Effects,
     ) -> Vec<JobResult> {
         let mut results = Vec::new();
-        if filter.ids.is_empty() && filter.array_tasks.is_empty() {
+        if filter.ids.is_empty()
+            && filter.array_tasks.is_empty()
+            && filter.het_components.is_empty()
+        {
             let ids: Vec<u32> = self
                 .jobs
                 .values()
@@ -2182,13 +2193,22 @@ impl Cluster {
                 id: sel.job,
                 error: fold_results(rs),
                 task: (sel.tasks.len() == 1).then(|| sel.tasks.min().unwrap_or(0)),
+                het: None,
+            });
+        }
+        // `L+k`: component 0 is the whole job; another one alone, once running.
+        for hc in &filter.het_components {
+            let r = self.cancel_het_component(*hc, filter, signal, batch_only, c, now, fx);
+            results.push(JobResult {
+                het: Some(hc.offset),
+                ..JobResult::new(hc.leader, r.err())
             });
         }
         results
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn cancel_one(
+    pub(super) fn cancel_one(
         &mut self,
         id: u32,
         filter: &JobFilter,
@@ -2268,6 +2288,73 @@ impl Cluster {
                 Ok(())
             }
         }
+    }
+
+    /// `scancel L+k` (scancel(1)): component 0 names the whole heterogeneous job;
+    /// another component is cancelled (or signalled) alone once the job runs, and is
+    /// refused with [`SlurmError::NotWholeHetJob`] while it is pending. A component
+    /// cancelled alone frees its resources at once (it has no processes of its own)
+    /// and keeps its CANCELLED state when the leader ends later.
+    ///
+    /// Errors: `InvalidJobId` when `L+k` names no component; the errors of
+    /// `cancel_one`.
+    #[allow(clippy::too_many_arguments)]
+    fn cancel_het_component(
+        &mut self,
+        hc: crate::proto::HetComponent,
+        filter: &JobFilter,
+        signal: Option<i32>,
+        batch_only: bool,
+        c: Caller,
+        now: i64,
+        fx: &mut Effects,
+    ) -> Result<(), SlurmError> {
+        let id = hc
+            .leader
+            .checked_add(hc.offset)
+            .ok_or(SlurmError::InvalidJobId)?;
+        let j = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
+        if !j
+            .het
+            .is_some_and(|h| h.job_id == hc.leader && h.offset == hc.offset)
+        {
+            return Err(SlurmError::InvalidJobId);
+        }
+        if hc.offset == 0 {
+            let rs: Vec<Result<(), SlurmError>> = self
+                .records_of(id)
+                .into_iter()
+                .map(|r| self.cancel_one(r, filter, signal, batch_only, c, now, fx))
+                .collect();
+            return fold_results(rs).map_or(Ok(()), Err);
+        }
+        self.check_owner(j, c)?;
+        if !j.is_active() || j.completing {
+            return Err(SlurmError::AlreadyDone);
+        }
+        if j.state == JobState::Pending {
+            return Err(SlurmError::NotWholeHetJob);
+        }
+        if let Some(sig) = signal.filter(|s| *s != 9) {
+            // The component has no batch shell: only its steps can take a signal.
+            self.signal_job_steps(id, sig, fx);
+            return Ok(());
+        }
+        self.end_running(id, JobState::Cancelled, Reason::None, now, fx);
+        if let Some(j) = self.jobs.get_mut(&id) {
+            j.cancelled_by = Some(c.uid);
+        }
+        let end = End {
+            kind: EndKind::Exited,
+            status: ExitStatus::default(),
+            time: now,
+            max_rss_kib: 0,
+            cpu_secs: 0.0,
+            oom: false,
+            usage: None,
+        };
+        self.finish(id, Some(end), now, fx);
+        Ok(())
     }
 
     /// Holds pending jobs (`scontrol hold`/`uhold`, `user_hold` for uhold).

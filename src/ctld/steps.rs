@@ -372,21 +372,61 @@ impl Cluster {
                 return Placement::Never(SlurmError::Other(gres::INVALID_GRES.into()));
             }
         };
+        let cpus: Vec<u32> = chosen
+            .iter()
+            .zip(&counts)
+            .map(|(&i, &n)| {
+                if exact || spec.overlap {
+                    (n * cpt).min(alloc.cpus[i]).max(n)
+                } else {
+                    alloc.cpus[i]
+                }
+            })
+            .collect();
+        // The job's CPU ids the step binds to: an exact step takes the lowest ids no
+        // other holding step of the job has; others use the job's ids in order.
+        let cpu_ids: Vec<Vec<u32>> = chosen
+            .iter()
+            .enumerate()
+            .map(|(k, &i)| {
+                let job_ids = alloc.cpu_ids.get(i).map(Vec::as_slice).unwrap_or(&[]);
+                if exact && !spec.overlap {
+                    let taken: Vec<u32> = self
+                        .steps
+                        .live
+                        .iter()
+                        .filter(|((j, _), _)| *j == job.id)
+                        .flat_map(|(_, l)| {
+                            l.layout
+                                .nodes
+                                .iter()
+                                .position(|x| *x == alloc.nodes[i])
+                                .filter(|&p| l.held.get(p).is_some_and(|h| *h > 0))
+                                .and_then(|p| l.layout.cpu_ids.get(p))
+                                .into_iter()
+                                .flatten()
+                                .copied()
+                        })
+                        .collect();
+                    job_ids
+                        .iter()
+                        .copied()
+                        .filter(|c| !taken.contains(c))
+                        .take(held[k] as usize)
+                        .collect()
+                } else if spec.overlap {
+                    job_ids.iter().copied().take(cpus[k] as usize).collect()
+                } else {
+                    job_ids.to_vec()
+                }
+            })
+            .collect();
         let layout = StepLayout {
             nodes: chosen.iter().map(|&i| alloc.nodes[i].clone()).collect(),
             gres: step_gres,
-            cpus: chosen
-                .iter()
-                .zip(&counts)
-                .map(|(&i, &n)| {
-                    if exact || spec.overlap {
-                        (n * cpt).min(alloc.cpus[i]).max(n)
-                    } else {
-                        alloc.cpus[i]
-                    }
-                })
-                .collect(),
+            cpus,
             tasks: layout_tasks(&counts, spec.distribution),
+            cpu_ids,
         };
         Placement::Now(layout, held, mem, holds_gres)
     }

@@ -56,30 +56,66 @@ pub enum CpuBindKind {
     /// No binding (sluice's default; Slurm's depends on TaskPlugin).
     #[default]
     None,
-    /// Each task to the cores it was given.
+    /// Each task to the whole cores its CPUs belong to (every hardware thread).
     Cores,
     /// Each task to the hardware threads it was given.
     Threads,
+    /// Each task to the sockets its CPUs are on (within the step's CPUs).
+    Sockets,
+    /// Each task to the NUMA locality domains its CPUs are on (within the step's CPUs).
+    Ldoms,
+    /// Local task `k` to CPU `k` (Slurm's `rank`).
+    Rank,
+    /// Local task `k` to CPU `list[k % len]` (`map_cpu:`).
+    MapCpu,
+    /// Local task `k` to the CPUs of mask `list[k % len]` (`mask_cpu:`).
+    MaskCpu,
 }
 
-/// `--cpu-bind=[verbose,]TYPE`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// `--cpu-bind=[{quiet|verbose},]TYPE` (cf. srun(1) and Slurm's task/affinity).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CpuBind {
     pub kind: CpuBindKind,
     /// `verbose`: each task reports its mask on stderr.
     pub verbose: bool,
+    /// The CPU ids (`map_cpu`) or CPU masks (`mask_cpu`, bit `i` = CPU `i`) given.
+    #[serde(default)]
+    pub list: Vec<u128>,
 }
 
 impl CpuBind {
-    /// Parses `--cpu-bind` (`none`, `no`, `cores`, `threads`, `verbose`, `quiet`,
-    /// comma-combined). `None` for an unknown word.
+    /// Parses `--cpu-bind`: `none`/`no`, `cores`, `threads`, `sockets`, `ldoms`,
+    /// `rank`, `map_cpu:<ids>`, `mask_cpu:<masks>` (ids decimal or `0x` hex, masks
+    /// hex with or without `0x`), `verbose`/`v`, `quiet`/`q`, comma-combined (a
+    /// `map_cpu`/`mask_cpu` list is the rest of the argument). `None` for an unknown
+    /// word, an empty or bad list, a mask of 0, or a CPU id past 127.
     pub fn parse(s: &str) -> Option<CpuBind> {
         let mut b = CpuBind::default();
-        for w in s.split(',').filter(|w| !w.is_empty()) {
+        let mut rest = s;
+        while !rest.is_empty() {
+            let lower = rest.to_ascii_lowercase();
+            for (prefix, kind) in [
+                ("map_cpu:", CpuBindKind::MapCpu),
+                ("mask_cpu:", CpuBindKind::MaskCpu),
+            ] {
+                if let Some(list) = lower.strip_prefix(prefix) {
+                    b.kind = kind;
+                    b.list = parse_cpu_list(list, kind == CpuBindKind::MaskCpu)?;
+                    return Some(b);
+                }
+            }
+            let (w, tail) = rest.split_once(',').unwrap_or((rest, ""));
+            rest = tail;
+            if w.is_empty() {
+                continue;
+            }
             match w.to_ascii_lowercase().as_str() {
                 "none" | "no" => b.kind = CpuBindKind::None,
                 "cores" | "core" => b.kind = CpuBindKind::Cores,
                 "threads" | "thread" => b.kind = CpuBindKind::Threads,
+                "sockets" | "socket" => b.kind = CpuBindKind::Sockets,
+                "ldoms" | "ldom" => b.kind = CpuBindKind::Ldoms,
+                "rank" => b.kind = CpuBindKind::Rank,
                 "verbose" | "v" => b.verbose = true,
                 "quiet" | "q" => b.verbose = false,
                 _ => return None,
@@ -87,6 +123,38 @@ impl CpuBind {
         }
         Some(b)
     }
+
+    /// The word task/affinity's verbose line shows for this binding: `MAP ` for
+    /// `map_cpu`, `NONE` without binding, `MASK` otherwise (automatic bindings
+    /// become masks before they are applied).
+    pub fn verbose_type(&self) -> &'static str {
+        match self.kind {
+            CpuBindKind::None => "NONE",
+            CpuBindKind::MapCpu => "MAP ",
+            _ => "MASK",
+        }
+    }
+}
+
+/// A `map_cpu`/`mask_cpu` list: CPU ids (each below 128) or non-zero hex masks.
+fn parse_cpu_list(list: &str, masks: bool) -> Option<Vec<u128>> {
+    let mut out = Vec::new();
+    for item in list.split(',') {
+        let item = item.trim();
+        let hex = item.strip_prefix("0x");
+        let v = match (masks, hex) {
+            (true, h) => u128::from_str_radix(h.unwrap_or(item), 16)
+                .ok()
+                .filter(|m| *m != 0)?,
+            (false, Some(h)) => u128::from_str_radix(h, 16).ok()?,
+            (false, None) => item.parse::<u128>().ok()?,
+        };
+        if !masks && v >= 128 {
+            return None;
+        }
+        out.push(v);
+    }
+    (!out.is_empty()).then_some(out)
 }
 
 /// Where the tasks' standard input comes from (`-i/--input`).
@@ -310,6 +378,11 @@ pub struct StepLayout {
     /// those it holds when it asked for some, else all of the job's there.
     #[serde(default)]
     pub gres: Vec<Vec<super::job::GresAlloc>>,
+    /// The job's CPU ids the step uses on each node (same order as `nodes`): a
+    /// `--exact`/`--exclusive` step's own share (disjoint from other such steps'),
+    /// else all of the job's there. Empty when the job's ids are not known.
+    #[serde(default)]
+    pub cpu_ids: Vec<Vec<u32>>,
 }
 
 impl StepLayout {
@@ -802,7 +875,8 @@ mod tests {
             CpuBind::parse("verbose,cores"),
             Some(CpuBind {
                 kind: CpuBindKind::Cores,
-                verbose: true
+                verbose: true,
+                list: Vec::new(),
             })
         );
         assert_eq!(CpuBind::parse("sockets-ish"), None);

@@ -147,6 +147,20 @@ pub struct JobFilter {
     /// Paging cursor: only jobs with a larger id (see `page`).
     #[serde(default)]
     pub after: u32,
+    /// `L+k` selections: one component of a heterogeneous job (scancel `123+1`).
+    /// Slurm's rule (scancel(1)): component 0 names the whole job; another component
+    /// can be cancelled alone once the job runs, never while it is pending.
+    #[serde(default)]
+    pub het_components: Vec<HetComponent>,
+}
+
+/// One component `leader+offset` of a heterogeneous job, as `123+1` names it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HetComponent {
+    /// The leader's job id (`123` in `123+1`).
+    pub leader: u32,
+    /// The component's offset (`1` in `123+1`).
+    pub offset: u32,
 }
 
 impl JobFilter {
@@ -421,6 +435,9 @@ pub enum SlurmError {
         "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)"
     )]
     AccountingPolicy,
+    /// ESLURM_NOT_WHOLE_HET_JOB: a pending heterogeneous job's component named alone.
+    #[error("Operation not permitted on individual component of heterogeneous job")]
+    NotWholeHetJob,
 }
 
 /// Per-job outcome of a multi-job operation (cancel, hold, …).
@@ -431,6 +448,9 @@ pub struct JobResult {
     /// The array task the result is about (`N_i` in messages), when one was named.
     #[serde(default)]
     pub task: Option<u32>,
+    /// The heterogeneous component the result is about (`L+k` in messages).
+    #[serde(default)]
+    pub het: Option<u32>,
 }
 
 impl JobResult {
@@ -440,14 +460,16 @@ impl JobResult {
             id,
             error,
             task: None,
+            het: None,
         }
     }
 
-    /// The job as messages name it: `N` or `N_i`.
+    /// The job as messages name it: `N`, `N_i` or `L+k`.
     pub fn label(&self) -> String {
-        match self.task {
-            Some(t) => format!("{}_{t}", self.id),
-            None => self.id.to_string(),
+        match (self.task, self.het) {
+            (Some(t), _) => format!("{}_{t}", self.id),
+            (None, Some(k)) => format!("{}+{k}", self.id),
+            (None, None) => self.id.to_string(),
         }
     }
 }

@@ -544,22 +544,21 @@ pub fn task_env(
     env.into_iter().collect()
 }
 
-/// The SLURM_CPU_BIND* variables of a task bound to `cpus` (as a hexadecimal mask).
+/// The SLURM_CPU_BIND* variables of a task bound to `cpus`: `map_cpu:` with the
+/// CPU id for `--cpu-bind=map_cpu`, else `mask_cpu:` with a hexadecimal mask (the
+/// automatic bindings are masks once laid out, as in Slurm).
 pub fn cpu_bind_env(bind: &crate::model::step::CpuBind, cpus: &[usize]) -> Vec<(String, String)> {
-    let mask: u128 = cpus
-        .iter()
-        .filter(|&&c| c < 128)
-        .fold(0, |m, &c| m | (1u128 << c));
+    use crate::model::step::CpuBindKind;
     let verbose = if bind.verbose { "verbose" } else { "quiet" };
-    let list = format!("0x{mask:x}");
+    let (ty, list) = match (bind.kind, cpus) {
+        (CpuBindKind::MapCpu, [one]) => ("map_cpu:", one.to_string()),
+        _ => ("mask_cpu:", super::cpubind::mask_hex(cpus)),
+    };
     vec![
         ("SLURM_CPU_BIND_VERBOSE".into(), verbose.into()),
-        ("SLURM_CPU_BIND_TYPE".into(), "mask_cpu:".into()),
+        ("SLURM_CPU_BIND_TYPE".into(), ty.into()),
         ("SLURM_CPU_BIND_LIST".into(), list.clone()),
-        (
-            "SLURM_CPU_BIND".into(),
-            format!("{verbose},mask_cpu:{list}"),
-        ),
+        ("SLURM_CPU_BIND".into(), format!("{verbose},{ty}{list}")),
     ]
 }
 
@@ -944,6 +943,7 @@ mod tests {
                 cpus: vec![3],
                 tasks: vec![vec![0, 1, 2]],
                 gres: Vec::new(),
+                cpu_ids: Vec::new(),
             },
             node_index: 0,
             kill_wait: 30,

@@ -197,6 +197,35 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         Some(c) if !c.is_empty() => c.ids().map(|x| x as usize).collect(),
         _ => online_cpus(),
     };
+    // The step's own CPUs here: the job's CPU ids the controller gave it.
+    let step_ids = ls
+        .layout
+        .cpu_ids
+        .get(ls.node_index as usize)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    let confined = iso
+        .as_ref()
+        .and_then(|i| i.cpus())
+        .is_some_and(|c| !c.is_empty());
+    let job_ids: &[u32] = ls
+        .job
+        .alloc
+        .as_ref()
+        .and_then(|a| {
+            let k = a.nodes.iter().position(|n| *n == node)?;
+            a.cpu_ids.get(k).map(Vec::as_slice)
+        })
+        .unwrap_or(&[]);
+    let base = super::cpubind::step_cpus(step_ids, job_ids, &online, confined);
+    let topo = if matches!(
+        ls.spec.cpu_bind.kind,
+        CpuBindKind::Cores | CpuBindKind::Sockets | CpuBindKind::Ldoms
+    ) {
+        super::cpubind::Topology::read(Path::new("/sys"), &base)
+    } else {
+        super::cpubind::Topology::default()
+    };
 
     let mut tasks: Vec<Task> = Vec::new();
     let mut outs: Vec<OutFd> = Vec::new();
@@ -239,7 +268,13 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
     let mut task_envs: Vec<Vec<(String, String)>> = Vec::new();
     for (local, &rank) in ranks.iter().enumerate() {
         let mut env = env::task_env(&base_env, rank, local as u32, ls.node_index);
-        let cpus = bind_cpus(&ls, local as u32, &online);
+        let cpus = super::cpubind::task_cpus(
+            &ls.spec.cpu_bind,
+            &base,
+            local as u32,
+            ls.spec.cpus_per_task.unwrap_or(1).max(1) as usize,
+            &topo,
+        );
         let cpus = match step_gpus.bind_task(local as u32, cpus.clone(), &online, &taken) {
             Ok(mut t) => {
                 task_gpus.push((rank, t.globals.clone()));
@@ -335,14 +370,23 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
             Ok(sp) => {
                 t.pid = Some(sp.pid);
                 pids.push((rank, sp.pid as u32));
-                if let (Some(c), true) = (&cpus, ls.spec.cpu_bind.verbose) {
-                    let mask: u128 = c.iter().filter(|&&x| x < 128).fold(0, |m, &x| m | (1 << x));
+                if ls.spec.cpu_bind.verbose {
+                    // Unbound tasks report what they may use (the job's CPUs).
+                    let shown = cpus.clone().unwrap_or_else(|| online.clone());
+                    let mut b = ls.spec.cpu_bind.clone();
+                    if cpus.is_none() {
+                        b.kind = CpuBindKind::None;
+                    }
                     link.send(&StepdEvent::Output {
                         task: rank,
                         stderr: true,
-                        data: format!(
-                            "cpu-bind=MASK - {node}, task {rank:2} {local:2} [{}]: mask 0x{mask:x} set\n",
-                            sp.pid
+                        data: super::cpubind::verbose_line(
+                            &b,
+                            &node,
+                            rank,
+                            local as u32,
+                            sp.pid,
+                            &shown,
                         )
                         .into_bytes(),
                     });
@@ -829,24 +873,6 @@ fn online_cpus() -> Vec<usize> {
         .unwrap_or(1)
         .max(1) as usize;
     (0..n).collect()
-}
-
-/// The CPUs task `local` is bound to with `--cpu-bind`, or `None` without binding.
-/// Tasks get consecutive blocks of `cpus-per-task` CPUs within the step's share of the
-/// node, wrapped onto the CPUs that really exist (a node may declare more CPUs than the
-/// machine has).
-fn bind_cpus(ls: &LaunchStep, local: u32, online: &[usize]) -> Option<Vec<usize>> {
-    if ls.spec.cpu_bind.kind == CpuBindKind::None || online.is_empty() {
-        return None;
-    }
-    let cpt = ls.spec.cpus_per_task.unwrap_or(1).max(1) as usize;
-    let start = local as usize * cpt;
-    let mut v: Vec<usize> = (start..start + cpt)
-        .map(|c| online[c % online.len()])
-        .collect();
-    v.sort_unstable();
-    v.dedup();
-    Some(v)
 }
 
 /// Everything one task's child needs, prepared before fork.

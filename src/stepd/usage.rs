@@ -137,15 +137,24 @@ pub fn add_children_rusage(u: &mut StepUsage, node: &str) {
     u.raise_rss(node, ru.max_rss().max(0) as u64);
 }
 
-/// Raises `u` to a cgroup's counters (`c`, from the step's cgroup): the cgroup also
-/// counts processes that left the tasks' process groups, and its memory peak sees
-/// what happened between samples.
+/// Raises `u` to a cgroup's counters (`c`, from the step's cgroup), which also count
+/// processes that left the tasks' process groups: CPU, and the cgroup's RSS-only
+/// memory now (`mem_rss`). The step cgroup holds every task of the step on this node,
+/// so its RSS is one task's only for a one-task step; for more tasks it raises only
+/// the tasks' summed RSS (TRESUsageInTot), never MaxRSS, which stays the largest
+/// task's (Slurm's jobacct_gather keeps per-task figures). The cgroup's memory peak
+/// counts page cache and is not used.
 pub fn add_cgroup_usage(u: &mut StepUsage, node: &str, c: &super::isolate::Usage) {
     if let (Some(user), Some(sys)) = (c.cpu_user_usec, c.cpu_system_usec) {
         u.raise_cpu(user as f64 / 1e6, sys as f64 / 1e6);
     }
-    if let Some(peak) = c.mem_peak {
-        u.raise_rss(node, peak / 1024);
+    if let Some(rss) = c.mem_rss {
+        let kib = rss / 1024;
+        if u.ntasks <= 1 {
+            u.raise_rss(node, kib);
+        } else {
+            u.peak_sum_rss_kib = u.peak_sum_rss_kib.max(kib);
+        }
     }
 }
 
@@ -195,7 +204,8 @@ mod merge_tests {
         );
         assert_eq!((u.user_cpu_secs, u.sys_cpu_secs), (0.75, 0.25));
         let c = super::super::isolate::Usage {
-            mem_peak: Some(4096 * 1024),
+            mem_peak: Some(1 << 40),
+            mem_rss: Some(4096 * 1024),
             mem_current: None,
             cpu_user_usec: Some(3_000_000),
             cpu_system_usec: Some(1_000_000),
@@ -209,12 +219,32 @@ mod merge_tests {
         assert_eq!((u.max_cpu_secs, u.min_cpu_secs), (4.0, 4.0));
         // A smaller reading changes nothing.
         let small = super::super::isolate::Usage {
-            mem_peak: Some(1024),
+            mem_rss: Some(1024),
             cpu_user_usec: Some(1),
             cpu_system_usec: Some(1),
             ..c
         };
         add_cgroup_usage(&mut u, "n1", &small);
         assert_eq!((u.max_rss_kib, u.sum_cpu_secs), (4096, 4.0));
+    }
+
+    #[test]
+    fn a_multi_task_steps_cgroup_rss_is_not_one_tasks() {
+        let t = |rank, rss_kib| TaskSample {
+            rank,
+            rss_kib,
+            ..TaskSample::default()
+        };
+        let mut u = StepUsage::from_tasks("n1", &[t(0, 40_000), t(1, 120_000)]);
+        let c = super::super::isolate::Usage {
+            mem_peak: Some(500_000 * 1024),
+            mem_rss: Some(170_000 * 1024),
+            ..Default::default()
+        };
+        add_cgroup_usage(&mut u, "n1", &c);
+        // MaxRSS stays the larger task's; the summed figure takes the cgroup's.
+        assert_eq!((u.max_rss_kib, u.max_rss_task), (120_000, 1));
+        assert_eq!(u.tot_rss_kib(), 170_000);
+        assert_eq!(u.ave_rss_kib(), 85_000);
     }
 }

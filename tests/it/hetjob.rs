@@ -104,3 +104,55 @@ fn hetjob_directives_wait_for_room_for_every_component() {
         Some("CANCELLED")
     );
 }
+
+#[test]
+fn component_ids_work_in_scancel_and_scontrol() {
+    let c = TestCluster::start();
+    let l = c.submit(&[
+        "-H",
+        "-n1",
+        "-o",
+        "/dev/null",
+        "--wrap",
+        "sleep 60",
+        ":",
+        "-n1",
+    ]);
+    let comp = format!("{l}+1");
+    // A pending job's component cannot be cancelled alone (scancel(1)).
+    let (code, _, err) = c.fails("scancel", &[&comp]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        format!(
+            "scancel: error: Kill job error on job id {comp}: Operation not permitted on individual component of heterogeneous job\n"
+        )
+    );
+    assert_eq!(c.state(l + 1).as_deref(), Some("PENDING"));
+    // `scontrol update JobId=L+k` changes that component.
+    c.ok(
+        "scontrol",
+        &["update", &format!("JobId={comp}"), "TimeLimit=7"],
+    );
+    assert_eq!(c.field(&comp, "TimeLimit").as_deref(), Some("00:07:00"));
+    // An `L+k` that names no component is refused.
+    let bad = format!("{l}+5");
+    let (code, err) = c.fails_err("scontrol", &["release", &bad]);
+    assert_eq!(code, 1);
+    assert!(err.contains("Invalid job id specified"), "{err}");
+    c.ok("scontrol", &["release", &comp]);
+    c.wait_state(l + 1, &["RUNNING"], Duration::from_secs(20));
+    // Once running, component 1 ends alone; the leader goes on.
+    c.ok("scancel", &[&comp]);
+    c.wait_state(l + 1, &["CANCELLED"], Duration::from_secs(10));
+    assert_eq!(
+        c.field(&format!("{l}+0"), "JobState").as_deref(),
+        Some("RUNNING")
+    );
+    let q = c.ok("squeue", &["-h", "-j", &comp, "-t", "all", "-o", "%i %T"]);
+    assert_eq!(q, format!("{comp} CANCELLED\n"));
+    // Component 0 names the whole job; the cancelled component keeps its state.
+    c.ok("scancel", &[&format!("{l}+0")]);
+    c.wait_field(&format!("{l}+0"), "JobState", "CANCELLED");
+    assert_eq!(c.state(l + 1).as_deref(), Some("CANCELLED"));
+}

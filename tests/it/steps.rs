@@ -684,3 +684,145 @@ fn nothing_a_step_started_outlives_it() {
         .then_some(())
     });
 }
+
+#[test]
+fn ctrl_c_while_waiting_for_an_allocation_revokes_it() {
+    let c = TestCluster::start();
+    let hog = c.submit(&["-n4", "-o", "/dev/null", "--wrap", "sleep 60"]);
+    c.wait_state(hog, &["RUNNING"], Duration::from_secs(20));
+    for (prog, args, want) in [
+        (
+            "srun",
+            vec!["-n1", "echo", "never"],
+            "srun: Job allocation {id} has been revoked\n",
+        ),
+        (
+            "salloc",
+            vec!["-n1", "echo", "never"],
+            "salloc: Job allocation {id} has been revoked.\nsalloc: Job aborted due to signal\n",
+        ),
+    ] {
+        let child = c
+            .cmd(prog)
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+        // The request is queued: a pending job besides the hog.
+        let id = wait_until("pending allocation", Duration::from_secs(20), || {
+            let o = c.run("squeue", &["-h", "-t", "PD", "-o", "%i"]);
+            text(&o.stdout).trim().parse::<u32>().ok()
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+        let o = child.wait_with_output().unwrap();
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{prog}: {err}");
+        assert!(
+            err.ends_with(&want.replace("{id}", &id.to_string())),
+            "{prog}: {err}"
+        );
+        assert!(!text(&o.stdout).contains("never"));
+        assert_eq!(c.wait_done(id), "CANCELLED", "{prog}");
+    }
+    assert_eq!(c.state(hog).as_deref(), Some("RUNNING"));
+}
+
+#[test]
+fn cpu_bind_modes_use_the_steps_allocated_cpus() {
+    let c = TestCluster::start();
+    let online = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    let allowed = |out: &str| -> Vec<String> {
+        let mut v: Vec<String> = out
+            .lines()
+            .filter_map(|l| l.split("Cpus_allowed_list:").nth(1))
+            .map(|s| s.trim().to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    // map_cpu and mask_cpu: as given, with task/affinity's verbose lines.
+    let o = c.run(
+        "srun",
+        &["-n2", "-l", "--cpu-bind=verbose,map_cpu:0,0", "sh", "-c", "grep Cpus_allowed_list /proc/self/status; echo $SLURM_CPU_BIND_TYPE$SLURM_CPU_BIND_LIST"],
+    );
+    assert!(o.status.success(), "{o:?}");
+    let out = text(&o.stdout);
+    assert_eq!(allowed(&out), ["0", "0"], "{out}");
+    assert!(out.contains("0: map_cpu:0"), "{out}");
+    let err = text(&o.stderr);
+    let node = c.node();
+    for t in 0..2 {
+        let want = format!("cpu-bind=MAP  - {node}, task  {t}  {t} [");
+        assert!(err.contains(&want), "{err}");
+    }
+    assert!(err.contains("]: mask 0x1 set"), "{err}");
+    let o = c.run(
+        "srun",
+        &[
+            "-n1",
+            "--cpu-bind=verbose,mask_cpu:0x1",
+            "grep",
+            "Cpus_allowed_list",
+            "/proc/self/status",
+        ],
+    );
+    assert_eq!(allowed(&text(&o.stdout)), ["0"]);
+    assert!(text(&o.stderr).contains("cpu-bind=MASK - "), "{o:?}");
+    // none + verbose: reported, not bound.
+    let o = c.run("srun", &["-n1", "--cpu-bind=verbose,none", "true"]);
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("cpu-bind=NONE - ") && !err.contains(" set"),
+        "{err}"
+    );
+    // Bad lists are refused as Slurm does.
+    let (code, e) = c.fails_err("srun", &["--cpu-bind=map_cpu:x", "true"]);
+    assert_eq!(code, 255);
+    assert!(e.contains("--cpu-bind"), "{e}");
+    if online < 2 {
+        return;
+    }
+    // Two --exact steps of a two-CPU job bind to the job's two different CPUs (each
+    // step's own allocated id, not CPU 0 for both).
+    c.script(
+        "two.sh",
+        "#!/bin/sh\nfor i in 1 2; do srun -n1 --exact --cpu-bind=threads sh -c 'grep Cpus_allowed_list /proc/self/status; sleep 2' & done\nwait\n",
+    );
+    let id = c.submit(&["-n2", "-o", "two.out", "two.sh"]);
+    assert_eq!(c.wait_done(id), "COMPLETED");
+    let out = std::fs::read_to_string(c.path("two.out")).unwrap();
+    let lists = allowed(&out);
+    assert_eq!(lists.len(), 2, "{out}");
+    assert_ne!(lists[0], lists[1], "both steps on one CPU: {out}");
+    // Ranks and ldoms bind each task to one place within the step.
+    let o = c.run(
+        "srun",
+        &[
+            "-n2",
+            "--cpu-bind=rank",
+            "grep",
+            "Cpus_allowed_list",
+            "/proc/self/status",
+        ],
+    );
+    let l = allowed(&text(&o.stdout));
+    assert_eq!(l.len(), 2);
+    assert_ne!(l[0], l[1], "{l:?}");
+    let o = c.run(
+        "srun",
+        &[
+            "-n1",
+            "--cpu-bind=ldoms",
+            "grep",
+            "Cpus_allowed_list",
+            "/proc/self/status",
+        ],
+    );
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(allowed(&text(&o.stdout)).len(), 1);
+}

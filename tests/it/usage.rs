@@ -167,3 +167,90 @@ fn sstat_samples_a_running_batch_step() {
     c.ok("scancel", &[&id.to_string()]);
     c.wait_done(id);
 }
+
+/// The value of `key=` in a `sacct -P` TRES list (`cpu=..,mem=..`), in MiB.
+fn tres_mib(list: &str, key: &str) -> f64 {
+    let v = list
+        .split(',')
+        .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
+        .unwrap_or_else(|| panic!("no {key}= in {list}"));
+    mib_of(v)
+}
+
+#[test]
+fn maxrss_of_a_step_is_its_largest_task_and_page_cache_is_not_rss() {
+    let c = TestCluster::start();
+    // Task 0 holds 40 MiB, task 1 holds 120 MiB, both for a few samples.
+    c.script(
+        "two.sh",
+        &format!(
+            "#!/bin/bash\nif [ \"$SLURM_PROCID\" = 0 ]; then exec bash {s}/small.sh; else exec bash {s}/big.sh; fi\n",
+            s = c.path("").display()
+        ),
+    );
+    c.script("small.sh", &burner(40.0, 0.0, 5));
+    c.script("big.sh", &burner(120.0, 0.0, 5));
+    // The last task writes a 300 MiB file: page cache, not RSS.
+    c.script(
+        "writer.sh",
+        "#!/bin/bash\ndd if=/dev/zero of=big.file bs=1M count=300 status=none\nsync\nsleep 4\nrm -f big.file\n",
+    );
+    let id = c.submit(&[
+        "-n2",
+        "--mem=1000M",
+        "-o",
+        "/dev/null",
+        "--wrap",
+        "srun -n2 ./two.sh; srun -n1 ./writer.sh",
+    ]);
+    assert_eq!(
+        c.wait_state(id, &["COMPLETED", "FAILED"], Duration::from_secs(120)),
+        "COMPLETED"
+    );
+    let row = |step: &str| -> Vec<String> {
+        let out = c.ok(
+            "sacct",
+            &[
+                "-j",
+                &format!("{id}.{step}"),
+                "-n",
+                "-P",
+                "-o",
+                "MaxRSS,MaxRSSTask,MaxRSSNode,AveRSS,NTasks,TRESUsageInTot",
+            ],
+        );
+        out.trim_end().split('|').map(str::to_string).collect()
+    };
+    let r = row("0");
+    assert_eq!(r.len(), 6, "{r:?}");
+    within(mib_of(&r[0]), 120.0, "MaxRSS of the larger task");
+    assert_eq!(r[1], "1", "MaxRSSTask {r:?}");
+    assert_eq!(r[2], c.node());
+    assert_eq!(r[4], "2");
+    // AveRSS: the mean of the two peaks; TRESUsageInTot's mem: their sum.
+    let ave = mib_of(&r[3]);
+    assert!((70.0..=100.0).contains(&ave), "AveRSS {r:?}");
+    let tot = tres_mib(&r[5], "mem");
+    assert!(
+        tot >= mib_of(&r[0]) && (140.0..=200.0).contains(&tot),
+        "TRESUsageInTot {r:?}"
+    );
+    let w = row("1");
+    assert!(mib_of(&w[0]) < 50.0, "page cache counted as RSS: {w:?}");
+    // seff's imbalance line is the largest task's peak over the average (a ratio, as
+    // Slurm's seff prints it): with two tasks it cannot pass 200%.
+    let rep = c.ok("seff", &[&id.to_string()]);
+    let lines: Vec<&str> = rep.lines().filter(|l| l.contains("differs by")).collect();
+    assert_eq!(lines.len(), 1, "{rep}");
+    for l in lines {
+        let pct: f64 = l
+            .split("differs by ")
+            .nth(1)
+            .and_then(|x| x.split('%').next())
+            .and_then(|x| x.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{l}"));
+        assert!((100.0..=200.0).contains(&pct), "{rep}");
+        let want = mib_of(&r[0]) / ave * 100.0;
+        assert!((pct - want).abs() <= 10.0, "{rep} vs sacct {r:?}");
+    }
+}

@@ -245,7 +245,13 @@ pub struct Constraints {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
     /// Highest memory use, bytes (v1 `memory.max_usage_in_bytes`, v2 `memory.peak`).
+    /// Both count page cache (a task that writes a big file "uses" its size), so
+    /// this is never taken as RSS.
     pub mem_peak: Option<u64>,
+    /// Anonymous (RSS-only) memory in use now, bytes: v1 `memory.stat` `total_rss`
+    /// (cf. Slurm's jobacct_gather/cgroup on v1), v2 `memory.stat` `anon`. Page
+    /// cache is not in it.
+    pub mem_rss: Option<u64>,
     /// Memory in use now, bytes.
     pub mem_current: Option<u64>,
     /// CPU time in user mode, microseconds.

@@ -433,6 +433,9 @@ impl CgroupManager for V1 {
         if let Some(d) = self.dir(Ctrl::Memory, &rel) {
             u.mem_peak = number(&d.join("memory.max_usage_in_bytes"));
             u.mem_current = number(&d.join("memory.usage_in_bytes"));
+            if let Ok(t) = files::read(&d.join("memory.stat")) {
+                u.mem_rss = keyed(&t, "total_rss").or_else(|| keyed(&t, "rss"));
+            }
         }
         if let Some(d) = self.dir(Ctrl::Cpuacct, &rel)
             && let Ok(t) = files::read(&d.join("cpuacct.stat"))
@@ -653,6 +656,12 @@ mod tests {
         )
         .unwrap();
         std::fs::write(mem(s.step_rel()).join("memory.usage_in_bytes"), "1024\n").unwrap();
+        // RSS-only: the hierarchical total_rss, not the page cache.
+        std::fs::write(
+            mem(s.step_rel()).join("memory.stat"),
+            "cache 900000\nrss 100\nrss_huge 0\ntotal_cache 900000\ntotal_rss 2048\n",
+        )
+        .unwrap();
         std::fs::write(
             t.path()
                 .join("cpuacct")
@@ -664,6 +673,7 @@ mod tests {
         let u = m.usage(Level::Step);
         assert_eq!(u.mem_peak, Some(4096));
         assert_eq!(u.mem_current, Some(1024));
+        assert_eq!(u.mem_rss, Some(2048));
         assert_eq!(u.cpu_user_usec, Some(2_500_000));
         assert_eq!(u.cpu_secs(), Some(3.0));
     }

@@ -308,9 +308,11 @@ impl CgroupManager for V2 {
     fn usage(&self, level: Level) -> Usage {
         let d = self.dir(&self.scope.rel(level));
         let cpu = files::read(&d.join("cpu.stat")).unwrap_or_default();
+        let stat = files::read(&d.join("memory.stat")).ok();
         Usage {
             mem_peak: number(&d.join("memory.peak")),
             mem_current: number(&d.join("memory.current")),
+            mem_rss: stat.as_deref().and_then(|t| keyed(t, "anon")),
             cpu_user_usec: keyed(&cpu, "user_usec"),
             cpu_system_usec: keyed(&cpu, "system_usec"),
         }
@@ -448,6 +450,11 @@ mod tests {
         std::fs::write(step.join("memory.peak"), "1048576\n").unwrap();
         std::fs::write(step.join("memory.current"), "4096\n").unwrap();
         std::fs::write(
+            step.join("memory.stat"),
+            "anon 3072\nfile 900000\nkernel 100\nfile_mapped 50\n",
+        )
+        .unwrap();
+        std::fs::write(
             step.join("cpu.stat"),
             "usage_usec 3000000\nuser_usec 2000000\nsystem_usec 1000000\n",
         )
@@ -461,6 +468,7 @@ mod tests {
         let u = m.usage(Level::Step);
         assert_eq!(u.mem_peak, Some(1 << 20));
         assert_eq!(u.mem_current, Some(4096));
+        assert_eq!(u.mem_rss, Some(3072));
         assert_eq!(u.cpu_secs(), Some(3.0));
     }
 
