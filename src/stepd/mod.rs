@@ -20,8 +20,8 @@ pub mod gpus;
 pub mod isolate;
 pub mod nccl;
 pub mod step;
-mod task_script;
 pub mod stream;
+mod task_script;
 pub mod usage;
 
 use crate::model::job::ExitStatus;
