@@ -926,6 +926,17 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    if let (Some(start), Some(end)) = win
+        && start > end
+    {
+        // src/sacct/options.c refuses an empty window the same way.
+        eprintln!(
+            "sacct: error: Start time ({}) requested is after end time ({}).",
+            super::timefmt::fmt_ts(start),
+            super::timefmt::fmt_ts(end)
+        );
+        return ExitCode::from(1);
+    }
     let users = effective_users(&o, nix::unistd::getuid().as_raw());
     let (mut client, cfg) = match Client::connect() {
         Ok(x) => x,

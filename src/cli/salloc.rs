@@ -179,13 +179,18 @@ fn run_inner(argv: &[String]) -> Result<u8, Failure> {
     // Watch for the allocation ending under the command.
     let pid = child.id() as i32;
     let quiet = a.job.quiet;
+    // Set once salloc gives the allocation back itself: its end is then no revocation.
+    let relinquished = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     if let Ok(mut watcher) = connect() {
+        let relinquished = relinquished.clone();
         std::thread::spawn(move || {
             let r = watcher.request_waiting(&Request::WaitJob {
                 job_id,
                 started: false,
             });
-            if matches!(r, Ok(Response::Allocation(_))) {
+            if matches!(r, Ok(Response::Allocation(_)))
+                && !relinquished.load(std::sync::atomic::Ordering::SeqCst)
+            {
                 if !quiet {
                     eprintln!("{PROG}: Job allocation {job_id} has been revoked.");
                 }
@@ -209,6 +214,7 @@ fn run_inner(argv: &[String]) -> Result<u8, Failure> {
         }
         Err(_) => 1,
     };
+    relinquished.store(true, std::sync::atomic::Ordering::SeqCst);
     if !a.job.quiet {
         eprintln!("{PROG}: Relinquishing job allocation {job_id}");
     }

@@ -467,6 +467,17 @@ pub fn execute(
     host: &str,
     req: &mut Requester<'_>,
 ) -> Output {
+    // `--json` exists for `show job` and `show licenses`; elsewhere it is refused rather
+    // than silently printing text.
+    if opts.json
+        && let Command::Show(show) = cmd
+        && !matches!(show, Show::Job(_) | Show::Licenses(_))
+    {
+        return Output::err(
+            "scontrol: error: --json is supported by sluice only for show job and show licenses (not supported yet by sluice for the others)\n"
+                .into(),
+        );
+    }
     match cmd {
         Command::Version => Output::ok(format!(
             "slurm {}\n",
@@ -1901,6 +1912,14 @@ mod tests {
             }
         };
         (out, seen)
+    }
+
+    #[test]
+    fn json_outside_show_job_and_licenses_is_refused_not_ignored() {
+        let (o, seen) = exec_with("--json show node n1", Response::Ok);
+        assert_eq!(o.code, 1, "{o:?}");
+        assert!(o.stdout.is_empty() && o.stderr.contains("not supported yet by sluice"));
+        assert!(seen.is_empty());
     }
 
     #[test]

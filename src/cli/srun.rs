@@ -73,6 +73,9 @@ pub fn plan(args: &SrunArgs, ctx: &opts::SubmitContext) -> Result<Plan, Failure>
     if s.no_allocate {
         return Err(OptError::Unsupported("--no-allocate".into()).into());
     }
+    if s.het_group.is_some() {
+        return Err(OptError::Unsupported("--het-group".into()).into());
+    }
     let norm = args
         .job
         .to_spec_allowing(ctx, &["--distribution", "--gpu-bind", "--gpus-per-socket"])?;

@@ -351,6 +351,9 @@ pub struct StepOpts {
     /// (not supported) Run without an allocation
     #[arg(short = 'Z', long = "no-allocate")]
     pub no_allocate: bool,
+    /// (not supported yet) Heterogeneous job components the step runs on
+    #[arg(long = "het-group", value_name = "EXPR")]
+    pub het_group: Option<String>,
 }
 
 /// The whole `srun` command line: options, then the program and its arguments.
@@ -470,6 +473,29 @@ pub enum OptError {
     Verify(String),
     /// Help text for stdout; exit 0.
     Help(String),
+}
+
+/// Whether `--mail-type` names only Slurm's mail types (comma-separated, any case);
+/// Slurm's `parse_mail_type` refuses anything else. sluice sends no mail, but a typo is
+/// still refused as Slurm refuses it.
+fn valid_mail_type(s: &str) -> bool {
+    const TYPES: &[&str] = &[
+        "NONE",
+        "BEGIN",
+        "END",
+        "FAIL",
+        "REQUEUE",
+        "ALL",
+        "INVALID_DEPEND",
+        "STAGE_OUT",
+        "TIME_LIMIT",
+        "TIME_LIMIT_90",
+        "TIME_LIMIT_80",
+        "TIME_LIMIT_50",
+        "ARRAY_TASKS",
+    ];
+    s.split(',')
+        .all(|t| TYPES.iter().any(|k| k.eq_ignore_ascii_case(t)))
 }
 
 impl OptError {
@@ -699,6 +725,11 @@ impl JobOpts {
     ) -> Result<Normalised, OptError> {
         if let Some(first) = self.unsupported().iter().find(|o| !allow.contains(o)) {
             return Err(OptError::Unsupported((*first).to_string()));
+        }
+        if let Some(t) = &self.ignored.mail_type
+            && !valid_mail_type(t)
+        {
+            return Err(OptError::Fatal(format!("--mail-type={t} invalid")));
         }
         let warnings = self
             .ignored()
@@ -1605,6 +1636,14 @@ mod tests {
             (
                 &["--gpus=-1"],
                 "sbatch: error: Invalid --gpus specification\n",
+            ),
+            (
+                &["--gpus=abc"],
+                "sbatch: error: Invalid --gpus specification\n",
+            ),
+            (
+                &["--mail-type=BOGUS"],
+                "sbatch: error: --mail-type=BOGUS invalid\n",
             ),
             (
                 &["--gres=gpu:-1"],

@@ -161,10 +161,11 @@ pub fn parse_gres_list(s: &str) -> Result<Vec<GresReq>, GresError> {
 
 /// Parses a `--gpus*` value: `N` or `type:N`, into a `gpu` request.
 ///
-/// Errors: [`GresError::Bad`].
+/// Errors: [`GresError::Bad`], also for a lone type with no count (`--gpus=abc`):
+/// Slurm's grammar is `[type:]number`.
 pub fn parse_gpus(s: &str) -> Result<GresReq, GresError> {
     let r = parse_gres_item(&format!("gpu:{s}"))?;
-    if s.contains(':') && r.kind.is_none() {
+    if s.contains(':') != r.kind.is_some() {
         return Err(GresError::Bad(s.to_string()));
     }
     Ok(r)
@@ -328,6 +329,7 @@ mod tests {
         assert_eq!((r.kind.as_deref(), r.count), (Some("h100"), 3));
         assert!(parse_gpus("0").is_err());
         assert!(parse_gpus("h100:x").is_err());
+        assert!(parse_gpus("abc").is_err(), "a type needs a count");
     }
 
     #[test]

@@ -127,6 +127,14 @@ fn bad_sbatch_input_names_the_problem_and_creates_no_job() {
         (code, e.as_str()),
         (255, "sbatch: error: Invalid --time specification\n")
     );
+    // sacct refuses a window that ends before it starts (src/sacct/options.c).
+    let (code, out, e) = c.fails("sacct", &["-S", "now-1days", "-E", "now-2days"]);
+    assert_eq!((code, out.as_str()), (1, ""), "{e}");
+    assert!(
+        e.starts_with("sacct: error: Start time (")
+            && e.contains(") requested is after end time ("),
+        "{e}"
+    );
     assert!(
         c.job_ids().is_empty(),
         "jobs were created: {:?}",
