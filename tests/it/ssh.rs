@@ -562,7 +562,9 @@ fn ssh_doctor_checks_each_node_and_explains_a_bad_host_key() {
 
 /// Not a pass/fail test: prints the whole-process time of `srun -N4 -n32 true` inside
 /// an allocation of four remote nodes (issue 7's target: 150 ms). Build in release for
-/// the figure: `cargo test --release --test it bench_ssh_srun -- --ignored --nocapture`.
+/// the figure: `cargo test --release --test it bench_ssh_srun -- --ignored --nocapture`
+/// (or a debug harness timing a release binary: `SLUICE_TEST_BIN=target/release/sluice
+/// cargo test --test it bench_ssh -- --ignored --nocapture`).
 #[test]
 #[ignore]
 fn bench_ssh_srun_n4_n32_in_an_allocation() {

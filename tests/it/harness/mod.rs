@@ -10,9 +10,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// The binary under test.
+/// The binary under test: cargo's build of this tree, or the one `SLUICE_TEST_BIN`
+/// names (so that the ignored benchmarks can time a release binary while the harness
+/// itself stays a quick debug build).
 pub fn sluice_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_sluice"))
+    match std::env::var_os("SLUICE_TEST_BIN") {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => PathBuf::from(env!("CARGO_BIN_EXE_sluice")),
+    }
 }
 
 /// Polls `cond` every 20 ms until it returns `Some`, or panics with `what` after
