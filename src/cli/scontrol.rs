@@ -255,6 +255,21 @@ pub fn parse_command(words: &[String]) -> Result<Command, String> {
     if abbrev(w, "version", 4) {
         return Ok(Command::Version);
     }
+    // Slurm keywords sluice does not have yet are named as such, not as unknown words.
+    for (kw, min, hint) in [
+        (
+            "reconfigure",
+            5,
+            "; restart the controller (sluice controller --stop, then any command) to read a changed config",
+        ),
+        ("shutdown", 8, "; use sluice controller --stop"),
+        ("takeover", 8, ""),
+        ("reboot", 6, ""),
+    ] {
+        if abbrev(w, kw, min) {
+            return Err(format!("{kw} is not supported yet by sluice{hint}"));
+        }
+    }
     Err(format!("invalid keyword: {w}"))
 }
 
@@ -2137,6 +2152,14 @@ mod tests {
     fn keywords_and_bad_input() {
         let (o, _) = exec_with("bogus", Response::Ok);
         assert_eq!((o.code, o.stderr.as_str()), (1, "invalid keyword: bogus\n"));
+        let (o, seen) = exec_with("reconfigure", Response::Ok);
+        assert_eq!(o.code, 1);
+        assert!(
+            o.stderr
+                .starts_with("reconfigure is not supported yet by sluice"),
+            "{o:?}"
+        );
+        assert!(seen.is_empty());
         let (o, _) = exec_with("--bogus show job", Response::Ok);
         assert_eq!(o.code, 1);
         assert!(
