@@ -136,17 +136,11 @@ pub fn script_env(job: &Job, cluster: &str, node: &str, context: &str) -> Vec<(S
             "SLURM_JOB_NODELIST".into(),
             crate::model::hostlist::compress(&a.nodes),
         ));
-        let gpus: Vec<String> = a
+        let gpus = a
             .nodes
             .iter()
             .position(|n| n == node)
-            .and_then(|i| a.gres.get(i))
-            .map(|g| {
-                g.iter()
-                    .filter(|d| d.name == "gpu")
-                    .map(|d| d.index.to_string())
-                    .collect()
-            })
+            .map(|i| a.gpu_indices(i))
             .unwrap_or_default();
         if !gpus.is_empty() {
             env.push(("SLURM_JOB_GPUS".into(), gpus.join(",")));

@@ -29,9 +29,19 @@ pub struct StreamOpts {
     pub forward_stdin: bool,
 }
 
-/// Slurm's text for a task killed by `sig` (as strsignal prints it).
+/// Slurm's text for a task killed by `sig` (as strsignal prints it) in srun's line;
+/// signals past SIGTERM print as `Signal N`.
 pub fn signal_text(sig: i32) -> String {
-    let t = match sig {
+    match sig {
+        1..=15 => strsignal(sig),
+        _ => format!("Signal {sig}"),
+    }
+}
+
+/// glibc's `strsignal` text for `sig` (`Real-time signal N`, `Unknown signal N`
+/// past the named ones), as Slurm prints signals.
+pub fn strsignal(sig: i32) -> String {
+    let s = match sig {
         1 => "Hangup",
         2 => "Interrupt",
         3 => "Quit",
@@ -47,9 +57,26 @@ pub fn signal_text(sig: i32) -> String {
         13 => "Broken pipe",
         14 => "Alarm clock",
         15 => "Terminated",
-        _ => return format!("Signal {sig}"),
+        16 => "Stack fault",
+        17 => "Child exited",
+        18 => "Continued",
+        19 => "Stopped (signal)",
+        20 => "Stopped",
+        21 => "Stopped (tty input)",
+        22 => "Stopped (tty output)",
+        23 => "Urgent I/O condition",
+        24 => "CPU time limit exceeded",
+        25 => "File size limit exceeded",
+        26 => "Virtual timer expired",
+        27 => "Profiling timer expired",
+        28 => "Window changed",
+        29 => "I/O possible",
+        30 => "Power failure",
+        31 => "Bad system call",
+        34..=64 => return format!("Real-time signal {}", sig - 34),
+        _ => return format!("Unknown signal {sig}"),
     };
-    t.to_string()
+    s.into()
 }
 
 /// The line srun prints for a task that did not end well, or `None` for exit 0.

@@ -690,6 +690,20 @@ impl Allocation {
         self.cpus.iter().sum()
     }
 
+    /// Device indices of the GPUs held on the `node_idx`-th node, in allocation order
+    /// (`SLURM_JOB_GPUS` and the prolog's `CUDA_VISIBLE_DEVICES`); empty past the end.
+    pub fn gpu_indices(&self, node_idx: usize) -> Vec<String> {
+        self.gres
+            .get(node_idx)
+            .map(|g| {
+                g.iter()
+                    .filter(|d| d.name == "gpu")
+                    .map(|d| d.index.to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// GRES units of `name` held on all nodes.
     pub fn gres_count(&self, name: &str) -> u64 {
         self.gres

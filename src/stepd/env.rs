@@ -289,16 +289,10 @@ pub fn batch_env_with_array(
 
     // GPUs allocated on this node: the devices the job may see (binding per task
     // comes with steps).
-    let gpus: Vec<String> = job
+    let gpus = job
         .alloc
         .as_ref()
-        .and_then(|a| a.gres.get(node_idx))
-        .map(|g| {
-            g.iter()
-                .filter(|d| d.name == "gpu")
-                .map(|d| d.index.to_string())
-                .collect()
-        })
+        .map(|a| a.gpu_indices(node_idx))
         .unwrap_or_default();
     if !gpus.is_empty() {
         let list = gpus.join(",");

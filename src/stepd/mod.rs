@@ -56,16 +56,11 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("stepd: {e:#}");
-            let r = StepResult {
-                kind: EndKind::LaunchFailed,
-                status: ExitStatus::default(),
-                time: now(),
-                max_rss_kib: 0,
-                cpu_secs: 0.0,
-                oom: false,
-                message: Some(format!("{e:#}")),
-                usage: None,
-            };
+            let r = unstarted(
+                EndKind::LaunchFailed,
+                ExitStatus::default(),
+                Some(format!("{e:#}")),
+            );
             if !dir.join(spool::RESULT).exists() {
                 let _ = spool::write(&dir, spool::RESULT, &r);
             }
@@ -100,6 +95,21 @@ struct Prepared {
     preamble: Vec<u8>,
 }
 
+/// The result of a job that ended before (or instead of) its script running: no usage,
+/// no time used.
+fn unstarted(kind: EndKind, status: ExitStatus, message: Option<String>) -> StepResult {
+    StepResult {
+        kind,
+        status,
+        time: now(),
+        max_rss_kib: 0,
+        cpu_secs: 0.0,
+        oom: false,
+        message,
+        usage: None,
+    }
+}
+
 /// Supervises one job; see the module docs.
 pub fn run(dir: &Path) -> anyhow::Result<()> {
     let lb: LaunchBatch = spool::read_launch(dir)?.context("no launch record")?;
@@ -122,19 +132,14 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
     // A terminate request that came before our pid was known was not signalled to us:
     // the job was cancelled (or timed out) before it started, so it never starts.
     if dir.join(spool::TERMINATE).exists() {
-        let r = StepResult {
-            kind: EndKind::Exited,
-            status: ExitStatus {
+        let r = unstarted(
+            EndKind::Exited,
+            ExitStatus {
                 code: 0,
                 signal: Signal::SIGTERM as i32,
             },
-            time: now(),
-            max_rss_kib: 0,
-            cpu_secs: 0.0,
-            oom: false,
-            message: None,
-            usage: None,
-        };
+            None,
+        );
         spool::write(dir, spool::RESULT, &r)?;
         return Ok(());
     }
@@ -220,16 +225,7 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
                 eprintln!("stepd: job {}: {line}", job.id);
                 note_in_stderr(job.spec.work_dir.as_ref(), &paths, &node, &line);
                 let _ = iso.finish();
-                let r = StepResult {
-                    kind: EndKind::Exited,
-                    status: ExitStatus { code, signal: 0 },
-                    time: now(),
-                    max_rss_kib: 0,
-                    cpu_secs: 0.0,
-                    oom: false,
-                    message: None,
-                    usage: None,
-                };
+                let r = unstarted(EndKind::Exited, ExitStatus { code, signal: 0 }, None);
                 spool::write(dir, spool::RESULT, &r)?;
                 return Ok(());
             }
@@ -266,19 +262,14 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
     let child = match spawn_job(&prep) {
         Ok(c) => c,
         Err(e) => {
-            let r = StepResult {
-                kind: EndKind::LaunchFailed,
-                status: ExitStatus::default(),
-                time: now(),
-                max_rss_kib: 0,
-                cpu_secs: 0.0,
-                oom: false,
-                message: Some(format!(
+            let r = unstarted(
+                EndKind::LaunchFailed,
+                ExitStatus::default(),
+                Some(format!(
                     "job {} could not start on {node}: {e} (working directory {}, output {})",
                     job.id, job.spec.work_dir, paths.stdout
                 )),
-                usage: None,
-            };
+            );
             spool::write(dir, spool::RESULT, &r)?;
             return Ok(());
         }
