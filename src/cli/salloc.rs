@@ -22,8 +22,15 @@ use std::process::ExitCode;
 const PROG: &str = "salloc";
 
 /// The environment of salloc's command for `job` (cf. golden env_salloc): the job's
-/// identity and allocation, none of the task or node-local variables.
-pub fn command_env(job: &crate::model::Job, cluster: &str) -> Vec<(String, String)> {
+/// identity and allocation, none of the task or node-local variables. For a
+/// heterogeneous job (`others` are its components after the leader `job`, in order)
+/// the leader's variables, `SLURM_HET_SIZE`, and each component's allocation
+/// variables suffixed `_HET_GROUP_<k>`, as in a heterogeneous batch job.
+pub fn command_env(
+    job: &crate::model::Job,
+    others: &[crate::model::Job],
+    cluster: &str,
+) -> Vec<(String, String)> {
     const KEEP: &[&str] = &[
         "SLURM_CLUSTER_NAME",
         "SLURM_CONF",
@@ -56,9 +63,19 @@ pub fn command_env(job: &crate::model::Job, cluster: &str) -> Vec<(String, Strin
         .as_ref()
         .and_then(|a| a.nodes.first().cloned())
         .unwrap_or_default();
-    crate::stepd::env::batch_env(job, cluster, &node, job.start_time.unwrap_or(0))
-        .into_iter()
-        .filter(|(k, _)| KEEP.contains(&k.as_str()))
+    let now = job.start_time.unwrap_or(0);
+    let env = if others.is_empty() {
+        crate::stepd::env::batch_env(job, cluster, &node, now)
+    } else {
+        crate::stepd::env::het_batch_env(job, others, cluster, &node, now)
+    };
+    env.into_iter()
+        .filter(|(k, _)| {
+            KEEP.contains(&k.as_str())
+                || k == "SLURM_HET_SIZE"
+                || k.split_once("_HET_GROUP_")
+                    .is_some_and(|(base, _)| KEEP.contains(&base))
+        })
         .collect()
 }
 
@@ -95,7 +112,7 @@ fn run_inner(argv: &[String]) -> Result<u8, Failure> {
             code: e.exit_code(),
         },
     })?;
-    if a.version {
+    if a.iter().any(|g| g.version) {
         println!("slurm {}", crate::config::DEFAULT_SLURM_VERSION);
         return Ok(0);
     }
@@ -103,29 +120,39 @@ fn run_inner(argv: &[String]) -> Result<u8, Failure> {
         stderr: f.stderr.replace("sbatch:", "salloc:"),
         code: 1,
     })?;
-    let norm = a.job.to_spec(&ctx).map_err(|e| Failure {
-        stderr: e.render(PROG),
-        code: e.exit_code(),
-    })?;
-    let mut spec = norm.spec;
-    spec.name = a
-        .job
-        .job_name
-        .clone()
-        .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| "interactive".into());
-    spec.stdout = None;
-    spec.stderr = None;
-    spec.stdin = None;
-    if !a.job.quiet {
-        for w in &norm.warnings {
-            eprintln!("{PROG}: warning: {w}");
+    // One allocation request per `:` component (the first is the leader).
+    let mut specs = Vec::new();
+    for g in &a {
+        let norm = g.job.to_spec(&ctx).map_err(|e| Failure {
+            stderr: e.render(PROG),
+            code: e.exit_code(),
+        })?;
+        let mut spec = norm.spec;
+        spec.name = g
+            .job
+            .job_name
+            .clone()
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| "interactive".into());
+        spec.stdout = None;
+        spec.stderr = None;
+        spec.stdin = None;
+        if !g.job.quiet {
+            for w in &norm.warnings {
+                eprintln!("{PROG}: warning: {w}");
+            }
         }
+        specs.push(spec);
     }
-    let command = if a.command.is_empty() {
+    let het = specs.split_off(1);
+    let spec = specs.pop().expect("one component at least");
+    let last = a.last().expect("one component at least");
+    let quiet = a[0].job.quiet;
+    let no_shell = a.iter().any(|g| g.no_shell);
+    let command = if last.command.is_empty() {
         vec![user_shell()]
     } else {
-        a.command.clone()
+        last.command.clone()
     };
     let cfg = crate::config::Config::load().map_err(|e| Failure {
         stderr: format!("{PROG}: error: {e}\n"),
@@ -138,20 +165,23 @@ fn run_inner(argv: &[String]) -> Result<u8, Failure> {
         })
     };
     let mut owner = connect()?;
-    let job_id = srun::allocate(&mut owner, PROG, &spec, a.job.quiet, a.no_shell)?;
-    if a.no_shell {
+    let job_id = srun::allocate(&mut owner, PROG, &spec, &het, quiet, no_shell)?;
+    if no_shell {
         // Slurm's --no-shell: the allocation outlives salloc until scancel or its time
         // limit; steps join it with `srun --jobid`.
         return Ok(0);
     }
-    let job = match owner.request(&Request::Jobs(crate::proto::JobFilter {
+    // The job, and a heterogeneous job's other components (the leader's id names
+    // them all).
+    let mut jobs = match owner.request(&Request::Jobs(crate::proto::JobFilter {
         ids: vec![job_id],
         ..Default::default()
     })) {
-        Ok(Response::Jobs { jobs, .. }) => jobs.into_iter().find(|j| j.id == job_id),
-        _ => None,
+        Ok(Response::Jobs { jobs, .. }) => jobs,
+        _ => Vec::new(),
     };
-    let Some(job) = job else {
+    jobs.sort_by_key(|j| j.het.map_or(0, |h| h.offset));
+    let Some(job) = jobs.iter().find(|j| j.id == job_id).cloned() else {
         return Err(Failure {
             stderr: format!("{PROG}: Job allocation {job_id} has been revoked.\n"),
             code: 1,
@@ -164,7 +194,7 @@ fn run_inner(argv: &[String]) -> Result<u8, Failure> {
     let _ = set.thread_block();
     let mut cmd = std::process::Command::new(&command[0]);
     cmd.args(&command[1..])
-        .envs(command_env(&job, &cfg.cluster_name));
+        .envs(command_env(&job, &jobs[1..], &cfg.cluster_name));
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
@@ -178,7 +208,6 @@ fn run_inner(argv: &[String]) -> Result<u8, Failure> {
     };
     // Watch for the allocation ending under the command.
     let pid = child.id() as i32;
-    let quiet = a.job.quiet;
     // Set once salloc gives the allocation back itself: its end is then no revocation.
     let relinquished = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     if let Ok(mut watcher) = connect() {
@@ -215,7 +244,7 @@ fn run_inner(argv: &[String]) -> Result<u8, Failure> {
         Err(_) => 1,
     };
     relinquished.store(true, std::sync::atomic::Ordering::SeqCst);
-    if !a.job.quiet {
+    if !quiet {
         eprintln!("{PROG}: Relinquishing job allocation {job_id}");
     }
     let _ = owner.request(&Request::ReleaseAllocation {
@@ -251,7 +280,7 @@ mod tests {
     fn command_env_has_the_job_but_no_task_variables() {
         let mut j = crate::model::job::sample_running(9, "interactive", vec![2]);
         j.spec.ntasks = Some(2);
-        let env: std::collections::BTreeMap<_, _> = command_env(&j, "c").into_iter().collect();
+        let env: std::collections::BTreeMap<_, _> = command_env(&j, &[], "c").into_iter().collect();
         assert_eq!(env.get("SLURM_JOB_ID").map(String::as_str), Some("9"));
         assert_eq!(env.get("SLURM_NTASKS").map(String::as_str), Some("2"));
         assert_eq!(
@@ -261,5 +290,37 @@ mod tests {
         assert!(!env.contains_key("SLURM_PROCID"));
         assert!(!env.contains_key("SLURMD_NODENAME"));
         assert!(!env.contains_key("HOME") || env["HOME"].is_empty());
+        assert!(!env.contains_key("SLURM_HET_SIZE"));
+    }
+
+    #[test]
+    fn command_env_of_a_het_job_names_every_component() {
+        use crate::model::job::HetInfo;
+        let mut l = crate::model::job::sample_running(9, "interactive", vec![2]);
+        l.spec.ntasks = Some(2);
+        l.het = Some(HetInfo {
+            job_id: 9,
+            offset: 0,
+            size: 2,
+        });
+        let mut c = crate::model::job::sample_running(10, "interactive", vec![1]);
+        c.spec.ntasks = Some(1);
+        c.het = Some(HetInfo {
+            job_id: 9,
+            offset: 1,
+            size: 2,
+        });
+        let env: std::collections::BTreeMap<_, _> =
+            command_env(&l, &[c], "c").into_iter().collect();
+        let get = |k: &str| env.get(k).map(String::as_str);
+        assert_eq!(get("SLURM_JOB_ID"), Some("9"));
+        assert_eq!(get("SLURM_HET_SIZE"), Some("2"));
+        assert_eq!(get("SLURM_JOB_ID_HET_GROUP_0"), Some("9"));
+        assert_eq!(get("SLURM_JOB_ID_HET_GROUP_1"), Some("10"));
+        // The plain variables are component 0's.
+        assert_eq!(get("SLURM_NTASKS"), Some("2"));
+        assert_eq!(get("SLURM_NTASKS_HET_GROUP_1"), Some("1"));
+        assert!(!env.contains_key("SLURM_PROCID"));
+        assert!(!env.keys().any(|k| k.starts_with("SLURM_PROCID_")));
     }
 }

@@ -50,32 +50,146 @@ impl From<OptError> for Failure {
 pub struct Plan {
     /// The job to run in (`None`: get an allocation first).
     pub job_id: Option<u32>,
-    /// The allocation request (used without `job_id`).
+    /// The allocation request (used without `job_id`); a heterogeneous one's first
+    /// component.
     pub job: JobSpec,
+    /// The step; a heterogeneous step's first part.
     pub step: StepSpec,
+    /// A heterogeneous step's other parts (srun `A : B`, `--het-group`), in component
+    /// order, each with the allocation request of its component (used without
+    /// `job_id`).
+    pub het: Vec<(JobSpec, StepSpec)>,
     pub stream: StreamOpts,
     pub quiet: bool,
     pub warnings: Vec<String>,
 }
 
-/// Turns srun's command line and environment into a [`Plan`].
+/// Turns srun's command line (its `:` groups, [`opts::parse_srun_argv`]) and
+/// environment into a [`Plan`].
+///
+/// Each group runs in the heterogeneous job component its `--het-group` names (one
+/// part per component named), else in the component of its position; the parts are
+/// put in component order. Outside an allocation the groups are the components of
+/// the job srun asks for, so they must name components 0, 1, … without gaps.
 ///
 /// Errors: option errors as Slurm prints them; an unreadable or invalid `--multi-prog`
-/// file; a bad `SLURM_JOB_ID`.
-pub fn plan(args: &SrunArgs, ctx: &opts::SubmitContext) -> Result<Plan, Failure> {
-    let s = &args.step;
-    if args.command.is_empty() {
-        return Err(Failure {
-            stderr: format!("{PROG}: fatal: No command given to execute.\n"),
-            code: 1,
-        });
+/// file, or one in a step of several parts; a bad `SLURM_JOB_ID`; components named
+/// twice, or past the last one of the job srun would allocate.
+pub fn plan(groups: &[SrunArgs], ctx: &opts::SubmitContext) -> Result<Plan, Failure> {
+    let Some(first) = groups.first() else {
+        return Err(no_command());
+    };
+    if groups.iter().any(|g| g.command.is_empty()) {
+        return Err(no_command());
     }
-    if s.no_allocate {
+    if first.step.no_allocate {
         return Err(OptError::Unsupported("--no-allocate".into()).into());
     }
-    if s.het_group.is_some() {
-        return Err(OptError::Unsupported("--het-group".into()).into());
+    let env_num = |k: &str| ctx.env.get(k).and_then(|v| v.trim().parse::<u32>().ok());
+    let job_id = match &first.step.jobid {
+        Some(j) => Some(
+            j.trim()
+                .parse::<u32>()
+                .map_err(|_| Failure::error(format!("Invalid job id specified: {j}")))?,
+        ),
+        None => env_num("SLURM_JOB_ID").or_else(|| env_num("SLURM_JOBID")),
+    };
+    // The components each group runs in: its --het-group list, else its position.
+    let mut comps: Vec<(usize, u32)> = Vec::new();
+    for (i, g) in groups.iter().enumerate() {
+        let offsets = match &g.step.het_group {
+            Some(v) => opts::parse_het_group(v)?,
+            None => vec![i as u32],
+        };
+        comps.extend(offsets.into_iter().map(|k| (i, k)));
     }
+    comps.sort_by_key(|&(_, k)| k);
+    let het_err = |e: SlurmError| Failure::error(e);
+    if let Some(w) = comps.windows(2).find(|w| w[0].1 == w[1].1) {
+        return Err(het_err(SlurmError::het_group_twice(w[0].1)));
+    }
+    let several = comps.len() > 1;
+    if several && groups.iter().any(|g| g.step.multi_prog) {
+        return Err(Failure::error(
+            "--multi-prog can not span more than one heterogeneous job component",
+        ));
+    }
+    let top = comps.last().map_or(0, |&(_, k)| k);
+    if job_id.is_none() && top as usize >= comps.len() {
+        // The job srun asks for has exactly the components named.
+        return Err(het_err(SlurmError::het_group_too_high(
+            top,
+            comps.len() as u32 - 1,
+            several,
+        )));
+    }
+    let named = several || groups.iter().any(|g| g.step.het_group.is_some());
+    let mut parts = Vec::new();
+    let mut warnings: Vec<String> = Vec::new();
+    for &(i, k) in &comps {
+        let (job, step, w) = plan_part(&groups[i], ctx, job_id.is_some(), named.then_some(k))?;
+        for w in w {
+            if !warnings.contains(&w) {
+                warnings.push(w);
+            }
+        }
+        parts.push((job, step));
+    }
+    // Without -J, every component of the job is named after the first command.
+    let name = parts[0].0.name.clone();
+    for ((job, _), &(i, _)) in parts.iter_mut().zip(&comps).skip(1) {
+        if groups[i].job.job_name.as_deref().is_none_or(str::is_empty) {
+            job.name = name.clone();
+        }
+    }
+    let mut parts = parts.into_iter();
+    let (job, step) = parts.next().expect("one group at least");
+    let s = &first.step;
+    let kill_on_bad_exit = match s.kill_on_bad_exit.as_deref() {
+        Some(v) => v.trim() != "0",
+        None => ctx
+            .env
+            .get("SLURM_KILL_BAD_EXIT")
+            .is_some_and(|v| v.trim() != "0"),
+    };
+    let forward_stdin = !matches!(step.stdin, StdinMode::None | StdinMode::File(_));
+    Ok(Plan {
+        job_id,
+        job,
+        step,
+        het: parts.collect(),
+        stream: StreamOpts {
+            label: s.label,
+            unbuffered: s.unbuffered,
+            pty: s.pty,
+            kill_on_bad_exit,
+            quiet: first.job.quiet,
+            disable_status: s.disable_status,
+            forward_stdin,
+        },
+        quiet: first.job.quiet,
+        warnings,
+    })
+}
+
+fn no_command() -> Failure {
+    Failure {
+        stderr: format!("{PROG}: fatal: No command given to execute.\n"),
+        code: 1,
+    }
+}
+
+/// One part of the step from one group's options: the allocation request of its
+/// component and the step request. `in_job`: srun runs inside an allocation (task
+/// counts default to its `SLURM_NTASKS`, or `SLURM_NTASKS_HET_GROUP_<k>` for
+/// component `k`). `het_group`: the component the part runs in, when named.
+fn plan_part(
+    args: &SrunArgs,
+    ctx: &opts::SubmitContext,
+    in_job: bool,
+    het_group: Option<u32>,
+) -> Result<(JobSpec, StepSpec, Vec<String>), Failure> {
+    let s = &args.step;
     let norm = args
         .job
         .to_spec_allowing(ctx, &["--distribution", "--gpu-bind", "--gpus-per-socket"])?;
@@ -103,25 +217,22 @@ pub fn plan(args: &SrunArgs, ctx: &opts::SubmitContext) -> Result<Plan, Failure>
         None => CpuBind::default(),
     };
     let env_num = |k: &str| ctx.env.get(k).and_then(|v| v.trim().parse::<u32>().ok());
-    let job_id = match &s.jobid {
-        Some(j) => Some(
-            j.trim()
-                .parse::<u32>()
-                .map_err(|_| Failure::error(format!("Invalid job id specified: {j}")))?,
-        ),
-        None => env_num("SLURM_JOB_ID").or_else(|| env_num("SLURM_JOBID")),
-    };
-    if job_id.is_none() && per_socket.is_some() {
+    if !in_job && per_socket.is_some() {
         // The allocation itself would need per-socket GPU selection, which the
         // scheduler does not do yet; inside an allocation the step takes them.
         return Err(
             OptError::Unsupported("--gpus-per-socket (outside an allocation)".into()).into(),
         );
     }
-    // Inside an allocation the job's task count is srun's default (SLURM_NTASKS).
+    // Inside an allocation the job's task count is srun's default (SLURM_NTASKS; a
+    // heterogeneous job's component k has its own, as Slurm's srun reads them).
     let ntasks = spec.ntasks.or_else(|| {
-        if job_id.is_some() && spec.nodes_min.is_none() && spec.ntasks_per_node.is_none() {
-            env_num("SLURM_NTASKS").or_else(|| env_num("SLURM_NPROCS"))
+        if in_job && spec.nodes_min.is_none() && spec.ntasks_per_node.is_none() {
+            let own = |v: &str| het_group.and_then(|k| env_num(&format!("{v}_HET_GROUP_{k}")));
+            own("SLURM_NTASKS")
+                .or_else(|| own("SLURM_NPROCS"))
+                .or_else(|| env_num("SLURM_NTASKS"))
+                .or_else(|| env_num("SLURM_NPROCS"))
         } else {
             None
         }
@@ -160,14 +271,6 @@ pub fn plan(args: &SrunArgs, ctx: &opts::SubmitContext) -> Result<Plan, Failure>
             StdinMode::Task(i.parse().unwrap_or(0))
         }
         Some(f) => StdinMode::File(f.to_string()),
-    };
-    let forward_stdin = !matches!(stdin, StdinMode::None | StdinMode::File(_));
-    let kill_on_bad_exit = match s.kill_on_bad_exit.as_deref() {
-        Some(v) => v.trim() != "0",
-        None => ctx
-            .env
-            .get("SLURM_KILL_BAD_EXIT")
-            .is_some_and(|v| v.trim() != "0"),
     };
     let overlap = s.overlap || ctx.env.contains_key("SLURM_OVERLAP");
     let exact = s.exact || ctx.env.contains_key("SLURM_EXACT");
@@ -217,6 +320,7 @@ pub fn plan(args: &SrunArgs, ctx: &opts::SubmitContext) -> Result<Plan, Failure>
             per_socket,
             bind: gpu_bind,
         },
+        het_group,
     };
     let mut job = spec;
     job.name = args
@@ -230,22 +334,7 @@ pub fn plan(args: &SrunArgs, ctx: &opts::SubmitContext) -> Result<Plan, Failure>
     job.stdout = None;
     job.stderr = None;
     job.stdin = None;
-    Ok(Plan {
-        job_id,
-        job,
-        step,
-        stream: StreamOpts {
-            label: s.label,
-            unbuffered: s.unbuffered,
-            pty: s.pty,
-            kill_on_bad_exit,
-            quiet: args.job.quiet,
-            disable_status: s.disable_status,
-            forward_stdin,
-        },
-        quiet: args.job.quiet,
-        warnings: norm.warnings,
-    })
+    Ok((job, step, norm.warnings))
 }
 
 /// The IPv4 address tasks see as SLURM_LAUNCH_NODE_IPADDR: the submit host's, or
@@ -307,7 +396,7 @@ fn run_inner(argv: &[String]) -> Result<u8, Failure> {
         }
         e => e.into(),
     })?;
-    if a.version {
+    if a.iter().any(|g| g.version) {
         println!("slurm {}", crate::config::DEFAULT_SLURM_VERSION);
         return Ok(0);
     }
@@ -337,7 +426,8 @@ fn run_inner(argv: &[String]) -> Result<u8, Failure> {
         }
         None => {
             let mut owner = Client::connect_with(&cfg).map_err(unreachable)?;
-            let job = allocate(&mut owner, PROG, &p.job, p.quiet, false)?;
+            let het: Vec<JobSpec> = p.het.iter().map(|(j, _)| j.clone()).collect();
+            let job = allocate(&mut owner, PROG, &p.job, &het, p.quiet, false)?;
             let c = Client::connect_with(&cfg).map_err(unreachable)?;
             let code = launch(c, job, &p);
             let _ = owner.request(&Request::ReleaseAllocation {
@@ -355,13 +445,15 @@ fn run_inner(argv: &[String]) -> Result<u8, Failure> {
 /// Asks for an allocation-only job and waits until it runs; returns its id. Prints
 /// Slurm's lines about waiting (`prog` is `srun` or `salloc`). A `detach`ed allocation
 /// is not owned by `owner`'s connection (salloc `--no-shell`): it stays after the
-/// connection closes.
+/// connection closes. With `het` components after `spec`, the job is heterogeneous
+/// (all components start together) and the id is its leader's.
 ///
 /// Errors: the request is refused, or the job ends before it starts.
 pub fn allocate(
     owner: &mut Client,
     prog: &str,
     spec: &JobSpec,
+    het: &[JobSpec],
     quiet: bool,
     detach: bool,
 ) -> Result<u32, Failure> {
@@ -370,6 +462,7 @@ pub fn allocate(
         .request(&Request::Allocate {
             spec: Box::new(spec.clone()),
             detach,
+            het: het.to_vec(),
         })
         .map_err(|e| fail(format!("{prog}: error: {e}\n")))?;
     let job = match resp {
@@ -504,6 +597,7 @@ fn launch(c: Client, job_id: u32, p: &Plan) -> u8 {
     if let Err(e) = f.send(&Request::StepLaunch {
         job_id,
         spec: Box::new(p.step.clone()),
+        het: p.het.iter().map(|(_, s)| s.clone()).collect(),
     }) {
         eprintln!("{PROG}: error: Unable to create step for job {job_id}: {e}");
         return 1;
@@ -548,6 +642,85 @@ mod tests {
     fn plan_of(args: &[&str], env: &[(&str, &str)]) -> Result<Plan, Failure> {
         let a = opts::parse_srun_argv(std::iter::once("srun").chain(args.iter().copied()))?;
         plan(&a, &ctx(env))
+    }
+
+    #[test]
+    fn het_groups_become_parts_in_component_order() {
+        // Outside an allocation: one component per group.
+        let p = plan_of(&["-n2", "-l", "hostname", ":", "-n1", "date"], &[]).unwrap();
+        assert_eq!(p.job_id, None);
+        assert_eq!((p.step.ntasks, p.step.het_group), (Some(2), Some(0)));
+        assert_eq!(p.het.len(), 1);
+        let (job1, step1) = &p.het[0];
+        assert_eq!((step1.ntasks, step1.het_group), (Some(1), Some(1)));
+        assert_eq!(step1.argv, ["date"]);
+        assert!(step1.label);
+        // Every component is named after the first command.
+        assert_eq!(
+            (p.job.name.as_str(), job1.name.as_str()),
+            ("hostname", "hostname")
+        );
+        assert_eq!(job1.ntasks, Some(1));
+        // Inside a heterogeneous allocation, --het-group picks components; each
+        // takes its own task count from the allocation's variables.
+        let env = [
+            ("SLURM_JOB_ID", "40"),
+            ("SLURM_NTASKS", "2"),
+            ("SLURM_NTASKS_HET_GROUP_0", "2"),
+            ("SLURM_NTASKS_HET_GROUP_1", "3"),
+        ];
+        let p = plan_of(&["--het-group=0,1", "true"], &env).unwrap();
+        assert_eq!(p.job_id, Some(40));
+        assert_eq!((p.step.ntasks, p.step.het_group), (Some(2), Some(0)));
+        assert_eq!(
+            (p.het[0].1.ntasks, p.het[0].1.het_group),
+            (Some(3), Some(1))
+        );
+        let p = plan_of(&["--het-group=1", "true"], &env).unwrap();
+        assert_eq!(
+            (p.step.ntasks, p.step.het_group, p.het.len()),
+            (Some(3), Some(1), 0)
+        );
+        // Groups are put in component order.
+        let p = plan_of(&["--het-group=1", "b", ":", "--het-group=0", "a"], &env).unwrap();
+        assert_eq!(
+            (p.step.argv[0].as_str(), p.het[0].1.argv[0].as_str()),
+            ("a", "b")
+        );
+        // Without --het-group, a plain step names no component.
+        let p = plan_of(&["true"], &env).unwrap();
+        assert_eq!(p.step.het_group, None);
+    }
+
+    #[test]
+    fn bad_het_groups() {
+        let e = plan_of(&["--het-group=x", "true"], &[]).unwrap_err();
+        assert_eq!(
+            (e.stderr.as_str(), e.code),
+            ("srun: error: Invalid --het-group value: x\n", 1)
+        );
+        let e = plan_of(&["--het-group=0", "a", ":", "--het-group=0", "b"], &[]).unwrap_err();
+        assert!(e.stderr.contains("component 0 is named twice"), "{e:?}");
+        // Outside an allocation the groups are the job's components: 0, 1, ...
+        let e = plan_of(&["--het-group=1", "true"], &[]).unwrap_err();
+        assert_eq!(
+            e.stderr,
+            "srun: error: Requested het-group offset exceeds highest hetjob index (1 > 0)\n"
+        );
+        let e = plan_of(&["-n1", "true", ":", "--het-group=2", "true"], &[]).unwrap_err();
+        assert!(
+            e.stderr
+                .contains("het group value of 2, but the job allocation has maximum value of 1"),
+            "{e:?}"
+        );
+        let e = plan_of(&["-n1", "true", ":"], &[]).unwrap_err();
+        assert!(e.stderr.contains("No command given"), "{e:?}");
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("mp.conf");
+        std::fs::write(&f, "0 echo zero\n").unwrap();
+        let fs = f.to_string_lossy().into_owned();
+        let e = plan_of(&["--multi-prog", &fs, ":", "true"], &[]).unwrap_err();
+        assert!(e.stderr.contains("--multi-prog can not span"), "{e:?}");
     }
 
     #[test]

@@ -463,7 +463,11 @@ pub fn run_reattaching(
             }
             StepEvent::Error(e) => {
                 drop(_raw);
-                eprintln!("srun: error: Unable to create step for job {job_id}: {e}");
+                match e {
+                    // srun's own words (it checks the components itself in Slurm).
+                    crate::proto::SlurmError::HetGroup(m) => eprintln!("srun: error: {m}"),
+                    e => eprintln!("srun: error: Unable to create step for job {job_id}: {e}"),
+                }
                 return 1;
             }
         }

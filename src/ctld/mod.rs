@@ -63,7 +63,8 @@ enum Msg {
     StepLaunch {
         cred: PeerCred,
         job_id: u32,
-        spec: Box<StepSpec>,
+        /// The step's parts (one unless it spans a heterogeneous job's components).
+        specs: Vec<StepSpec>,
         token: u64,
         tx: mpsc::UnboundedSender<StepEvent>,
         relayed: bool,
@@ -716,7 +717,7 @@ impl Actor {
             Msg::StepLaunch {
                 cred,
                 job_id,
-                spec,
+                specs,
                 token,
                 tx,
                 relayed,
@@ -740,7 +741,7 @@ impl Actor {
                     uid: cred.uid,
                     gid: cred.gid,
                 };
-                self.cluster.step_launch(job_id, *spec, c, token, now, fx);
+                self.cluster.step_launch(job_id, specs, c, token, now, fx);
             }
             Msg::StepAttach {
                 cred,
@@ -989,14 +990,29 @@ impl Actor {
                 rows: self.cluster.share_rows(now),
                 cluster: self.cluster.cluster_name.clone(),
             },
-            Request::Allocate { spec, .. } => {
-                let mut spec = *spec;
-                spec.alloc_only = true;
+            Request::Allocate { spec, het, .. } => {
                 refresh_groups(&mut self.cluster, c);
-                match self.cluster.resolve(spec, c, now, &user_group_names) {
+                let mut jobs = Vec::new();
+                let mut err = None;
+                for mut s in std::iter::once(*spec).chain(het) {
+                    s.alloc_only = true;
+                    match self.cluster.resolve(s, c, now, &user_group_names) {
+                        Ok(j) => jobs.push(j),
+                        Err(e) => {
+                            err = Some(e);
+                            break;
+                        }
+                    }
+                }
+                // A heterogeneous allocation is scheduled as sbatch's het jobs are.
+                let id = match err {
+                    Some(e) => Err(e),
+                    None if jobs.len() == 1 => Ok(self.cluster.submit(jobs.swap_remove(0), fx)),
+                    None => self.cluster.submit_het(jobs, fx),
+                };
+                match id {
                     Err(e) => Response::Error(e),
-                    Ok(job) => {
-                        let id = self.cluster.submit(job, fx);
+                    Ok(id) => {
                         self.alloc_replies.push((id, reply));
                         return;
                     }
@@ -1346,12 +1362,13 @@ where
                 return Err(e.into());
             }
         };
-        if let Request::StepLaunch { job_id, spec } = req {
+        if let Request::StepLaunch { job_id, spec, het } = req {
+            let specs = std::iter::once(*spec).chain(het).collect();
             return serve_step(
                 framed,
                 cred,
                 tx,
-                StreamStart::Launch { job_id, spec },
+                StreamStart::Launch { job_id, specs },
                 relayed,
             )
             .await;
@@ -1398,7 +1415,7 @@ where
 enum StreamStart {
     Launch {
         job_id: u32,
-        spec: Box<StepSpec>,
+        specs: Vec<StepSpec>,
     },
     Attach {
         job_id: u32,
@@ -1422,12 +1439,12 @@ where
     let (etx, mut erx) = mpsc::unbounded_channel::<StepEvent>();
     let stopping = || anyhow::anyhow!("controller is stopping");
     let token = match start {
-        StreamStart::Launch { job_id, spec } => {
+        StreamStart::Launch { job_id, specs } => {
             let token = NEXT_TOKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             tx.send(Msg::StepLaunch {
                 cred,
                 job_id,
-                spec,
+                specs,
                 token,
                 tx: etx,
                 relayed,

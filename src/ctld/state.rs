@@ -1360,7 +1360,8 @@ impl Cluster {
                         }
                         if let Some(h) = j.het {
                             launch = false;
-                            if h.offset == 0 {
+                            // An allocation (salloc, srun) has no script to launch.
+                            if h.offset == 0 && !j.spec.alloc_only {
                                 het_started.push(id);
                             }
                         }

@@ -80,13 +80,13 @@ struct LiveStep {
     node_fail: bool,
 }
 
-/// A step request waiting for resources.
+/// A step request waiting for resources: its parts, each the job (component) it runs
+/// in and its request (one part unless the step spans a heterogeneous job's
+/// components).
 #[derive(Debug)]
 struct PendingStep {
     token: u64,
-    job_id: u32,
-    spec: StepSpec,
-    caller: Caller,
+    parts: Vec<(u32, StepSpec)>,
 }
 
 /// The controller's steps.
@@ -94,6 +94,9 @@ struct PendingStep {
 pub struct StepTable {
     live: HashMap<(u32, u32), LiveStep>,
     pending: Vec<PendingStep>,
+    /// Heterogeneous steps with parts still running: the state of the parts already
+    /// over, by stream token, for the one `Done` the stream gets when the last ends.
+    het_done: HashMap<u64, JobState>,
 }
 
 impl StepTable {
@@ -109,11 +112,17 @@ impl StepTable {
         v
     }
 
-    fn by_token(&self, token: u64) -> Option<(u32, u32)> {
-        self.live
+    /// The live parts of the step of stream `token` (one unless it is a
+    /// heterogeneous step), in job order.
+    fn by_token(&self, token: u64) -> Vec<(u32, u32)> {
+        let mut v: Vec<(u32, u32)> = self
+            .live
             .iter()
-            .find(|(_, l)| l.token == token)
+            .filter(|(_, l)| l.token == token)
             .map(|(k, _)| *k)
+            .collect();
+        v.sort_unstable();
+        v
     }
 
     /// Number of live steps (all jobs).
@@ -131,57 +140,214 @@ enum Placement {
     Never(SlurmError),
 }
 
+/// What a placed step part holds: CPUs per node of its layout, MiB per node, whether
+/// it holds its layout's GRES.
+type Held = (Vec<u32>, u64, bool);
+
+/// Where the parts of a step go: every part now, or the whole step waits or fails.
+#[derive(Debug)]
+enum PartsPlacement {
+    Now(Vec<(StepLayout, Held)>),
+    Busy,
+    Never(SlurmError),
+}
+
 impl Cluster {
     /// `srun` asks for a step in `job_id`; the outcome goes to stream `token`:
     /// `Launched` (and the step starts), `Pending` (it waits), or `Error`.
+    ///
+    /// `specs` are the step's parts: one for an ordinary step; in a heterogeneous job
+    /// one per component it spans (`StepSpec::het_group`, else the component `job_id`
+    /// is), started together or not at all, with one step id.
+    ///
+    /// Errors (as `StepEvent::Error`): the job is unknown, not the caller's, not
+    /// running; [`SlurmError::HetGroup`] for parts that name components the job does
+    /// not have (Slurm's srun texts).
     pub fn step_launch(
         &mut self,
         job_id: u32,
-        spec: StepSpec,
+        specs: Vec<StepSpec>,
         caller: Caller,
         token: u64,
         now: i64,
         fx: &mut Effects,
     ) {
-        let Some(job) = self.jobs.get(&job_id) else {
-            fx.to_client
-                .push((token, StepEvent::Error(SlurmError::InvalidJobId)));
-            return;
-        };
-        if job.uid != caller.uid && !self.is_operator(caller) {
-            fx.to_client
-                .push((token, StepEvent::Error(SlurmError::AccessDenied)));
-            return;
-        }
-        if job.state != JobState::Running || job.completing {
-            let e = if job.state == JobState::Pending {
-                SlurmError::Other("Job is pending execution".into())
-            } else {
-                SlurmError::AlreadyDone
-            };
-            fx.to_client.push((token, StepEvent::Error(e)));
-            return;
-        }
-        match self.place_step(job, &spec) {
-            Placement::Now(layout, held, mem, hg) => {
-                self.start_step(job_id, spec, layout, (held, mem, hg), token, now, fx)
+        let parts = match self.step_parts(job_id, specs, caller) {
+            Ok(p) => p,
+            Err(e) => {
+                fx.to_client.push((token, StepEvent::Error(e)));
+                return;
             }
-            Placement::Busy => {
+        };
+        match self.place_parts(&parts) {
+            PartsPlacement::Now(placed) => self.start_parts(parts, placed, token, now, fx),
+            PartsPlacement::Busy => {
                 fx.to_client.push((
                     token,
                     StepEvent::Pending {
                         reason: BUSY.into(),
                     },
                 ));
-                self.steps.pending.push(PendingStep {
-                    token,
-                    job_id,
-                    spec,
-                    caller,
+                self.steps.pending.push(PendingStep { token, parts });
+            }
+            PartsPlacement::Never(e) => fx.to_client.push((token, StepEvent::Error(e))),
+        }
+    }
+
+    /// The jobs the parts of a step request run in, checked: each exists, is the
+    /// caller's (or the caller is an operator) and runs; in component order.
+    ///
+    /// A job that is not heterogeneous takes one part, in component 0 (Slurm runs
+    /// `srun A : B` there as one step of several parts; sluice does not yet).
+    fn step_parts(
+        &self,
+        job_id: u32,
+        specs: Vec<StepSpec>,
+        caller: Caller,
+    ) -> Result<Vec<(u32, StepSpec)>, SlurmError> {
+        let job = self.jobs.get(&job_id).ok_or(SlurmError::InvalidJobId)?;
+        if job.uid != caller.uid && !self.is_operator(caller) {
+            return Err(SlurmError::AccessDenied);
+        }
+        let several = specs.len() > 1;
+        let (members, own) = match (job.het, self.het_members(job_id)) {
+            (Some(h), Some(m)) => (m, h.offset),
+            _ => (vec![job_id], 0),
+        };
+        let last = members.len() as u32 - 1;
+        let offsets: Vec<u32> = specs.iter().map(|s| s.het_group.unwrap_or(own)).collect();
+        let top = offsets.iter().copied().max().unwrap_or(0);
+        if several && job.het.is_none() {
+            return Err(SlurmError::HetGroup(
+                "a heterogeneous step (srun A : B) in a job that is not heterogeneous is not supported yet by sluice".into(),
+            ));
+        }
+        if top > last {
+            return Err(SlurmError::het_group_too_high(top, last, several));
+        }
+        let mut parts: Vec<(u32, StepSpec)> = Vec::new();
+        for (spec, k) in specs.into_iter().zip(offsets) {
+            let id = members[k as usize];
+            if parts.iter().any(|(j, _)| *j == id) {
+                return Err(SlurmError::het_group_twice(k));
+            }
+            parts.push((id, spec));
+        }
+        parts.sort_by_key(|(j, _)| *j);
+        for (id, _) in &parts {
+            let j = self.jobs.get(id).ok_or(SlurmError::InvalidJobId)?;
+            if j.uid != caller.uid && !self.is_operator(caller) {
+                return Err(SlurmError::AccessDenied);
+            }
+            if j.state != JobState::Running || j.completing {
+                return Err(if j.state == JobState::Pending {
+                    SlurmError::Other("Job is pending execution".into())
+                } else {
+                    SlurmError::AlreadyDone
                 });
             }
-            Placement::Never(e) => fx.to_client.push((token, StepEvent::Error(e))),
         }
+        Ok(parts)
+    }
+
+    /// Where every part of a step would run now: all of them, or why not.
+    fn place_parts(&self, parts: &[(u32, StepSpec)]) -> PartsPlacement {
+        let mut placed = Vec::new();
+        let mut busy = false;
+        for (id, spec) in parts {
+            let placement = match self.jobs.get(id) {
+                Some(job) => self.place_step(job, spec),
+                None => Placement::Never(SlurmError::InvalidJobId),
+            };
+            match placement {
+                Placement::Now(layout, held, mem, hg) => placed.push((layout, (held, mem, hg))),
+                Placement::Busy => busy = true,
+                Placement::Never(e) => return PartsPlacement::Never(e),
+            }
+        }
+        if busy {
+            PartsPlacement::Busy
+        } else {
+            PartsPlacement::Now(placed)
+        }
+    }
+
+    /// Starts every part of a step where [`Cluster::place_parts`] put it: one step id
+    /// (unused in every component of a heterogeneous job), ranks numbered across the
+    /// parts in order, and one `Launched` event for srun with the parts' layouts
+    /// joined.
+    fn start_parts(
+        &mut self,
+        parts: Vec<(u32, StepSpec)>,
+        placed: Vec<(StepLayout, Held)>,
+        token: u64,
+        now: i64,
+        fx: &mut Effects,
+    ) {
+        let Some(&(first, _)) = parts.first() else {
+            return;
+        };
+        let members = self.het_members(first).unwrap_or_else(|| vec![first]);
+        let step_id = members
+            .iter()
+            .filter_map(|m| self.jobs.get(m))
+            .flat_map(|j| j.steps.iter())
+            .filter_map(|s| s.id.parse::<u32>().ok())
+            .max()
+            .map_or(0, |m| m + 1);
+        // Ranks continue from one part to the next.
+        let mut layouts: Vec<StepLayout> = Vec::new();
+        let mut offset = 0;
+        for (layout, _) in &placed {
+            let mut l = layout.clone();
+            for r in l.tasks.iter_mut().flatten() {
+                *r += offset;
+            }
+            offset += layout.ntasks();
+            layouts.push(l);
+        }
+        let mut whole = StepLayout::default();
+        for l in &layouts {
+            whole.nodes.extend(l.nodes.iter().cloned());
+            whole.cpus.extend(l.cpus.iter().copied());
+            whole.tasks.extend(l.tasks.iter().cloned());
+            whole.gres.extend(l.gres.iter().cloned());
+            whole.cpu_ids.extend(l.cpu_ids.iter().cloned());
+        }
+        let het_job = self.jobs.get(&first).and_then(|j| j.het);
+        let components: Vec<Job> = match het_job {
+            Some(_) => members
+                .iter()
+                .filter_map(|m| self.jobs.get(m).map(|j| j.for_query()))
+                .collect(),
+            None => Vec::new(),
+        };
+        let offsets: Vec<u32> = parts
+            .iter()
+            .filter_map(|(id, _)| self.jobs.get(id)?.het.map(|h| h.offset))
+            .collect();
+        let mut node_offset = 0;
+        for ((id, spec), (layout, (_, held))) in
+            parts.into_iter().zip(layouts.into_iter().zip(placed))
+        {
+            let het = het_job.map(|_| crate::proto::HetStepEnv {
+                components: components.clone(),
+                parts: offsets.clone(),
+                node_offset,
+                step_nodes: whole.nodes.clone(),
+                step_tasks: whole.tasks_per_node(),
+            });
+            node_offset += layout.nodes.len() as u32;
+            self.start_step(id, step_id, spec, layout, held, token, het, now, fx);
+        }
+        fx.to_client.push((
+            token,
+            StepEvent::Launched {
+                job_id: het_job.map_or(first, |h| h.job_id),
+                step_id,
+                layout: whole,
+            },
+        ));
     }
 
     /// Where a step of `job` would run now.
@@ -431,14 +597,19 @@ impl Cluster {
         Placement::Now(layout, held, mem, holds_gres)
     }
 
+    /// Starts one part of step `step_id` in `job_id` (the whole step, unless it spans
+    /// a heterogeneous job's components): its record, its launch on each node, and
+    /// its live entry on stream `token`.
     #[allow(clippy::too_many_arguments)]
     fn start_step(
         &mut self,
         job_id: u32,
+        step_id: u32,
         spec: StepSpec,
         layout: StepLayout,
-        (held, held_mem, holds_gres): (Vec<u32>, u64, bool),
+        (held, held_mem, holds_gres): Held,
         token: u64,
+        het: Option<crate::proto::HetStepEnv>,
         now: i64,
         fx: &mut Effects,
     ) {
@@ -455,12 +626,6 @@ impl Cluster {
         let Some(job) = self.jobs.get_mut(&job_id) else {
             return;
         };
-        let step_id = job
-            .steps
-            .iter()
-            .filter_map(|s| s.id.parse::<u32>().ok())
-            .max()
-            .map_or(0, |m| m + 1);
         let detail = StepDetail {
             uid: job.uid,
             layout: layout.clone(),
@@ -508,17 +673,10 @@ impl Cluster {
                         .map(|(_, g)| g.clone())
                         .unwrap_or_default(),
                     linger_secs: 0,
+                    het: het.clone(),
                 })),
             ));
         }
-        fx.to_client.push((
-            token,
-            StepEvent::Launched {
-                job_id,
-                step_id,
-                layout: layout.clone(),
-            },
-        ));
         self.steps.live.insert(
             (job_id, step_id),
             LiveStep {
@@ -538,26 +696,26 @@ impl Cluster {
         );
     }
 
-    /// Starts the waiting steps of `job_id` that fit now, in arrival order.
+    /// Starts the waiting steps with a part in `job_id` that fit now, in arrival
+    /// order.
     fn retry_pending(&mut self, job_id: u32, now: i64, fx: &mut Effects) {
         let mut i = 0;
         while i < self.steps.pending.len() {
-            if self.steps.pending[i].job_id != job_id {
+            if !self.steps.pending[i]
+                .parts
+                .iter()
+                .any(|(j, _)| *j == job_id)
+            {
                 i += 1;
                 continue;
             }
-            let placement = match self.jobs.get(&job_id) {
-                Some(job) => self.place_step(job, &self.steps.pending[i].spec),
-                None => Placement::Never(SlurmError::InvalidJobId),
-            };
-            match placement {
-                Placement::Busy => i += 1,
-                Placement::Now(layout, held, mem, hg) => {
+            match self.place_parts(&self.steps.pending[i].parts) {
+                PartsPlacement::Busy => i += 1,
+                PartsPlacement::Now(placed) => {
                     let p = self.steps.pending.remove(i);
-                    let _ = p.caller;
-                    self.start_step(job_id, p.spec, layout, (held, mem, hg), p.token, now, fx);
+                    self.start_parts(p.parts, placed, p.token, now, fx);
                 }
-                Placement::Never(e) => {
+                PartsPlacement::Never(e) => {
                     let p = self.steps.pending.remove(i);
                     fx.to_client.push((p.token, StepEvent::Error(e)));
                 }
@@ -814,51 +972,85 @@ impl Cluster {
             }
             fx.persist.push(Job::clone(job));
         }
-        fx.to_client.push((live.token, StepEvent::Done { state }));
+        // A heterogeneous step is done when its last part is; its state is the worst
+        // of its parts'.
+        let token = live.token;
+        let worst = |a: JobState, b: JobState| {
+            let rank = |s: JobState| match s {
+                JobState::Completed => 0,
+                JobState::Failed => 1,
+                JobState::Cancelled => 2,
+                JobState::Timeout => 3,
+                _ => 4,
+            };
+            if rank(b) > rank(a) { b } else { a }
+        };
+        if self.steps.live.values().any(|l| l.token == token) {
+            let e = self.steps.het_done.entry(token).or_insert(state);
+            *e = worst(*e, state);
+        } else {
+            let state = match self.steps.het_done.remove(&token) {
+                Some(s) => worst(s, state),
+                None => state,
+            };
+            fx.to_client.push((token, StepEvent::Done { state }));
+        }
         self.retry_pending(job_id, now, fx);
     }
 
-    /// Input from the srun of stream `token`.
+    /// Input from the srun of stream `token`, for every part of its step.
     pub fn step_input(&mut self, token: u64, input: StepInput, now: i64, fx: &mut Effects) {
-        let Some((job_id, step_id)) = self.steps.by_token(token) else {
+        let keys = self.steps.by_token(token);
+        if keys.is_empty() {
             if matches!(input, StepInput::Terminate) {
                 self.drop_pending(token, fx);
             }
             return;
-        };
-        let live = &self.steps.live[&(job_id, step_id)];
-        let to_nodes = |ranks: &dyn Fn(u32) -> bool| -> Vec<String> {
-            live.layout
-                .nodes
-                .iter()
-                .zip(&live.layout.tasks)
-                .filter(|(_, t)| t.iter().any(|&r| ranks(r)))
-                .map(|(n, _)| n.clone())
-                .collect()
-        };
-        let (nodes, msg) = match input {
-            StepInput::Stdin { data } => (to_nodes(&|_| true), StepdInput::Stdin { data }),
-            StepInput::StdinEof => (to_nodes(&|_| true), StepdInput::StdinEof),
-            StepInput::Signal(s) => (live.layout.nodes.clone(), StepdInput::Signal(s)),
-            StepInput::WinSize { rows, cols } => {
-                (to_nodes(&|r| r == 0), StepdInput::WinSize { rows, cols })
-            }
-            StepInput::Terminate => {
-                self.terminate_step(job_id, step_id, None, now, fx);
-                return;
-            }
-            // Served by the actor (its record of a relayed stream).
-            StepInput::Received(_) => return,
-        };
-        self.send_nodes((job_id, step_id), &nodes, &msg, fx);
+        }
+        for key in keys {
+            let live = &self.steps.live[&key];
+            let to_nodes = |ranks: &dyn Fn(u32) -> bool| -> Vec<String> {
+                live.layout
+                    .nodes
+                    .iter()
+                    .zip(&live.layout.tasks)
+                    .filter(|(_, t)| t.iter().any(|&r| ranks(r)))
+                    .map(|(n, _)| n.clone())
+                    .collect()
+            };
+            let (nodes, msg) = match &input {
+                StepInput::Stdin { data } => (
+                    to_nodes(&|_| true),
+                    StepdInput::Stdin { data: data.clone() },
+                ),
+                StepInput::StdinEof => (to_nodes(&|_| true), StepdInput::StdinEof),
+                StepInput::Signal(s) => (live.layout.nodes.clone(), StepdInput::Signal(*s)),
+                StepInput::WinSize { rows, cols } => (
+                    to_nodes(&|r| r == 0),
+                    StepdInput::WinSize {
+                        rows: *rows,
+                        cols: *cols,
+                    },
+                ),
+                StepInput::Terminate => {
+                    self.terminate_step(key.0, key.1, None, now, fx);
+                    continue;
+                }
+                // Served by the actor (its record of a relayed stream).
+                StepInput::Received(_) => return,
+            };
+            self.send_nodes(key, &nodes, &msg, fx);
+        }
     }
 
     /// The srun of stream `token` went away: its step ends (a waiting one is dropped).
     pub fn step_stream_closed(&mut self, token: u64, now: i64, fx: &mut Effects) {
-        if let Some((job_id, step_id)) = self.steps.by_token(token) {
-            self.terminate_step(job_id, step_id, None, now, fx);
-        } else {
+        let keys = self.steps.by_token(token);
+        if keys.is_empty() {
             self.drop_pending(token, fx);
+        }
+        for (job_id, step_id) in keys {
+            self.terminate_step(job_id, step_id, None, now, fx);
         }
     }
 
@@ -892,7 +1084,9 @@ impl Cluster {
     }
 
     /// `scancel JOB.STEP` (and `--signal`): per pair, `InvalidJobId` when the job or
-    /// step is unknown, `AlreadyDone` when the step has ended.
+    /// step is unknown, `AlreadyDone` when the step has ended. In a heterogeneous job
+    /// any component's id names the step in every component it spans (its parts share
+    /// the step id), as `L+k.S` does.
     pub fn cancel_steps(
         &mut self,
         steps: &[(u32, u32)],
@@ -908,40 +1102,52 @@ impl Cluster {
                 if job.uid != c.uid && !self.is_operator(c) {
                     return Err(SlurmError::AccessDenied);
                 }
-                if !self.steps.live.contains_key(&(job_id, step_id)) {
-                    let known = job.steps.iter().any(|s| s.id == step_id.to_string());
+                let members = self.het_members(job_id).unwrap_or_else(|| vec![job_id]);
+                let keys: Vec<(u32, u32)> = members
+                    .iter()
+                    .map(|&m| (m, step_id))
+                    .filter(|k| self.steps.live.contains_key(k))
+                    .collect();
+                if keys.is_empty() {
+                    let id = step_id.to_string();
+                    let known = members
+                        .iter()
+                        .filter_map(|m| self.jobs.get(m))
+                        .any(|j| j.steps.iter().any(|s| s.id == id));
                     return Err(if known {
                         SlurmError::AlreadyDone
                     } else {
                         SlurmError::InvalidJobId
                     });
                 }
-                match signal.filter(|&s| s != 9) {
-                    Some(sig) => {
-                        let nodes = self.steps.live[&(job_id, step_id)].layout.nodes.clone();
-                        self.send_nodes((job_id, step_id), &nodes, &StepdInput::Signal(sig), fx);
-                    }
-                    None => {
-                        let node = self.steps.live[&(job_id, step_id)]
-                            .layout
-                            .nodes
-                            .first()
-                            .cloned()
-                            .unwrap_or_default();
-                        if let Some(l) = self.steps.live.get_mut(&(job_id, step_id)) {
-                            l.cancelled = true;
+                for (job_id, step_id) in keys {
+                    let nodes = self.steps.live[&(job_id, step_id)].layout.nodes.clone();
+                    match signal.filter(|&s| s != 9) {
+                        Some(sig) => {
+                            self.send_nodes(
+                                (job_id, step_id),
+                                &nodes,
+                                &StepdInput::Signal(sig),
+                                fx,
+                            );
                         }
-                        if let Some(d) = self
-                            .step_record(job_id, step_id)
-                            .and_then(|r| r.detail.as_mut())
-                        {
-                            d.cancelled_by = Some(c.uid);
+                        None => {
+                            let node = nodes.first().cloned().unwrap_or_default();
+                            if let Some(l) = self.steps.live.get_mut(&(job_id, step_id)) {
+                                l.cancelled = true;
+                            }
+                            if let Some(d) = self
+                                .step_record(job_id, step_id)
+                                .and_then(|r| r.detail.as_mut())
+                            {
+                                d.cancelled_by = Some(c.uid);
+                            }
+                            let msg = format!(
+                                "*** STEP {job_id}.{step_id} ON {node} CANCELLED AT {} ***",
+                                crate::cli::timefmt::fmt_ts(now)
+                            );
+                            self.terminate_step(job_id, step_id, Some(msg), now, fx);
                         }
-                        let msg = format!(
-                            "*** STEP {job_id}.{step_id} ON {node} CANCELLED AT {} ***",
-                            crate::cli::timefmt::fmt_ts(now)
-                        );
-                        self.terminate_step(job_id, step_id, Some(msg), now, fx);
                     }
                 }
                 Ok(())
@@ -995,7 +1201,11 @@ impl Cluster {
         }
         let mut i = 0;
         while i < self.steps.pending.len() {
-            if self.steps.pending[i].job_id == job_id {
+            if self.steps.pending[i]
+                .parts
+                .iter()
+                .any(|(j, _)| *j == job_id)
+            {
                 let p = self.steps.pending.remove(i);
                 fx.to_client
                     .push((p.token, StepEvent::Error(SlurmError::AlreadyDone)));
@@ -1211,6 +1421,7 @@ impl Cluster {
 
     /// The owner gives an allocation-only job back: it ends COMPLETED (or FAILED with
     /// `exit`), its steps are ended, its resources freed. A pending one is cancelled.
+    /// A heterogeneous allocation is given back whole (its components still active).
     pub fn release_allocation(
         &mut self,
         job_id: u32,
@@ -1226,13 +1437,21 @@ impl Cluster {
         if !job.spec.alloc_only {
             return Err(SlurmError::NotBatch);
         }
+        let members = self.het_members(job_id).unwrap_or_else(|| vec![job_id]);
         match job.state {
             JobState::Pending => {
-                let j = self.jobs.get_mut(&job_id).expect("checked");
-                j.state = JobState::Cancelled;
-                j.end_time = Some(now);
-                j.cancelled_by = Some(c.uid);
-                fx.persist.push(Job::clone(j));
+                for m in members {
+                    let Some(j) = self.jobs.get_mut(&m) else {
+                        continue;
+                    };
+                    if j.state != JobState::Pending {
+                        continue;
+                    }
+                    j.state = JobState::Cancelled;
+                    j.end_time = Some(now);
+                    j.cancelled_by = Some(c.uid);
+                    fx.persist.push(Job::clone(j));
+                }
                 fx.schedule = true;
                 Ok(())
             }
@@ -1242,8 +1461,16 @@ impl Cluster {
                 } else {
                     (JobState::Failed, Reason::NonZeroExitCode)
                 };
-                self.end_job_steps(job_id, false, now, fx);
-                self.end_alloc_only(job_id, state, reason, exit, now, fx);
+                for m in members {
+                    let running = self
+                        .jobs
+                        .get(&m)
+                        .is_some_and(|j| j.state == JobState::Running && !j.completing);
+                    if running {
+                        self.end_job_steps(m, false, now, fx);
+                        self.end_alloc_only(m, state, reason.clone(), exit, now, fx);
+                    }
+                }
                 Ok(())
             }
             _ => Err(SlurmError::AlreadyDone),
@@ -1281,7 +1508,11 @@ impl Cluster {
 
     /// The connection that owned these allocations closed without releasing them.
     pub fn owner_gone(&mut self, jobs: &[u32], c: Caller, now: i64, fx: &mut Effects) {
-        for &id in jobs {
+        let all: Vec<u32> = jobs
+            .iter()
+            .flat_map(|&id| self.het_members(id).unwrap_or_else(|| vec![id]))
+            .collect();
+        for id in all {
             let active = self
                 .jobs
                 .get(&id)

@@ -351,7 +351,7 @@ pub struct StepOpts {
     /// (not supported) Run without an allocation
     #[arg(short = 'Z', long = "no-allocate")]
     pub no_allocate: bool,
-    /// (not supported yet) Heterogeneous job components the step runs on
+    /// Heterogeneous job components the step runs on: 0,1 | 0-2 | 1 (default: 0)
     #[arg(long = "het-group", value_name = "EXPR")]
     pub het_group: Option<String>,
 }
@@ -413,42 +413,161 @@ pub struct SallocArgs {
     pub command: Vec<String>,
 }
 
-/// Parses an srun command line (argv[0] included).
+/// Parses an srun command line (argv[0] included) into its components: the groups
+/// between standalone `:` words (cf. srun(1) "HETEROGENEOUS JOB SUPPORT"), one for an
+/// ordinary step. Each group has its own options and command; a group without a
+/// command runs the next group's (srun's rule), and the options Slurm propagates
+/// (see [`propagate`]) carry over from one group to the next.
 ///
 /// Errors: [`OptError::Usage`] for unknown options, [`OptError::Help`] for `--help`.
-pub fn parse_srun_argv<I, T>(argv: I) -> Result<SrunArgs, OptError>
+pub fn parse_srun_argv<I, T>(argv: I) -> Result<Vec<SrunArgs>, OptError>
 where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    let a = SrunArgs::try_parse_from(argv).map_err(|e| OptError::from_clap(&e))?;
-    refuse_het_separator(&a.command)?;
-    Ok(a)
-}
-
-/// srun and salloc read a lone `:` in the command as Slurm does, the start of another
-/// heterogeneous component, which sluice does not run yet: refused rather than passed
-/// to the command as an argument.
-fn refuse_het_separator(command: &[String]) -> Result<(), OptError> {
-    if command.iter().any(|w| w == ":") {
-        return Err(OptError::Unsupported(
-            "the \":\" separator (heterogeneous job components)".into(),
-        ));
+    let mut out: Vec<SrunArgs> = Vec::new();
+    for words in het_groups(argv) {
+        let mut a = SrunArgs::try_parse_from(words).map_err(|e| OptError::from_clap(&e))?;
+        if let Some(prev) = out.last() {
+            propagate(&prev.job, &mut a.job);
+            a.step.label |= prev.step.label;
+            a.step.unbuffered |= prev.step.unbuffered;
+            if a.step.kill_on_bad_exit.is_none() {
+                a.step.kill_on_bad_exit = prev.step.kill_on_bad_exit.clone();
+            }
+        }
+        out.push(a);
     }
-    Ok(())
+    // A component without a command runs the next one's.
+    for k in (0..out.len().saturating_sub(1)).rev() {
+        if out[k].command.is_empty() {
+            out[k].command = out[k + 1].command.clone();
+        }
+    }
+    Ok(out)
 }
 
-/// Parses a salloc command line (argv[0] included).
-///
-/// Errors: as [`parse_srun_argv`].
-pub fn parse_salloc_argv<I, T>(argv: I) -> Result<SallocArgs, OptError>
+/// argv (argv[0] included) split at standalone `:` words, each group with argv[0] in
+/// front.
+fn het_groups<I, T>(argv: I) -> Vec<Vec<String>>
 where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    let a = SallocArgs::try_parse_from(argv).map_err(|e| OptError::from_clap(&e))?;
-    refuse_het_separator(&a.command)?;
-    Ok(a)
+    let mut words = argv
+        .into_iter()
+        .map(|w| w.into().to_string_lossy().into_owned());
+    let prog = words.next().unwrap_or_default();
+    let rest: Vec<String> = words.collect();
+    crate::jobspec::directives::split_het_groups(&rest)
+        .into_iter()
+        .map(|g| std::iter::once(prog.clone()).chain(g).collect())
+        .collect()
+}
+
+/// Options a heterogeneous job's component takes from the one before it when it does
+/// not set them itself: the ones of Slurm's propagated list (heterogeneous_jobs.html)
+/// that sluice has. Task counts, memory, nodes and GPUs are each component's own.
+pub fn propagate(prev: &JobOpts, cur: &mut JobOpts) {
+    fn take(cur: &mut Option<String>, prev: &Option<String>) {
+        if cur.is_none() {
+            cur.clone_from(prev);
+        }
+    }
+    take(&mut cur.job_name, &prev.job_name);
+    take(&mut cur.output, &prev.output);
+    take(&mut cur.error, &prev.error);
+    take(&mut cur.input, &prev.input);
+    take(&mut cur.chdir, &prev.chdir);
+    take(&mut cur.time, &prev.time);
+    take(&mut cur.export, &prev.export);
+    take(&mut cur.begin, &prev.begin);
+    take(&mut cur.nice, &prev.nice);
+    take(&mut cur.signal, &prev.signal);
+    take(&mut cur.open_mode, &prev.open_mode);
+    take(&mut cur.account, &prev.account);
+    take(&mut cur.qos, &prev.qos);
+    take(&mut cur.comment, &prev.comment);
+    take(&mut cur.exclude, &prev.exclude);
+    take(&mut cur.dependency, &prev.dependency);
+    take(&mut cur.immediate, &prev.immediate);
+    take(&mut cur.later.reservation, &prev.later.reservation);
+    cur.hold |= prev.hold;
+    cur.quiet |= prev.quiet;
+    cur.verbose = cur.verbose.max(prev.verbose);
+    if !cur.requeue && !cur.no_requeue {
+        cur.requeue = prev.requeue;
+        cur.no_requeue = prev.no_requeue;
+    }
+}
+
+/// The heterogeneous job components a `--het-group` value names, sorted and without
+/// repeats: a comma-separated list of offsets and ranges (`0,1`, `0-2`, `1,3-5`),
+/// optionally in brackets, each below 128 (Slurm's MAX_HET_JOB_COMPONENTS).
+///
+/// Errors: [`OptError::Verify`] `Invalid --het-group value: <v>` (srun exits 1).
+pub fn parse_het_group(v: &str) -> Result<Vec<u32>, OptError> {
+    const MAX_COMPONENTS: u32 = 128;
+    let bad = || OptError::Verify(format!("Invalid --het-group value: {v}"));
+    let inner = v
+        .strip_prefix('[')
+        .and_then(|x| x.strip_suffix(']'))
+        .unwrap_or(v);
+    let num = |t: &str| -> Result<u32, OptError> {
+        if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad());
+        }
+        t.parse::<u32>()
+            .ok()
+            .filter(|&n| n < MAX_COMPONENTS)
+            .ok_or_else(bad)
+    };
+    let mut out = Vec::new();
+    for item in inner.split(',') {
+        match item.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (num(a)?, num(b)?);
+                if a > b {
+                    return Err(bad());
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(num(item)?),
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+/// Parses a salloc command line (argv[0] included) into its components (groups
+/// between standalone `:` words, options propagated as for srun). The command, if
+/// any, follows the last component's options.
+///
+/// Errors: as [`parse_srun_argv`]; [`OptError::Verify`] for a command before the last
+/// component.
+pub fn parse_salloc_argv<I, T>(argv: I) -> Result<Vec<SallocArgs>, OptError>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let mut out: Vec<SallocArgs> = Vec::new();
+    let groups = het_groups(argv);
+    let n = groups.len();
+    for (k, words) in groups.into_iter().enumerate() {
+        let mut a = SallocArgs::try_parse_from(words).map_err(|e| OptError::from_clap(&e))?;
+        if k + 1 < n && !a.command.is_empty() {
+            return Err(OptError::Verify(format!(
+                "the command ({}) must follow the options of the last heterogeneous job component",
+                a.command[0]
+            )));
+        }
+        if let Some(prev) = out.last() {
+            propagate(&prev.job, &mut a.job);
+        }
+        out.push(a);
+    }
+    Ok(out)
 }
 
 /// A user error in options, rendered as Slurm prints it. Exit codes follow Slurm:
@@ -1258,19 +1377,48 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_lone_colon_in_srun_or_salloc_is_refused_as_a_het_separator() {
-        for parse in [
-            |v: &[&str]| parse_srun_argv(v.iter().copied()).map(|_| ()),
-            |v: &[&str]| parse_salloc_argv(v.iter().copied()).map(|_| ()),
-        ] {
-            let e = parse(&["x", "-n1", "echo", "a", ":", "-n1", "echo", "b"]).unwrap_err();
-            assert!(
-                matches!(&e, OptError::Unsupported(m) if m.contains("separator")),
-                "{e:?}"
+    fn a_lone_colon_in_srun_or_salloc_separates_het_components() {
+        let g = parse_srun_argv(["srun", "-n2", "-l", ":", "-n1", "echo", "b"]).unwrap();
+        assert_eq!(g.len(), 2);
+        assert_eq!(g[0].job.ntasks.as_deref(), Some("2"));
+        // The first component has no command: it runs the next one's.
+        assert_eq!(g[0].command, ["echo", "b"]);
+        assert_eq!(g[1].job.ntasks.as_deref(), Some("1"));
+        // --label is propagated; --ntasks is not.
+        assert!(g[1].step.label);
+        let g = parse_srun_argv(["srun", "-J", "x", "-t", "5", "a", ":", "-n3", "b", "c"]).unwrap();
+        assert_eq!(g[0].command, ["a"]);
+        assert_eq!(g[1].command, ["b", "c"]);
+        assert_eq!(g[1].job.job_name.as_deref(), Some("x"));
+        assert_eq!(g[1].job.time.as_deref(), Some("5"));
+        // A colon inside a word is an ordinary argument.
+        let g = parse_srun_argv(["srun", "echo", "a:b"]).unwrap();
+        assert_eq!(
+            (g.len(), g[0].command.clone()),
+            (1, vec!["echo".into(), "a:b".into()])
+        );
+        let g = parse_salloc_argv(["salloc", "-n2", ":", "-n1", "env"]).unwrap();
+        assert_eq!(g.len(), 2);
+        assert!(g[0].command.is_empty());
+        assert_eq!(g[1].command, ["env"]);
+        let e = parse_salloc_argv(["salloc", "-n2", "env", ":", "-n1"]).unwrap_err();
+        assert_eq!(e.exit_code(), 1);
+        assert!(e.render("salloc").contains("must follow"), "{e:?}");
+    }
+
+    #[test]
+    fn het_group_values() {
+        assert_eq!(parse_het_group("1").unwrap(), [1]);
+        assert_eq!(parse_het_group("0,1").unwrap(), [0, 1]);
+        assert_eq!(parse_het_group("0-2").unwrap(), [0, 1, 2]);
+        assert_eq!(parse_het_group("[3,1-2,1]").unwrap(), [1, 2, 3]);
+        for bad in ["", "a", "1-", "2-1", "-1", "128", "0,,1"] {
+            let e = parse_het_group(bad).unwrap_err();
+            assert_eq!(
+                e.render("srun"),
+                format!("srun: error: Invalid --het-group value: {bad}\n")
             );
             assert_eq!(e.exit_code(), 1);
-            // A colon inside a word is an ordinary argument.
-            assert!(parse(&["x", "echo", "a:b"]).is_ok());
         }
     }
     use crate::model::TimeLimit;

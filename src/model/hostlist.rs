@@ -221,16 +221,19 @@ fn render_group(prefix: &str, width: usize, ranges: &[(u64, u64)]) -> String {
     format!("{prefix}[{}]", body.join(","))
 }
 
-/// Sorts names (by prefix, then number) and compresses them, dropping duplicates.
+/// Node-name order: by prefix, then by number (`n2` before `n10`), then as text.
+pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    let (sa, sb) = (split_name(a), split_name(b));
+    sa.prefix
+        .cmp(sb.prefix)
+        .then(sa.num.map(|x| x.0).cmp(&sb.num.map(|x| x.0)))
+        .then(a.cmp(b))
+}
+
+/// Sorts names ([`natural_cmp`]) and compresses them, dropping duplicates.
 pub fn compress_sorted(names: &[String]) -> String {
     let mut v: Vec<String> = names.to_vec();
-    v.sort_by(|a, b| {
-        let (sa, sb) = (split_name(a), split_name(b));
-        sa.prefix
-            .cmp(sb.prefix)
-            .then(sa.num.map(|x| x.0).cmp(&sb.num.map(|x| x.0)))
-            .then(a.cmp(b))
-    });
+    v.sort_by(|a, b| natural_cmp(a, b));
     v.dedup();
     compress(&v)
 }

@@ -280,6 +280,11 @@ pub struct StepSpec {
     /// step uses the job's devices on its nodes without holding them.
     #[serde(default)]
     pub gpus: StepGpus,
+    /// `--het-group` (or the position among srun's `:` groups): the component of a
+    /// heterogeneous job this part of the step runs in, by offset; `None` = the
+    /// component the request names.
+    #[serde(default)]
+    pub het_group: Option<u32>,
 }
 
 /// What a step asks of the job's generic resources (cf. srun's `--gres`, `--gpus`,

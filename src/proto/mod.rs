@@ -20,7 +20,9 @@ pub mod codec;
 pub mod spool;
 pub mod stepio;
 
-pub use stepio::{LaunchStep, StepEvent, StepInput, StepdEvent, StepdFrame, StepdInput};
+pub use stepio::{
+    HetStepEnv, LaunchStep, StepEvent, StepInput, StepdEvent, StepdFrame, StepdInput,
+};
 
 pub use codec::{Framed, ProtoError};
 
@@ -325,6 +327,11 @@ pub enum Request {
         spec: Box<JobSpec>,
         #[serde(default)]
         detach: bool,
+        /// The other components of a heterogeneous allocation (`salloc A : B`, `srun A
+        /// : B` outside a job); `spec` is the first. All are allocated together or not
+        /// at all, as `Submit`'s; the answer is about the leader (component 0).
+        #[serde(default)]
+        het: Vec<JobSpec>,
     },
     /// Answered with [`Response::Allocation`] once the job has started (`started`) or
     /// has ended (`!started`), whichever is asked; at once if that already happened.
@@ -336,7 +343,19 @@ pub enum Request {
     /// the controller sends [`StepEvent`] frames until [`StepEvent::Done`] (or
     /// [`StepEvent::Error`]); the client sends [`StepInput`] frames. Closing it ends the
     /// step.
-    StepLaunch { job_id: u32, spec: Box<StepSpec> },
+    ///
+    /// In a heterogeneous job, `job_id` is any of its components (normally the leader,
+    /// SLURM_JOB_ID) and each part runs in the component its `StepSpec::het_group`
+    /// names (none: the component `job_id` is). `het` holds the parts after `spec`
+    /// (srun `A : B`, `--het-group=0,1`), one per component, in component order: one
+    /// step over all of them, ranks numbered across the parts in that order, ending
+    /// when the last part ends (cf. slurm's heterogeneous job steps).
+    StepLaunch {
+        job_id: u32,
+        spec: Box<StepSpec>,
+        #[serde(default)]
+        het: Vec<StepSpec>,
+    },
     /// Signal (`Some`) or cancel (`None`) numbered steps, `(job, step)` pairs.
     CancelSteps {
         steps: Vec<(u32, u32)>,
@@ -438,6 +457,34 @@ pub enum SlurmError {
     /// ESLURM_NOT_WHOLE_HET_JOB: a pending heterogeneous job's component named alone.
     #[error("Operation not permitted on individual component of heterogeneous job")]
     NotWholeHetJob,
+    /// A heterogeneous step that names components the job does not have (srun's own
+    /// checks in Slurm, e.g. `Requested het-group offset exceeds highest hetjob index
+    /// (2 > 1)`); the text is printed as it is, after `srun: error: `.
+    #[error("{0}")]
+    HetGroup(String),
+}
+
+impl SlurmError {
+    /// A step naming heterogeneous job component `top` in a job whose last component
+    /// is `last`, in srun's words (srun_job.c): with `several` parts (`A : B`, or a
+    /// `--het-group` list) the step's het group value is named, else the offset.
+    pub fn het_group_too_high(top: u32, last: u32, several: bool) -> SlurmError {
+        SlurmError::HetGroup(if several {
+            format!(
+                "Attempt to run a job step with het group value of {top}, but the job allocation has maximum value of {last}"
+            )
+        } else {
+            format!("Requested het-group offset exceeds highest hetjob index ({top} > {last})")
+        })
+    }
+
+    /// A step naming component `k` twice (Slurm launches one step part per
+    /// component: `srun --het-group=0 a : --het-group=0 b` is refused).
+    pub fn het_group_twice(k: u32) -> SlurmError {
+        SlurmError::HetGroup(format!(
+            "Heterogeneous job component {k} is named twice: a step has one part per component"
+        ))
+    }
 }
 
 /// Per-job outcome of a multi-job operation (cancel, hold, …).

@@ -44,6 +44,38 @@ pub struct LaunchStep {
     /// anyway (SlurmdTimeout). 0 means the default (10 minutes).
     #[serde(default)]
     pub linger_secs: u32,
+    /// Set for a step of a heterogeneous job: what the tasks' environment says about
+    /// the whole step and job (`layout` and `job` are this part's and this
+    /// component's; the layout's ranks are already numbered across the parts).
+    #[serde(default)]
+    pub het: Option<HetStepEnv>,
+}
+
+/// What a part of a heterogeneous job's step tells its tasks about the rest (cf.
+/// slurmstepd's `het_job_*` launch fields): SLURM_JOB_ID is the leader's,
+/// SLURM_NODEID counts the nodes of the parts before, SLURM_NTASKS, SLURM_NNODES and
+/// SLURM_STEP_* describe the whole step, and every component's allocation is named by
+/// the `SLURM_*_HET_GROUP_<k>` variables.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HetStepEnv {
+    /// Every component of the job, leader (offset 0) first, with its allocation.
+    pub components: Vec<Job>,
+    /// Offsets of the components the step runs in, in order.
+    pub parts: Vec<u32>,
+    /// Nodes of the parts before this one (SLURM_NODEID of this part's first node).
+    pub node_offset: u32,
+    /// Nodes of every part in order (a node in two parts is listed twice).
+    pub step_nodes: Vec<String>,
+    /// Tasks on each of `step_nodes`.
+    pub step_tasks: Vec<u32>,
+}
+
+impl LaunchStep {
+    /// This node's SLURM_NODEID: its index in the step, counting the nodes of a
+    /// heterogeneous step's parts before this one.
+    pub fn node_id(&self) -> u32 {
+        self.node_index + self.het.as_ref().map_or(0, |h| h.node_offset)
+    }
 }
 
 impl std::fmt::Debug for LaunchStep {

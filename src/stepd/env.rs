@@ -146,9 +146,23 @@ pub fn het_batch_env(
 ) -> Vec<(String, String)> {
     let mut env: BTreeMap<String, String> =
         batch_env(leader, cluster, node, now).into_iter().collect();
-    let size = 1 + others.len();
-    env.insert("SLURM_HET_SIZE".into(), size.to_string());
-    for (k, comp) in std::iter::once(leader).chain(others).enumerate() {
+    let all: Vec<&Job> = std::iter::once(leader).chain(others).collect();
+    env.extend(het_group_env(&all, cluster, node, now));
+    env.into_iter().collect()
+}
+
+/// `SLURM_HET_SIZE` and, for every component of a heterogeneous job (`components` in
+/// offset order, the leader first), its allocation variables suffixed
+/// `_HET_GROUP_<k>` (cf. Slurm's `env_array_for_job` with a het job offset). `node`
+/// stands in for a component without an allocation.
+pub fn het_group_env(
+    components: &[&Job],
+    cluster: &str,
+    node: &str,
+    now: i64,
+) -> Vec<(String, String)> {
+    let mut env = vec![("SLURM_HET_SIZE".to_string(), components.len().to_string())];
+    for (k, comp) in components.iter().enumerate() {
         let comp_node = comp
             .alloc
             .as_ref()
@@ -156,11 +170,11 @@ pub fn het_batch_env(
             .unwrap_or_else(|| node.to_string());
         for (key, value) in batch_env(comp, cluster, &comp_node, now) {
             if HET_GROUP_VARS.contains(&key.as_str()) {
-                env.insert(format!("{key}_HET_GROUP_{k}"), value);
+                env.push((format!("{key}_HET_GROUP_{k}"), value));
             }
         }
     }
-    env.into_iter().collect()
+    env
 }
 
 /// The array task `job` is, from its array fields; `None` for a job that is not a
@@ -519,7 +533,79 @@ pub fn step_env(ls: &crate::proto::LaunchStep, node: &str) -> Vec<(String, Strin
         let g: Vec<String> = ranks.iter().map(u32::to_string).collect();
         set("SLURM_GTIDS", g.join(","));
     }
+    if let Some(h) = &ls.het {
+        env.extend(het_step_env(
+            h,
+            &ls.cluster,
+            node,
+            job.start_time.unwrap_or(0),
+        ));
+    }
     env.into_iter().collect()
+}
+
+/// What a part of a heterogeneous job's step adds to (and overrides in) its tasks'
+/// environment (cf. slurmstepd's `het_job_*` fields and srun's
+/// `_compress_het_job_nodelist`): SLURM_JOB_ID is the leader's; the step variables
+/// and SLURM_NTASKS, SLURM_NNODES, SLURM_NODELIST, SLURM_TASKS_PER_NODE describe
+/// the whole step; SLURM_JOB_NODELIST, SLURM_JOB_NUM_NODES and
+/// SLURM_JOB_CPUS_PER_NODE the nodes of the components it spans (each node's CPUs
+/// as the first of them that has it); plus [`het_group_env`].
+pub fn het_step_env(
+    h: &crate::proto::HetStepEnv,
+    cluster: &str,
+    node: &str,
+    now: i64,
+) -> Vec<(String, String)> {
+    let mut env = Vec::new();
+    let mut set = |k: &str, v: String| env.push((k.to_string(), v));
+    if let Some(leader) = h.components.first() {
+        set("SLURM_JOB_ID", leader.id.to_string());
+        set("SLURM_JOBID", leader.id.to_string());
+    }
+    let nodelist = hostlist::compress_sorted(&h.step_nodes);
+    let nnodes = h.step_nodes.len().to_string();
+    let ntasks = h.step_tasks.iter().sum::<u32>().to_string();
+    let per_node = compress_counts(&h.step_tasks);
+    for (k, v) in [
+        ("SLURM_STEP_NODELIST", &nodelist),
+        ("SLURM_NODELIST", &nodelist),
+        ("SLURM_STEP_NUM_NODES", &nnodes),
+        ("SLURM_NNODES", &nnodes),
+        ("SLURM_STEP_NUM_TASKS", &ntasks),
+        ("SLURM_NTASKS", &ntasks),
+        ("SLURM_NPROCS", &ntasks),
+        ("SLURM_STEP_TASKS_PER_NODE", &per_node),
+        ("SLURM_TASKS_PER_NODE", &per_node),
+    ] {
+        set(k, v.clone());
+    }
+    // The nodes of the components the step runs in, each once.
+    let mut nodes: Vec<String> = Vec::new();
+    let mut cpus: Vec<u32> = Vec::new();
+    for &k in &h.parts {
+        let Some(a) = h.components.get(k as usize).and_then(|c| c.alloc.as_ref()) else {
+            continue;
+        };
+        for (n, &c) in a.nodes.iter().zip(&a.cpus) {
+            if !nodes.contains(n) {
+                nodes.push(n.clone());
+                cpus.push(c);
+            }
+        }
+    }
+    if !nodes.is_empty() {
+        let mut order: Vec<usize> = (0..nodes.len()).collect();
+        order.sort_by(|&a, &b| hostlist::natural_cmp(&nodes[a], &nodes[b]));
+        let sorted: Vec<String> = order.iter().map(|&i| nodes[i].clone()).collect();
+        let sorted_cpus: Vec<u32> = order.iter().map(|&i| cpus[i]).collect();
+        set("SLURM_JOB_NODELIST", hostlist::compress(&sorted));
+        set("SLURM_JOB_NUM_NODES", sorted.len().to_string());
+        set("SLURM_JOB_CPUS_PER_NODE", compress_counts(&sorted_cpus));
+    }
+    let comps: Vec<&Job> = h.components.iter().collect();
+    env.extend(het_group_env(&comps, cluster, node, now));
+    env
 }
 
 /// The environment of task `rank` (local index `local`, on the step's node
@@ -946,6 +1032,7 @@ mod tests {
             node_gres: Vec::new(),
             scripts: Default::default(),
             linger_secs: 0,
+            het: None,
         };
         let got: BTreeMap<String, String> = task_env(&step_env(&ls, "node01"), 0, 0, 0)
             .into_iter()
@@ -977,5 +1064,89 @@ mod tests {
                 got[k]
             );
         }
+    }
+
+    #[test]
+    fn a_het_step_part_sees_the_whole_step_and_every_component() {
+        use crate::model::job::HetInfo;
+        let mut l = job(40, "lead", vec![2]);
+        l.het = Some(HetInfo {
+            job_id: 40,
+            offset: 0,
+            size: 2,
+        });
+        let mut c = job(41, "other", vec![1]);
+        c.het = Some(HetInfo {
+            job_id: 40,
+            offset: 1,
+            size: 2,
+        });
+        c.alloc.as_mut().unwrap().nodes = vec!["node02".into()];
+        let ls = crate::proto::LaunchStep {
+            job: Box::new(c.clone()),
+            step_id: 3,
+            spec: Box::new(crate::model::step::StepSpec {
+                name: "hostname".into(),
+                argv: vec!["hostname".into()],
+                work_dir: "/tmp".into(),
+                het_group: Some(1),
+                ..Default::default()
+            }),
+            layout: crate::model::step::StepLayout {
+                nodes: vec!["node02".into()],
+                cpus: vec![1],
+                tasks: vec![vec![2]],
+                gres: Vec::new(),
+                cpu_ids: Vec::new(),
+            },
+            node_index: 0,
+            kill_wait: 30,
+            cluster: "c".into(),
+            cgroup: Default::default(),
+            node_gres: Vec::new(),
+            scripts: Default::default(),
+            linger_secs: 0,
+            het: Some(crate::proto::HetStepEnv {
+                components: vec![l, c],
+                parts: vec![0, 1],
+                node_offset: 1,
+                step_nodes: vec!["node01".into(), "node02".into()],
+                step_tasks: vec![2, 1],
+            }),
+        };
+        let env: BTreeMap<String, String> = task_env(&step_env(&ls, "node02"), 2, 0, ls.node_id())
+            .into_iter()
+            .collect();
+        let get = |k: &str| env.get(k).map(String::as_str);
+        for (k, v) in [
+            ("SLURM_JOB_ID", "40"),
+            ("SLURM_JOBID", "40"),
+            ("SLURM_HET_SIZE", "2"),
+            ("SLURM_JOB_ID_HET_GROUP_0", "40"),
+            ("SLURM_JOB_ID_HET_GROUP_1", "41"),
+            ("SLURM_JOB_NAME_HET_GROUP_1", "other"),
+            ("SLURM_JOB_NODELIST_HET_GROUP_1", "node02"),
+            ("SLURM_PROCID", "2"),
+            ("SLURM_NODEID", "1"),
+            ("SLURM_LOCALID", "0"),
+            ("SLURM_GTIDS", "2"),
+            ("SLURM_STEP_ID", "3"),
+            ("SLURM_NTASKS", "3"),
+            ("SLURM_NPROCS", "3"),
+            ("SLURM_STEP_NUM_TASKS", "3"),
+            ("SLURM_NNODES", "2"),
+            ("SLURM_STEP_NUM_NODES", "2"),
+            ("SLURM_STEP_NODELIST", "node[01-02]"),
+            ("SLURM_NODELIST", "node[01-02]"),
+            ("SLURM_STEP_TASKS_PER_NODE", "2,1"),
+            ("SLURM_TASKS_PER_NODE", "2,1"),
+            ("SLURM_JOB_NODELIST", "node[01-02]"),
+            ("SLURM_JOB_NUM_NODES", "2"),
+            ("SLURM_JOB_CPUS_PER_NODE", "2,1"),
+        ] {
+            assert_eq!(get(k), Some(v), "{k}");
+        }
+        // The component's own identity stays in its _HET_GROUP_ variables only.
+        assert_eq!(get("SLURM_JOB_NAME"), Some("other"));
     }
 }

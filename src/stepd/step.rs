@@ -267,7 +267,7 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
     let timeout = ls.scripts.prolog_epilog_timeout;
     let mut task_envs: Vec<Vec<(String, String)>> = Vec::new();
     for (local, &rank) in ranks.iter().enumerate() {
-        let mut env = env::task_env(&base_env, rank, local as u32, ls.node_index);
+        let mut env = env::task_env(&base_env, rank, local as u32, ls.node_id());
         let cpus = super::cpubind::task_cpus(
             &ls.spec.cpu_bind,
             &base,
@@ -938,7 +938,7 @@ impl TaskSetup {
             .collect();
         let ctx_expand = |p: &str| {
             use crate::jobspec::pattern::{PatternCtx, StepKind, expand_pattern};
-            let node_id = ls.node_index;
+            let node_id = ls.node_id();
             expand_pattern(
                 p,
                 &PatternCtx {

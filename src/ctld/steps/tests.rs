@@ -89,7 +89,7 @@ fn launched(fx: &Effects, token: u64) -> Option<u32> {
 
 fn launch(c: &mut Cluster, job: u32, s: StepSpec, token: u64) -> Effects {
     let mut fx = Effects::default();
-    c.step_launch(job, s, ALICE, token, 11, &mut fx);
+    c.step_launch(job, vec![s], ALICE, token, 11, &mut fx);
     fx
 }
 
@@ -179,13 +179,13 @@ fn exact_steps_share_the_job_and_oversized_ones_are_refused() {
         ))]
     );
     let mut fx = Effects::default();
-    c.step_launch(id, step(1), BOB, 5, 11, &mut fx);
+    c.step_launch(id, vec![step(1)], BOB, 5, 11, &mut fx);
     assert_eq!(
         events(&fx, 5),
         vec![&StepEvent::Error(SlurmError::AccessDenied)]
     );
     let mut fx = Effects::default();
-    c.step_launch(999, step(1), ALICE, 6, 11, &mut fx);
+    c.step_launch(999, vec![step(1)], ALICE, 6, 11, &mut fx);
     assert_eq!(
         events(&fx, 6),
         vec![&StepEvent::Error(SlurmError::InvalidJobId)]
@@ -593,4 +593,232 @@ fn a_step_is_lost_when_its_node_comes_back_without_it_and_node_fail_past_the_tim
         }]
     );
     assert_eq!(c.steps.live_count(), 0);
+}
+
+/// A running heterogeneous allocation of alice's, one component per task count;
+/// returns the components' ids, leader first.
+fn running_het(c: &mut Cluster, ntasks: &[u32]) -> Vec<u32> {
+    let jobs = ntasks
+        .iter()
+        .map(|&n| {
+            let spec = JobSpec {
+                name: "j".into(),
+                work_dir: "/tmp".into(),
+                ntasks: Some(n),
+                alloc_only: true,
+                ..JobSpec::default()
+            };
+            c.resolve(spec, ALICE, 10, &names).unwrap()
+        })
+        .collect();
+    let mut fx = Effects::default();
+    let leader = c.submit_het(jobs, &mut fx).unwrap();
+    c.schedule(10, &mut fx);
+    // An allocation has no batch script to launch.
+    assert!(
+        !fx.to_agent
+            .iter()
+            .any(|(_, m)| matches!(m, ToAgent::Launch(_)))
+    );
+    let ids: Vec<u32> = (leader..leader + ntasks.len() as u32).collect();
+    for id in &ids {
+        assert_eq!(c.jobs[id].state, JobState::Running);
+    }
+    ids
+}
+
+/// Part `k` of a heterogeneous step with `n` tasks.
+fn part(n: u32, k: u32) -> StepSpec {
+    StepSpec {
+        het_group: Some(k),
+        ..step(n)
+    }
+}
+
+fn launch_parts(c: &mut Cluster, job: u32, parts: Vec<StepSpec>, token: u64) -> Effects {
+    let mut fx = Effects::default();
+    c.step_launch(job, parts, ALICE, token, 11, &mut fx);
+    fx
+}
+
+fn launches(fx: &Effects) -> Vec<&LaunchStep> {
+    fx.to_agent
+        .iter()
+        .filter_map(|(_, m)| match m {
+            ToAgent::LaunchStep(l) => Some(&**l),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_het_step_runs_one_part_per_component_with_ranks_across_them() {
+    let mut c = cluster();
+    let ids = running_het(&mut c, &[2, 1]);
+    let (l, k1) = (ids[0], ids[1]);
+    let fx = launch_parts(&mut c, l, vec![part(2, 0), part(1, 1)], 1);
+    let whole = events(&fx, 1)
+        .into_iter()
+        .find_map(|e| match e {
+            StepEvent::Launched {
+                job_id,
+                step_id,
+                layout,
+            } => Some((*job_id, *step_id, layout.clone())),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!((whole.0, whole.1, whole.2.ntasks()), (l, 0, 3));
+    let ls = launches(&fx);
+    assert_eq!(ls.len(), 2);
+    let of = |j: u32| *ls.iter().find(|x| x.job.id == j).unwrap();
+    assert_eq!(of(l).layout.tasks, vec![vec![0, 1]]);
+    assert_eq!(of(k1).layout.tasks, vec![vec![2]]);
+    let h = of(k1).het.as_ref().unwrap();
+    assert_eq!(
+        (h.node_offset, h.parts.clone(), h.step_tasks.clone()),
+        (1, vec![0, 1], vec![2, 1])
+    );
+    assert_eq!(h.components.len(), 2);
+    assert_eq!((of(k1).node_id(), of(l).node_id()), (1, 0));
+    // Output and exits of the second part reach srun with their global ranks.
+    let fx = node_event(
+        &mut c,
+        k1,
+        0,
+        StepdEvent::Output {
+            task: 2,
+            stderr: false,
+            data: b"x\n".to_vec(),
+        },
+    );
+    assert!(matches!(
+        events(&fx, 1)[..],
+        [StepEvent::Output { task: 2, .. }]
+    ));
+    // srun hears of the end once, when the last part is over, with the worst state.
+    node_event(
+        &mut c,
+        k1,
+        0,
+        StepdEvent::TaskExit {
+            task: 2,
+            status: ExitStatus { code: 3, signal: 0 },
+        },
+    );
+    let fx = node_event(&mut c, k1, 0, done());
+    assert!(
+        !events(&fx, 1)
+            .iter()
+            .any(|e| matches!(e, StepEvent::Done { .. }))
+    );
+    let fx = node_event(&mut c, l, 0, done());
+    assert_eq!(
+        events(&fx, 1),
+        vec![&StepEvent::Done {
+            state: JobState::Failed
+        }]
+    );
+    let state = |j: u32| c.jobs[&j].steps.iter().find(|s| s.id == "0").unwrap().state;
+    assert_eq!(
+        (state(l), state(k1)),
+        (JobState::Completed, JobState::Failed)
+    );
+    // The next step of the job, even in one component, takes the next id of all.
+    let fx = launch_parts(&mut c, l, vec![part(1, 1)], 2);
+    assert_eq!(launched(&fx, 2), Some(1));
+    assert_eq!(launches(&fx)[0].job.id, k1);
+    // A plain step (no component named) runs in the component the id names.
+    let fx = launch(&mut c, l, step(1), 3);
+    assert_eq!(launched(&fx, 3), Some(2));
+    assert_eq!(launches(&fx)[0].job.id, l);
+    assert!(launches(&fx)[0].het.is_some());
+}
+
+#[test]
+fn het_step_requests_naming_missing_components_are_refused_as_srun_does() {
+    let mut c = cluster();
+    let ids = running_het(&mut c, &[1, 1]);
+    let l = ids[0];
+    let err = |fx: &Effects, t: u64| match events(fx, t)[..] {
+        [StepEvent::Error(SlurmError::HetGroup(m))] => m.clone(),
+        ref other => panic!("{other:?}"),
+    };
+    let fx = launch_parts(&mut c, l, vec![part(1, 2)], 1);
+    assert_eq!(
+        err(&fx, 1),
+        "Requested het-group offset exceeds highest hetjob index (2 > 1)"
+    );
+    let fx = launch_parts(&mut c, l, vec![part(1, 0), part(1, 2)], 2);
+    assert_eq!(
+        err(&fx, 2),
+        "Attempt to run a job step with het group value of 2, but the job allocation has maximum value of 1"
+    );
+    let fx = launch_parts(&mut c, l, vec![part(1, 1), part(1, 1)], 3);
+    assert!(err(&fx, 3).contains("component 1 is named twice"));
+    let plain = running(&mut c, 1, true);
+    let fx = launch_parts(&mut c, plain, vec![part(1, 1)], 4);
+    assert_eq!(
+        err(&fx, 4),
+        "Requested het-group offset exceeds highest hetjob index (1 > 0)"
+    );
+    let fx = launch_parts(&mut c, plain, vec![part(1, 0), part(1, 1)], 5);
+    assert!(err(&fx, 5).contains("not supported yet"));
+    assert!(launches(&fx).is_empty());
+    // Another user's job is refused before its components are looked at.
+    let mut fx = Effects::default();
+    c.step_launch(l, vec![part(1, 5)], BOB, 6, 11, &mut fx);
+    assert_eq!(
+        events(&fx, 6),
+        vec![&StepEvent::Error(SlurmError::AccessDenied)]
+    );
+}
+
+#[test]
+fn a_het_step_waits_for_every_part_and_scancel_of_any_component_ends_it() {
+    let mut c = cluster();
+    let ids = running_het(&mut c, &[1, 1]);
+    let (l, k1) = (ids[0], ids[1]);
+    // Component 1 is busy with a default step: the het step waits whole.
+    let fx = launch_parts(&mut c, l, vec![part(1, 1)], 1);
+    assert_eq!(launched(&fx, 1), Some(0));
+    let fx = launch_parts(&mut c, l, vec![part(1, 0), part(1, 1)], 2);
+    assert!(matches!(events(&fx, 2)[..], [StepEvent::Pending { .. }]));
+    assert!(launches(&fx).is_empty());
+    let fx = node_event(&mut c, k1, 0, done());
+    assert_eq!(launched(&fx, 2), Some(1));
+    assert_eq!(launches(&fx).len(), 2);
+    // `scancel L+1.1` (sent as component 1's id) ends the parts in both components.
+    let mut fx = Effects::default();
+    let r = c.cancel_steps(&[(k1, 1)], None, ALICE, 20, &mut fx);
+    assert_eq!(r[0].error, None);
+    let ended: Vec<u32> = fx
+        .to_agent
+        .iter()
+        .filter_map(|(_, m)| match m {
+            ToAgent::StepInput {
+                job_id,
+                input: StepdInput::Terminate { .. },
+                ..
+            } => Some(*job_id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ended, vec![l, k1]);
+    node_event(&mut c, l, 1, done());
+    let fx = node_event(&mut c, k1, 1, done());
+    assert_eq!(
+        events(&fx, 2),
+        vec![&StepEvent::Done {
+            state: JobState::Cancelled
+        }]
+    );
+    // Giving the allocation back ends every component.
+    let mut fx = Effects::default();
+    c.release_allocation(l, ExitStatus::default(), ALICE, 30, &mut fx)
+        .unwrap();
+    assert_eq!(
+        (c.jobs[&l].state, c.jobs[&k1].state),
+        (JobState::Completed, JobState::Completed)
+    );
 }
