@@ -78,6 +78,8 @@ pub struct Opts {
     pub help: bool,
     /// Numbered steps given as `JOB.STEP` operands.
     pub steps: Vec<(u32, u32)>,
+    /// Steps of heterogeneous job components given as `L+k.STEP` operands.
+    pub het_steps: Vec<(crate::proto::HetComponent, u32)>,
 }
 
 /// Signal names as `kill -l` spells them (without `SIG`), by number.
@@ -179,9 +181,21 @@ pub fn parse_args(
                             leader: job,
                             offset: k,
                         }),
+                        Some(crate::cli::jobid::JobIdSpec {
+                            job,
+                            array: None,
+                            het: Some(k),
+                            step: Some(crate::cli::jobid::StepSel::Num(n)),
+                        }) => o.het_steps.push((
+                            crate::proto::HetComponent {
+                                leader: job,
+                                offset: k,
+                            },
+                            n,
+                        )),
                         Some(_) => {
                             return Err(format!(
-                                "scancel: error: steps of array tasks or het components are not supported yet by sluice: {part}"
+                                "scancel: error: steps of array tasks, and the batch or extern step of a het component, are not supported yet by sluice: {part}"
                             ));
                         }
                         None => return Err(format!("scancel: error: Invalid job id {part}")),
@@ -267,6 +281,7 @@ pub fn parse_args(
         && o.array_tasks.is_empty()
         && o.het_components.is_empty()
         && o.steps.is_empty()
+        && o.het_steps.is_empty()
         && !filtered
         && !o.version
         && !o.help
@@ -395,11 +410,12 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         }
     }
     let mut step_results = Vec::new();
-    if !o.steps.is_empty() {
+    if !o.steps.is_empty() || !o.het_steps.is_empty() {
         let r = Client::connect().and_then(|(mut c, _)| {
             c.request(&Request::CancelSteps {
                 steps: o.steps.clone(),
                 signal: o.signal,
+                het_steps: o.het_steps.clone(),
             })
         });
         match r {
@@ -491,6 +507,15 @@ mod tests {
         assert_eq!(o.users, vec![2001]);
         assert_eq!(o.partitions, vec!["debug".to_string()]);
         assert_eq!(p("-u 3000").unwrap().users, vec![3000]);
+        // Steps: `N.S`, and `L+k.S` for a heterogeneous job's component.
+        let o = p("5.0 7+1.2").unwrap();
+        assert_eq!(o.steps, vec![(5, 0)]);
+        let hc = crate::proto::HetComponent {
+            leader: 7,
+            offset: 1,
+        };
+        assert_eq!(o.het_steps, vec![(hc, 2)]);
+        assert!(p("7+1.batch").unwrap_err().contains("not supported yet"));
     }
 
     #[test]

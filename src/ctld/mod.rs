@@ -1035,8 +1035,17 @@ impl Actor {
             Request::StepLaunch { .. } | Request::StepAttach { .. } => {
                 Response::Error(SlurmError::Other("step launch out of place".into()))
             }
-            Request::CancelSteps { steps, signal } => {
-                Response::Results(self.cluster.cancel_steps(&steps, signal, c, now, fx))
+            Request::CancelSteps {
+                steps,
+                signal,
+                het_steps,
+            } => {
+                let mut out = self.cluster.cancel_steps(&steps, signal, c, now, fx);
+                out.extend(
+                    self.cluster
+                        .cancel_het_steps(&het_steps, signal, c, now, fx),
+                );
+                Response::Results(out)
             }
             Request::AcctTree => Response::AcctTree {
                 tree: Box::new(self.cluster.assoc.clone()),

@@ -1491,21 +1491,25 @@ impl Cluster {
             return;
         }
         j.steps.retain(|s| s.id != "batch");
-        j.steps.push(StepRecord {
-            id: "batch".into(),
-            name: "batch".into(),
-            state: JobState::Running,
-            exit: ExitStatus::default(),
-            start_time: now,
-            end_time: None,
-            nodes: alloc.nodes[0].clone(),
-            ncpus: alloc.cpus[0],
-            ntasks: 1,
-            max_rss_kib: 0,
-            cpu_secs: 0.0,
-            detail: None,
-            usage: None,
-        });
+        // Only a heterogeneous job's leader runs the script (sacct shows `L+0.batch`
+        // alone, as Slurm does).
+        if j.het.is_none_or(|h| h.offset == 0) {
+            j.steps.push(StepRecord {
+                id: "batch".into(),
+                name: "batch".into(),
+                state: JobState::Running,
+                exit: ExitStatus::default(),
+                start_time: now,
+                end_time: None,
+                nodes: alloc.nodes[0].clone(),
+                ncpus: alloc.cpus[0],
+                ntasks: 1,
+                max_rss_kib: 0,
+                cpu_secs: 0.0,
+                detail: None,
+                usage: None,
+            });
+        }
         let batch_host = alloc.nodes[0].clone();
         j.alloc = Some(alloc);
         for n in self.nodes.iter_mut().filter(|n| n.name == batch_host) {

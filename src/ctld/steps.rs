@@ -1157,6 +1157,38 @@ impl Cluster {
         out
     }
 
+    /// `scancel L+k.S`: step `S` of component `k` of heterogeneous job `L` (the whole
+    /// step, as [`Cluster::cancel_steps`] ends it); `InvalidJobId` when `L+k` names
+    /// no component.
+    pub fn cancel_het_steps(
+        &mut self,
+        steps: &[(crate::proto::HetComponent, u32)],
+        signal: Option<i32>,
+        c: Caller,
+        now: i64,
+        fx: &mut Effects,
+    ) -> Vec<JobResult> {
+        let mut out = Vec::new();
+        for &(hc, step_id) in steps {
+            let id = hc.leader.checked_add(hc.offset).filter(|id| {
+                self.jobs.get(id).is_some_and(|j| {
+                    j.het
+                        .is_some_and(|h| h.job_id == hc.leader && h.offset == hc.offset)
+                })
+            });
+            let mut r = match id {
+                Some(id) => self.cancel_steps(&[(id, step_id)], signal, c, now, fx),
+                None => vec![JobResult::new(hc.leader, Some(SlurmError::InvalidJobId))],
+            };
+            for x in &mut r {
+                x.id = hc.leader;
+                x.het = Some(hc.offset);
+            }
+            out.extend(r);
+        }
+        out
+    }
+
     /// Signals every live step of a job (scancel --signal without -b).
     pub fn signal_job_steps(&mut self, job_id: u32, signal: i32, fx: &mut Effects) -> usize {
         let ids = self.steps.of_job(job_id);

@@ -356,10 +356,13 @@ pub enum Request {
         #[serde(default)]
         het: Vec<StepSpec>,
     },
-    /// Signal (`Some`) or cancel (`None`) numbered steps, `(job, step)` pairs.
+    /// Signal (`Some`) or cancel (`None`) numbered steps, `(job, step)` pairs, and
+    /// steps of heterogeneous job components named `L+k.S` (`het_steps`).
     CancelSteps {
         steps: Vec<(u32, u32)>,
         signal: Option<i32>,
+        #[serde(default)]
+        het_steps: Vec<(HetComponent, u32)>,
     },
     /// `scontrol suspend` (`resume: false`) or `scontrol resume` (`resume: true`);
     /// operators only.

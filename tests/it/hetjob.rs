@@ -156,3 +156,312 @@ fn component_ids_work_in_scancel_and_scontrol() {
     c.wait_field(&format!("{l}+0"), "JobState", "CANCELLED");
     assert_eq!(c.state(l + 1).as_deref(), Some("CANCELLED"));
 }
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn sorted_lines(s: &str) -> Vec<String> {
+    let mut v: Vec<String> = s.lines().map(|l| l.trim_start().to_string()).collect();
+    v.sort();
+    v
+}
+
+/// sacct `JobID|State|ExitCode` rows of heterogeneous job `l` once `want` rows are
+/// there and none is running.
+fn sacct_rows(c: &TestCluster, l: u32, want: usize) -> Vec<String> {
+    wait_until("sacct rows", Duration::from_secs(20), || {
+        let o = c.run(
+            "sacct",
+            &[
+                "-j",
+                &l.to_string(),
+                "-n",
+                "-P",
+                "-o",
+                "JobID,State,ExitCode",
+            ],
+        );
+        let rows: Vec<String> = text(&o.stdout).lines().map(String::from).collect();
+        (rows.len() >= want && !rows.iter().any(|r| r.contains("RUNNING"))).then_some(rows)
+    })
+}
+
+#[test]
+fn salloc_het_gives_its_command_every_component_and_srun_spans_them() {
+    let c = TestCluster::start();
+    let o = c.run(
+        "salloc",
+        &[
+            "-n2",
+            "-J",
+            "lead",
+            ":",
+            "-n1",
+            "sh",
+            "-c",
+            "env | grep -E '^SLURM_(HET_SIZE|JOB_ID|NTASKS|JOB_NAME)' | sort; \
+             squeue -h -j $SLURM_JOB_ID -o 'q=%i %T'; \
+             srun --het-group=0,1 -l sh -c 'echo r$SLURM_PROCID=$SLURM_JOB_ID/$SLURM_NTASKS'",
+        ],
+    );
+    assert!(o.status.success(), "{o:?}");
+    let err = text(&o.stderr);
+    let l: u32 = err
+        .lines()
+        .find_map(|x| x.strip_prefix("salloc: Granted job allocation "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        err.contains(&format!("salloc: Relinquishing job allocation {l}")),
+        "{err}"
+    );
+    let out = text(&o.stdout);
+    let env: Vec<&str> = out.lines().filter(|x| x.starts_with("SLURM_")).collect();
+    let want = format!(
+        "SLURM_HET_SIZE=2\nSLURM_JOB_ID={l}\nSLURM_JOB_ID_HET_GROUP_0={l}\n\
+         SLURM_JOB_ID_HET_GROUP_1={}\nSLURM_JOB_NAME=lead\nSLURM_JOB_NAME_HET_GROUP_0=lead\n\
+         SLURM_JOB_NAME_HET_GROUP_1=lead\nSLURM_NTASKS=2\nSLURM_NTASKS_HET_GROUP_0=2\n\
+         SLURM_NTASKS_HET_GROUP_1=1",
+        l + 1
+    );
+    assert_eq!(env.join("\n"), want, "{out}");
+    // squeue inside the allocation shows both components running.
+    let mut q: Vec<&str> = out.lines().filter(|x| x.starts_with("q=")).collect();
+    q.sort();
+    assert_eq!(
+        q,
+        [format!("q={l}+0 RUNNING"), format!("q={l}+1 RUNNING")],
+        "{out}"
+    );
+    // One step over both components: ranks 0-1 in component 0, 2 in component 1, all
+    // with the leader's id and the whole step's task count.
+    let ranks: Vec<String> = sorted_lines(&out)
+        .into_iter()
+        .filter(|x| x.contains(": r"))
+        .collect();
+    assert_eq!(
+        ranks,
+        [
+            format!("0: r0={l}/3"),
+            format!("1: r1={l}/3"),
+            format!("2: r2={l}/3")
+        ],
+        "{out}"
+    );
+    let rows = sacct_rows(&c, l, 4);
+    assert_eq!(
+        rows,
+        [
+            format!("{l}+0|COMPLETED|0:0"),
+            format!("{l}+0.0|COMPLETED|0:0"),
+            format!("{l}+1|COMPLETED|0:0"),
+            format!("{l}+1.0|COMPLETED|0:0"),
+        ]
+    );
+}
+
+#[test]
+fn srun_het_outside_an_allocation_runs_each_components_command() {
+    let c = TestCluster::start();
+    let o = c.run(
+        "srun",
+        &[
+            "-n2",
+            "-l",
+            "sh",
+            "-c",
+            "echo a$SLURM_PROCID $SLURM_JOB_ID $SLURM_HET_SIZE $SLURM_NTASKS $SLURM_NODEID",
+            ":",
+            "-n1",
+            "sh",
+            "-c",
+            "echo b$SLURM_PROCID $SLURM_JOB_ID $SLURM_NODEID $SLURM_JOB_ID_HET_GROUP_1 $SLURM_STEP_NUM_TASKS",
+        ],
+    );
+    assert!(o.status.success(), "{o:?}");
+    let out = text(&o.stdout);
+    let lines = sorted_lines(&out);
+    assert_eq!(lines.len(), 3, "{out}");
+    let l: u32 = lines[0]
+        .split_whitespace()
+        .nth(2)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(
+        lines,
+        [
+            format!("0: a0 {l} 2 3 0"),
+            format!("1: a1 {l} 2 3 0"),
+            format!("2: b2 {l} 1 {} 3", l + 1)
+        ]
+    );
+    // Both components were allocated for srun, named after its first command, and
+    // given back.
+    assert_eq!(c.field(&format!("{l}+1"), "JobName").as_deref(), Some("sh"));
+    assert_eq!(
+        sacct_rows(&c, l, 4),
+        [
+            format!("{l}+0|COMPLETED|0:0"),
+            format!("{l}+0.0|COMPLETED|0:0"),
+            format!("{l}+1|COMPLETED|0:0"),
+            format!("{l}+1.0|COMPLETED|0:0"),
+        ]
+    );
+    // A component without a command runs the next one's (srun(1)).
+    let out = c.ok("srun", &["-l", "-n2", ":", "-n1", "echo", "hi"]);
+    assert_eq!(sorted_lines(&out), ["0: hi", "1: hi", "2: hi"]);
+}
+
+#[test]
+fn a_het_step_exits_with_the_highest_code_of_all_its_tasks() {
+    let c = TestCluster::start();
+    let o = c.run(
+        "srun",
+        &[
+            "-n1", "sh", "-c", "exit 3", ":", "-n1", "sh", "-c", "exit 5",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(5), "{o:?}");
+    let err = text(&o.stderr);
+    let node = c.node();
+    assert!(
+        err.contains(&format!(
+            "srun: error: {node}: task 0: Exited with exit code 3"
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "srun: error: {node}: task 1: Exited with exit code 5"
+        )),
+        "{err}"
+    );
+    // A task killed by a signal counts as 128+N, above every exit code.
+    let o = c.run(
+        "srun",
+        &[
+            "-n1",
+            "sh",
+            "-c",
+            "kill -9 $$",
+            ":",
+            "-n1",
+            "sh",
+            "-c",
+            "exit 2",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(137), "{o:?}");
+}
+
+#[test]
+fn srun_het_group_inside_an_sbatch_hetjob() {
+    let c = TestCluster::start();
+    c.script(
+        "het.sh",
+        "#!/bin/sh\n#SBATCH -n2\n#SBATCH -o het.out\n#SBATCH hetjob\n#SBATCH -n1\n\
+         srun -l --het-group=0,1 sh -c 'echo both$SLURM_PROCID/$SLURM_NTASKS/$SLURM_JOB_ID'\n\
+         srun -l sh -c 'echo plain$SLURM_PROCID/$SLURM_NTASKS'\n\
+         srun -l --het-group=1 sh -c 'echo one$SLURM_PROCID/$SLURM_JOB_ID/$SLURM_NTASKS'\n\
+         srun -l -n1 sh -c 'echo x$SLURM_PROCID' : sh -c 'echo y$SLURM_PROCID'\n\
+         srun --het-group=2 true; echo rc2=$?\n\
+         srun true : true : true; echo rc3=$?\n\
+         echo done\n",
+    );
+    let l = c.submit(&["het.sh"]);
+    let out = c.wait_file("het.out", |s| s.contains("done\n"));
+    let lines = sorted_lines(&out);
+    let has = |s: &str| lines.iter().any(|x| x == s);
+    for want in [
+        format!("0: both0/3/{l}"),
+        format!("1: both1/3/{l}"),
+        format!("2: both2/3/{l}"),
+        "0: plain0/2".into(),
+        "1: plain1/2".into(),
+        format!("0: one0/{l}/1"),
+        "0: x0".into(),
+        "1: y1".into(),
+    ] {
+        assert!(has(&want), "no {want:?} in {out}");
+    }
+    // Components the job does not have are refused with srun's words.
+    assert!(
+        out.contains(
+            "srun: error: Requested het-group offset exceeds highest hetjob index (2 > 1)\nrc2=1"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "srun: error: Attempt to run a job step with het group value of 2, but the job allocation has maximum value of 1\nrc3=1"
+        ),
+        "{out}"
+    );
+    assert_eq!(c.wait_done(l + 1), "COMPLETED");
+    // Step ids are shared by the parts of a step, and unused in a component a step
+    // did not span.
+    let rows = sacct_rows(&c, l, 9);
+    let ids: Vec<&str> = rows.iter().map(|r| r.split('|').next().unwrap()).collect();
+    assert_eq!(
+        ids,
+        [
+            format!("{l}+0"),
+            format!("{l}+0.batch"),
+            format!("{l}+0.0"),
+            format!("{l}+0.1"),
+            format!("{l}+0.3"),
+            format!("{l}+1"),
+            format!("{l}+1.0"),
+            format!("{l}+1.2"),
+            format!("{l}+1.3"),
+        ],
+        "{rows:?}"
+    );
+    // Outside a heterogeneous job, --het-group names only component 0.
+    let plain = c.submit(&["-n1", "-o", "/dev/null", "--wrap", "sleep 30"]);
+    c.wait_state(plain, &["RUNNING"], Duration::from_secs(20));
+    let (code, err) = c.fails_err(
+        "srun",
+        &["--jobid", &plain.to_string(), "--het-group=1", "true"],
+    );
+    assert_eq!(
+        (code, err.as_str()),
+        (
+            1,
+            "srun: error: Requested het-group offset exceeds highest hetjob index (1 > 0)\n"
+        )
+    );
+    c.ok("scancel", &[&plain.to_string()]);
+}
+
+#[test]
+fn scancel_of_a_het_step_ends_every_part() {
+    let c = TestCluster::start();
+    c.script(
+        "long.sh",
+        "#!/bin/sh\n#SBATCH -n1\n#SBATCH -o long.out\n#SBATCH hetjob\n#SBATCH -n1\n\
+         srun --het-group=0,1 sleep 60; echo rc=$?\n",
+    );
+    let l = c.submit(&["long.sh"]);
+    // Wait for the step's part in component 1 (`squeue -s` lists it by that job's id).
+    wait_until("het step", Duration::from_secs(30), || {
+        let o = c.run("squeue", &["-h", "-s", "-o", "%i"]);
+        let s = text(&o.stdout);
+        (s.contains(&format!("{l}.0")) && s.contains(&format!("{}.0", l + 1))).then_some(())
+    });
+    // `L+1.0` names the step of component 1: the whole step ends.
+    c.ok("scancel", &[&format!("{l}+1.0")]);
+    let out = c.wait_file("long.out", |s| s.contains("rc="));
+    assert!(!out.contains("rc=0"), "{out}");
+    assert_eq!(c.wait_done(l + 1), "COMPLETED");
+    let rows = sacct_rows(&c, l, 5);
+    assert!(
+        rows.contains(&format!("{l}+0.0|CANCELLED|0:15")),
+        "{rows:?}"
+    );
+    assert!(
+        rows.contains(&format!("{l}+1.0|CANCELLED|0:15")),
+        "{rows:?}"
+    );
+}
