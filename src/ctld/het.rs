@@ -74,6 +74,17 @@ impl Cluster {
         )
     }
 
+    /// The job id of component `hc` (`L+k`), or `None` when `L+k` names no component
+    /// of a heterogeneous job led by `L`.
+    pub(super) fn het_component_id(&self, hc: crate::proto::HetComponent) -> Option<u32> {
+        let id = hc.leader.checked_add(hc.offset)?;
+        self.jobs
+            .get(&id)?
+            .het
+            .is_some_and(|h| h.job_id == hc.leader && h.offset == hc.offset)
+            .then_some(id)
+    }
+
     /// Leaders of heterogeneous jobs that `decisions` start only in part.
     pub(super) fn partial_het_starts(&self, decisions: &[Decision]) -> Vec<u32> {
         let started: HashSet<u32> = decisions

@@ -2314,17 +2314,7 @@ impl Cluster {
         now: i64,
         fx: &mut Effects,
     ) -> Result<(), SlurmError> {
-        let id = hc
-            .leader
-            .checked_add(hc.offset)
-            .ok_or(SlurmError::InvalidJobId)?;
-        let j = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
-        if !j
-            .het
-            .is_some_and(|h| h.job_id == hc.leader && h.offset == hc.offset)
-        {
-            return Err(SlurmError::InvalidJobId);
-        }
+        let id = self.het_component_id(hc).ok_or(SlurmError::InvalidJobId)?;
         if hc.offset == 0 {
             let rs: Vec<Result<(), SlurmError>> = self
                 .records_of(id)
@@ -2333,6 +2323,7 @@ impl Cluster {
                 .collect();
             return fold_results(rs).map_or(Ok(()), Err);
         }
+        let j = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
         self.check_owner(j, c)?;
         if !j.is_active() || j.completing {
             return Err(SlurmError::AlreadyDone);

@@ -1170,13 +1170,7 @@ impl Cluster {
     ) -> Vec<JobResult> {
         let mut out = Vec::new();
         for &(hc, step_id) in steps {
-            let id = hc.leader.checked_add(hc.offset).filter(|id| {
-                self.jobs.get(id).is_some_and(|j| {
-                    j.het
-                        .is_some_and(|h| h.job_id == hc.leader && h.offset == hc.offset)
-                })
-            });
-            let mut r = match id {
+            let mut r = match self.het_component_id(hc) {
                 Some(id) => self.cancel_steps(&[(id, step_id)], signal, c, now, fx),
                 None => vec![JobResult::new(hc.leader, Some(SlurmError::InvalidJobId))],
             };

@@ -157,36 +157,6 @@ fn component_ids_work_in_scancel_and_scontrol() {
     assert_eq!(c.state(l + 1).as_deref(), Some("CANCELLED"));
 }
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn sorted_lines(s: &str) -> Vec<String> {
-    let mut v: Vec<String> = s.lines().map(|l| l.trim_start().to_string()).collect();
-    v.sort();
-    v
-}
-
-/// sacct `JobID|State|ExitCode` rows of heterogeneous job `l` once `want` rows are
-/// there and none is running.
-fn sacct_rows(c: &TestCluster, l: u32, want: usize) -> Vec<String> {
-    wait_until("sacct rows", Duration::from_secs(20), || {
-        let o = c.run(
-            "sacct",
-            &[
-                "-j",
-                &l.to_string(),
-                "-n",
-                "-P",
-                "-o",
-                "JobID,State,ExitCode",
-            ],
-        );
-        let rows: Vec<String> = text(&o.stdout).lines().map(String::from).collect();
-        (rows.len() >= want && !rows.iter().any(|r| r.contains("RUNNING"))).then_some(rows)
-    })
-}
-
 #[test]
 fn salloc_het_gives_its_command_every_component_and_srun_spans_them() {
     let c = TestCluster::start();
@@ -249,7 +219,7 @@ fn salloc_het_gives_its_command_every_component_and_srun_spans_them() {
         ],
         "{out}"
     );
-    let rows = sacct_rows(&c, l, 4);
+    let rows = c.sacct_rows(l, 4);
     assert_eq!(
         rows,
         [
@@ -300,7 +270,7 @@ fn srun_het_outside_an_allocation_runs_each_components_command() {
     // given back.
     assert_eq!(c.field(&format!("{l}+1"), "JobName").as_deref(), Some("sh"));
     assert_eq!(
-        sacct_rows(&c, l, 4),
+        c.sacct_rows(l, 4),
         [
             format!("{l}+0|COMPLETED|0:0"),
             format!("{l}+0.0|COMPLETED|0:0"),
@@ -401,7 +371,7 @@ fn srun_het_group_inside_an_sbatch_hetjob() {
     assert_eq!(c.wait_done(l + 1), "COMPLETED");
     // Step ids are shared by the parts of a step, and unused in a component a step
     // did not span.
-    let rows = sacct_rows(&c, l, 9);
+    let rows = c.sacct_rows(l, 9);
     let ids: Vec<&str> = rows.iter().map(|r| r.split('|').next().unwrap()).collect();
     assert_eq!(
         ids,
@@ -455,7 +425,7 @@ fn scancel_of_a_het_step_ends_every_part() {
     let out = c.wait_file("long.out", |s| s.contains("rc="));
     assert!(!out.contains("rc=0"), "{out}");
     assert_eq!(c.wait_done(l + 1), "COMPLETED");
-    let rows = sacct_rows(&c, l, 5);
+    let rows = c.sacct_rows(l, 5);
     assert!(
         rows.contains(&format!("{l}+0.0|CANCELLED|0:15")),
         "{rows:?}"

@@ -8,35 +8,6 @@ use std::io::Write;
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn sorted_lines(s: &str) -> Vec<String> {
-    let mut v: Vec<String> = s.lines().map(|l| l.trim_start().to_string()).collect();
-    v.sort();
-    v
-}
-
-/// sacct rows `JobID|State|ExitCode` of a job, once its step rows are recorded.
-fn sacct_rows(c: &TestCluster, id: u32, want: usize) -> Vec<String> {
-    wait_until("sacct rows", Duration::from_secs(20), || {
-        let o = c.run(
-            "sacct",
-            &[
-                "-j",
-                &id.to_string(),
-                "-n",
-                "-P",
-                "-o",
-                "JobID,State,ExitCode",
-            ],
-        );
-        let rows: Vec<String> = text(&o.stdout).lines().map(String::from).collect();
-        (rows.len() >= want && !rows.iter().any(|r| r.contains("RUNNING"))).then_some(rows)
-    })
-}
-
 fn job_of(out: &str, prefix: &str) -> u32 {
     out.lines()
         .find_map(|l| l.strip_prefix(prefix))
@@ -73,7 +44,7 @@ fn srun_outside_an_allocation_labels_tasks_and_releases_the_job() {
     assert_eq!(jobs.len(), 1, "{out}");
     let id: u32 = jobs.iter().next().unwrap().parse().unwrap();
     c.wait_state(id, &["COMPLETED"], Duration::from_secs(10));
-    let rows = sacct_rows(&c, id, 2);
+    let rows = c.sacct_rows(id, 2);
     assert_eq!(rows[0], format!("{id}|COMPLETED|0:0"));
     assert!(rows.contains(&format!("{id}.0|COMPLETED|0:0")), "{rows:?}");
 }
@@ -152,7 +123,7 @@ fn steps_are_numbered_recorded_and_carry_exit_codes() {
         "{out}"
     );
     assert!(out.contains("task 0: Segmentation fault"), "{out}");
-    let rows = sacct_rows(&c, id, 5);
+    let rows = c.sacct_rows(id, 5);
     assert_eq!(
         rows,
         vec![
@@ -372,7 +343,7 @@ fn scancel_of_one_step_leaves_the_job_running() {
     let out = c.wait_file("cancel.out", |s| s.contains("after rc="));
     assert!(!out.contains("after rc=0"), "{out}");
     assert!(out.contains(&format!("*** STEP {id}.0 ON")), "{out}");
-    let rows = sacct_rows(&c, id, 4);
+    let rows = c.sacct_rows(id, 4);
     assert!(rows.contains(&format!("{id}.0|CANCELLED|0:15")), "{rows:?}");
     assert!(rows.contains(&format!("{id}.1|COMPLETED|0:0")), "{rows:?}");
 }

@@ -443,6 +443,26 @@ root = "{cg_root}"
         )
     }
 
+    /// sacct rows `JobID|State|ExitCode` of a job (every component of a
+    /// heterogeneous one), once `want` rows are recorded and none is running.
+    pub fn sacct_rows(&self, id: u32, want: usize) -> Vec<String> {
+        wait_until("sacct rows", Duration::from_secs(20), || {
+            let o = self.run(
+                "sacct",
+                &[
+                    "-j",
+                    &id.to_string(),
+                    "-n",
+                    "-P",
+                    "-o",
+                    "JobID,State,ExitCode",
+                ],
+            );
+            let rows: Vec<String> = text(&o.stdout).lines().map(String::from).collect();
+            (rows.len() >= want && !rows.iter().any(|r| r.contains("RUNNING"))).then_some(rows)
+        })
+    }
+
     fn spool(&self) -> PathBuf {
         self.dir.path().join("spool")
     }
@@ -453,6 +473,18 @@ pub fn field(text: &str, key: &str) -> Option<String> {
     let pat = format!("{key}=");
     text.split([' ', '\n'])
         .find_map(|tok| tok.trim().strip_prefix(&pat).map(str::to_string))
+}
+
+/// Bytes as text (lossy).
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The lines of `s`, leading blanks trimmed (srun's label padding), sorted.
+pub fn sorted_lines(s: &str) -> Vec<String> {
+    let mut v: Vec<String> = s.lines().map(|l| l.trim_start().to_string()).collect();
+    v.sort();
+    v
 }
 
 /// The stdout of a finished command.
