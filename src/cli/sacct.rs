@@ -526,8 +526,12 @@ pub fn select<'a>(
 }
 
 /// Whether `-j` entry `s` names `job`: its id, or every record of the array with that
-/// id, or (`N_i`, `N_[a-b]`) the array tasks named.
+/// id, or (`N_i`, `N_[a-b]`) the array tasks named, or (`L+k`) that component of a
+/// heterogeneous job (`L` alone names every component).
 fn spec_matches(s: &JobIdSpec, job: &Job) -> bool {
+    if let Some(k) = s.het {
+        return s.array.is_none() && job.het.is_some_and(|h| h.job_id == s.job && h.offset == k);
+    }
     match s.array_tasks() {
         Some(t) => t.matches(job),
         None if s.array.is_some() => false,

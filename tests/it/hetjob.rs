@@ -434,4 +434,52 @@ fn scancel_of_a_het_step_ends_every_part() {
         rows.contains(&format!("{l}+1.0|CANCELLED|0:15")),
         "{rows:?}"
     );
+    // `sacct -j L+1` shows that component alone, `L+1.0` its step alone.
+    let one = c.ok(
+        "sacct",
+        &["-j", &format!("{l}+1"), "-n", "-P", "-o", "JobID,State"],
+    );
+    assert_eq!(one, format!("{l}+1|COMPLETED\n{l}+1.0|CANCELLED\n"));
+    let step = c.ok(
+        "sacct",
+        &["-j", &format!("{l}+1.0"), "-n", "-P", "-o", "JobID"],
+    );
+    assert_eq!(step, format!("{l}+1.0\n"));
+}
+
+#[test]
+fn a_het_allocation_waits_until_every_component_fits() {
+    let c = TestCluster::start();
+    let busy = c.submit(&["-n3", "-o", "/dev/null", "--wrap", "sleep 4"]);
+    c.wait_state(busy, &["RUNNING"], Duration::from_secs(20));
+    // One CPU is free: enough for component 0 alone, so neither starts.
+    let child = c
+        .cmd("salloc")
+        .args(["-n1", ":", "-n2", "sh", "-c", "echo got $SLURM_JOB_ID"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let l = busy + 1;
+    wait_until("pending het allocation", Duration::from_secs(20), || {
+        let o = c.run("squeue", &["-h", "-j", &l.to_string(), "-o", "%i %T %r"]);
+        let mut rows: Vec<String> = text(&o.stdout).lines().map(String::from).collect();
+        rows.sort();
+        (rows
+            == [
+                format!("{l}+0 PENDING Resources"),
+                format!("{l}+1 PENDING Resources"),
+            ])
+        .then_some(())
+    });
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(text(&o.stdout), format!("got {l}\n"));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains(&format!("salloc: Pending job allocation {l}"))
+            && err.contains(&format!("salloc: job {l} queued and waiting for resources"))
+            && err.contains(&format!("salloc: Granted job allocation {l}")),
+        "{err}"
+    );
 }
