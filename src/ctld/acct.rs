@@ -16,7 +16,6 @@
 use super::state::{Caller, Cluster};
 use crate::model::acct_ops::{self, AcctOp, Outcome};
 use crate::model::assoc::{AdminLevel, Enforce};
-use crate::model::job::Allocation;
 use crate::model::{Job, TimeLimit};
 use crate::proto::SlurmError;
 use crate::sched::limits::{LimitState, Policy};
@@ -329,60 +328,89 @@ impl Cluster {
         )))
     }
 
-    /// Adds what a job that ran `ran_secs` on `alloc` used, in TRES-minutes, to its
-    /// association, accounts and QOS (scaled by the QOS UsageFactor).
-    pub(super) fn record_assoc_usage(
-        &mut self,
-        id: u32,
-        alloc: &Allocation,
-        ran_secs: u64,
-        now: i64,
-    ) {
-        let Some(j) = self.jobs.get(&id) else {
-            return;
-        };
-        if !self.assoc.is_defined() && self.enforce_cfg.is_none() {
+    /// Brings the limits' view of the usage ledger (`used_mins`) to `now`: recorded
+    /// usage plus what running jobs used since the last accounting tick, so a running
+    /// job's usage counts against GrpTRESMins/GrpWall before it ends. Only computed
+    /// while limits are enforced.
+    pub(super) fn refresh_used(&mut self, now: i64) {
+        if !self.enforce().limits {
             return;
         }
-        let factor = self.assoc.qos(&j.qos).map_or(1.0, |q| q.usage_factor);
-        let (user, account, qos) = (j.user.clone(), j.account.clone(), j.qos.clone());
-        let part_qos = self.partition_qos.get(&j.partition).cloned();
-        self.decay_used(now);
-        let tres = crate::sched::limits::alloc_tres(alloc);
-        self.used_mins.record(
-            &self.assoc,
-            (&user, &account, &qos),
-            &tres,
-            ran_secs as f64 / 60.0 * factor,
-        );
-        self.used_mins
-            .record_wall(&self.assoc, (&user, &account, &qos), ran_secs as f64 / 60.0);
-        if let Some(pq) = part_qos
-            && pq != qos
-            && self.assoc.qos(&pq).is_some()
-        {
-            self.used_mins.record_qos(
-                &pq,
-                &tres,
-                ran_secs as f64 / 60.0 * factor,
-                ran_secs as f64 / 60.0,
-            );
-        }
-        self.used_dirty = true;
+        let p = &self.sched_cfg.priority;
+        let mut ledger = self.ledger.clone();
+        ledger.accrue(&self.running_usage(), now, p.decay_half_life, p.usage_reset);
+        self.used_mins = crate::sched::limits::UsedMins::from_ledger(&ledger, &self.assoc);
     }
 
-    /// Decays the TRES-minute usage to `now` with PriorityDecayHalfLife.
-    pub(super) fn decay_used(&mut self, now: i64) {
-        if self.used_mins_at == 0 || now <= self.used_mins_at {
-            self.used_mins_at = self.used_mins_at.max(now);
+    /// Folds the TRES-minute usage a controller from before the single usage ledger
+    /// kept apart (decayed to `at`) into the ledger: each user association's TRES
+    /// and wall minutes, and each QOS's, decayed to the ledger's time. Billing is left
+    /// out for associations (the ledger has always held it as fair-share usage).
+    pub fn fold_legacy_usage(&mut self, old: &crate::sched::limits::UsedMins, at: i64) {
+        let l = &mut self.ledger;
+        // Minutes to the ledger's seconds, decayed from `at` to the ledger's time.
+        let f = crate::sched::fairshare::decay(
+            60.0,
+            at,
+            l.decayed_at,
+            self.sched_cfg.priority.decay_half_life,
+        );
+        let key = |user: &str, account: &str| {
+            crate::sched::fairshare::FairShareTree::key_of(account, user)
+        };
+        for ((user, account), m) in &old.users {
+            let t = l.tres.entry(key(user, account)).or_default();
+            for (k, v) in m.iter().filter(|(k, _)| k.as_str() != "billing") {
+                *t.entry(k.clone()).or_insert(0.0) += v * f;
+            }
+        }
+        for ((user, account), w) in &old.wall_users {
+            *l.wall.entry(key(user, account)).or_insert(0.0) += w * f;
+        }
+        for (name, m) in &old.qos {
+            let q = l.qos.entry(name.clone()).or_default();
+            for (k, v) in m {
+                if k == "billing" {
+                    q.billing += v * f;
+                } else {
+                    *q.tres.entry(k.clone()).or_insert(0.0) += v * f;
+                }
+            }
+        }
+        for (name, w) in &old.wall_qos {
+            l.qos.entry(name.clone()).or_default().wall += w * f;
+        }
+    }
+
+    /// Ends (TIMEOUT, as Slurm's `acct_policy_job_time_out`) every running job a usage
+    /// limit has caught up with: its group's GrpTRESMins or GrpWall reached, or its
+    /// own MaxTRESMinsPerJob passed. Checked after each accounting tick; never under
+    /// `safe` enforcement.
+    pub(super) fn usage_time_outs(&mut self, now: i64, fx: &mut super::state::Effects) {
+        let e = self.enforce();
+        if !e.limits || e.safe || !self.assoc.has_usage_limits() {
             return;
         }
-        let half = self.sched_cfg.priority.decay_half_life;
-        let f = crate::sched::priority::decay(1.0, self.used_mins_at, now, half);
-        if f < 1.0 {
-            self.used_mins.scale(f);
+        self.refresh_used(now);
+        let Some(p) = self.limits_policy() else {
+            return;
+        };
+        let active: Vec<&Job> = self
+            .jobs
+            .values()
+            .filter(|j| j.is_active())
+            .map(|j| &**j)
+            .collect();
+        let st = LimitState::new(p, &active, now);
+        let out: Vec<(u32, String)> = active
+            .iter()
+            .filter(|j| !j.completing && j.het.is_none_or(|h| h.offset == 0))
+            .filter_map(|j| Some((j.id, st.time_out(j, now)?)))
+            .collect();
+        for (id, why) in out {
+            tracing::info!(job = id, "timed out: {why}");
+            self.time_out_job(id, now, fx);
         }
-        self.used_mins_at = now;
     }
 }
 

@@ -432,9 +432,14 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
     if merged {
         store.put_assoc(&cluster.assoc)?;
     }
-    (cluster.used_mins, cluster.used_mins_at) = store.load_usage()?;
     cluster.resv.restore(store.load_resvs()?);
     cluster.restore_usage(store.load_fs_usage()?, now);
+    // Usage a controller from before the single ledger kept apart joins the ledger.
+    if let Some((old, at)) = store.load_legacy_usage()? {
+        cluster.fold_legacy_usage(&old, at);
+        store.put_fs_usage(&cluster.ledger)?;
+        store.drop_legacy_usage()?;
+    }
     tracing::info!(
         jobs = cluster.jobs.len(),
         next_id = cluster.next_id,
@@ -565,7 +570,7 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
                 for (node, start, end) in actor.downlog.take_closed() {
                     let _ = actor.store.send(StoreOp::NodeDown(node, start, end));
                 }
-                if now - actor.cluster.fs_usage.accrued_at >= PRIORITY_CALC_PERIOD {
+                if now - actor.cluster.ledger.accrued_at >= PRIORITY_CALC_PERIOD {
                     actor.cluster.accrue_usage(now, &mut fx);
                 }
             }
@@ -1182,13 +1187,6 @@ impl Actor {
 
     fn apply(&mut self, mut fx: Effects) {
         self.apply_persist(&mut fx);
-        if self.cluster.used_dirty {
-            self.cluster.used_dirty = false;
-            let _ = self.store.send(StoreOp::PutUsage(
-                Box::new(self.cluster.used_mins.clone()),
-                self.cluster.used_mins_at,
-            ));
-        }
         self.persist_resvs();
         for (reply, resp) in self.deferred.drain(..) {
             let _ = self.store.send(StoreOp::Reply(reply, resp));

@@ -164,6 +164,11 @@ impl TresMap {
         *e = e.saturating_add(count);
     }
 
+    /// Keeps only the TRES whose name `keep` accepts.
+    pub fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) {
+        self.0.retain(|k, _| keep(k));
+    }
+
     /// Whether no TRES is present.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
@@ -868,6 +873,20 @@ impl AssocTree {
                 .next()
                 .unwrap_or_else(|| NORMAL_QOS.into())
         }
+    }
+
+    /// Whether any account, user association or QOS sets a limit on usage over time
+    /// (`GrpTRESMins`, `GrpWall`, `MaxTRESMinsPerJob`): the limits that can end a
+    /// running job.
+    pub fn has_usage_limits(&self) -> bool {
+        let set = |l: &Limits| {
+            !l.grp_tres_mins.is_empty()
+                || l.grp_wall_mins.is_some()
+                || !l.max_tres_mins_per_job.is_empty()
+        };
+        self.accounts.values().any(|a| set(&a.limits))
+            || self.user_assocs.iter().any(|a| set(&a.limits))
+            || self.qos.values().any(|q| set(&q.limits))
     }
 
     /// The highest `Priority` of any QOS (multifactor normalises the QOS factor by it);

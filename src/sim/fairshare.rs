@@ -7,7 +7,9 @@
 //! with the shares.
 
 use crate::model::{Job, JobSpec, JobState, MemReq, Node, NodeState, Partition, TimeLimit};
-use crate::sched::fairshare::{AccountDef, Algorithm, FairShareTree, UsageLedger, UserDef};
+use crate::sched::fairshare::{
+    AccountDef, Algorithm, FairShareTree, RunCharge, UsageLedger, UserDef,
+};
 use crate::sched::priority::{self, PriorityConfig, PriorityContext};
 use crate::sched::{self, Decision, Input, Policy, SchedConfig};
 use std::cmp::Reverse;
@@ -40,8 +42,9 @@ impl FairShare {
             return;
         };
         let rate = cfg.priority.billing.rate(a);
+        let key = FairShareTree::key_of(&j.account, &j.user);
         self.ledger
-            .charge_running(FairShareTree::key_of(&j.account, &j.user), rate, start, end);
+            .charge_running(&RunCharge::billing_only(key, rate, start), end);
     }
 
     /// Sets the multifactor priority of every pending job at `now` (running jobs'
@@ -60,7 +63,7 @@ impl FairShare {
             .iter()
             .filter_map(|&i| {
                 let j = &jobs[i];
-                Some((
+                Some(RunCharge::billing_only(
                     FairShareTree::key_of(&j.account, &j.user),
                     p.billing.rate(j.alloc.as_ref()?),
                     j.start_time?,
