@@ -15,10 +15,11 @@
 
 use super::state::{Caller, Cluster};
 use crate::model::acct_ops::{self, AcctOp, Outcome};
-use crate::model::assoc::{AdminLevel, Enforce};
+use crate::model::assoc::{Account, AdminLevel, AssocTree, Enforce, UserAssoc};
 use crate::model::{Job, TimeLimit};
 use crate::proto::SlurmError;
 use crate::sched::limits::{LimitState, Policy};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 impl Cluster {
     /// The `AccountingStorageEnforce` in force (see the module docs).
@@ -173,9 +174,26 @@ impl Cluster {
                 .is_some_and(|u| u.admin_level >= AdminLevel::Operator)
     }
 
+    /// Who may act on which jobs for caller `c`: see [`JobManager`].
+    pub fn manager(&self, c: Caller) -> JobManager {
+        let accounts = match self.groups.user_names.get(&c.uid) {
+            Some(name) if self.assoc.has_coordinators() => {
+                self.assoc.coord_accounts_of(name).into_iter().collect()
+            }
+            _ => HashSet::new(),
+        };
+        JobManager {
+            uid: c.uid,
+            operator: self.is_operator(c),
+            accounts,
+        }
+    }
+
     /// Applies (or, without `commit`, previews) a sacctmgr change for caller `c`
-    /// named `user`. Errors: access denied (Slurm's slurmdbd text), or the change's
-    /// own refusal; the tree is unchanged then.
+    /// named `user`. Root, the controller's owner and Operators/Administrators may
+    /// change anything; a coordinator may change what lies in the accounts they
+    /// coordinate ([`coordinator_may`]). Errors: access denied (Slurm's slurmdbd
+    /// text), or the change's own refusal; the tree is unchanged then.
     pub fn acct_change(
         &mut self,
         op: &AcctOp,
@@ -183,13 +201,23 @@ impl Cluster {
         c: Caller,
         user: &str,
     ) -> Result<Outcome, SlurmError> {
-        if !self.is_acct_admin(c, user) {
-            return Err(SlurmError::Other(
-                "Your user doesn't have privilege to perform this action".into(),
-            ));
+        let denied =
+            || SlurmError::Other("Your user doesn't have privilege to perform this action".into());
+        let admin = self.is_acct_admin(c, user);
+        if !admin
+            && !self
+                .assoc
+                .users
+                .get(user)
+                .is_some_and(|u| !u.coord_accounts.is_empty())
+        {
+            return Err(denied());
         }
         let mut copy = self.assoc.clone();
         let out = acct_ops::apply(&mut copy, op, &self.cluster_name).map_err(SlurmError::Other)?;
+        if !admin && !coordinator_may(&self.assoc, &copy, user) {
+            return Err(denied());
+        }
         if matches!(op, AcctOp::Delete { .. }) {
             self.check_no_active_jobs(&copy)?;
         }
@@ -269,6 +297,7 @@ impl Cluster {
                         name: u.user.clone(),
                         default_account: u.account.clone(),
                         admin_level: Default::default(),
+                        coord_accounts: Vec::new(),
                     },
                 );
                 changed = true;
@@ -412,6 +441,103 @@ impl Cluster {
             self.time_out_job(id, now, fx);
         }
     }
+}
+
+/// Who may act on which jobs (scancel, hold, release, update, requeue, step
+/// signals): the job's owner, an operator, or a coordinator of the job's account or
+/// an account above it (Slurm's `assoc_mgr_is_user_acct_coord`). A coordinator acts
+/// as the owner would: operator-only actions (an admin hold, Priority=) stay the
+/// operators'.
+#[derive(Debug, Clone)]
+pub struct JobManager {
+    uid: u32,
+    operator: bool,
+    /// The accounts the caller coordinates, sub-accounts included.
+    accounts: HashSet<String>,
+}
+
+impl JobManager {
+    /// Whether the caller may manage `j`.
+    pub fn may(&self, j: &Job) -> bool {
+        self.operator || j.uid == self.uid || self.accounts.contains(&j.account)
+    }
+
+    /// Whether the caller is an operator.
+    pub fn operator(&self) -> bool {
+        self.operator
+    }
+}
+
+/// Whether coordinator `user` may make the change that turns `before` into `after`
+/// (cf. slurmdbd's as_mysql_* checks for non-admins): every association it adds,
+/// removes or changes lies in an account `user` coordinates in `before` (for an
+/// account's own association, its parent: a coordinator does not raise their own
+/// account's limits); a new user gets no AdminLevel; a changed user keeps their
+/// AdminLevel, and a new DefaultAccount or coordinator right concerns coordinated
+/// accounts only; QOS and clusters stay as they are.
+pub fn coordinator_may(before: &AssocTree, after: &AssocTree, user: &str) -> bool {
+    let coord = |a: &str| before.coordinates(user, a);
+    let parent_coord = |a: Option<&Account>| {
+        a.and_then(|a| a.parent.as_deref())
+            .is_some_and(|p| coord(p))
+    };
+    if before.qos != after.qos || before.clusters != after.clusters {
+        return false;
+    }
+    let names: BTreeSet<&String> = before
+        .accounts
+        .keys()
+        .chain(after.accounts.keys())
+        .collect();
+    for n in names {
+        let (b, a) = (before.accounts.get(n), after.accounts.get(n));
+        if b != a && !(b.is_none_or(|_| parent_coord(b)) && a.is_none_or(|_| parent_coord(a))) {
+            return false;
+        }
+    }
+    let users: BTreeSet<&String> = before.users.keys().chain(after.users.keys()).collect();
+    for n in users {
+        match (before.users.get(n), after.users.get(n)) {
+            (None, Some(u)) => {
+                if u.admin_level != AdminLevel::None || !coord(&u.default_account) {
+                    return false;
+                }
+            }
+            (Some(b), Some(a)) if b != a => {
+                if a.admin_level != b.admin_level {
+                    return false;
+                }
+                if a.default_account != b.default_account
+                    && !(coord(&a.default_account) && coord(&b.default_account))
+                {
+                    return false;
+                }
+                let changed = b
+                    .coord_accounts
+                    .iter()
+                    .filter(|x| !a.coord_accounts.contains(x))
+                    .chain(
+                        a.coord_accounts
+                            .iter()
+                            .filter(|x| !b.coord_accounts.contains(x)),
+                    );
+                if changed.into_iter().any(|x| !coord(x)) {
+                    return false;
+                }
+            }
+            // A removed user went with their associations, checked below.
+            _ => {}
+        }
+    }
+    let key = |a: &UserAssoc| (a.user.clone(), a.account.clone(), a.partition.clone());
+    let index = |t: &AssocTree| -> BTreeMap<_, UserAssoc> {
+        t.user_assocs.iter().map(|a| (key(a), a.clone())).collect()
+    };
+    let (b, a) = (index(before), index(after));
+    let keys: BTreeSet<_> = b.keys().chain(a.keys()).collect();
+    keys.into_iter()
+        .filter(|k| b.get(*k) != a.get(*k))
+        .all(|k| coord(&k.1))
 }
 
 #[cfg(test)]

@@ -864,6 +864,13 @@ impl Actor {
             uid: cred.uid,
             gid: cred.gid,
         };
+        // Coordinators are known by name: the caller's is looked up here, at the edge.
+        if self.cluster.assoc.has_coordinators()
+            && !self.cluster.groups.user_names.contains_key(&c.uid)
+        {
+            let (name, _) = user_group_names(c.uid, c.gid);
+            self.cluster.groups.user_names.insert(c.uid, name);
+        }
         let resp = match req {
             Request::Ping => Response::Ok,
             Request::Submit {

@@ -2153,7 +2153,7 @@ impl Cluster {
     // ------------------------------------------------------------------ requests
 
     fn check_owner(&self, j: &Job, c: Caller) -> Result<(), SlurmError> {
-        if j.uid == c.uid || self.is_operator(c) {
+        if self.manager(c).may(j) {
             Ok(())
         } else {
             Err(SlurmError::AccessDenied)
@@ -2176,11 +2176,12 @@ impl Cluster {
             && filter.array_tasks.is_empty()
             && filter.het_components.is_empty()
         {
+            let m = self.manager(c);
             let ids: Vec<u32> = self
                 .jobs
                 .values()
                 .filter(|j| j.is_active() && filter.matches(j))
-                .filter(|j| self.is_operator(c) || j.uid == c.uid)
+                .filter(|j| m.may(j))
                 .map(|j| j.id)
                 .collect();
             for id in ids {
@@ -2607,7 +2608,8 @@ impl Cluster {
         now: i64,
         fx: &mut Effects,
     ) -> Result<(), SlurmError> {
-        let op = self.is_operator(c);
+        let m = self.manager(c);
+        let op = m.operator();
         let parts = self.partitions.clone();
         // Parsed before borrowing the job mutably: it looks at other jobs.
         let mut new_dep = None;
@@ -2617,7 +2619,7 @@ impl Cluster {
             }
         }
         let j = self.jobs.get_mut(&id).ok_or(SlurmError::InvalidJobId)?;
-        if j.uid != c.uid && !op {
+        if !m.may(j) {
             return Err(SlurmError::AccessDenied);
         }
         if !j.is_active() {
@@ -2855,7 +2857,7 @@ impl Cluster {
         fx: &mut Effects,
         mut f: impl FnMut(&mut Job) -> Result<(), SlurmError>,
     ) -> Vec<JobResult> {
-        let op = self.is_operator(c);
+        let m = self.manager(c);
         let mut out = Vec::new();
         for t in self.targets(ids, tasks, true, c, fx) {
             let error = match t.records {
@@ -2865,7 +2867,7 @@ impl Cluster {
                     for id in recs {
                         rs.push(match self.jobs.get_mut(&id) {
                             None => Err(SlurmError::InvalidJobId),
-                            Some(j) if j.uid != c.uid && !op => Err(SlurmError::AccessDenied),
+                            Some(j) if !m.may(j) => Err(SlurmError::AccessDenied),
                             Some(j) => {
                                 let r = f(j);
                                 if r.is_ok() {
@@ -2939,6 +2941,9 @@ mod tests;
 pub struct GroupView {
     /// uid → its groups (`getgrouplist`), primary included.
     pub member_gids: HashMap<u32, Vec<u32>>,
+    /// uid → user name, for the callers the coordinator checks need (looked up at
+    /// the edge while anyone coordinates an account).
+    pub user_names: HashMap<u32, String>,
     /// Group name → gid, for the names partitions' AllowGroups list.
     pub gid_of: HashMap<String, u32>,
 }

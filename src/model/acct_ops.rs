@@ -27,6 +27,8 @@ pub enum Entity {
     Qos,
     /// Only for `show`/`list`.
     Association,
+    /// Only for `add`/`delete` (`sacctmgr add coordinator Account=A Names=U`).
+    Coordinator,
 }
 
 impl Entity {
@@ -41,6 +43,8 @@ impl Entity {
             Some(Entity::Association)
         } else if pre("clusters", 2) {
             Some(Entity::Cluster)
+        } else if pre("coordinators", 2) {
+            Some(Entity::Coordinator)
         } else if pre("qos", 1) {
             Some(Entity::Qos)
         } else if pre("users", 1) {
@@ -189,6 +193,15 @@ pub struct Outcome {
 pub fn apply(tree: &mut AssocTree, op: &AcctOp, cluster: &str) -> Result<Outcome, String> {
     let mut t = tree.clone();
     let out = match op {
+        AcctOp::Add {
+            entity: Entity::Coordinator,
+            names,
+            settings,
+        } => add_coord(&mut t, names, settings, cluster)?,
+        AcctOp::Delete {
+            entity: Entity::Coordinator,
+            cond,
+        } => remove_coord(&mut t, cond, cluster)?,
         AcctOp::Add {
             entity,
             names,
@@ -689,6 +702,7 @@ fn add(
                             name: n.clone(),
                             default_account: default.clone().unwrap_or_else(|| accounts[0].clone()),
                             admin_level: admin.unwrap_or_default(),
+                            coord_accounts: Vec::new(),
                         },
                     );
                     new_users.push(n.clone());
@@ -792,6 +806,7 @@ fn add(
         Entity::Association => {
             return Err(" Use 'add user' or 'add account' to add associations.".into());
         }
+        Entity::Coordinator => return add_coord(t, &names, settings, cluster),
     }
     out.changed = true;
     Ok(out)
@@ -804,6 +819,122 @@ fn get_raw(settings: &[Setting], keys: &[&str]) -> Option<String> {
         .rev()
         .find(|s| keys.contains(&s.key.to_ascii_lowercase().as_str()))
         .map(|s| s.value.clone())
+}
+
+/// `add coordinator`: makes each named user a coordinator of each account given
+/// (and so of its sub-accounts). Errors as sacctmgr's `_check_coord_request`: both
+/// lists are needed and every user and account must exist.
+fn add_coord(
+    t: &mut AssocTree,
+    names: &[String],
+    settings: &[Setting],
+    cluster: &str,
+) -> Result<Outcome, String> {
+    let mut users: Vec<String> = names.to_vec();
+    let mut accounts: Vec<String> = Vec::new();
+    let mut clusters = Vec::new();
+    for s in settings {
+        match s.key.to_ascii_lowercase().as_str() {
+            "name" | "names" | "user" | "users" => users.extend(split_list(&s.value)),
+            "account" | "accounts" | "acct" | "accts" => accounts.extend(split_list(&s.value)),
+            "cluster" | "clusters" => clusters.extend(split_list(&s.value)),
+            _ => {
+                return Err(format!(
+                    " Unknown condition: {}\n Use keyword 'set' to modify value",
+                    s.key
+                ));
+            }
+        }
+    }
+    check_cluster(&clusters, cluster)?;
+    users.dedup();
+    accounts.dedup();
+    if users.is_empty() {
+        return Err(" You need to specify a user list here.".into());
+    }
+    if accounts.is_empty() {
+        return Err(" You need to specify an account list here.".into());
+    }
+    let mut missing: Vec<String> = accounts
+        .iter()
+        .filter(|a| !t.accounts.contains_key(*a))
+        .map(|a| format!(" You specified a non-existent account '{a}'."))
+        .collect();
+    missing.extend(
+        users
+            .iter()
+            .filter(|u| !t.users.contains_key(*u))
+            .map(|u| format!(" You specified a non-existent user '{u}'.")),
+    );
+    if !missing.is_empty() {
+        return Err(missing.join("\n"));
+    }
+    let mut out = Outcome::default();
+    out.lines.push(" Adding Coordinator User(s)".into());
+    out.lines.extend(users.iter().map(|u| format!("  {u}")));
+    out.lines.push(" To Account(s) and all sub-accounts".into());
+    out.lines.extend(accounts.iter().map(|a| format!("  {a}")));
+    for u in &users {
+        let Some(rec) = t.users.get_mut(u) else {
+            continue;
+        };
+        for a in &accounts {
+            if !rec.coord_accounts.contains(a) {
+                rec.coord_accounts.push(a.clone());
+                out.changed = true;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `delete coordinator [where] Names=U Account=A`: takes the named users'
+/// coordinator rights over the given accounts (every account without `Account=`;
+/// every user of those accounts without names). Slurm's summary lists what was
+/// removed, one `U = … A = …` line each.
+fn remove_coord(t: &mut AssocTree, cond: &Cond, cluster: &str) -> Result<Outcome, String> {
+    check_cluster(&cond.clusters, cluster)?;
+    let users: Vec<String> = cond.names.iter().chain(&cond.users).cloned().collect();
+    let accounts = &cond.accounts;
+    if users.is_empty() && accounts.is_empty() {
+        return Err(" You need to specify a user list or an account list here.".into());
+    }
+    let mut out = Outcome::default();
+    if !users.is_empty() {
+        out.lines
+            .push(" Removing Coordinators with user name".into());
+        out.lines.extend(users.iter().map(|u| format!("  {u}")));
+        if accounts.is_empty() {
+            out.lines.push(" From all accounts".into());
+        } else {
+            out.lines.push(" From Account(s)".into());
+            out.lines.extend(accounts.iter().map(|a| format!("  {a}")));
+        }
+    } else {
+        out.lines.push(" Removing all users from Accounts".into());
+        out.lines.extend(accounts.iter().map(|a| format!("  {a}")));
+    }
+    let mut removed = Vec::new();
+    for u in t.users.values_mut() {
+        if !Cond::any(&users, &u.name) {
+            continue;
+        }
+        let mut mine = u.coord_accounts.clone();
+        mine.sort();
+        for a in mine.iter().filter(|a| Cond::any(accounts, a)) {
+            removed.push(format!("  U = {:<9} A = {a:<10}", u.name));
+        }
+        u.coord_accounts.retain(|a| !Cond::any(accounts, a));
+    }
+    if removed.is_empty() {
+        out.lines.push(" Nothing removed".into());
+        return Ok(out);
+    }
+    out.lines
+        .push(" Removed Coordinators (sub accounts not listed)...".into());
+    out.lines.extend(removed);
+    out.changed = true;
+    Ok(out)
 }
 
 fn nothing(what: &str) -> Outcome {
@@ -1048,6 +1179,12 @@ fn modify(
         Entity::Cluster | Entity::Association => {
             return Err(" Modifying clusters and bare associations is not supported yet by sluice; modify the account or user".into());
         }
+        Entity::Coordinator => {
+            return Err(
+                " Coordinators are not modified: use 'add coordinator' or 'delete coordinator'"
+                    .into(),
+            );
+        }
     }
     out.changed = true;
     Ok(out)
@@ -1117,6 +1254,9 @@ fn delete(
             let orphans = orphaned_users(t, &hit);
             for g in &gone {
                 t.accounts.remove(g);
+            }
+            for u in t.users.values_mut() {
+                u.coord_accounts.retain(|a| !gone.contains(a));
             }
             t.user_assocs.retain(|a| !hit(a));
             fix_users(t);
@@ -1229,6 +1369,7 @@ fn delete(
         Entity::Association => {
             return Err(" Use 'delete user … account=…' to delete associations.".into());
         }
+        Entity::Coordinator => return remove_coord(t, cond, cluster),
     }
     out.changed = true;
     Ok(out)

@@ -369,3 +369,137 @@ fn users_act_only_on_their_own_jobs() {
     assert!(rows.contains(&format!("{mine}|{}\n", u.name)), "{rows}");
     assert!(!rows.contains(&format!("{roots}|")), "{rows}");
 }
+
+#[test]
+fn coordinators_manage_the_users_and_jobs_of_their_accounts() {
+    if let Some(why) = skip_reason() {
+        eprintln!("skipping coordinator test: {why}");
+        return;
+    }
+    let c = TestCluster::start();
+    std::fs::set_permissions(c.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (coord, member) = match (TempUser::create(), TempUser::create()) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("skipping coordinator test: cannot create a user: {e}");
+            return;
+        }
+    };
+    let dir = std::path::Path::new("/tmp");
+    if !coord
+        .run(&c, dir, "022", &["sluice", "--version"])
+        .status
+        .success()
+    {
+        eprintln!("skipping: the test binary is not executable by another user");
+        return;
+    }
+    for args in [
+        vec!["-i", "add", "account", "lab"],
+        vec!["-i", "add", "account", "sub", "parent=lab"],
+        vec!["-i", "add", "account", "other"],
+        vec!["-i", "add", "user", &member.name, "account=sub"],
+        vec!["-i", "add", "user", &coord.name, "account=other"],
+    ] {
+        c.ok("sacctmgr", &args);
+    }
+    let names = format!("names={}", coord.name);
+    let out = c.ok(
+        "sacctmgr",
+        &["-i", "add", "coordinator", "account=lab", &names],
+    );
+    assert_eq!(
+        out,
+        format!(
+            " Adding Coordinator User(s)\n  {}\n To Account(s) and all sub-accounts\n  lab\n",
+            coord.name
+        )
+    );
+    assert_eq!(
+        c.ok(
+            "sacctmgr",
+            &["-n", "-P", "show", "user", &coord.name, "withcoord"]
+        ),
+        format!("{}|other|None|lab,sub\n", coord.name)
+    );
+    assert_eq!(
+        c.ok(
+            "sacctmgr",
+            &["-n", "-P", "show", "account", "sub", "withcoord"]
+        ),
+        format!("sub|sub|lab|{}\n", coord.name)
+    );
+
+    // The member's job is the coordinator's to hold, release, update and cancel.
+    let o = member.run(
+        &c,
+        dir,
+        "022",
+        &[
+            "sbatch",
+            "--parsable",
+            "--begin=now+1hour",
+            "-o",
+            "/dev/null",
+            "--wrap",
+            "true",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let job = stdout(&o).trim().to_string();
+    let as_coord = |args: &[&str]| coord.run(&c, dir, "022", args);
+    for args in [
+        vec!["scontrol", "hold", &job],
+        vec!["scontrol", "release", &job],
+    ] {
+        let o = as_coord(&args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    }
+    let o = as_coord(&["scontrol", "update", &format!("JobId={job}"), "JobName=x"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(c.field(&job, "JobName").as_deref(), Some("x"));
+    // sacctmgr: users of lab's accounts yes, of `other` (not coordinated) no.
+    let o = as_coord(&["sacctmgr", "add", "user", "helper", "account=sub"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = as_coord(&["sacctmgr", "add", "user", "helper", "account=other"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("privilege"), "{}", stderr(&o));
+    // The member coordinates nothing: no changes, and not the coordinator's jobs.
+    let o = member.run(
+        &c,
+        dir,
+        "022",
+        &["sacctmgr", "add", "user", "x", "account=sub"],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let o = as_coord(&["scancel", &job]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(c.state(job.parse().unwrap()).as_deref(), Some("CANCELLED"));
+
+    // Once removed, the coordinator is an ordinary user again.
+    let out = c.ok(
+        "sacctmgr",
+        &["-i", "delete", "coordinator", &names, "account=lab"],
+    );
+    assert!(
+        out.contains(" Removed Coordinators (sub accounts not listed)...\n"),
+        "{out}"
+    );
+    let o = member.run(
+        &c,
+        dir,
+        "022",
+        &[
+            "sbatch",
+            "--parsable",
+            "-H",
+            "-o",
+            "/dev/null",
+            "--wrap",
+            "true",
+        ],
+    );
+    let job2 = stdout(&o).trim().to_string();
+    let o = as_coord(&["scancel", &job2]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+}

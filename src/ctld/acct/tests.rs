@@ -463,3 +463,142 @@ users = ["u2001", "u2002"]
         crate::model::assoc::Shares::Raw(5)
     );
 }
+
+const CAROL: super::super::state::Caller = super::super::state::Caller {
+    uid: 2003,
+    gid: 2003,
+};
+
+/// `with_lab` plus account `sub` under lab, account `other` under root, bob (u2002)
+/// in `sub`, carol (u2003) in `other`, and alice (u2001) coordinating `lab`.
+fn with_coordinator() -> Cluster {
+    let mut c = with_lab("");
+    let root = super::super::state::Caller { uid: 0, gid: 0 };
+    for (e, n, a) in [
+        (Entity::Account, "sub", &["Parent=lab"][..]),
+        (Entity::Account, "other", &[][..]),
+        (Entity::User, "u2002", &["Account=sub"][..]),
+        (Entity::User, "u2003", &["Account=other"][..]),
+        (Entity::Coordinator, "u2001", &["Account=lab"][..]),
+    ] {
+        c.acct_change(&op(e, &[n], a), true, root, "root").unwrap();
+    }
+    for (uid, name) in [(2001, "u2001"), (2002, "u2002"), (2003, "u2003")] {
+        c.groups.user_names.insert(uid, name.into());
+    }
+    c
+}
+
+#[test]
+fn coordinators_change_only_what_lies_in_their_accounts() {
+    let mut c = with_coordinator();
+    let denied =
+        SlurmError::Other("Your user doesn't have privilege to perform this action".into());
+    let as_alice = |c: &mut Cluster, o: AcctOp| c.acct_change(&o, true, ALICE, "u2001");
+    let modify_op = |e: Entity, n: &str, s: &[&str]| AcctOp::Modify {
+        entity: e,
+        cond: crate::model::acct_ops::Cond {
+            names: vec![n.into()],
+            ..Default::default()
+        },
+        settings: s.iter().map(|a| Setting::parse(a).unwrap()).collect(),
+    };
+    // Users and associations under lab (sub-accounts included).
+    as_alice(&mut c, op(Entity::User, &["u2004"], &["Account=sub"])).unwrap();
+    assert!(c.assoc.find_assoc("u2004", "sub", "").is_some());
+    as_alice(&mut c, modify_op(Entity::User, "u2002", &["MaxJobs=2"])).unwrap();
+    // A sub-account and its limits; not lab's own association.
+    as_alice(&mut c, op(Entity::Account, &["sub2"], &["Parent=lab"])).unwrap();
+    as_alice(&mut c, modify_op(Entity::Account, "sub", &["GrpJobs=3"])).unwrap();
+    let before = c.assoc.clone();
+    for o in [
+        modify_op(Entity::Account, "lab", &["GrpJobs=3"]),
+        op(Entity::User, &["u2005"], &["Account=other"]),
+        op(Entity::Account, &["x"], &["Parent=other"]),
+        op(
+            Entity::User,
+            &["u2005"],
+            &["Account=sub", "AdminLevel=Operator"],
+        ),
+        modify_op(Entity::User, "u2002", &["AdminLevel=Operator"]),
+        modify_op(Entity::User, "u2003", &["MaxJobs=1"]),
+        op(Entity::Qos, &["high"], &[]),
+        op(Entity::Coordinator, &["u2002"], &["Account=other"]),
+    ] {
+        assert_eq!(as_alice(&mut c, o.clone()).unwrap_err(), denied, "{o:?}");
+    }
+    assert_eq!(
+        c.assoc, before,
+        "a refused change leaves the tree as it was"
+    );
+    // A coordinator may name another coordinator of their accounts.
+    as_alice(
+        &mut c,
+        op(Entity::Coordinator, &["u2002"], &["Account=sub"]),
+    )
+    .unwrap();
+    assert!(c.assoc.coordinates("u2002", "sub"));
+    // Someone who coordinates nothing changes nothing.
+    assert_eq!(
+        c.acct_change(
+            &op(Entity::User, &["u2006"], &["Account=other"]),
+            true,
+            CAROL,
+            "u2003"
+        )
+        .unwrap_err(),
+        denied
+    );
+}
+
+#[test]
+fn coordinators_manage_the_jobs_of_their_accounts() {
+    let mut c = with_coordinator();
+    let mut s = spec("bobs");
+    s.account = Some("sub".into());
+    s.hold = true;
+    let bobs = submit(&mut c, s, BOB, 1);
+    let carols = submit(&mut c, spec("carols"), CAROL, 1);
+    assert_eq!(c.jobs[&carols].account, "other");
+    let mut fx = Effects::default();
+    // alice coordinates lab, so bob's job in lab's sub-account is hers to manage.
+    assert_eq!(c.release(&[bobs], &[], ALICE, 2, &mut fx)[0].error, None);
+    assert_eq!(c.hold(&[bobs], &[], false, ALICE, &mut fx)[0].error, None);
+    assert_eq!(
+        c.jobs[&bobs].reason,
+        Reason::JobHeldUser,
+        "a coordinator's hold is the user's"
+    );
+    let upd = [crate::proto::JobUpdate::Name("renamed".into())];
+    c.update_job(bobs, None, &upd, ALICE, &mut fx).unwrap();
+    assert_eq!(c.jobs[&bobs].spec.name, "renamed");
+    // Not carol's: `other` is not under lab.
+    assert_eq!(
+        c.release(&[carols], &[], ALICE, 2, &mut fx)[0].error,
+        Some(SlurmError::AccessDenied)
+    );
+    assert_eq!(
+        c.update_job(carols, None, &upd, ALICE, &mut fx)
+            .unwrap_err(),
+        SlurmError::AccessDenied
+    );
+    let f = |id| crate::proto::JobFilter {
+        ids: vec![id],
+        ..Default::default()
+    };
+    assert_eq!(
+        c.cancel(&f(carols), None, false, ALICE, 3, &mut fx)[0].error,
+        Some(SlurmError::AccessDenied)
+    );
+    // Nor may bob (no coordinator) touch alice's jobs; alice cancels bob's.
+    let alices = submit(&mut c, spec("alices"), ALICE, 3);
+    assert_eq!(
+        c.cancel(&f(alices), None, false, BOB, 3, &mut fx)[0].error,
+        Some(SlurmError::AccessDenied)
+    );
+    assert_eq!(
+        c.cancel(&f(bobs), None, false, ALICE, 3, &mut fx)[0].error,
+        None
+    );
+    assert_eq!(c.jobs[&bobs].state, JobState::Cancelled);
+}

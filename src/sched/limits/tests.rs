@@ -19,6 +19,7 @@ fn tree() -> AssocTree {
                 name: u.into(),
                 default_account: "theory".into(),
                 admin_level: Default::default(),
+                coord_accounts: Vec::new(),
             },
         );
         t.user_assocs.push(UserAssoc::new(u, "theory", None));
