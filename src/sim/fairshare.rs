@@ -38,13 +38,21 @@ impl FairShare {
 
     /// A job ended at `end`: charges what the last tick did not.
     pub fn ended(&mut self, j: &Job, end: i64, cfg: &SchedConfig) {
-        let Some((a, start)) = j.alloc.as_ref().zip(j.start_time) else {
+        if let Some(start) = j.start_time {
+            self.charge(j, start, end, cfg);
+        }
+    }
+
+    /// Charges job `j` for running from `from` to `to` (the part after the last
+    /// tick): the end of a stretch of its run (it ended, or was suspended).
+    pub fn charge(&mut self, j: &Job, from: i64, to: i64, cfg: &SchedConfig) {
+        let Some(a) = j.alloc.as_ref() else {
             return;
         };
         let rate = cfg.priority.billing.rate(a);
         let key = FairShareTree::key_of(&j.account, &j.user);
         self.ledger
-            .charge_running(&RunCharge::billing_only(key, rate, start), end);
+            .charge_running(&RunCharge::billing_only(key, rate, from), to);
     }
 
     /// Sets the multifactor priority of every pending job at `now` (running jobs'
