@@ -898,6 +898,10 @@ impl Cluster {
                 if has_gpus {
                     t.push(("gres/gpu".to_string(), r[4] as u64));
                 }
+                let limits = match &a.user {
+                    Some(u) => self.assoc.find_assoc(u, &a.account, "").map(|x| &x.limits),
+                    None => self.assoc.account(&a.account).map(|x| &x.limits),
+                };
                 crate::proto::ShareRow {
                     account: a.account.clone(),
                     user: a.user.clone(),
@@ -905,6 +909,9 @@ impl Cluster {
                     share: tree.shares.get(i).cloned().unwrap_or_default(),
                     fair_tree,
                     tres_run_mins: t,
+                    grp_tres_mins: limits
+                        .map(|l| l.grp_tres_mins.to_string())
+                        .unwrap_or_default(),
                 }
             })
             .collect()
@@ -1690,9 +1697,30 @@ impl Cluster {
     /// Ends running job `id` TIMEOUT (reason TimeLimit) and tells its batch host, with
     /// slurmstepd's "DUE TO TIME LIMIT" line for its output.
     pub(super) fn time_out_job(&mut self, id: u32, now: i64, fx: &mut Effects) {
-        if let Some(node) = self.end_running(id, JobState::Timeout, Reason::TimeLimit, now, fx) {
+        self.end_with_notice(
+            id,
+            JobState::Timeout,
+            Reason::TimeLimit,
+            "TIME LIMIT",
+            now,
+            fx,
+        );
+    }
+
+    /// Ends running job `id` in `state` and tells its batch host to end it, with
+    /// slurmstepd's `*** JOB … CANCELLED AT … DUE TO <why> ***` line for its output.
+    pub(super) fn end_with_notice(
+        &mut self,
+        id: u32,
+        state: JobState,
+        reason: Reason,
+        why: &str,
+        now: i64,
+        fx: &mut Effects,
+    ) {
+        if let Some(node) = self.end_running(id, state, reason, now, fx) {
             let msg = format!(
-                "*** JOB {id} ON {node} CANCELLED AT {} DUE TO TIME LIMIT ***",
+                "*** JOB {id} ON {node} CANCELLED AT {} DUE TO {why} ***",
                 crate::cli::timefmt::fmt_ts(now)
             );
             fx.to_agent.push((

@@ -602,3 +602,19 @@ fn coordinators_manage_the_jobs_of_their_accounts() {
     );
     assert_eq!(c.jobs[&bobs].state, JobState::Cancelled);
 }
+
+#[test]
+fn sshare_rows_carry_the_grp_tres_mins_limits() {
+    let mut c = with_lab("");
+    modify(&mut c, Entity::Account, "lab", &["GrpTRESMins=cpu=600"]);
+    modify(&mut c, Entity::User, "u2001", &["GrpTRESMins=gres/gpu=60"]);
+    let rows = c.share_rows(0);
+    let of = |acct: &str, user: Option<&str>| {
+        rows.iter()
+            .find(|r| r.account == acct && r.user.as_deref() == user)
+            .map(|r| r.grp_tres_mins.clone())
+    };
+    assert_eq!(of("lab", None).as_deref(), Some("cpu=600"));
+    assert_eq!(of("lab", Some("u2001")).as_deref(), Some("gres/gpu=60"));
+    assert_eq!(of("root", None).as_deref(), Some(""));
+}
