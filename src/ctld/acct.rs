@@ -204,13 +204,12 @@ impl Cluster {
         let denied =
             || SlurmError::Other("Your user doesn't have privilege to perform this action".into());
         let admin = self.is_acct_admin(c, user);
-        if !admin
-            && !self
-                .assoc
-                .users
-                .get(user)
-                .is_some_and(|u| !u.coord_accounts.is_empty())
-        {
+        let coordinator = self
+            .assoc
+            .users
+            .get(user)
+            .is_some_and(|u| !u.coord_accounts.is_empty());
+        if !admin && !coordinator {
             return Err(denied());
         }
         let mut copy = self.assoc.clone();
@@ -477,10 +476,8 @@ impl JobManager {
 /// accounts only; QOS and clusters stay as they are.
 pub fn coordinator_may(before: &AssocTree, after: &AssocTree, user: &str) -> bool {
     let coord = |a: &str| before.coordinates(user, a);
-    let parent_coord = |a: Option<&Account>| {
-        a.and_then(|a| a.parent.as_deref())
-            .is_some_and(|p| coord(p))
-    };
+    let parent_coord =
+        |a: Option<&Account>| a.and_then(|a| a.parent.as_deref()).is_some_and(&coord);
     if before.qos != after.qos || before.clusters != after.clusters {
         return false;
     }
@@ -498,10 +495,8 @@ pub fn coordinator_may(before: &AssocTree, after: &AssocTree, user: &str) -> boo
     let users: BTreeSet<&String> = before.users.keys().chain(after.users.keys()).collect();
     for n in users {
         match (before.users.get(n), after.users.get(n)) {
-            (None, Some(u)) => {
-                if u.admin_level != AdminLevel::None || !coord(&u.default_account) {
-                    return false;
-                }
+            (None, Some(u)) if u.admin_level != AdminLevel::None || !coord(&u.default_account) => {
+                return false;
             }
             (Some(b), Some(a)) if b != a => {
                 if a.admin_level != b.admin_level {

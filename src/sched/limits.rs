@@ -854,7 +854,15 @@ impl<'a> LimitState<'a> {
                 .any(|l| l.max_tres_mins_per_job.get(t).is_some())
         };
         let part = job.partition.as_str();
-        let levels: Vec<(&Limits, Option<&HashMap<String, f64>>, Option<&f64>, String)> = g
+        // Each level: its limits, its TRES-minutes and wall minutes used, and how
+        // Slurm names it in the message.
+        type Level<'l> = (
+            &'l Limits,
+            Option<&'l HashMap<String, f64>>,
+            Option<&'l f64>,
+            String,
+        );
+        let levels: Vec<Level> = g
             .assoc
             .map(|i| {
                 let a = &tree.user_assocs[i];

@@ -112,24 +112,28 @@ fn skip_reason() -> Option<String> {
     None
 }
 
-#[test]
-fn a_job_runs_as_the_submitting_user_with_their_groups_and_umask() {
+/// A cluster and `n` throw-away users who can run its front-ends, or `None` (the
+/// reason printed, prefixed by `what`) where that cannot be had. The test dir is
+/// private (0700) by default; the users must reach the front-ends, the config and
+/// the socket, as on a real system.
+fn cluster_and_users(what: &str, n: usize) -> Option<(TestCluster, Vec<TempUser>)> {
     if let Some(why) = skip_reason() {
-        eprintln!("skipping system-mode user test: {why}");
-        return;
+        eprintln!("skipping {what}: {why}");
+        return None;
     }
     let c = TestCluster::start();
-    // The test dir is private (0700) by default; the user must reach the front-ends,
-    // the config and the socket, as on a real system.
     std::fs::set_permissions(c.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let u = match TempUser::create() {
-        Ok(u) => u,
-        Err(e) => {
-            eprintln!("skipping system-mode user test: cannot create a user: {e}");
-            return;
+    let mut users = Vec::new();
+    for _ in 0..n {
+        match TempUser::create() {
+            Ok(u) => users.push(u),
+            Err(e) => {
+                eprintln!("skipping {what}: cannot create a user: {e}");
+                return None;
+            }
         }
-    };
-    let probe = u.run(
+    }
+    let probe = users[0].run(
         &c,
         std::path::Path::new("/"),
         "022",
@@ -137,11 +141,20 @@ fn a_job_runs_as_the_submitting_user_with_their_groups_and_umask() {
     );
     if !probe.status.success() {
         eprintln!(
-            "skipping system-mode user test: the test binary is not executable by another user ({})",
+            "skipping {what}: the test binary is not executable by another user ({})",
             stderr(&probe)
         );
-        return;
+        return None;
     }
+    Some((c, users))
+}
+
+#[test]
+fn a_job_runs_as_the_submitting_user_with_their_groups_and_umask() {
+    let Some((c, users)) = cluster_and_users("system-mode user test", 1) else {
+        return;
+    };
+    let u = &users[0];
     let home = c.dir.path().join("home");
     std::fs::create_dir(&home).unwrap();
     nix::unistd::chown(
@@ -240,25 +253,11 @@ fn a_job_runs_as_the_submitting_user_with_their_groups_and_umask() {
 
 #[test]
 fn users_act_only_on_their_own_jobs() {
-    if let Some(why) = skip_reason() {
-        eprintln!("skipping system-mode permission test: {why}");
+    let Some((c, users)) = cluster_and_users("system-mode permission test", 1) else {
         return;
-    }
-    let c = TestCluster::start();
-    std::fs::set_permissions(c.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let u = match TempUser::create() {
-        Ok(u) => u,
-        Err(e) => {
-            eprintln!("skipping system-mode permission test: cannot create a user: {e}");
-            return;
-        }
     };
+    let u = &users[0];
     let dir = std::path::Path::new("/tmp");
-    let probe = u.run(&c, dir, "022", &["sluice", "--version"]);
-    if !probe.status.success() {
-        eprintln!("skipping: the test binary is not executable by another user");
-        return;
-    }
     let roots = c.submit(&["-H", "--wrap", "true"]);
     let o = u.run(
         &c,
@@ -372,28 +371,11 @@ fn users_act_only_on_their_own_jobs() {
 
 #[test]
 fn coordinators_manage_the_users_and_jobs_of_their_accounts() {
-    if let Some(why) = skip_reason() {
-        eprintln!("skipping coordinator test: {why}");
+    let Some((c, users)) = cluster_and_users("coordinator test", 2) else {
         return;
-    }
-    let c = TestCluster::start();
-    std::fs::set_permissions(c.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let (coord, member) = match (TempUser::create(), TempUser::create()) {
-        (Ok(a), Ok(b)) => (a, b),
-        (Err(e), _) | (_, Err(e)) => {
-            eprintln!("skipping coordinator test: cannot create a user: {e}");
-            return;
-        }
     };
+    let (coord, member) = (&users[0], &users[1]);
     let dir = std::path::Path::new("/tmp");
-    if !coord
-        .run(&c, dir, "022", &["sluice", "--version"])
-        .status
-        .success()
-    {
-        eprintln!("skipping: the test binary is not executable by another user");
-        return;
-    }
     for args in [
         vec!["-i", "add", "account", "lab"],
         vec!["-i", "add", "account", "sub", "parent=lab"],

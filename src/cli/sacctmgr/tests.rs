@@ -25,6 +25,11 @@ fn tree() -> AssocTree {
 }
 
 fn show(cmd: &str) -> String {
+    show_in(&tree(), cmd)
+}
+
+/// `sacctmgr CMD` (a show) rendered from `t`.
+fn show_in(t: &AssocTree, cmd: &str) -> String {
     let (o, c) = parse(&args(cmd)).unwrap();
     let Command::Show {
         entity,
@@ -34,7 +39,7 @@ fn show(cmd: &str) -> String {
     else {
         panic!("not a show: {cmd}");
     };
-    render_show(&tree(), "lab", entity, &cond, &format, &o).unwrap()
+    render_show(t, "lab", entity, &cond, &format, &o).unwrap()
 }
 
 #[test]
@@ -208,18 +213,7 @@ fn coord_tree() -> AssocTree {
 #[test]
 fn withcoord_lists_coordinators_with_sub_accounts() {
     let t = coord_tree();
-    let render = |cmd: &str| {
-        let (o, c) = parse(&args(cmd)).unwrap();
-        let Command::Show {
-            entity,
-            cond,
-            format,
-        } = c
-        else {
-            panic!("{cmd}");
-        };
-        render_show(&t, "lab", entity, &cond, &format, &o).unwrap()
-    };
+    let render = |cmd: &str| show_in(&t, cmd);
     assert_eq!(
         render("show user withcoord -P"),
         "User|Def Acct|Admin|Coord Accounts\n\

@@ -194,6 +194,9 @@ fn grp_gres_and_gres_minutes() {
         reason_used(&t, enforce(), &used, &[], &gpu_job(2, JobState::Pending)),
         Some("AssocGrpGRESMinutes")
     );
+    // acct_policy.c checks the usage of a TRES only for a job that asks it.
+    let cpu_only = job(3, "alice", JobState::Pending, 1);
+    assert_eq!(reason_used(&t, enforce(), &used, &[], &cpu_only), None);
     used.users.clear();
     assert_eq!(
         reason_used(&t, enforce(), &used, &[], &gpu_job(2, JobState::Pending)),
@@ -733,20 +736,6 @@ fn partition_qos_submit_limits_and_deny_on_limit() {
         st.submit_check(&big).unwrap_err().as_str(),
         "QOSMaxCpuPerJobLimit"
     );
-}
-
-#[test]
-fn grp_tres_mins_holds_only_jobs_asking_that_tres() {
-    let mut t = tree();
-    user_limits(&mut t, "alice").grp_tres_mins = TresMap::parse("gres/gpu=600").unwrap();
-    let mut used = UsedMins::default();
-    used.users.insert(
-        ("alice".into(), "theory".into()),
-        HashMap::from([("gres/gpu".to_string(), 600.0)]),
-    );
-    // acct_policy.c checks the usage of a TRES only for a job that asks it.
-    let cpu_only = job(1, "alice", JobState::Pending, 1);
-    assert_eq!(reason_used(&t, enforce(), &used, &[], &cpu_only), None);
 }
 
 #[test]
