@@ -89,6 +89,18 @@ impl TempUser {
     }
 }
 
+impl TempUser {
+    /// `sbatch --parsable -o /dev/null ARGS --wrap true` as this user; the job id.
+    fn submit(&self, c: &TestCluster, dir: &std::path::Path, args: &[&str]) -> String {
+        let mut all = vec!["sbatch", "--parsable", "-o", "/dev/null"];
+        all.extend_from_slice(args);
+        all.extend(["--wrap", "true"]);
+        let o = self.run(c, dir, "022", &all);
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o).trim().to_string()
+    }
+}
+
 impl Drop for TempUser {
     fn drop(&mut self) {
         let _ = Command::new("userdel").arg(&self.name).output();
@@ -259,23 +271,10 @@ fn users_act_only_on_their_own_jobs() {
     let u = &users[0];
     let dir = std::path::Path::new("/tmp");
     let roots = c.submit(&["-H", "--wrap", "true"]);
-    let o = u.run(
-        &c,
-        dir,
-        "022",
-        &[
-            "sbatch",
-            "--parsable",
-            "-H",
-            "--begin=now+1hour",
-            "-o",
-            "/dev/null",
-            "--wrap",
-            "true",
-        ],
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
-    let mine: u32 = stdout(&o).trim().parse().unwrap();
+    let mine: u32 = u
+        .submit(&c, dir, &["-H", "--begin=now+1hour"])
+        .parse()
+        .unwrap();
     let as_user = |args: &[&str]| u.run(&c, dir, "022", args);
 
     // Not someone else's job.
@@ -334,18 +333,7 @@ fn users_act_only_on_their_own_jobs() {
         "BeginTime\n"
     );
     // Raising one's own time limit or lowering nice is for operators.
-    let o = as_user(&[
-        "sbatch",
-        "--parsable",
-        "-H",
-        "-t",
-        "5",
-        "-o",
-        "/dev/null",
-        "--wrap",
-        "true",
-    ]);
-    let limited: u32 = stdout(&o).trim().parse().unwrap();
+    let limited: u32 = u.submit(&c, dir, &["-H", "-t", "5"]).parse().unwrap();
     let o = as_user(&[
         "scontrol",
         "update",
@@ -413,22 +401,7 @@ fn coordinators_manage_the_users_and_jobs_of_their_accounts() {
     );
 
     // The member's job is the coordinator's to hold, release, update and cancel.
-    let o = member.run(
-        &c,
-        dir,
-        "022",
-        &[
-            "sbatch",
-            "--parsable",
-            "--begin=now+1hour",
-            "-o",
-            "/dev/null",
-            "--wrap",
-            "true",
-        ],
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
-    let job = stdout(&o).trim().to_string();
+    let job = member.submit(&c, dir, &["--begin=now+1hour"]);
     let as_coord = |args: &[&str]| coord.run(&c, dir, "022", args);
     for args in [
         vec!["scontrol", "hold", &job],
@@ -467,21 +440,7 @@ fn coordinators_manage_the_users_and_jobs_of_their_accounts() {
         out.contains(" Removed Coordinators (sub accounts not listed)...\n"),
         "{out}"
     );
-    let o = member.run(
-        &c,
-        dir,
-        "022",
-        &[
-            "sbatch",
-            "--parsable",
-            "-H",
-            "-o",
-            "/dev/null",
-            "--wrap",
-            "true",
-        ],
-    );
-    let job2 = stdout(&o).trim().to_string();
+    let job2 = member.submit(&c, dir, &["-H"]);
     let o = as_coord(&["scancel", &job2]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
 }
