@@ -4,11 +4,12 @@
 //! One command per invocation (`sacctmgr [OPTIONS] COMMAND ENTITY ...`); Slurm's
 //! interactive shell is not offered. `show`/`list` print Slurm's columns (names,
 //! widths, right-justified, a value wider than its column cut with `+`), `-n`, `-p`,
-//! `-P`, `format=Name%W`, `where` conditions, `withassoc`/`-s`. `add`, `modify … set`
-//! and `delete` build an [`AcctOp`]; the controller applies it and returns the summary
-//! sacctmgr prints. On a terminal (and without `-i`), the summary of a preview is shown
-//! first with Slurm's "Would you like to commit changes?" prompt; elsewhere the change
-//! is committed at once, so scripts need no `-i`.
+//! `-P`, `format=Name%W`, `where` conditions, `withassoc`/`-s`, `withcoord`. `add`,
+//! `modify … set` and `delete` (also of coordinators) build an [`AcctOp`]; the
+//! controller applies it and returns the summary sacctmgr prints. On a terminal (and
+//! without `-i`), the summary of a preview is shown first with Slurm's "Would you like
+//! to commit changes?" prompt; elsewhere the change is committed at once, so scripts
+//! need no `-i`.
 
 use crate::cli::client::{Client, error_text};
 use crate::model::acct_ops::{AcctOp, Cond, Entity, Setting};
@@ -40,6 +41,8 @@ pub struct Opts {
     pub parsable: Parsable,
     /// `-s`/`withassoc`: list associations with users and accounts.
     pub with_assoc: bool,
+    /// `withcoord`: add the `Coord Accounts` column to a user or account listing.
+    pub with_coord: bool,
     pub quiet: bool,
 }
 
@@ -74,8 +77,8 @@ pub enum Command {
 
 const USAGE: &str = "Usage: sacctmgr [-hinpPQsvV] COMMAND ENTITY [SPECS]
   COMMAND: add|create, modify|update, delete|remove, list|show
-  ENTITY:  account, association, cluster, qos, user
-  show/list SPECS: where KEY=VALUE..., format=Field[%W],..., withassoc
+  ENTITY:  account, association, cluster, coordinator, qos, user
+  show/list SPECS: where KEY=VALUE..., format=Field[%W],..., withassoc, withcoord
   modify SPECS: where KEY=VALUE... set KEY=VALUE...
 Options: -i immediate, -n noheader, -p parsable, -P parsable2, -s associations, -Q quiet";
 
@@ -194,7 +197,7 @@ pub fn parse(args: &[String]) -> Result<(Opts, Command), String> {
     };
     let Some(ent_word) = words.get(1) else {
         return Err(
-            "sacctmgr: error: No entity given (account, association, cluster, qos, user)".into(),
+            "sacctmgr: error: No entity given (account, association, cluster, coordinator, qos, user)".into(),
         );
     };
     let Some(entity) = Entity::parse(ent_word) else {
@@ -220,6 +223,12 @@ pub fn parse(args: &[String]) -> Result<(Opts, Command), String> {
         }
         return Err(format!("sacctmgr: error: Unknown entity '{ent_word}'"));
     };
+    if entity == Entity::Coordinator && matches!(v, Verb::Show | Verb::Modify) {
+        return Err(
+            "sacctmgr: error: coordinators are only added and deleted; 'show user withcoord' or 'show account withcoord' lists them"
+                .into(),
+        );
+    }
     let rest = &words[2..];
     let unknown_cond =
         |k: &str| format!(" Unknown condition: {k}\n Use keyword 'set' to modify value");
@@ -236,7 +245,11 @@ pub fn parse(args: &[String]) -> Result<(Opts, Command), String> {
                         continue;
                     }
                     "withdeleted" | "wopl" | "wopi" | "wolimits" => continue,
-                    "withcoord" | "withcoords" | "tree" | "withsubaccounts" => {
+                    w if w.len() >= 5 && "withcoordinators".starts_with(w) => {
+                        o.with_coord = true;
+                        continue;
+                    }
+                    "tree" | "withsubaccounts" => {
                         return Err(format!(
                             "sacctmgr: error: '{w}' is not supported yet by sluice"
                         ));
@@ -346,6 +359,8 @@ pub fn parse(args: &[String]) -> Result<(Opts, Command), String> {
 #[derive(Clone, Copy)]
 pub struct Row<'a> {
     tree: &'a AssocTree,
+    /// What is being listed (`show user` or `show account` rows both carry users).
+    listing: Entity,
     cluster: &'a str,
     /// The account of an account row, or the account of a user association.
     account: Option<&'a Account>,
@@ -462,6 +477,23 @@ fn fields() -> Vec<FieldDef> {
             .cluster_row
             .unwrap_or(r.cluster)
             .to_string()),
+        f!(
+            "Coordinators",
+            2,
+            "Coord Accounts",
+            20,
+            |r| match r.listing {
+                Entity::User => r
+                    .user
+                    .map(|u| r.tree.coord_accounts_of(&u.name).join(","))
+                    .unwrap_or_default(),
+                Entity::Account => r
+                    .account
+                    .map(|a| r.tree.coordinators_of(&a.name).join(","))
+                    .unwrap_or_default(),
+                _ => String::new(),
+            }
+        ),
         f!("ControlHost", 8, "ControlHost", 15, |_| String::new()),
         f!("ControlPort", 8, "ControlPort", 12, |_| "0".into()),
         f!("DefaultAccount", 8, "Def Acct", 10, |r| r
@@ -755,7 +787,7 @@ fn default_format(entity: Entity, with_assoc: bool) -> &'static str {
         (Entity::Qos, _) => {
             "Name,Priority,GraceTime,Preempt,PreemptExemptTime,PreemptMode,Flags,UsageThres,UsageFactor,GrpTRES,GrpTRESMins,GrpTRESRunMins,GrpJobs,GrpSubmit,GrpWall,MaxTRES,MaxTRESPerNode,MaxTRESMins,MaxWall,MaxTRESPU,MaxJobsPU,MaxSubmitPU,MaxTRESPA,MaxJobsPA,MaxSubmitPA,MinTRES"
         }
-        (Entity::Cluster, _) => {
+        (Entity::Cluster | Entity::Coordinator, _) => {
             "Cluster,ControlHost,ControlPort,RPC,Share,GrpJobs,GrpTRES,GrpSubmit,MaxJobs,MaxTRES,MaxSubmit,MaxWall,QOS,DefaultQOS"
         }
     }
@@ -788,6 +820,7 @@ fn rows<'a>(
 ) -> Vec<Row<'a>> {
     let base = Row {
         tree,
+        listing: entity,
         cluster,
         account: None,
         user: None,
@@ -917,6 +950,7 @@ fn rows<'a>(
                 }
             }
         }
+        Entity::Coordinator => {}
         Entity::Qos => {
             for q in tree.qos.values() {
                 if any(&cond.names, &q.name) {
@@ -962,7 +996,15 @@ pub fn render_show(
 ) -> Result<String, String> {
     let table = fields();
     let items: Vec<FormatItem> = if format.is_empty() {
-        parse_format(default_format(entity, o.with_assoc))
+        let mut v = parse_format(default_format(entity, o.with_assoc));
+        // sacctmgr appends the coordinators to the default columns only.
+        if o.with_coord && matches!(entity, Entity::User | Entity::Account) {
+            v.push(FormatItem {
+                name: "Coordinators".into(),
+                width: None,
+            });
+        }
+        v
     } else {
         format.to_vec()
     };

@@ -117,7 +117,21 @@ pub fn parse(
             spec.partition = Some(val.to_string());
         } else if tag_is(tag, "Users", 1) {
             spec.users = Some(list(val));
-        } else if ["CoreCnt", "Licenses", "TRES", "BurstBuffer", "Watts"]
+        } else if tag_is(tag, "CoreCnt", 5) {
+            let counts: Option<Vec<u32>> = val
+                .split(',')
+                .map(|c| c.trim().parse::<u32>().ok().filter(|n| *n > 0))
+                .collect();
+            spec.core_cnt = Some(
+                counts.ok_or_else(|| format!("scontrol: error: Invalid core count {a}.  {msg}"))?,
+            );
+        } else if tag_is(tag, "Licenses", 2) {
+            spec.licenses = Some(parse_licenses(val).ok_or_else(|| {
+                format!("scontrol: error: Invalid license specification {a}.  {msg}")
+            })?);
+        } else if tag_is(tag, "TRES", 4) {
+            parse_tres(val, &mut spec).map_err(|e| format!("scontrol: error: {e}  {msg}"))?;
+        } else if ["BurstBuffer", "Watts"]
             .iter()
             .any(|k| tag.eq_ignore_ascii_case(k))
         {
@@ -141,6 +155,46 @@ pub fn parse(
     Ok(spec)
 }
 
+/// `Licenses=name[:count],…` (`name*count` too; the count defaults to 1); `None`
+/// when an item is malformed.
+fn parse_licenses(v: &str) -> Option<Vec<(String, u32)>> {
+    v.split(',')
+        .filter(|x| !x.is_empty())
+        .map(|item| {
+            let (n, c) = match item.split_once([':', '*']) {
+                Some((n, c)) => (n, c.parse::<u32>().ok().filter(|c| *c > 0)?),
+                None => (item, 1),
+            };
+            (!n.is_empty()).then(|| (n.to_string(), c))
+        })
+        .collect()
+}
+
+/// `TRES=cpu=N,node=N,license/NAME=N`: the CPU count (turned into cores by the
+/// controller), the node count and licenses. Other TRES are refused by name.
+fn parse_tres(v: &str, spec: &mut ResvSpec) -> Result<(), String> {
+    for item in v.split(',').filter(|x| !x.is_empty()) {
+        let bad = || format!("Invalid TRES {item}.");
+        let (k, n) = item.split_once('=').ok_or_else(bad)?;
+        let n: u32 = n.parse().ok().filter(|n| *n > 0).ok_or_else(bad)?;
+        let k = k.to_ascii_lowercase();
+        if k == "cpu" {
+            spec.cpu_cnt = Some(n);
+        } else if k == "node" {
+            spec.node_cnt = Some(n);
+        } else if let Some(name) = k.strip_prefix("license/") {
+            spec.licenses
+                .get_or_insert_with(Vec::new)
+                .push((item[8..8 + name.len()].to_string(), n));
+        } else {
+            return Err(format!(
+                "TRES={k} on a reservation is not supported yet by sluice (cpu, node and license/NAME are)."
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The completeness checks scontrol makes before sending a creation.
 fn check_create(spec: &ResvSpec) -> Result<(), String> {
     let e = |s: &str| Err(format!("scontrol: error: {s}"));
@@ -158,7 +212,13 @@ fn check_create(spec: &ResvSpec) -> Result<(), String> {
     if spec.end.is_some_and(|end| start > end) {
         return e("Start time cannot be after end time.  No reservation created.");
     }
-    if spec.nodes.is_none() && spec.node_cnt.is_none() && spec.partition.is_none() {
+    if spec.nodes.is_none()
+        && spec.node_cnt.is_none()
+        && spec.partition.is_none()
+        && spec.core_cnt.is_none()
+        && spec.cpu_cnt.is_none()
+        && spec.licenses.is_none()
+    {
         return e(
             "CoreCnt, Nodes, NodeCnt, BurstBuffer, Licensesor Watts must be specified. No reservation created.",
         );
@@ -191,17 +251,22 @@ pub fn format(r: &Reservation, now: i64, oneliner: bool) -> String {
         ),
         format!(
             "Nodes={} NodeCnt={} CoreCnt={} Features=(null) PartitionName={} Flags={}",
-            crate::model::hostlist::compress(&r.nodes),
+            if r.nodes.is_empty() {
+                "(null)".to_string()
+            } else {
+                crate::model::hostlist::compress(&r.nodes)
+            },
             r.nodes.len(),
-            r.cpus,
+            r.core_count(),
             r.partition.as_deref().unwrap_or("(null)"),
             r.flags.render()
         ),
-        format!("TRES=cpu={}", r.cpus),
+        format!("TRES={}", r.tres_text()),
         format!(
-            "Users={} Groups=(null) Accounts={} Licenses=(null) State={} BurstBuffer=(null) Watts=n/a",
+            "Users={} Groups=(null) Accounts={} Licenses={} State={} BurstBuffer=(null) Watts=n/a",
             or_null(&r.users),
             or_null(&r.accounts),
+            r.licenses_text(),
             r.state(now)
         ),
         "MaxStartDelay=(null)".to_string(),
@@ -267,16 +332,38 @@ mod tests {
     }
 
     #[test]
-    fn unsupported_resources_are_refused_by_name() {
-        let e = |s: &str| parse(&w(s), Mode::Create, &t).unwrap_err();
+    fn cores_licenses_and_tres() {
+        let p = |s: &str| parse(&w(s), Mode::Create, &t);
+        let s =
+            p("res starttime=now duration=5 corecnt=4 licenses=matlab:2,fluent users=a").unwrap();
+        assert_eq!(s.core_cnt, Some(vec![4]));
         assert_eq!(
-            e("res starttime=now duration=5 licenses=matlab:1 users=a"),
-            "scontrol: error: licenses= on a reservation is not supported yet by sluice.  No reservation created."
+            s.licenses,
+            Some(vec![("matlab".into(), 2), ("fluent".into(), 1)])
         );
-        let u = parse(&w("reservation=r CoreCnt=4"), Mode::Update, &t).unwrap_err();
+        let s = p("res starttime=now duration=5 nodes=n[1-2] CoreCnt=2,3 users=a").unwrap();
+        assert_eq!(s.core_cnt, Some(vec![2, 3]));
+        let s =
+            p("res starttime=now duration=5 TRES=cpu=8,node=2,license/Matlab=1 users=a").unwrap();
+        assert_eq!((s.cpu_cnt, s.node_cnt), (Some(8), Some(2)));
+        assert_eq!(s.licenses, Some(vec![("Matlab".into(), 1)]));
+        assert_eq!(
+            p("res starttime=now duration=5 corecnt=x users=a").unwrap_err(),
+            "scontrol: error: Invalid core count corecnt=x.  No reservation created."
+        );
+        assert_eq!(
+            p("res starttime=now duration=5 licenses=a:0 users=a").unwrap_err(),
+            "scontrol: error: Invalid license specification licenses=a:0.  No reservation created."
+        );
+        let e = p("res starttime=now duration=5 TRES=gres/gpu=1 users=a").unwrap_err();
         assert!(
-            u.contains("CoreCnt= on a reservation is not supported yet by sluice"),
-            "{u}"
+            e.contains("TRES=gres/gpu on a reservation is not supported yet by sluice"),
+            "{e}"
+        );
+        let e = p("res starttime=now duration=5 watts=100 nodes=n1 users=a").unwrap_err();
+        assert!(
+            e.contains("watts= on a reservation is not supported yet by sluice"),
+            "{e}"
         );
     }
 
@@ -328,6 +415,7 @@ mod tests {
                 ..ResvFlags::default()
             },
             idle_since: None,
+            ..Default::default()
         };
         let text = format(&r, 10, false);
         let lines: Vec<&str> = text.lines().collect();
@@ -344,6 +432,37 @@ mod tests {
         );
         assert_eq!(lines[4], "   MaxStartDelay=(null)");
         assert_eq!(lines[5], "");
+        // A core and license reservation.
+        let cores = Reservation {
+            nodes: vec!["n1".into()],
+            cpus: 4,
+            cores: 2,
+            node_cpus: vec![4],
+            licenses: vec![("matlab".into(), 2)],
+            flags: ResvFlags::default(),
+            ..r.clone()
+        };
+        let text = format(&cores, 10, false);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[1],
+            "   Nodes=n1 NodeCnt=1 CoreCnt=2 Features=(null) PartitionName=(null) Flags="
+        );
+        assert_eq!(lines[2], "   TRES=cpu=4,license/matlab=2");
+        assert!(lines[3].contains(" Licenses=matlab:2 "), "{}", lines[3]);
+        let lic_only = Reservation {
+            nodes: vec![],
+            cpus: 0,
+            cores: 0,
+            node_cpus: vec![],
+            ..cores
+        };
+        let text = format(&lic_only, 10, true);
+        assert!(
+            text.contains(" Nodes=(null) NodeCnt=0 CoreCnt=0 ")
+                && text.contains(" TRES=license/matlab=2 "),
+            "{text}"
+        );
         assert_eq!(
             show(&[], None, 0, false).0,
             "No reservations in the system\n"

@@ -857,6 +857,7 @@ mod tests {
                 ..ResvFlags::default()
             },
             idle_since: None,
+            ..Default::default()
         }
     }
 

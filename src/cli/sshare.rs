@@ -119,6 +119,7 @@ fn value(f: usize, r: &ShareRow, cluster: &str) -> String {
         "FairShare" if r.user.is_some() => f6(s.fairshare),
         "LevelFS" if !root && r.fair_tree => f6(s.level_fs),
         "TRESRunMins" => tres_text(&r.tres_run_mins),
+        "GrpTRESMins" => r.grp_tres_mins.clone(),
         "Cluster" => cluster.to_string(),
         _ => String::new(),
     }

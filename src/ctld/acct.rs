@@ -15,11 +15,11 @@
 
 use super::state::{Caller, Cluster};
 use crate::model::acct_ops::{self, AcctOp, Outcome};
-use crate::model::assoc::{AdminLevel, Enforce};
-use crate::model::job::Allocation;
+use crate::model::assoc::{Account, AdminLevel, AssocTree, Enforce, UserAssoc};
 use crate::model::{Job, TimeLimit};
 use crate::proto::SlurmError;
 use crate::sched::limits::{LimitState, Policy};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 impl Cluster {
     /// The `AccountingStorageEnforce` in force (see the module docs).
@@ -174,9 +174,26 @@ impl Cluster {
                 .is_some_and(|u| u.admin_level >= AdminLevel::Operator)
     }
 
+    /// Who may act on which jobs for caller `c`: see [`JobManager`].
+    pub fn manager(&self, c: Caller) -> JobManager {
+        let accounts = match self.groups.user_names.get(&c.uid) {
+            Some(name) if self.assoc.has_coordinators() => {
+                self.assoc.coord_accounts_of(name).into_iter().collect()
+            }
+            _ => HashSet::new(),
+        };
+        JobManager {
+            uid: c.uid,
+            operator: self.is_operator(c),
+            accounts,
+        }
+    }
+
     /// Applies (or, without `commit`, previews) a sacctmgr change for caller `c`
-    /// named `user`. Errors: access denied (Slurm's slurmdbd text), or the change's
-    /// own refusal; the tree is unchanged then.
+    /// named `user`. Root, the controller's owner and Operators/Administrators may
+    /// change anything; a coordinator may change what lies in the accounts they
+    /// coordinate ([`coordinator_may`]). Errors: access denied (Slurm's slurmdbd
+    /// text), or the change's own refusal; the tree is unchanged then.
     pub fn acct_change(
         &mut self,
         op: &AcctOp,
@@ -184,13 +201,22 @@ impl Cluster {
         c: Caller,
         user: &str,
     ) -> Result<Outcome, SlurmError> {
-        if !self.is_acct_admin(c, user) {
-            return Err(SlurmError::Other(
-                "Your user doesn't have privilege to perform this action".into(),
-            ));
+        let denied =
+            || SlurmError::Other("Your user doesn't have privilege to perform this action".into());
+        let admin = self.is_acct_admin(c, user);
+        let coordinator = self
+            .assoc
+            .users
+            .get(user)
+            .is_some_and(|u| !u.coord_accounts.is_empty());
+        if !admin && !coordinator {
+            return Err(denied());
         }
         let mut copy = self.assoc.clone();
         let out = acct_ops::apply(&mut copy, op, &self.cluster_name).map_err(SlurmError::Other)?;
+        if !admin && !coordinator_may(&self.assoc, &copy, user) {
+            return Err(denied());
+        }
         if matches!(op, AcctOp::Delete { .. }) {
             self.check_no_active_jobs(&copy)?;
         }
@@ -270,6 +296,7 @@ impl Cluster {
                         name: u.user.clone(),
                         default_account: u.account.clone(),
                         admin_level: Default::default(),
+                        coord_accounts: Vec::new(),
                     },
                 );
                 changed = true;
@@ -329,61 +356,183 @@ impl Cluster {
         )))
     }
 
-    /// Adds what a job that ran `ran_secs` on `alloc` used, in TRES-minutes, to its
-    /// association, accounts and QOS (scaled by the QOS UsageFactor).
-    pub(super) fn record_assoc_usage(
-        &mut self,
-        id: u32,
-        alloc: &Allocation,
-        ran_secs: u64,
-        now: i64,
-    ) {
-        let Some(j) = self.jobs.get(&id) else {
-            return;
-        };
-        if !self.assoc.is_defined() && self.enforce_cfg.is_none() {
+    /// Brings the limits' view of the usage ledger (`used_mins`) to `now`: recorded
+    /// usage plus what running jobs used since the last accounting tick, so a running
+    /// job's usage counts against GrpTRESMins/GrpWall before it ends. Only computed
+    /// while limits are enforced.
+    pub(super) fn refresh_used(&mut self, now: i64) {
+        if !self.enforce().limits {
             return;
         }
-        let factor = self.assoc.qos(&j.qos).map_or(1.0, |q| q.usage_factor);
-        let (user, account, qos) = (j.user.clone(), j.account.clone(), j.qos.clone());
-        let part_qos = self.partition_qos.get(&j.partition).cloned();
-        self.decay_used(now);
-        let tres = crate::sched::limits::alloc_tres(alloc);
-        self.used_mins.record(
-            &self.assoc,
-            (&user, &account, &qos),
-            &tres,
-            ran_secs as f64 / 60.0 * factor,
-        );
-        self.used_mins
-            .record_wall(&self.assoc, (&user, &account, &qos), ran_secs as f64 / 60.0);
-        if let Some(pq) = part_qos
-            && pq != qos
-            && self.assoc.qos(&pq).is_some()
-        {
-            self.used_mins.record_qos(
-                &pq,
-                &tres,
-                ran_secs as f64 / 60.0 * factor,
-                ran_secs as f64 / 60.0,
-            );
-        }
-        self.used_dirty = true;
+        let p = &self.sched_cfg.priority;
+        let mut ledger = self.ledger.clone();
+        ledger.accrue(&self.running_usage(), now, p.decay_half_life, p.usage_reset);
+        self.used_mins = crate::sched::limits::UsedMins::from_ledger(&ledger, &self.assoc);
     }
 
-    /// Decays the TRES-minute usage to `now` with PriorityDecayHalfLife.
-    pub(super) fn decay_used(&mut self, now: i64) {
-        if self.used_mins_at == 0 || now <= self.used_mins_at {
-            self.used_mins_at = self.used_mins_at.max(now);
+    /// Folds the TRES-minute usage a controller from before the single usage ledger
+    /// kept apart (decayed to `at`) into the ledger: each user association's TRES
+    /// and wall minutes, and each QOS's, decayed to the ledger's time. Billing is left
+    /// out for associations (the ledger has always held it as fair-share usage).
+    pub fn fold_legacy_usage(&mut self, old: &crate::sched::limits::UsedMins, at: i64) {
+        let l = &mut self.ledger;
+        // Minutes to the ledger's seconds, decayed from `at` to the ledger's time.
+        let f = crate::sched::fairshare::decay(
+            60.0,
+            at,
+            l.decayed_at,
+            self.sched_cfg.priority.decay_half_life,
+        );
+        let key = |user: &str, account: &str| {
+            crate::sched::fairshare::FairShareTree::key_of(account, user)
+        };
+        for ((user, account), m) in &old.users {
+            let t = l.tres.entry(key(user, account)).or_default();
+            for (k, v) in m.iter().filter(|(k, _)| k.as_str() != "billing") {
+                *t.entry(k.clone()).or_insert(0.0) += v * f;
+            }
+        }
+        for ((user, account), w) in &old.wall_users {
+            *l.wall.entry(key(user, account)).or_insert(0.0) += w * f;
+        }
+        for (name, m) in &old.qos {
+            let q = l.qos.entry(name.clone()).or_default();
+            for (k, v) in m {
+                if k == "billing" {
+                    q.billing += v * f;
+                } else {
+                    *q.tres.entry(k.clone()).or_insert(0.0) += v * f;
+                }
+            }
+        }
+        for (name, w) in &old.wall_qos {
+            l.qos.entry(name.clone()).or_default().wall += w * f;
+        }
+    }
+
+    /// Ends (TIMEOUT, as Slurm's `acct_policy_job_time_out`) every running job a usage
+    /// limit has caught up with: its group's GrpTRESMins or GrpWall reached, or its
+    /// own MaxTRESMinsPerJob passed. Checked after each accounting tick; never under
+    /// `safe` enforcement.
+    pub(super) fn usage_time_outs(&mut self, now: i64, fx: &mut super::state::Effects) {
+        let e = self.enforce();
+        if !e.limits || e.safe || !self.assoc.has_usage_limits() {
             return;
         }
-        let half = self.sched_cfg.priority.decay_half_life;
-        let f = crate::sched::priority::decay(1.0, self.used_mins_at, now, half);
-        if f < 1.0 {
-            self.used_mins.scale(f);
+        self.refresh_used(now);
+        let Some(p) = self.limits_policy() else {
+            return;
+        };
+        let active: Vec<&Job> = self
+            .jobs
+            .values()
+            .filter(|j| j.is_active())
+            .map(|j| &**j)
+            .collect();
+        let st = LimitState::new(p, &active, now);
+        let out: Vec<(u32, String)> = active
+            .iter()
+            .filter(|j| !j.completing && j.het.is_none_or(|h| h.offset == 0))
+            .filter_map(|j| Some((j.id, st.time_out(j, now)?)))
+            .collect();
+        for (id, why) in out {
+            tracing::info!(job = id, "timed out: {why}");
+            self.time_out_job(id, now, fx);
         }
-        self.used_mins_at = now;
     }
+}
+
+/// Who may act on which jobs (scancel, hold, release, update, requeue, step
+/// signals): the job's owner, an operator, or a coordinator of the job's account or
+/// an account above it (Slurm's `assoc_mgr_is_user_acct_coord`). A coordinator acts
+/// as the owner would: operator-only actions (an admin hold, Priority=) stay the
+/// operators'.
+#[derive(Debug, Clone)]
+pub struct JobManager {
+    uid: u32,
+    operator: bool,
+    /// The accounts the caller coordinates, sub-accounts included.
+    accounts: HashSet<String>,
+}
+
+impl JobManager {
+    /// Whether the caller may manage `j`.
+    pub fn may(&self, j: &Job) -> bool {
+        self.operator || j.uid == self.uid || self.accounts.contains(&j.account)
+    }
+
+    /// Whether the caller is an operator.
+    pub fn operator(&self) -> bool {
+        self.operator
+    }
+}
+
+/// Whether coordinator `user` may make the change that turns `before` into `after`
+/// (cf. slurmdbd's as_mysql_* checks for non-admins): every association it adds,
+/// removes or changes lies in an account `user` coordinates in `before` (for an
+/// account's own association, its parent: a coordinator does not raise their own
+/// account's limits); a new user gets no AdminLevel; a changed user keeps their
+/// AdminLevel, and a new DefaultAccount or coordinator right concerns coordinated
+/// accounts only; QOS and clusters stay as they are.
+pub fn coordinator_may(before: &AssocTree, after: &AssocTree, user: &str) -> bool {
+    let coord = |a: &str| before.coordinates(user, a);
+    let parent_coord =
+        |a: Option<&Account>| a.and_then(|a| a.parent.as_deref()).is_some_and(&coord);
+    if before.qos != after.qos || before.clusters != after.clusters {
+        return false;
+    }
+    let names: BTreeSet<&String> = before
+        .accounts
+        .keys()
+        .chain(after.accounts.keys())
+        .collect();
+    for n in names {
+        let (b, a) = (before.accounts.get(n), after.accounts.get(n));
+        if b != a && !(b.is_none_or(|_| parent_coord(b)) && a.is_none_or(|_| parent_coord(a))) {
+            return false;
+        }
+    }
+    let users: BTreeSet<&String> = before.users.keys().chain(after.users.keys()).collect();
+    for n in users {
+        match (before.users.get(n), after.users.get(n)) {
+            (None, Some(u)) if u.admin_level != AdminLevel::None || !coord(&u.default_account) => {
+                return false;
+            }
+            (Some(b), Some(a)) if b != a => {
+                if a.admin_level != b.admin_level {
+                    return false;
+                }
+                if a.default_account != b.default_account
+                    && !(coord(&a.default_account) && coord(&b.default_account))
+                {
+                    return false;
+                }
+                let changed = b
+                    .coord_accounts
+                    .iter()
+                    .filter(|x| !a.coord_accounts.contains(x))
+                    .chain(
+                        a.coord_accounts
+                            .iter()
+                            .filter(|x| !b.coord_accounts.contains(x)),
+                    );
+                if changed.into_iter().any(|x| !coord(x)) {
+                    return false;
+                }
+            }
+            // A removed user went with their associations, checked below.
+            _ => {}
+        }
+    }
+    let key = |a: &UserAssoc| (a.user.clone(), a.account.clone(), a.partition.clone());
+    let index = |t: &AssocTree| -> BTreeMap<_, UserAssoc> {
+        t.user_assocs.iter().map(|a| (key(a), a.clone())).collect()
+    };
+    let (b, a) = (index(before), index(after));
+    let keys: BTreeSet<_> = b.keys().chain(a.keys()).collect();
+    keys.into_iter()
+        .filter(|k| b.get(*k) != a.get(*k))
+        .all(|k| coord(&k.1))
 }
 
 #[cfg(test)]

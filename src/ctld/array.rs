@@ -152,7 +152,7 @@ impl Cluster {
                     .array
                     .as_ref()
                     .is_some_and(|a| a.tasks.len() == hit.len() as u64);
-                let owner_ok = self.jobs[&meta].uid == c.uid || self.is_operator(c);
+                let owner_ok = self.manager(c).may(&self.jobs[&meta]);
                 if !split || covers_all || !owner_ok {
                     recs.push(meta);
                 } else {
@@ -185,12 +185,12 @@ impl Cluster {
         now: i64,
         fx: &mut Effects,
     ) -> Result<(), SlurmError> {
-        let op = self.is_operator(c);
+        let m = self.manager(c);
         let j = self
             .jobs
             .get_mut(&meta_id)
             .ok_or(SlurmError::InvalidJobId)?;
-        if j.uid != c.uid && !op {
+        if !m.may(j) {
             return Err(SlurmError::AccessDenied);
         }
         let Some(a) = j.array.as_mut() else {

@@ -433,9 +433,14 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
     if merged {
         store.put_assoc(&cluster.assoc)?;
     }
-    (cluster.used_mins, cluster.used_mins_at) = store.load_usage()?;
     cluster.resv.restore(store.load_resvs()?);
     cluster.restore_usage(store.load_fs_usage()?, now);
+    // Usage a controller from before the single ledger kept apart joins the ledger.
+    if let Some((old, at)) = store.load_legacy_usage()? {
+        cluster.fold_legacy_usage(&old, at);
+        store.put_fs_usage(&cluster.ledger)?;
+        store.drop_legacy_usage()?;
+    }
     tracing::info!(
         jobs = cluster.jobs.len(),
         next_id = cluster.next_id,
@@ -566,7 +571,7 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
                 for (node, start, end) in actor.downlog.take_closed() {
                     let _ = actor.store.send(StoreOp::NodeDown(node, start, end));
                 }
-                if now - actor.cluster.fs_usage.accrued_at >= PRIORITY_CALC_PERIOD {
+                if now - actor.cluster.ledger.accrued_at >= PRIORITY_CALC_PERIOD {
                     actor.cluster.accrue_usage(now, &mut fx);
                 }
             }
@@ -860,6 +865,13 @@ impl Actor {
             uid: cred.uid,
             gid: cred.gid,
         };
+        // Coordinators are known by name: the caller's is looked up here, at the edge.
+        if self.cluster.assoc.has_coordinators()
+            && !self.cluster.groups.user_names.contains_key(&c.uid)
+        {
+            let (name, _) = user_group_names(c.uid, c.gid);
+            self.cluster.groups.user_names.insert(c.uid, name);
+        }
         let resp = match req {
             Request::Ping => Response::Ok,
             Request::Submit {
@@ -1207,13 +1219,6 @@ impl Actor {
 
     fn apply(&mut self, mut fx: Effects) {
         self.apply_persist(&mut fx);
-        if self.cluster.used_dirty {
-            self.cluster.used_dirty = false;
-            let _ = self.store.send(StoreOp::PutUsage(
-                Box::new(self.cluster.used_mins.clone()),
-                self.cluster.used_mins_at,
-            ));
-        }
         self.persist_resvs();
         for (reply, resp) in self.deferred.drain(..) {
             let _ = self.store.send(StoreOp::Reply(reply, resp));

@@ -48,6 +48,17 @@ impl Resvs {
     }
 }
 
+/// What a reservation holds (see `Cluster::resv_resources`).
+#[derive(Debug, Default)]
+struct Held {
+    nodes: Vec<String>,
+    /// Per node of a core reservation; empty for whole nodes.
+    node_cpus: Vec<u32>,
+    cpus: u32,
+    cores: u32,
+    licenses: Vec<(String, u32)>,
+}
+
 fn err(s: &str) -> SlurmError {
     SlurmError::Other(s.to_string())
 }
@@ -154,6 +165,236 @@ impl Cluster {
         Ok(free.into_iter().take(want).collect())
     }
 
+    /// What a reservation made from `spec` holds: its nodes, the CPUs it holds on
+    /// each for a core reservation (`CoreCnt=` as one total spread over the nodes or
+    /// one count per node, `TRES=cpu=`; cores are the nodes' cores, CPUs their
+    /// threads), and its licenses. On update (`old`), what the spec does not name
+    /// stays. Errors are Slurm's: an invalid core count or license, busy nodes
+    /// (other reservations' cores and, unless IGNORE_JOBS, running jobs' CPUs leave
+    /// too few), or nothing to reserve.
+    fn resv_resources(
+        &self,
+        spec: &ResvSpec,
+        flags: &ResvFlags,
+        window: (i64, i64),
+        skip: Option<&str>,
+        old: Option<&Reservation>,
+    ) -> Result<Held, SlurmError> {
+        let bad_cores = || err("Core count for reservation is invalid");
+        let licenses = match &spec.licenses {
+            Some(l) => l.clone(),
+            None => old.map(|r| r.licenses.clone()).unwrap_or_default(),
+        };
+        self.check_resv_licenses(&licenses, window, skip)?;
+        let node_spec = spec.nodes.is_some() || spec.node_cnt.is_some() || spec.partition.is_some();
+        // Core counts: asked now, else kept from a core reservation being updated (per
+        // node while its nodes stay, as a total when new nodes are named).
+        let old_cores = old.filter(|r| !r.node_cpus.is_empty());
+        let cores: Option<Vec<u32>> = match (&spec.core_cnt, spec.cpu_cnt, old_cores) {
+            (Some(c), _, _) => Some(c.clone()),
+            (None, Some(_), _) => None,
+            (None, None, Some(r)) if node_spec => Some(vec![r.core_count()]),
+            (None, None, Some(r)) => Some(
+                r.nodes
+                    .iter()
+                    .zip(&r.node_cpus)
+                    .map(|(n, c)| c / self.threads_of(n))
+                    .collect(),
+            ),
+            (None, None, None) => None,
+        };
+        let partial = cores.is_some() || spec.cpu_cnt.is_some();
+        let nodes: Vec<String> = if node_spec {
+            self.resv_nodes(spec, flags, window, skip)?
+        } else {
+            old.map(|r| r.nodes.clone()).unwrap_or_default()
+        };
+        if !partial && nodes.is_empty() {
+            if licenses.is_empty() {
+                return Err(err(
+                    "CoreCnt, Nodes, NodeCnt, BurstBuffer, Licenses or Watts must be specified",
+                ));
+            }
+            return Ok(Held {
+                licenses,
+                ..Held::default()
+            });
+        }
+        if !partial {
+            let cpus = self.resv_cpus(&nodes);
+            let cores = nodes.iter().map(|n| self.cores_of(n)).sum();
+            return Ok(Held {
+                nodes,
+                cpus,
+                cores,
+                node_cpus: Vec::new(),
+                licenses,
+            });
+        }
+        // CPUs each node can still give the reservation during its window.
+        let avail = |n: &str| -> u32 {
+            let Some(node) = self.nodes.iter().find(|x| x.name == n) else {
+                return 0;
+            };
+            let mut left = node.cpus;
+            for r in self
+                .resv
+                .list
+                .iter()
+                .filter(|r| Some(r.name.as_str()) != skip && r.overlaps(window.0, window.1))
+            {
+                if let Some(c) = r.cpus_on(n) {
+                    left = left.saturating_sub(c);
+                } else if r.nodes.iter().any(|x| x == n) && !(flags.overlap || r.flags.overlap) {
+                    left = 0;
+                }
+            }
+            if !flags.ignore_jobs {
+                left = left.saturating_sub(self.busy_cpus(n, window.0, skip));
+            }
+            left
+        };
+        let mut node_cpus: Vec<u32> = Vec::new();
+        let mut picked: Vec<String> = Vec::new();
+        let threads = |n: &str| self.threads_of(n);
+        match (&cores, spec.cpu_cnt) {
+            (Some(per), _) if !nodes.is_empty() => {
+                let counts: Vec<u32> = if per.len() == nodes.len() {
+                    per.clone()
+                } else if per.len() == 1 {
+                    let k = nodes.len() as u32;
+                    let (each, rest) = (per[0] / k, per[0] % k);
+                    (0..k).map(|i| each + u32::from(i < rest)).collect()
+                } else {
+                    return Err(bad_cores());
+                };
+                if counts.contains(&0) {
+                    return Err(bad_cores());
+                }
+                for (n, c) in nodes.iter().zip(counts) {
+                    let want = c.saturating_mul(threads(n));
+                    if want > self.cpus_of(n) {
+                        return Err(bad_cores());
+                    }
+                    if want > avail(n) {
+                        return Err(err("Requested nodes are busy"));
+                    }
+                    picked.push(n.clone());
+                    node_cpus.push(want);
+                }
+            }
+            (Some(per), _) if per.len() != 1 => return Err(bad_cores()),
+            _ => {
+                // A total: CPUs (TRES=cpu) or cores, taken from the nodes given or, in
+                // configuration order, from any that can give them.
+                let pool: Vec<String> = if nodes.is_empty() {
+                    self.nodes.iter().map(|n| n.name.clone()).collect()
+                } else {
+                    nodes.clone()
+                };
+                let mut left_cores = cores.as_ref().map(|c| c[0]);
+                let mut left_cpus = spec.cpu_cnt.filter(|_| cores.is_none());
+                for n in &pool {
+                    let th = threads(n);
+                    let free = avail(n) / th * th;
+                    let take = match (left_cores, left_cpus) {
+                        (Some(c), _) => c.saturating_mul(th).min(free),
+                        (None, Some(c)) => c.div_ceil(th).saturating_mul(th).min(free),
+                        (None, None) => 0,
+                    };
+                    if take == 0 {
+                        continue;
+                    }
+                    picked.push(n.clone());
+                    node_cpus.push(take);
+                    left_cores = left_cores.map(|c| c - take / th);
+                    left_cpus = left_cpus.map(|c| c.saturating_sub(take));
+                    if left_cores.unwrap_or(0) == 0 && left_cpus.unwrap_or(0) == 0 {
+                        break;
+                    }
+                }
+                if left_cores.unwrap_or(0) > 0 || left_cpus.unwrap_or(0) > 0 {
+                    return Err(err("Requested nodes are busy"));
+                }
+            }
+        }
+        let cores = picked
+            .iter()
+            .zip(&node_cpus)
+            .map(|(n, c)| c / threads(n))
+            .sum();
+        Ok(Held {
+            cpus: node_cpus.iter().sum(),
+            cores,
+            nodes: picked,
+            node_cpus,
+            licenses,
+        })
+    }
+
+    /// Refuses licenses the cluster does not have, or more than it has once the
+    /// other reservations overlapping `window` took theirs (ESLURM_INVALID_LICENSES).
+    fn check_resv_licenses(
+        &self,
+        licenses: &[(String, u32)],
+        window: (i64, i64),
+        skip: Option<&str>,
+    ) -> Result<(), SlurmError> {
+        for (name, count) in licenses {
+            let Some((_, total)) = self.licenses.iter().find(|(n, _)| n == name) else {
+                return Err(err("Invalid license specification"));
+            };
+            let taken: u32 = self
+                .resv
+                .list
+                .iter()
+                .filter(|r| Some(r.name.as_str()) != skip && r.overlaps(window.0, window.1))
+                .map(|r| r.license(name))
+                .sum();
+            if taken.saturating_add(*count) > *total {
+                return Err(err("Invalid license specification"));
+            }
+        }
+        Ok(())
+    }
+
+    fn node(&self, name: &str) -> Option<&Node> {
+        self.nodes.iter().find(|n| n.name == name)
+    }
+
+    /// CPUs of node `name`.
+    fn cpus_of(&self, name: &str) -> u32 {
+        self.node(name).map_or(0, |n| n.cpus)
+    }
+
+    /// Threads per core of node `name` (at least 1).
+    fn threads_of(&self, name: &str) -> u32 {
+        self.node(name).map_or(1, |n| n.threads_per_core.max(1))
+    }
+
+    /// Cores of node `name` (its CPUs over its threads per core).
+    fn cores_of(&self, name: &str) -> u32 {
+        self.cpus_of(name) / self.threads_of(name)
+    }
+
+    /// CPUs held on `node` by running jobs that may still run at `t` (by their time
+    /// limits), other than the jobs of reservation `skip`.
+    fn busy_cpus(&self, node: &str, t: i64, skip: Option<&str>) -> u32 {
+        self.jobs
+            .values()
+            .filter(|j| j.state == JobState::Running || j.completing)
+            .filter(|j| skip.is_none() || j.spec.reservation.as_deref() != skip)
+            .filter(|j| match (j.start_time, j.time_limit.secs()) {
+                (Some(s), Some(l)) => s + l as i64 > t,
+                _ => true,
+            })
+            .filter_map(|j| j.alloc.as_ref())
+            .flat_map(|a| a.nodes.iter().zip(&a.cpus))
+            .filter(|(n, _)| *n == node)
+            .map(|(_, c)| *c)
+            .sum()
+    }
+
     /// Whether a job holding `node` may still run at `t` (by its time limit).
     fn node_busy(&self, node: &str, t: i64) -> bool {
         self.jobs.values().any(|j| {
@@ -200,11 +441,14 @@ impl Cluster {
             return Err(err("Invalid user id"));
         }
         if !r.flags.overlap {
+            // Core reservations may share nodes (their CPUs were counted when they
+            // were resolved); a whole-node one shares with nobody.
             let clash = self
                 .resv
                 .list
                 .iter()
                 .filter(|o| Some(o.name.as_str()) != skip && !o.flags.overlap)
+                .filter(|o| o.node_cpus.is_empty() || r.node_cpus.is_empty())
                 .any(|o| o.overlaps(r.start, r.end) && o.nodes.iter().any(|n| r.nodes.contains(n)));
             if clash {
                 return Err(err(
@@ -212,7 +456,10 @@ impl Cluster {
                 ));
             }
         }
-        if !r.flags.ignore_jobs && r.nodes.iter().any(|n| self.node_busy(n, r.start)) {
+        if !r.flags.ignore_jobs
+            && r.node_cpus.is_empty()
+            && r.nodes.iter().any(|n| self.node_busy(n, r.start))
+        {
             return Err(err("Requested nodes are busy"));
         }
         Ok(())
@@ -271,7 +518,7 @@ impl Cluster {
                     .unwrap_or_default()
             }
         };
-        let nodes = self.resv_nodes(spec, &flags, (start, end), None)?;
+        let held = self.resv_resources(spec, &flags, (start, end), None, None)?;
         if spec.nodes.is_some() {
             flags.spec_nodes = true;
         } else if spec.partition.is_some() && spec.node_cnt.is_none() {
@@ -289,8 +536,11 @@ impl Cluster {
             name: name.clone(),
             start,
             end,
-            cpus: self.resv_cpus(&nodes),
-            nodes,
+            cpus: held.cpus,
+            cores: held.cores,
+            nodes: held.nodes,
+            node_cpus: held.node_cpus,
+            licenses: held.licenses,
             partition: spec.partition.clone(),
             users,
             accounts,
@@ -328,15 +578,27 @@ impl Cluster {
         if let Some((text, remove)) = &spec.flags {
             r.flags.apply(text, *remove).map_err(|e| err(&e))?;
         }
-        if spec.start.is_some() || spec.end.is_some() || spec.duration.is_some() {
+        let moved = spec.start.is_some() || spec.end.is_some() || spec.duration.is_some();
+        if moved {
             (r.start, r.end) = window(spec, Some(&old), now)?;
         }
         if spec.partition.is_some() {
             r.partition = spec.partition.clone();
         }
-        if spec.nodes.is_some() || spec.node_cnt.is_some() {
-            r.nodes = self.resv_nodes(spec, &r.flags, (r.start, r.end), Some(&name))?;
-            r.cpus = self.resv_cpus(&r.nodes);
+        let resources = spec.nodes.is_some()
+            || spec.node_cnt.is_some()
+            || spec.core_cnt.is_some()
+            || spec.cpu_cnt.is_some()
+            || spec.licenses.is_some();
+        // A core or license reservation moved in time is checked again where it lands.
+        if resources || (moved && (!r.node_cpus.is_empty() || !r.licenses.is_empty())) {
+            let h =
+                self.resv_resources(spec, &r.flags, (r.start, r.end), Some(&name), Some(&old))?;
+            r.nodes = h.nodes;
+            r.node_cpus = h.node_cpus;
+            r.cpus = h.cpus;
+            r.cores = h.cores;
+            r.licenses = h.licenses;
         }
         if let Some(u) = &spec.users {
             u.apply(&mut r.users);
@@ -348,7 +610,7 @@ impl Cluster {
         let mut check = r.clone();
         check.flags.ignore_jobs = true;
         self.check_resv(&check, Some(&name))?;
-        if !r.flags.ignore_jobs {
+        if !r.flags.ignore_jobs && r.node_cpus.is_empty() {
             let added: Vec<&String> = r.nodes.iter().filter(|n| !old.nodes.contains(n)).collect();
             let foreign = self.jobs.values().any(|j| {
                 j.state == JobState::Running
@@ -489,7 +751,13 @@ impl Cluster {
     /// reservation, RESERVED on nodes of another active one.
     pub fn nodes_for_query(&self, now: i64) -> Vec<Node> {
         let mut nodes = self.nodes.clone();
-        for r in self.resv.list.iter().filter(|r| r.active(now)) {
+        // A core reservation leaves its nodes in service: they show as they are.
+        for r in self
+            .resv
+            .list
+            .iter()
+            .filter(|r| r.active(now) && r.node_cpus.is_empty())
+        {
             for n in nodes.iter_mut().filter(|n| r.nodes.contains(&n.name)) {
                 if r.flags.maint {
                     n.maint = true;
@@ -625,6 +893,103 @@ mod tests {
         assert_eq!(fx.persist.len(), 1);
         // Not started yet: nothing was used, so no history.
         assert!(c.resv.take_history().is_empty());
+    }
+
+    #[test]
+    fn core_reservations_share_nodes_by_their_cpus() {
+        let mut c = cluster_with(8, "");
+        let with_cores = |name: &str, flags: &str, start: i64, cores: &[u32]| ResvSpec {
+            core_cnt: Some(cores.to_vec()),
+            ..rspec(name, flags, start, 3600)
+        };
+        create(&mut c, &with_cores("c", "", T, &[3])).unwrap();
+        let r = &c.resv.list[0];
+        assert_eq!(
+            (&r.nodes[..], &r.node_cpus[..], r.cpus, r.core_count()),
+            (&["n1".to_string()][..], &[3][..], 3, 3)
+        );
+        // Another fits in the 5 left; then the node is full.
+        create(&mut c, &with_cores("c2", "", T, &[5])).unwrap();
+        let busy = |e: SlurmError| e.to_string();
+        assert_eq!(
+            busy(create(&mut c, &with_cores("c3", "", T, &[1])).unwrap_err()),
+            "Requested nodes are busy"
+        );
+        assert_eq!(
+            busy(create(&mut c, &with_cores("c4", "", T, &[1, 2])).unwrap_err()),
+            "Core count for reservation is invalid"
+        );
+        // A whole-node reservation shares with nobody.
+        assert_eq!(
+            busy(create(&mut c, &rspec("w", "", T + 60, 60)).unwrap_err()),
+            "Requested reservation overlaps with another reservation"
+        );
+        // After their window the node is free again; TRES=cpu= counts CPUs.
+        let later = ResvSpec {
+            cpu_cnt: Some(8),
+            nodes: None,
+            ..rspec("t", "", T + 3600, 60)
+        };
+        create(&mut c, &later).unwrap();
+        assert_eq!(c.resv.list[2].node_cpus, vec![8]);
+    }
+
+    #[test]
+    fn core_reservations_count_running_jobs_unless_ignore_jobs() {
+        let mut c = cluster_with(8, "");
+        let mut s = spec("j");
+        s.ntasks = Some(6);
+        let id = crate::ctld::testutil::submit(&mut c, s, ALICE, T);
+        assert_eq!(crate::ctld::testutil::pass(&mut c, T), vec![id]);
+        let want = |flags: &str| ResvSpec {
+            core_cnt: Some(vec![3]),
+            ..rspec("c", flags, T + 100, 600)
+        };
+        assert_eq!(
+            create(&mut c, &want("")).unwrap_err().to_string(),
+            "Requested nodes are busy"
+        );
+        create(&mut c, &want("IGNORE_JOBS")).unwrap();
+        // Its nodes stay in service (no RESERVED state) while it is active.
+        assert!(!c.nodes_for_query(T + 200)[0].reserved);
+    }
+
+    #[test]
+    fn license_reservations_need_licenses_the_cluster_has() {
+        let mut c = cluster_with(4, "[licenses]\nmatlab = 4\n");
+        let lic = |name: &str, l: &[(&str, u32)], start: i64| ResvSpec {
+            nodes: None,
+            licenses: Some(l.iter().map(|(n, k)| (n.to_string(), *k)).collect()),
+            ..rspec(name, "", start, 600)
+        };
+        create(&mut c, &lic("l", &[("matlab", 3)], T)).unwrap();
+        let r = &c.resv.list[0];
+        assert!(r.nodes.is_empty());
+        assert_eq!(r.licenses, vec![("matlab".to_string(), 3)]);
+        let invalid = "Invalid license specification";
+        let e = |c: &mut Cluster, s: &ResvSpec| create(c, s).unwrap_err().to_string();
+        assert_eq!(e(&mut c, &lic("l2", &[("matlab", 2)], T + 60)), invalid);
+        assert_eq!(e(&mut c, &lic("l3", &[("fluent", 1)], T)), invalid);
+        create(&mut c, &lic("l4", &[("matlab", 1)], T)).unwrap();
+        // Nothing to reserve at all.
+        let none = ResvSpec {
+            nodes: None,
+            ..rspec("x", "", T, 60)
+        };
+        assert!(e(&mut c, &none).contains("must be specified"));
+        // Update: more licenses than are left is refused, the old ones stay.
+        let more = ResvSpec {
+            name: Some("l4".into()),
+            licenses: Some(vec![("matlab".into(), 2)]),
+            ..ResvSpec::default()
+        };
+        assert_eq!(
+            c.update_resv(&more, OP, T, &mut Effects::default())
+                .unwrap_err()
+                .to_string(),
+            invalid
+        );
+        assert_eq!(c.resv.list[1].licenses, vec![("matlab".to_string(), 1)]);
     }
 
     #[test]

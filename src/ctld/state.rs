@@ -94,8 +94,10 @@ pub struct Cluster {
     pub licenses: Vec<(String, u32)>,
     /// EnforcePartLimits=ALL (refuse at submit what can never run).
     pub enforce_part_limits: bool,
-    /// Decayed usage per association (fair-share), billing-seconds; persisted.
-    pub fs_usage: crate::sched::fairshare::UsageLedger,
+    /// The one usage ledger (fair-share RawUsage, and the TRES-minutes and wall time
+    /// GrpTRESMins/GrpWall are checked against), charged by running jobs at each
+    /// accounting tick and at their end; persisted.
+    pub ledger: crate::sched::fairshare::UsageLedger,
     /// The last fair-share tree computed, and the second it was computed for (reused
     /// by submissions within that second).
     fs_cache:
@@ -120,11 +122,10 @@ pub struct Cluster {
     pub assoc: crate::model::assoc::AssocTree,
     /// `accounting_storage_enforce` as configured; `None` = automatic (`ctld::acct`).
     pub enforce_cfg: Option<crate::model::assoc::Enforce>,
-    /// TRES-minutes used per association and QOS (GrpTRESMins), decayed to
-    /// `used_mins_at`; `used_dirty` when it must be saved.
+    /// The limits' view of `ledger` (TRES-minutes per association, account and QOS,
+    /// running jobs' usage up to the last refresh included), refreshed by each
+    /// scheduling pass (`ctld::acct`). Derived, never persisted.
     pub used_mins: crate::sched::limits::UsedMins,
-    pub used_mins_at: i64,
-    pub used_dirty: bool,
     /// Fair-share factors of the pending jobs' associations, refreshed by each
     /// scheduling pass, when a QOS enforces a UsageThreshold (`ctld::acct`).
     pub usage_threshold_factors: Option<HashMap<(String, String), f64>>,
@@ -306,7 +307,7 @@ impl Cluster {
             sched_cfg: cfg.sched.clone(),
             licenses: cfg.licenses.clone(),
             enforce_part_limits: cfg.enforce_part_limits,
-            fs_usage: Default::default(),
+            ledger: Default::default(),
             fs_cache: Default::default(),
             groups: GroupView::default(),
             stats: SchedStats::default(),
@@ -320,8 +321,6 @@ impl Cluster {
             assoc: Default::default(),
             enforce_cfg: cfg.accounting_storage_enforce,
             used_mins: Default::default(),
-            used_mins_at: 0,
-            used_dirty: false,
             usage_threshold_factors: None,
             partition_qos: cfg
                 .partitions
@@ -702,7 +701,7 @@ impl Cluster {
             return tree.clone();
         }
         let p = &self.sched_cfg.priority;
-        let mut ledger = self.fs_usage.clone();
+        let mut ledger = self.ledger.clone();
         ledger.accrue(&self.running_usage(), now, p.decay_half_life, p.usage_reset);
         let mut extra: Vec<(String, String)> = self
             .jobs
@@ -777,21 +776,47 @@ impl Cluster {
         (accounts, users)
     }
 
-    /// Running jobs as (association, billing rate, start) for usage accrual.
-    fn running_usage(&self) -> Vec<(crate::sched::fairshare::AssocKey, f64, i64)> {
-        let billing = &self.sched_cfg.priority.billing;
+    /// What each running job charges the usage ledger per second.
+    pub(super) fn running_usage(&self) -> Vec<crate::sched::fairshare::RunCharge> {
         self.jobs
             .values()
             .filter(|j| j.state == JobState::Running)
-            .filter_map(|j| {
-                let a = j.alloc.as_ref()?;
-                Some((
-                    crate::sched::fairshare::FairShareTree::key_of(&j.account, &j.user),
-                    billing.rate(a),
-                    j.start_time?,
-                ))
-            })
+            .filter_map(|j| self.run_charge(j, j.alloc.as_ref()?, j.start_time?))
             .collect()
+    }
+
+    /// What `j`, holding `a` since `start`, charges the usage ledger per second: its
+    /// billing and TRES times its QOS's UsageFactor, to its association, its QOS and
+    /// its partition's QOS (when that is another one).
+    fn run_charge(
+        &self,
+        j: &Job,
+        a: &Allocation,
+        start: i64,
+    ) -> Option<crate::sched::fairshare::RunCharge> {
+        let factor = self.assoc.qos(&j.qos).map_or(1.0, |q| q.usage_factor);
+        let tres = crate::sched::limits::alloc_tres(a)
+            .into_iter()
+            .filter(|(k, _)| k != "billing")
+            .map(|(k, v)| (k, v as f64 * factor))
+            .collect();
+        let mut qos = Vec::new();
+        if self.assoc.qos(&j.qos).is_some() {
+            qos.push(j.qos.clone());
+        }
+        if let Some(pq) = self.partition_qos.get(&j.partition)
+            && *pq != j.qos
+            && self.assoc.qos(pq).is_some()
+        {
+            qos.push(pq.clone());
+        }
+        Some(crate::sched::fairshare::RunCharge {
+            key: crate::sched::fairshare::FairShareTree::key_of(&j.account, &j.user),
+            billing: self.sched_cfg.priority.billing.rate(a) * factor,
+            tres,
+            qos,
+            start,
+        })
     }
 
     /// sshare's rows at `now`: every association of the fair-share tree in display
@@ -873,6 +898,10 @@ impl Cluster {
                 if has_gpus {
                     t.push(("gres/gpu".to_string(), r[4] as u64));
                 }
+                let limits = match &a.user {
+                    Some(u) => self.assoc.find_assoc(u, &a.account, "").map(|x| &x.limits),
+                    None => self.assoc.account(&a.account).map(|x| &x.limits),
+                };
                 crate::proto::ShareRow {
                     account: a.account.clone(),
                     user: a.user.clone(),
@@ -880,6 +909,9 @@ impl Cluster {
                     share: tree.shares.get(i).cloned().unwrap_or_default(),
                     fair_tree,
                     tres_run_mins: t,
+                    grp_tres_mins: limits
+                        .map(|l| l.grp_tres_mins.to_string())
+                        .unwrap_or_default(),
                 }
             })
             .collect()
@@ -896,18 +928,21 @@ impl Cluster {
             l.accrued_at = now;
             l.decayed_at = now;
         }
-        self.fs_usage = l;
+        self.ledger = l;
         self.fs_cache.borrow_mut().take();
     }
 
-    /// The periodic accounting tick: charges running jobs up to `now`, decays, and
-    /// asks for the ledger to be saved.
+    /// The periodic accounting tick: charges running jobs up to `now`, decays, asks
+    /// for the ledger to be saved, and ends the running jobs a usage limit has caught
+    /// up with (`ctld::acct::usage_time_outs`).
     pub fn accrue_usage(&mut self, now: i64, fx: &mut Effects) {
         let p = &self.sched_cfg.priority;
         let (half, reset) = (p.decay_half_life, p.usage_reset);
         let running = self.running_usage();
-        self.fs_usage.accrue(&running, now, half, reset);
-        fx.usage = Some(Box::new(self.fs_usage.clone()));
+        self.ledger.accrue(&running, now, half, reset);
+        fx.usage = Some(Box::new(self.ledger.clone()));
+        self.fs_cache.borrow_mut().take();
+        self.usage_time_outs(now, fx);
     }
 
     /// sprio's rows: the factors of pending jobs matching `ids`/`users` (all if empty).
@@ -970,24 +1005,30 @@ impl Cluster {
         s
     }
 
-    /// Charges a job that held `a` for `ran` seconds up to `end` to its association:
-    /// the part after the last accounting tick (earlier seconds were charged by it).
+    /// Charges job `id`, which held `a` for `ran` seconds up to `end`, to the usage
+    /// ledger: the part after the last accounting tick (earlier seconds were charged
+    /// by it).
     fn record_usage(
         &mut self,
-        key: (String, String),
+        id: u32,
         a: &Allocation,
         ran: u64,
         end: i64,
         now: i64,
         fx: &mut Effects,
     ) {
+        let Some(charge) = self
+            .jobs
+            .get(&id)
+            .and_then(|j| self.run_charge(j, a, end - ran as i64))
+        else {
+            return;
+        };
         let p = &self.sched_cfg.priority;
-        let rate = p.billing.rate(a);
         let (half, reset) = (p.decay_half_life, p.usage_reset);
-        self.fs_usage.decay_to(now, half, reset);
-        self.fs_usage
-            .charge_running(key, rate, end - ran as i64, end);
-        fx.usage = Some(Box::new(self.fs_usage.clone()));
+        self.ledger.decay_to(now, half, reset);
+        self.ledger.charge_running(&charge, end);
+        fx.usage = Some(Box::new(self.ledger.clone()));
         self.fs_cache.borrow_mut().take();
     }
 
@@ -1219,7 +1260,7 @@ impl Cluster {
         }
 
         self.refresh_priorities(now);
-        self.decay_used(now);
+        self.refresh_used(now);
         self.usage_threshold_factors = self.threshold_factors(now);
         if self.stats.since == 0 {
             self.stats.since = now;
@@ -1614,21 +1655,7 @@ impl Cluster {
             .map(|j| j.id)
             .collect();
         for id in expired {
-            let node = self.end_running(id, JobState::Timeout, Reason::TimeLimit, now, fx);
-            if let Some(node) = node {
-                let msg = format!(
-                    "*** JOB {id} ON {node} CANCELLED AT {} DUE TO TIME LIMIT ***",
-                    crate::cli::timefmt::fmt_ts(now)
-                );
-                fx.to_agent.push((
-                    node,
-                    ToAgent::Terminate {
-                        job_id: id,
-                        kill_wait: self.kill_wait,
-                        reason: Some(msg),
-                    },
-                ));
-            }
+            self.time_out_job(id, now, fx);
         }
         // A running job past its `--deadline` ends as DEADLINE.
         let late: Vec<u32> = self
@@ -1669,6 +1696,46 @@ impl Cluster {
             .min(i64::from(self.sched_interval.max(1)));
         if due || now - self.last_pass >= period {
             fx.schedule = true;
+        }
+    }
+
+    /// Ends running job `id` TIMEOUT (reason TimeLimit) and tells its batch host, with
+    /// slurmstepd's "DUE TO TIME LIMIT" line for its output.
+    pub(super) fn time_out_job(&mut self, id: u32, now: i64, fx: &mut Effects) {
+        self.end_with_notice(
+            id,
+            JobState::Timeout,
+            Reason::TimeLimit,
+            "TIME LIMIT",
+            now,
+            fx,
+        );
+    }
+
+    /// Ends running job `id` in `state` and tells its batch host to end it, with
+    /// slurmstepd's `*** JOB … CANCELLED AT … DUE TO <why> ***` line for its output.
+    pub(super) fn end_with_notice(
+        &mut self,
+        id: u32,
+        state: JobState,
+        reason: Reason,
+        why: &str,
+        now: i64,
+        fx: &mut Effects,
+    ) {
+        if let Some(node) = self.end_running(id, state, reason, now, fx) {
+            let msg = format!(
+                "*** JOB {id} ON {node} CANCELLED AT {} DUE TO {why} ***",
+                crate::cli::timefmt::fmt_ts(now)
+            );
+            fx.to_agent.push((
+                node,
+                ToAgent::Terminate {
+                    job_id: id,
+                    kill_wait: self.kill_wait,
+                    reason: Some(msg),
+                },
+            ));
         }
     }
 
@@ -2072,14 +2139,12 @@ impl Cluster {
         shed_after_end(j);
         fx.schedule = true;
         let (state, ran) = (j.state, j.run_secs(end_time));
-        let fs_key = crate::sched::fairshare::FairShareTree::key_of(&j.account, &j.user);
         let het_leader = j.het.filter(|h| h.offset == 0).map(|h| h.job_id);
         if let Some(a) = alloc {
             self.run_epilogs(id, &a, fx);
             self.charge(&a, was_completing, -1);
-            // Fair-share usage: billing-seconds held.
-            self.record_usage(fs_key, &a, ran, end_time, now, fx);
-            self.record_assoc_usage(id, &a, ran, now);
+            // Usage (fair-share and the usage limits): what it held since the last tick.
+            self.record_usage(id, &a, ran, end_time, now, fx);
         }
         match state {
             JobState::Pending => {}
@@ -2121,7 +2186,7 @@ impl Cluster {
     // ------------------------------------------------------------------ requests
 
     fn check_owner(&self, j: &Job, c: Caller) -> Result<(), SlurmError> {
-        if j.uid == c.uid || self.is_operator(c) {
+        if self.manager(c).may(j) {
             Ok(())
         } else {
             Err(SlurmError::AccessDenied)
@@ -2144,11 +2209,12 @@ impl Cluster {
             && filter.array_tasks.is_empty()
             && filter.het_components.is_empty()
         {
+            let m = self.manager(c);
             let ids: Vec<u32> = self
                 .jobs
                 .values()
                 .filter(|j| j.is_active() && filter.matches(j))
-                .filter(|j| self.is_operator(c) || j.uid == c.uid)
+                .filter(|j| m.may(j))
                 .map(|j| j.id)
                 .collect();
             for id in ids {
@@ -2566,7 +2632,8 @@ impl Cluster {
         now: i64,
         fx: &mut Effects,
     ) -> Result<(), SlurmError> {
-        let op = self.is_operator(c);
+        let m = self.manager(c);
+        let op = m.operator();
         let parts = self.partitions.clone();
         // Parsed before borrowing the job mutably: it looks at other jobs.
         let mut new_dep = None;
@@ -2576,7 +2643,7 @@ impl Cluster {
             }
         }
         let j = self.jobs.get_mut(&id).ok_or(SlurmError::InvalidJobId)?;
-        if j.uid != c.uid && !op {
+        if !m.may(j) {
             return Err(SlurmError::AccessDenied);
         }
         if !j.is_active() {
@@ -2814,7 +2881,7 @@ impl Cluster {
         fx: &mut Effects,
         mut f: impl FnMut(&mut Job) -> Result<(), SlurmError>,
     ) -> Vec<JobResult> {
-        let op = self.is_operator(c);
+        let m = self.manager(c);
         let mut out = Vec::new();
         for t in self.targets(ids, tasks, true, c, fx) {
             let error = match t.records {
@@ -2824,7 +2891,7 @@ impl Cluster {
                     for id in recs {
                         rs.push(match self.jobs.get_mut(&id) {
                             None => Err(SlurmError::InvalidJobId),
-                            Some(j) if j.uid != c.uid && !op => Err(SlurmError::AccessDenied),
+                            Some(j) if !m.may(j) => Err(SlurmError::AccessDenied),
                             Some(j) => {
                                 let r = f(j);
                                 if r.is_ok() {
@@ -2898,6 +2965,9 @@ mod tests;
 pub struct GroupView {
     /// uid → its groups (`getgrouplist`), primary included.
     pub member_gids: HashMap<u32, Vec<u32>>,
+    /// uid → user name, for the callers the coordinator checks need (looked up at
+    /// the edge while anyone coordinates an account).
+    pub user_names: HashMap<u32, String>,
     /// Group name → gid, for the names partitions' AllowGroups list.
     pub gid_of: HashMap<String, u32>,
 }

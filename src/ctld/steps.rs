@@ -1099,7 +1099,7 @@ impl Cluster {
         for &(job_id, step_id) in steps {
             let r = (|| {
                 let job = self.jobs.get(&job_id).ok_or(SlurmError::InvalidJobId)?;
-                if job.uid != c.uid && !self.is_operator(c) {
+                if !self.manager(c).may(job) {
                     return Err(SlurmError::AccessDenied);
                 }
                 let members = self.het_members(job_id).unwrap_or_else(|| vec![job_id]);

@@ -80,8 +80,6 @@ pub enum StoreOp {
     Query(AcctQuery, oneshot::Sender<Response>, i64),
     /// Replace the stored association tree (sacctmgr changes).
     PutAssoc(Box<AssocTree>),
-    /// Replace the stored TRES-minute usage (GrpTRESMins), decayed as of `at`.
-    PutUsage(Box<UsedMins>, i64),
     /// Replace the live reservations with this set.
     Resvs(Vec<Reservation>),
     /// Record a reservation window that was used (ended, rolled forward or deleted),
@@ -373,9 +371,11 @@ impl Store {
         Ok(())
     }
 
-    /// The stored TRES-minute usage and when it was last decayed; empty at time 0 when
-    /// none is stored.
-    pub fn load_usage(&self) -> Result<(UsedMins, i64), StoreError> {
+    /// The TRES-minute usage a controller from before the single usage ledger kept
+    /// apart (table `acct_usage`), and when it was decayed to; `None` when there is
+    /// none. Read once at start to fold it into the ledger
+    /// ([`Store::drop_legacy_usage`] then removes it).
+    pub fn load_legacy_usage(&self) -> Result<Option<(UsedMins, i64)>, StoreError> {
         let row: Option<(i64, Vec<u8>)> = self
             .conn
             .query_row("SELECT at, data FROM acct_usage WHERE id = 0", [], |r| {
@@ -386,17 +386,25 @@ impl Store {
                 rusqlite::Error::QueryReturnedNoRows => Ok(None),
                 e => Err(e),
             })?;
-        match row {
-            None => Ok((UsedMins::default(), 0)),
-            Some((at, data)) => Ok((
+        row.map(|(at, data)| {
+            Ok((
                 decode(&data).map_err(|e| StoreError::Acct(e.to_string()))?,
                 at,
-            )),
-        }
+            ))
+        })
+        .transpose()
     }
 
-    /// Replaces the stored TRES-minute usage.
-    pub fn put_usage(&mut self, u: &UsedMins, at: i64) -> Result<(), StoreError> {
+    /// Removes the usage [`Store::load_legacy_usage`] read, once it is in the ledger.
+    pub fn drop_legacy_usage(&mut self) -> Result<(), StoreError> {
+        self.conn.execute("DELETE FROM acct_usage", [])?;
+        Ok(())
+    }
+
+    /// Writes the TRES-minute usage as controllers before the single ledger did (for
+    /// the migration test).
+    #[cfg(test)]
+    fn put_legacy_usage(&mut self, u: &UsedMins, at: i64) -> Result<(), StoreError> {
         let data = encode(u).map_err(|e| StoreError::Acct(e.to_string()))?;
         self.conn.execute(
             "INSERT OR REPLACE INTO acct_usage (id, at, data) VALUES (0, ?1, ?2)",
@@ -610,11 +618,7 @@ pub fn run(mut store: Store, mut rx: mpsc::UnboundedReceiver<StoreOp>) -> Result
             StoreOp::PutAssoc(t) => Some(t.as_ref()),
             _ => None,
         });
-        let usage = batch.iter().rev().find_map(|op| match op {
-            StoreOp::PutUsage(u, at) => Some((u.as_ref(), *at)),
-            _ => None,
-        });
-        let fs_usage = batch.iter().rev().find_map(|op| match op {
+        let ledger = batch.iter().rev().find_map(|op| match op {
             StoreOp::PutFsUsage(l) => Some(l.as_ref()),
             _ => None,
         });
@@ -625,10 +629,7 @@ pub fn run(mut store: Store, mut rx: mpsc::UnboundedReceiver<StoreOp>) -> Result
             if let Some(t) = assoc {
                 store.put_assoc(t)?;
             }
-            if let Some((u, at)) = usage {
-                store.put_usage(u, at)?;
-            }
-            if let Some(l) = fs_usage {
+            if let Some(l) = ledger {
                 store.put_fs_usage(l)?;
             }
             Ok::<(), StoreError>(())
@@ -671,7 +672,6 @@ pub fn run(mut store: Store, mut rx: mpsc::UnboundedReceiver<StoreOp>) -> Result
             match op {
                 StoreOp::Put(_)
                 | StoreOp::PutAssoc(_)
-                | StoreOp::PutUsage(..)
                 | StoreOp::PutFsUsage(_)
                 | StoreOp::Resvs(_)
                 | StoreOp::ResvHistory(_)
@@ -757,7 +757,7 @@ mod tests {
         }
         let mut s = Store::open(&path).unwrap();
         assert_eq!(s.load_assoc().unwrap(), AssocTree::default());
-        assert_eq!(s.load_usage().unwrap(), (UsedMins::default(), 0));
+        assert_eq!(s.load_legacy_usage().unwrap(), None);
 
         let mut t = AssocTree::default();
         for (e, n, a) in [
@@ -781,10 +781,12 @@ mod tests {
             &[("cpu".to_string(), 2)].into(),
             30.0,
         );
-        s.put_usage(&used, 1234).unwrap();
+        s.put_legacy_usage(&used, 1234).unwrap();
         drop(s);
-        let s = Store::open(&path).unwrap();
+        let mut s = Store::open(&path).unwrap();
         assert_eq!(s.load_assoc().unwrap(), t);
-        assert_eq!(s.load_usage().unwrap(), (used, 1234));
+        assert_eq!(s.load_legacy_usage().unwrap(), Some((used, 1234)));
+        s.drop_legacy_usage().unwrap();
+        assert_eq!(s.load_legacy_usage().unwrap(), None);
     }
 }

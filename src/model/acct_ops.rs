@@ -27,6 +27,8 @@ pub enum Entity {
     Qos,
     /// Only for `show`/`list`.
     Association,
+    /// Only for `add`/`delete` (`sacctmgr add coordinator Account=A Names=U`).
+    Coordinator,
 }
 
 impl Entity {
@@ -41,6 +43,8 @@ impl Entity {
             Some(Entity::Association)
         } else if pre("clusters", 2) {
             Some(Entity::Cluster)
+        } else if pre("coordinators", 2) {
+            Some(Entity::Coordinator)
         } else if pre("qos", 1) {
             Some(Entity::Qos)
         } else if pre("users", 1) {
@@ -189,6 +193,15 @@ pub struct Outcome {
 pub fn apply(tree: &mut AssocTree, op: &AcctOp, cluster: &str) -> Result<Outcome, String> {
     let mut t = tree.clone();
     let out = match op {
+        AcctOp::Add {
+            entity: Entity::Coordinator,
+            names,
+            settings,
+        } => add_coord(&mut t, names, settings, cluster)?,
+        AcctOp::Delete {
+            entity: Entity::Coordinator,
+            cond,
+        } => remove_coord(&mut t, cond, cluster)?,
         AcctOp::Add {
             entity,
             names,
@@ -689,6 +702,7 @@ fn add(
                             name: n.clone(),
                             default_account: default.clone().unwrap_or_else(|| accounts[0].clone()),
                             admin_level: admin.unwrap_or_default(),
+                            coord_accounts: Vec::new(),
                         },
                     );
                     new_users.push(n.clone());
@@ -792,6 +806,7 @@ fn add(
         Entity::Association => {
             return Err(" Use 'add user' or 'add account' to add associations.".into());
         }
+        Entity::Coordinator => return add_coord(t, &names, settings, cluster),
     }
     out.changed = true;
     Ok(out)
@@ -804,6 +819,122 @@ fn get_raw(settings: &[Setting], keys: &[&str]) -> Option<String> {
         .rev()
         .find(|s| keys.contains(&s.key.to_ascii_lowercase().as_str()))
         .map(|s| s.value.clone())
+}
+
+/// `add coordinator`: makes each named user a coordinator of each account given
+/// (and so of its sub-accounts). Errors as sacctmgr's `_check_coord_request`: both
+/// lists are needed and every user and account must exist.
+fn add_coord(
+    t: &mut AssocTree,
+    names: &[String],
+    settings: &[Setting],
+    cluster: &str,
+) -> Result<Outcome, String> {
+    let mut users: Vec<String> = names.to_vec();
+    let mut accounts: Vec<String> = Vec::new();
+    let mut clusters = Vec::new();
+    for s in settings {
+        match s.key.to_ascii_lowercase().as_str() {
+            "name" | "names" | "user" | "users" => users.extend(split_list(&s.value)),
+            "account" | "accounts" | "acct" | "accts" => accounts.extend(split_list(&s.value)),
+            "cluster" | "clusters" => clusters.extend(split_list(&s.value)),
+            _ => {
+                return Err(format!(
+                    " Unknown condition: {}\n Use keyword 'set' to modify value",
+                    s.key
+                ));
+            }
+        }
+    }
+    check_cluster(&clusters, cluster)?;
+    users.dedup();
+    accounts.dedup();
+    if users.is_empty() {
+        return Err(" You need to specify a user list here.".into());
+    }
+    if accounts.is_empty() {
+        return Err(" You need to specify an account list here.".into());
+    }
+    let mut missing: Vec<String> = accounts
+        .iter()
+        .filter(|a| !t.accounts.contains_key(*a))
+        .map(|a| format!(" You specified a non-existent account '{a}'."))
+        .collect();
+    missing.extend(
+        users
+            .iter()
+            .filter(|u| !t.users.contains_key(*u))
+            .map(|u| format!(" You specified a non-existent user '{u}'.")),
+    );
+    if !missing.is_empty() {
+        return Err(missing.join("\n"));
+    }
+    let mut out = Outcome::default();
+    out.lines.push(" Adding Coordinator User(s)".into());
+    out.lines.extend(users.iter().map(|u| format!("  {u}")));
+    out.lines.push(" To Account(s) and all sub-accounts".into());
+    out.lines.extend(accounts.iter().map(|a| format!("  {a}")));
+    for u in &users {
+        let Some(rec) = t.users.get_mut(u) else {
+            continue;
+        };
+        for a in &accounts {
+            if !rec.coord_accounts.contains(a) {
+                rec.coord_accounts.push(a.clone());
+                out.changed = true;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `delete coordinator [where] Names=U Account=A`: takes the named users'
+/// coordinator rights over the given accounts (every account without `Account=`;
+/// every user of those accounts without names). Slurm's summary lists what was
+/// removed, one `U = … A = …` line each.
+fn remove_coord(t: &mut AssocTree, cond: &Cond, cluster: &str) -> Result<Outcome, String> {
+    check_cluster(&cond.clusters, cluster)?;
+    let users: Vec<String> = cond.names.iter().chain(&cond.users).cloned().collect();
+    let accounts = &cond.accounts;
+    if users.is_empty() && accounts.is_empty() {
+        return Err(" You need to specify a user list or an account list here.".into());
+    }
+    let mut out = Outcome::default();
+    if !users.is_empty() {
+        out.lines
+            .push(" Removing Coordinators with user name".into());
+        out.lines.extend(users.iter().map(|u| format!("  {u}")));
+        if accounts.is_empty() {
+            out.lines.push(" From all accounts".into());
+        } else {
+            out.lines.push(" From Account(s)".into());
+            out.lines.extend(accounts.iter().map(|a| format!("  {a}")));
+        }
+    } else {
+        out.lines.push(" Removing all users from Accounts".into());
+        out.lines.extend(accounts.iter().map(|a| format!("  {a}")));
+    }
+    let mut removed = Vec::new();
+    for u in t.users.values_mut() {
+        if !Cond::any(&users, &u.name) {
+            continue;
+        }
+        let mut mine = u.coord_accounts.clone();
+        mine.sort();
+        for a in mine.iter().filter(|a| Cond::any(accounts, a)) {
+            removed.push(format!("  U = {:<9} A = {a:<10}", u.name));
+        }
+        u.coord_accounts.retain(|a| !Cond::any(accounts, a));
+    }
+    if removed.is_empty() {
+        out.lines.push(" Nothing removed".into());
+        return Ok(out);
+    }
+    out.lines
+        .push(" Removed Coordinators (sub accounts not listed)...".into());
+    out.lines.extend(removed);
+    out.changed = true;
+    Ok(out)
 }
 
 fn nothing(what: &str) -> Outcome {
@@ -1048,6 +1179,12 @@ fn modify(
         Entity::Cluster | Entity::Association => {
             return Err(" Modifying clusters and bare associations is not supported yet by sluice; modify the account or user".into());
         }
+        Entity::Coordinator => {
+            return Err(
+                " Coordinators are not modified: use 'add coordinator' or 'delete coordinator'"
+                    .into(),
+            );
+        }
     }
     out.changed = true;
     Ok(out)
@@ -1117,6 +1254,9 @@ fn delete(
             let orphans = orphaned_users(t, &hit);
             for g in &gone {
                 t.accounts.remove(g);
+            }
+            for u in t.users.values_mut() {
+                u.coord_accounts.retain(|a| !gone.contains(a));
             }
             t.user_assocs.retain(|a| !hit(a));
             fix_users(t);
@@ -1229,18 +1369,23 @@ fn delete(
         Entity::Association => {
             return Err(" Use 'delete user … account=…' to delete associations.".into());
         }
+        Entity::Coordinator => return remove_coord(t, cond, cluster),
     }
     out.changed = true;
     Ok(out)
 }
 
-/// Applies a flat file's adds in order: what the tree lacks is added; records it
-/// already has are kept as they are and listed, so nothing is overwritten silently.
+/// Applies a flat file's records in order (cf. file_functions.c): what the tree lacks
+/// is added with the file's settings; a record the tree already has takes the file's
+/// values (description, organization, parent, fair-share, limits, DefaultQOS; QOS
+/// the file lists are added; a user's DefaultAccount and AdminLevel), and each change
+/// is reported as sacctmgr reports it (` Changed MaxJobs  for User alice  2 -> 4`).
+/// Values the file leaves out stay. All or nothing: [`apply`] works on a copy.
 fn load(t: &mut AssocTree, ops: &[AcctOp], cluster: &str) -> Result<Outcome, String> {
     let mut out = Outcome::default();
-    let mut kept = Vec::new();
-    // A user's DefaultAccount may be an account a later line creates: users new to the
-    // tree get it once every line is in.
+    let mut changes: Vec<String> = Vec::new();
+    // A user's DefaultAccount may be an account a later line creates: it is set
+    // once every line is in.
     let before: Vec<String> = t.users.keys().cloned().collect();
     let mut defaults: Vec<(String, String)> = Vec::new();
     for op in ops {
@@ -1252,64 +1397,309 @@ fn load(t: &mut AssocTree, ops: &[AcctOp], cluster: &str) -> Result<Outcome, Str
         else {
             return Err(" A load holds only additions".into());
         };
-        let exists = match entity {
-            Entity::Account => names.iter().all(|n| t.accounts.contains_key(n)),
+        match entity {
+            Entity::Account => {
+                let (old, new): (Vec<String>, Vec<String>) = names
+                    .iter()
+                    .cloned()
+                    .partition(|n| t.accounts.contains_key(n));
+                for n in &old {
+                    changes.extend(modify_account_from_file(t, n, settings, cluster)?);
+                }
+                if !new.is_empty() {
+                    let o = add(t, Entity::Account, &new, settings, cluster)?;
+                    out.changed |= o.changed;
+                    out.lines.extend(o.lines);
+                }
+            }
             Entity::User => {
+                let default = get_raw(settings, &["defaultaccount", "defaultacct"]);
+                let admin = get_raw(settings, &["adminlevel", "admin"]);
                 let acct = get_raw(settings, &["account"]).unwrap_or_default();
                 let part = get_raw(settings, &["partition"]);
-                names.iter().all(|n| {
-                    t.user_assocs
+                let mut plain = settings.clone();
+                plain.retain(|s| {
+                    !matches!(
+                        s.key.to_ascii_lowercase().as_str(),
+                        "defaultaccount" | "defaultacct"
+                    )
+                });
+                for n in names {
+                    if let Some(d) = &default {
+                        defaults.push((n.clone(), d.clone()));
+                    }
+                    let existing = t
+                        .user_assocs
                         .iter()
-                        .any(|a| &a.user == n && a.account == acct && a.partition == part)
-                })
+                        .position(|a| &a.user == n && a.account == acct && a.partition == part);
+                    match existing {
+                        Some(i) => {
+                            changes.extend(modify_assoc_from_file(t, i, settings)?);
+                        }
+                        None => {
+                            let o = add(t, Entity::User, std::slice::from_ref(n), &plain, cluster)?;
+                            out.changed |= o.changed;
+                            out.lines.extend(o.lines);
+                        }
+                    }
+                    if let (Some(a), Some(u)) = (&admin, t.users.get_mut(n))
+                        && before.contains(n)
+                    {
+                        let level = AdminLevel::parse(a).map_err(|e| format!(" {e}"))?;
+                        if u.admin_level != level {
+                            changes.push(changed_line(
+                                " Changed Admin Level",
+                                "User",
+                                n,
+                                u.admin_level.as_str(),
+                                level.as_str(),
+                            ));
+                            u.admin_level = level;
+                        }
+                    }
+                }
             }
-            _ => false,
-        };
-        if exists {
-            kept.extend(names.iter().cloned());
-            continue;
-        }
-        let mut settings = settings.clone();
-        if *entity == Entity::User
-            && let Some(d) = get_raw(&settings, &["defaultaccount", "defaultacct"])
-        {
-            settings.retain(|s| {
-                !matches!(
-                    s.key.to_ascii_lowercase().as_str(),
-                    "defaultaccount" | "defaultacct"
-                )
-            });
-            for n in names {
-                defaults.push((n.clone(), d.clone()));
+            _ => {
+                let o = add(t, *entity, names, settings, cluster)?;
+                out.changed |= o.changed;
+                out.lines.extend(o.lines);
             }
         }
-        let o = add(t, *entity, names, &settings, cluster)?;
-        out.changed |= o.changed;
-        out.lines.extend(o.lines);
     }
     for (u, d) in defaults {
-        if before.contains(&u) {
-            continue;
-        }
         if !t.user_assocs.iter().any(|a| a.user == u && a.account == d) {
             return Err(format!(
                 " User {u}: DefaultAccount '{d}' is not one of their accounts in the file"
             ));
         }
-        if let Some(user) = t.users.get_mut(&u) {
+        if let Some(user) = t.users.get_mut(&u)
+            && user.default_account != d
+        {
+            if before.contains(&u) {
+                changes.push(changed_line(
+                    " Changed Default Account",
+                    "User",
+                    &u,
+                    &user.default_account,
+                    &d,
+                ));
+            }
             user.default_account = d;
         }
     }
-    if !kept.is_empty() {
-        kept.dedup();
-        out.lines
-            .push(" Already in the database (left as they are):".into());
-        out.lines.extend(kept.iter().map(|n| format!("  {n}")));
+    if !changes.is_empty() {
+        out.changed = true;
+        out.lines.extend(changes);
     }
     if !out.changed && out.lines.is_empty() {
         out.lines.push(" Nothing new added.".into());
     }
     Ok(out)
+}
+
+/// One line of what a load changed, as sacctmgr prints it.
+fn changed_line(what: &str, kind: &str, name: &str, old: &str, new: &str) -> String {
+    format!("{what:<30.30} for {kind:<7.7} {name:<10.10} {old:>8} -> {new}")
+}
+
+/// The association fields a flat file may set, as `(label, text)` for the change
+/// lines (Slurm's labels; `-1`/`(null)` for unset, as sacctmgr prints them).
+fn assoc_texts(
+    shares: Shares,
+    default_qos: &Option<String>,
+    l: &Limits,
+) -> Vec<(&'static str, String)> {
+    let n = |v: Option<u32>| v.map_or("-1".to_string(), |v| v.to_string());
+    let t = |m: &TresMap| {
+        if m.is_empty() {
+            "(null)".to_string()
+        } else {
+            m.to_string()
+        }
+    };
+    vec![
+        (" Changed fairshare", shares.to_string()),
+        (" Changed GrpTRESMins", t(&l.grp_tres_mins)),
+        (" Changed GrpTRESRunMins", t(&l.grp_tres_run_mins)),
+        (" Changed GrpTRES", t(&l.grp_tres)),
+        (" Changed GrpJobs", n(l.grp_jobs)),
+        (" Changed GrpSubmitJobs", n(l.grp_submit_jobs)),
+        (" Changed GrpWallDuration", n(l.grp_wall_mins)),
+        (" Changed MaxTRESMinsPerJob", t(&l.max_tres_mins_per_job)),
+        (" Changed MaxTRESPerJob", t(&l.max_tres_per_job)),
+        (" Changed MaxTRESPerNode", t(&l.max_tres_per_node)),
+        (" Changed MaxJobs", n(l.max_jobs)),
+        (" Changed MaxSubmitJobs", n(l.max_submit_jobs)),
+        (" Changed MaxWallDurationPerJob", n(l.max_wall_mins)),
+        (
+            " Changed DefaultQOS",
+            default_qos.clone().unwrap_or_else(|| "(null)".into()),
+        ),
+    ]
+}
+
+/// Applies a file record's association settings to `f` (QOS only added to, as
+/// Slurm's load does) and returns the change lines for `kind` `name`.
+fn assoc_from_file(
+    known: &dyn Fn(&str) -> bool,
+    f: AssocFields,
+    settings: &[&Setting],
+    kind: &str,
+    name: &str,
+) -> Result<Vec<String>, String> {
+    let before = assoc_texts(*f.shares, f.default_qos, f.limits);
+    let mut added_qos: Vec<String> = Vec::new();
+    for s in settings {
+        if matches!(s.key.to_ascii_lowercase().as_str(), "qos" | "qoslevel") {
+            for q in split_list(&s.value) {
+                if !known(&q) {
+                    return Err(bad_qos(&q));
+                }
+                if !f.qos.contains(&q) && !added_qos.contains(&q) {
+                    added_qos.push(q);
+                }
+            }
+            continue;
+        }
+        let g = AssocFields {
+            shares: &mut *f.shares,
+            default_qos: &mut *f.default_qos,
+            qos: &mut *f.qos,
+            limits: &mut *f.limits,
+        };
+        if !set_assoc(known, g, s)? {
+            return Err(unknown(&s.key));
+        }
+    }
+    let after = assoc_texts(*f.shares, f.default_qos, f.limits);
+    let mut lines: Vec<String> = before
+        .iter()
+        .zip(&after)
+        .filter(|(b, a)| b.1 != a.1)
+        .map(|(b, a)| changed_line(b.0, kind, name, &b.1, &a.1))
+        .collect();
+    if !added_qos.is_empty() {
+        f.qos.extend(added_qos);
+        lines.push(format!(
+            "{:<30.30} for {kind:<7.7} {name:<10.10} {:>8}",
+            " Added QOS",
+            f.qos.join(",")
+        ));
+    }
+    Ok(lines)
+}
+
+/// A file's `Account` record for an account the tree has: its description,
+/// organization, parent and association settings take the file's values.
+fn modify_account_from_file(
+    t: &mut AssocTree,
+    name: &str,
+    settings: &[Setting],
+    cluster: &str,
+) -> Result<Vec<String>, String> {
+    let mut lines = Vec::new();
+    let known: Vec<String> = t.qos.keys().cloned().collect();
+    let is_known = |n: &str| known.iter().any(|k| k == n);
+    let mut a = t.accounts[name].clone();
+    let mut assoc: Vec<&Setting> = Vec::new();
+    for s in settings {
+        match s.key.to_ascii_lowercase().as_str() {
+            "description" | "descr" if s.value != a.description => {
+                lines.push(changed_line(
+                    " Changed description",
+                    "Account",
+                    name,
+                    &a.description,
+                    &s.value,
+                ));
+                a.description = s.value.clone();
+            }
+            "organization" | "org" if s.value != a.organization => {
+                lines.push(changed_line(
+                    " Changed organization",
+                    "Account",
+                    name,
+                    &a.organization,
+                    &s.value,
+                ));
+                a.organization = s.value.clone();
+            }
+            "parent" if a.name != ROOT && a.parent.as_deref() != Some(s.value.as_str()) => {
+                if !t.accounts.contains_key(&s.value) {
+                    return Err(format!(
+                        " Parent account '{}' doesn't exist on cluster {cluster}",
+                        s.value
+                    ));
+                }
+                if t.is_under(&s.value, name) {
+                    return Err(format!(
+                        " Can't move account {name} below its own sub-account {}",
+                        s.value
+                    ));
+                }
+                lines.push(changed_line(
+                    " Changed Parent",
+                    "Account",
+                    name,
+                    a.parent.as_deref().unwrap_or(""),
+                    &s.value,
+                ));
+                a.parent = Some(s.value.clone());
+            }
+            "description" | "descr" | "organization" | "org" | "parent" | "name" | "names"
+            | "cluster" | "clusters" => {}
+            _ => assoc.push(s),
+        }
+    }
+    let f = AssocFields {
+        shares: &mut a.shares,
+        default_qos: &mut a.default_qos,
+        qos: &mut a.qos,
+        limits: &mut a.limits,
+    };
+    let kind = if name == ROOT { "Cluster" } else { "Account" };
+    let shown = if name == ROOT { cluster } else { name };
+    lines.extend(assoc_from_file(&is_known, f, &assoc, kind, shown)?);
+    t.accounts.insert(name.to_string(), a);
+    Ok(lines)
+}
+
+/// A file's `User` record for an association the tree has (index `i`): its
+/// association settings take the file's values.
+fn modify_assoc_from_file(
+    t: &mut AssocTree,
+    i: usize,
+    settings: &[Setting],
+) -> Result<Vec<String>, String> {
+    let known: Vec<String> = t.qos.keys().cloned().collect();
+    let is_known = |n: &str| known.iter().any(|k| k == n);
+    let assoc: Vec<&Setting> = settings
+        .iter()
+        .filter(|s| {
+            !matches!(
+                s.key.to_ascii_lowercase().as_str(),
+                "defaultaccount"
+                    | "defaultacct"
+                    | "adminlevel"
+                    | "admin"
+                    | "account"
+                    | "partition"
+                    | "name"
+                    | "names"
+                    | "cluster"
+                    | "clusters"
+            )
+        })
+        .collect();
+    let a = &mut t.user_assocs[i];
+    let name = a.user.clone();
+    let f = AssocFields {
+        shares: &mut a.shares,
+        default_qos: &mut a.default_qos,
+        qos: &mut a.qos,
+        limits: &mut a.limits,
+    };
+    assoc_from_file(&is_known, f, &assoc, "User", &name)
 }
 
 /// Slurm's text for ESLURM_NO_REMOVE_DEFAULT_ACCOUNT (src/common/slurm_errno.c).

@@ -15,7 +15,8 @@
 //! Invariants (kept by the `AssocTree` mutators, checked by [`AssocTree::check`]):
 //! `root` exists and has no parent; every other account's parent exists; the parent
 //! links form no cycle; every user association names an existing account and user;
-//! a user's default account is one they have an association under.
+//! a user's default account is one they have an association under; a coordinator's
+//! accounts exist.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -162,6 +163,11 @@ impl TresMap {
     pub fn add(&mut self, name: &str, count: u64) {
         let e = self.0.entry(name.to_string()).or_insert(0);
         *e = e.saturating_add(count);
+    }
+
+    /// Keeps only the TRES whose name `keep` accepts.
+    pub fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) {
+        self.0.retain(|k, _| keep(k));
     }
 
     /// Whether no TRES is present.
@@ -416,6 +422,11 @@ pub struct User {
     pub default_account: String,
     #[serde(default)]
     pub admin_level: AdminLevel,
+    /// Accounts this user coordinates directly (`sacctmgr add coordinator`); they
+    /// coordinate these accounts' sub-accounts too (see
+    /// [`AssocTree::coordinates`]).
+    #[serde(default)]
+    pub coord_accounts: Vec<String>,
 }
 
 /// A user's association with an account (optionally for one partition).
@@ -720,6 +731,7 @@ impl Default for AssocTree {
                 name: ROOT.into(),
                 default_account: ROOT.into(),
                 admin_level: AdminLevel::Administrator,
+                coord_accounts: Vec::new(),
             },
         );
         AssocTree {
@@ -870,6 +882,57 @@ impl AssocTree {
         }
     }
 
+    /// Whether any account, user association or QOS sets a limit on usage over time
+    /// (`GrpTRESMins`, `GrpWall`, `MaxTRESMinsPerJob`): the limits that can end a
+    /// running job.
+    pub fn has_usage_limits(&self) -> bool {
+        let set = |l: &Limits| {
+            !l.grp_tres_mins.is_empty()
+                || l.grp_wall_mins.is_some()
+                || !l.max_tres_mins_per_job.is_empty()
+        };
+        self.accounts.values().any(|a| set(&a.limits))
+            || self.user_assocs.iter().any(|a| set(&a.limits))
+            || self.qos.values().any(|q| set(&q.limits))
+    }
+
+    /// Whether `user` coordinates `account`: they were made coordinator of it or of
+    /// an account above it (Slurm: a coordinator of an account is one of all its
+    /// sub-accounts).
+    pub fn coordinates(&self, user: &str, account: &str) -> bool {
+        self.users
+            .get(user)
+            .is_some_and(|u| u.coord_accounts.iter().any(|c| self.is_under(account, c)))
+    }
+
+    /// Whether anyone coordinates an account.
+    pub fn has_coordinators(&self) -> bool {
+        self.users.values().any(|u| !u.coord_accounts.is_empty())
+    }
+
+    /// The accounts `user` coordinates, sub-accounts included, by name (what
+    /// `sacctmgr show user withcoord` lists).
+    pub fn coord_accounts_of(&self, user: &str) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .accounts
+            .keys()
+            .filter(|a| self.coordinates(user, a))
+            .cloned()
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// The users who coordinate `account`, directly or through an account above it,
+    /// by name (what `sacctmgr show account withcoord` lists).
+    pub fn coordinators_of(&self, account: &str) -> Vec<String> {
+        self.users
+            .values()
+            .filter(|u| self.coordinates(&u.name, account))
+            .map(|u| u.name.clone())
+            .collect()
+    }
+
     /// The highest `Priority` of any QOS (multifactor normalises the QOS factor by it);
     /// 0 when every QOS has priority 0.
     pub fn max_qos_priority(&self) -> u32 {
@@ -911,6 +974,13 @@ impl AssocTree {
             }
         }
         for u in self.users.values() {
+            if let Some(a) = u
+                .coord_accounts
+                .iter()
+                .find(|a| !self.accounts.contains_key(*a))
+            {
+                return Err(format!("user {} coordinates missing account {a}", u.name));
+            }
             if !self
                 .user_assocs
                 .iter()
@@ -942,6 +1012,7 @@ mod tests {
                 name: "alice".into(),
                 default_account: "theory".into(),
                 admin_level: AdminLevel::None,
+                coord_accounts: Vec::new(),
             },
         );
         t.user_assocs.push(UserAssoc::new("alice", "theory", None));

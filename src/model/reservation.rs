@@ -6,8 +6,9 @@
 //! half-open window `[start, end)`. Which jobs it admits and which it keeps away is
 //! decided in `sched/` from [`Reservation::admits`] and [`Reservation::blocks`].
 //!
-//! Invariant: `start < end`, `nodes` is non-empty and names configured nodes (the
-//! controller checks this when it creates or updates one).
+//! Invariant: `start < end`; `nodes` names configured nodes and is empty only when
+//! licenses are reserved; `node_cpus` is empty or as long as `nodes` (the controller
+//! checks this when it creates or updates one).
 
 use serde::{Deserialize, Serialize};
 
@@ -19,7 +20,10 @@ pub struct ResvFlags {
     pub maint: bool,
     /// IGNORE_JOBS: created even though jobs are running on its nodes.
     pub ignore_jobs: bool,
-    /// DAILY / WEEKLY: after its end the window moves one day / one week forward.
+    /// HOURLY / DAILY / WEEKLY: after its end the window moves one hour / day /
+    /// week forward.
+    #[serde(default)]
+    pub hourly: bool,
     pub daily: bool,
     pub weekly: bool,
     /// FLEX: jobs in it may also use nodes outside it and run past its window.
@@ -50,6 +54,7 @@ impl ResvFlags {
             match key.to_ascii_uppercase().as_str() {
                 "MAINT" => self.maint = on,
                 "IGNORE_JOBS" => self.ignore_jobs = on,
+                "HOURLY" => self.hourly = on,
                 "DAILY" => self.daily = on,
                 "WEEKLY" => self.weekly = on,
                 "FLEX" => self.flex = on,
@@ -57,6 +62,7 @@ impl ResvFlags {
                 "SPEC_NODES" => self.spec_nodes = on,
                 "PART_NODES" => self.part_nodes = on,
                 "NO_MAINT" => self.maint = false,
+                "NO_HOURLY" => self.hourly = false,
                 "NO_DAILY" => self.daily = false,
                 "NO_WEEKLY" => self.weekly = false,
                 "NO_FLEX" => self.flex = false,
@@ -70,6 +76,15 @@ impl ResvFlags {
                                 .ok_or_else(|| format!("Invalid purge_comp time {v}"))?,
                         })
                     }
+                }
+                // Slurm's other flags: known, refused by name.
+                "ANY_NODES" | "FIRST_CORES" | "LICENSE_ONLY" | "MAGNETIC"
+                | "NO_HOLD_JOBS_AFTER" | "REPLACE" | "REPLACE_DOWN" | "STATIC_ALLOC"
+                | "TIME_FLOAT" | "WEEKDAY" | "WEEKEND" => {
+                    return Err(format!(
+                        "Flags={} on a reservation is not supported yet by sluice.",
+                        key.to_ascii_uppercase()
+                    ));
                 }
                 _ => return Err(format!("Error parsing flags {item}.")),
             }
@@ -89,6 +104,7 @@ impl ResvFlags {
         add(self.flex, "FLEX");
         add(self.overlap, "OVERLAP");
         add(self.ignore_jobs, "IGNORE_JOBS");
+        add(self.hourly, "HOURLY");
         add(self.daily, "DAILY");
         add(self.weekly, "WEEKLY");
         add(self.spec_nodes, "SPEC_NODES");
@@ -136,17 +152,32 @@ pub fn fmt_duration(secs: i64) -> String {
 }
 
 /// One advanced reservation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Reservation {
     /// `ReservationName`.
     pub name: String,
     /// Window start and end, epoch seconds (`[start, end)`).
     pub start: i64,
     pub end: i64,
-    /// Reserved node names, in configuration order.
+    /// Reserved node names, in configuration order; empty for a reservation of
+    /// licenses only.
     pub nodes: Vec<String>,
-    /// CPUs of the reserved nodes (`CoreCnt`, `TRES=cpu=`).
+    /// CPUs reserved (`TRES=cpu=`): all of the nodes' CPUs, or those `node_cpus`
+    /// lists.
     pub cpus: u32,
+    /// Cores reserved (`CoreCnt`); 0 in records made before it was kept (then `cpus`
+    /// stands for it).
+    #[serde(default)]
+    pub cores: u32,
+    /// A core reservation (`CoreCnt=`, `TRES=cpu=`): the CPUs it holds on each of
+    /// `nodes`, in the same order; the rest of those nodes stays usable by other
+    /// jobs. Empty when the reservation holds its nodes whole.
+    #[serde(default)]
+    pub node_cpus: Vec<u32>,
+    /// Licenses reserved (`Licenses=name:count`): only the reservation's jobs may use
+    /// them while it is active.
+    #[serde(default)]
+    pub licenses: Vec<(String, u32)>,
     /// `PartitionName`; `None` prints `(null)`.
     pub partition: Option<String>,
     /// User names allowed (`Users=`); empty when only accounts are listed.
@@ -184,9 +215,59 @@ impl Reservation {
     }
 
     /// Whether this reservation keeps a job that does not run in it away from node
-    /// `node` during `[t0, t1)`.
+    /// `node` during `[t0, t1)`: it holds the node whole (a core reservation leaves
+    /// the rest of its nodes to others, see [`Reservation::cpus_on`]).
     pub fn blocks(&self, node: &str, t0: i64, t1: i64) -> bool {
-        self.overlaps(t0, t1) && self.nodes.iter().any(|n| n == node)
+        self.node_cpus.is_empty() && self.overlaps(t0, t1) && self.nodes.iter().any(|n| n == node)
+    }
+
+    /// For a core reservation, the CPUs it holds on `node` (`None` when it holds
+    /// whole nodes or not this one).
+    pub fn cpus_on(&self, node: &str) -> Option<u32> {
+        let k = self.nodes.iter().position(|n| n == node)?;
+        self.node_cpus.get(k).copied()
+    }
+
+    /// The count of license `name` it reserves (0 if none).
+    pub fn license(&self, name: &str) -> u32 {
+        self.licenses
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, c)| *c)
+            .sum()
+    }
+
+    /// `CoreCnt` as shown.
+    pub fn core_count(&self) -> u32 {
+        if self.cores > 0 {
+            self.cores
+        } else {
+            self.cpus
+        }
+    }
+
+    /// `Licenses=` text: `name:count,…`, or `(null)`.
+    pub fn licenses_text(&self) -> String {
+        if self.licenses.is_empty() {
+            return "(null)".into();
+        }
+        self.licenses
+            .iter()
+            .map(|(n, c)| format!("{n}:{c}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// `TRES=` text: `cpu=N` (when it holds CPUs), then `license/NAME=N` per license.
+    pub fn tres_text(&self) -> String {
+        let mut v = Vec::new();
+        if self.cpus > 0 || self.licenses.is_empty() {
+            v.push(format!("cpu={}", self.cpus));
+        }
+        for (n, c) in &self.licenses {
+            v.push(format!("license/{n}={c}"));
+        }
+        v.join(",")
     }
 
     /// `ACTIVE` or `INACTIVE` at `now`.
@@ -198,13 +279,15 @@ impl Reservation {
         }
     }
 
-    /// Rolls a DAILY/WEEKLY reservation whose window ended at or before `now` forward
+    /// Rolls a HOURLY/DAILY/WEEKLY reservation whose window ended at or before `now` forward
     /// by whole periods until it ends after `now`. Returns whether it moved.
     pub fn roll_forward(&mut self, now: i64) -> bool {
         let period = if self.flags.weekly {
             7 * 86400
         } else if self.flags.daily {
             86400
+        } else if self.flags.hourly {
+            3600
         } else {
             return false;
         };
@@ -277,6 +360,15 @@ pub struct ResvSpec {
     pub partition: Option<String>,
     /// `Flags=` text and whether it removes (`Flags-=`).
     pub flags: Option<(String, bool)>,
+    /// `CoreCnt=`: one total (spread over the nodes) or one count per node.
+    #[serde(default)]
+    pub core_cnt: Option<Vec<u32>>,
+    /// `TRES=cpu=N`: CPUs to reserve (the controller turns them into cores).
+    #[serde(default)]
+    pub cpu_cnt: Option<u32>,
+    /// `Licenses=name[:count],…` (also from `TRES=license/name=count`).
+    #[serde(default)]
+    pub licenses: Option<Vec<(String, u32)>>,
 }
 
 #[cfg(test)]
@@ -290,6 +382,9 @@ mod tests {
             end: 2000,
             nodes: vec!["n1".into(), "n2".into()],
             cpus: 8,
+            cores: 8,
+            node_cpus: vec![],
+            licenses: vec![],
             partition: None,
             users: vec!["root".into()],
             accounts: vec![],
@@ -320,6 +415,37 @@ mod tests {
             f.apply("BOGUS", false).unwrap_err(),
             "Error parsing flags BOGUS."
         );
+        assert_eq!(
+            f.apply("weekday", false).unwrap_err(),
+            "Flags=WEEKDAY on a reservation is not supported yet by sluice."
+        );
+        f.apply("HOURLY", false).unwrap();
+        assert_eq!(f.render(), "IGNORE_JOBS,HOURLY,PURGE_COMP=00:00:30");
+    }
+
+    #[test]
+    fn core_and_license_reservations_leave_their_nodes_to_others() {
+        let mut r = r();
+        r.node_cpus = vec![2, 1];
+        r.cpus = 3;
+        r.cores = 3;
+        r.licenses = vec![("matlab".into(), 2)];
+        assert!(
+            !r.blocks("n1", 1000, 1500),
+            "a core reservation hides no node"
+        );
+        assert_eq!(
+            (r.cpus_on("n1"), r.cpus_on("n2"), r.cpus_on("n3")),
+            (Some(2), Some(1), None)
+        );
+        assert_eq!(r.license("matlab"), 2);
+        assert_eq!(r.license("other"), 0);
+        assert_eq!(r.licenses_text(), "matlab:2");
+        assert_eq!(r.tres_text(), "cpu=3,license/matlab=2");
+        r.nodes.clear();
+        r.node_cpus.clear();
+        r.cpus = 0;
+        assert_eq!(r.tres_text(), "license/matlab=2");
     }
 
     #[test]
@@ -330,6 +456,10 @@ mod tests {
         assert!(!r.roll_forward(1500));
         assert!(r.roll_forward(2000 + 86400 + 5));
         assert_eq!((r.start, r.end), (1000 + 2 * 86400, 2000 + 2 * 86400));
+        let mut h = self::r();
+        h.flags.hourly = true;
+        assert!(h.roll_forward(2000));
+        assert_eq!((h.start, h.end), (1000 + 3600, 2000 + 3600));
     }
 
     #[test]

@@ -632,6 +632,10 @@ pub struct ShareRow {
     /// TRESRunMins: (TRES name, allocated amount × minutes left) over running jobs of
     /// the association's subtree; memory in MiB.
     pub tres_run_mins: Vec<(String, u64)>,
+    /// The association's GrpTRESMins limit as sacctmgr prints it (`cpu=600`); empty
+    /// when it has none.
+    #[serde(default)]
+    pub grp_tres_mins: String,
 }
 
 /// One pending job's priority factors, weighted (sprio).

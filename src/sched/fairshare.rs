@@ -19,9 +19,11 @@
 //!   Σ sibling shares` (just NormUsage below root), and the factor is
 //!   `2^(−EffectvUsage / NormShares)`.
 //!
-//! Usage bookkeeping ([`UsageLedger`]): usage decays with `PriorityDecayHalfLife` and is
-//! cleared at each `PriorityUsageResetPeriod` boundary (UTC); running jobs accrue their
-//! billing (CPUs, or `TRESBillingWeights`) times the seconds they held it.
+//! Usage bookkeeping ([`UsageLedger`], the controller's one usage ledger, which the
+//! GrpTRESMins/GrpWall limits read too): usage decays with `PriorityDecayHalfLife` and
+//! is cleared at each `PriorityUsageResetPeriod` boundary (UTC); running jobs accrue
+//! their billing (CPUs, or `TRESBillingWeights`) and TRES times the seconds they held
+//! them, at every accounting tick and at their end.
 
 use crate::model::job::Allocation;
 use serde::{Deserialize, Serialize};
@@ -137,12 +139,79 @@ pub fn decay(value: f64, then: i64, now: i64, half_life: i64) -> f64 {
 /// none.
 pub type AssocKey = (String, String);
 
-/// Decayed usage per user association, in billing-seconds (CPU-seconds without
-/// `TRESBillingWeights`). What the controller persists.
+/// What one running job charges for each second it holds its allocation (cf. the
+/// priority plugin's `_apply_new_usage`, which adds running jobs' usage to
+/// `usage_raw`, `usage_tres_raw` and `grp_used_wall` of their association chain and
+/// QOS every PriorityCalcPeriod).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunCharge {
+    /// The job's association.
+    pub key: AssocKey,
+    /// Billing units per second (CPUs, or `TRESBillingWeights`), times the QOS
+    /// UsageFactor: what fair-share's RawUsage grows by.
+    pub billing: f64,
+    /// The other TRES it holds (`cpu`, `mem` in MiB, `node`, `gres/…`, `license/…`),
+    /// each count times the QOS UsageFactor: what GrpTRESMins is checked against.
+    /// Empty where only fair-share matters (the simulator).
+    pub tres: Vec<(String, f64)>,
+    /// The QOS charged besides the association: the job's, and its partition's when
+    /// that is another (Slurm charges both).
+    pub qos: Vec<String>,
+    /// Epoch second it started.
+    pub start: i64,
+}
+
+impl RunCharge {
+    /// A charge for fair-share alone: `billing` units per second since `start`.
+    pub fn billing_only(key: AssocKey, billing: f64, start: i64) -> RunCharge {
+        RunCharge {
+            key,
+            billing,
+            tres: Vec::new(),
+            qos: Vec::new(),
+            start,
+        }
+    }
+}
+
+/// Decayed usage charged to one QOS.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct QosUsage {
+    /// Billing-seconds.
+    #[serde(default)]
+    pub billing: f64,
+    /// TRES-seconds by TRES name (billing excluded: it is `billing`).
+    #[serde(default)]
+    pub tres: BTreeMap<String, f64>,
+    /// Wall seconds of its jobs (GrpWall).
+    #[serde(default)]
+    pub wall: f64,
+}
+
+/// The one usage ledger of a controller (Slurm keeps it in each association's and
+/// QOS's `usage_raw`, `usage_tres_raw` and `grp_used_wall`): decayed usage per user
+/// association and per QOS, which fair-share (RawUsage, the billing figure) and the
+/// `GrpTRESMins`/`GrpWall` limits (every TRES, wall time) both read. Running jobs are
+/// charged at every accounting tick and at their end, so a running job's usage counts
+/// before it ends. What the controller persists.
+///
+/// Units: seconds (billing-seconds, TRES-seconds, wall seconds). An account's usage is
+/// the sum over the user associations below it (see `limits::UsedMins::from_ledger`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct UsageLedger {
-    /// Usage per (account, user), decayed to `decayed_at`.
+    /// Billing-seconds per (account, user), decayed to `decayed_at`: fair-share's
+    /// RawUsage and the `billing` TRES of the limits.
     pub usage: BTreeMap<AssocKey, f64>,
+    /// TRES-seconds per (account, user) and TRES name (billing excluded: it is
+    /// `usage`).
+    #[serde(default)]
+    pub tres: BTreeMap<AssocKey, BTreeMap<String, f64>>,
+    /// Wall seconds per (account, user): each job counts its own run time.
+    #[serde(default)]
+    pub wall: BTreeMap<AssocKey, f64>,
+    /// Usage per QOS.
+    #[serde(default)]
+    pub qos: BTreeMap<String, QosUsage>,
     /// Epoch second the values are decayed to.
     pub decayed_at: i64,
     /// Epoch second up to which running jobs' usage has been charged.
@@ -159,9 +228,21 @@ impl UsageLedger {
         }
         if reset.crossed(self.decayed_at, now) {
             self.usage.clear();
+            self.tres.clear();
+            self.wall.clear();
+            self.qos.clear();
         } else {
-            for v in self.usage.values_mut() {
-                *v = decay(*v, self.decayed_at, now, half_life);
+            let f = decay(1.0, self.decayed_at, now, half_life);
+            if f < 1.0 {
+                let scale = |m: &mut BTreeMap<String, f64>| m.values_mut().for_each(|v| *v *= f);
+                self.usage.values_mut().for_each(|v| *v *= f);
+                self.wall.values_mut().for_each(|v| *v *= f);
+                self.tres.values_mut().for_each(scale);
+                for q in self.qos.values_mut() {
+                    q.billing *= f;
+                    q.wall *= f;
+                    scale(&mut q.tres);
+                }
             }
         }
         self.decayed_at = now;
@@ -174,31 +255,46 @@ impl UsageLedger {
         }
     }
 
-    /// Charges a running job's share for `(max(start, accrued_at), now]`: `rate`
-    /// billing units held since `start`. Does not move `accrued_at` (see
-    /// [`UsageLedger::accrue`]).
-    pub fn charge_running(&mut self, key: AssocKey, rate: f64, start: i64, until: i64) {
-        let from = start.max(self.accrued_at);
-        if until > from {
-            self.charge(key, rate * (until - from) as f64);
+    /// Charges a running job for `(max(start, accrued_at), until]`. Does not move
+    /// `accrued_at` (see [`UsageLedger::accrue`]).
+    pub fn charge_running(&mut self, c: &RunCharge, until: i64) {
+        let from = c.start.max(self.accrued_at);
+        if until <= from {
+            return;
+        }
+        let secs = (until - from) as f64;
+        self.charge(c.key.clone(), c.billing * secs);
+        let add = |m: &mut BTreeMap<String, f64>| {
+            for (k, v) in &c.tres {
+                let x = v * secs;
+                if x > 0.0 && x.is_finite() {
+                    *m.entry(k.clone()).or_insert(0.0) += x;
+                }
+            }
+        };
+        if !c.tres.is_empty() {
+            add(self.tres.entry(c.key.clone()).or_default());
+        }
+        *self.wall.entry(c.key.clone()).or_insert(0.0) += secs;
+        for q in &c.qos {
+            let u = self.qos.entry(q.clone()).or_default();
+            if c.billing > 0.0 && c.billing.is_finite() {
+                u.billing += c.billing * secs;
+            }
+            add(&mut u.tres);
+            u.wall += secs;
         }
     }
 
-    /// One accounting tick: decays to `now`, then charges every running job
-    /// `(key, billing rate, start)` for the time since the previous tick.
-    pub fn accrue(
-        &mut self,
-        running: &[(AssocKey, f64, i64)],
-        now: i64,
-        half_life: i64,
-        reset: ResetPeriod,
-    ) {
+    /// One accounting tick: decays to `now`, then charges every running job for the
+    /// time since the previous tick.
+    pub fn accrue(&mut self, running: &[RunCharge], now: i64, half_life: i64, reset: ResetPeriod) {
         if now <= self.accrued_at {
             return;
         }
         self.decay_to(now, half_life, reset);
-        for (k, rate, start) in running {
-            self.charge_running(k.clone(), *rate, *start, now);
+        for c in running {
+            self.charge_running(c, now);
         }
         self.accrued_at = now;
     }

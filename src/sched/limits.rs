@@ -28,14 +28,18 @@ use crate::model::assoc::{AssocTree, Enforce, Limits, Qos, QosFlag, TresMap, Use
 use crate::model::job::Allocation;
 use crate::model::limit::{LimitKind as K, LimitReason, Scope};
 use crate::model::{Job, JobState, MemReq};
+use crate::sched::fairshare::UsageLedger;
 use std::collections::HashMap;
 
 /// TRES counts keyed by TRES name (`cpu`, `mem` in MiB, `node`, `gres/gpu`, …).
 pub type Tres = HashMap<String, u64>;
 
 /// TRES-minutes already used, per account (its whole subtree), per user association
-/// `(user, account)` and per QOS. Decayed by the caller (PriorityDecayHalfLife) as
-/// Slurm decays the usage GrpTRESMins is checked against.
+/// `(user, account)` and per QOS: what `GrpTRESMins` and `GrpWall` are checked
+/// against. A view of the controller's one usage ledger
+/// ([`UsedMins::from_ledger`]), which holds finished jobs' usage and what running jobs
+/// used up to the moment it was accrued to; decayed as Slurm decays `usage_tres_raw`.
+/// (Serde is kept only to read what controllers before the single ledger stored.)
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct UsedMins {
     pub accounts: HashMap<String, HashMap<String, f64>>,
@@ -54,6 +58,62 @@ pub struct UsedMins {
 }
 
 impl UsedMins {
+    /// The view of `ledger` (seconds) in minutes: each user association's usage, the
+    /// sum for every account from its account up to root, and each QOS's. The
+    /// ledger's billing-seconds are the `billing` TRES.
+    pub fn from_ledger(ledger: &UsageLedger, tree: &AssocTree) -> UsedMins {
+        let mut out = UsedMins::default();
+        let keys: std::collections::BTreeSet<&(String, String)> = ledger
+            .usage
+            .keys()
+            .chain(ledger.tres.keys())
+            .chain(ledger.wall.keys())
+            .collect();
+        for key in keys {
+            let (account, user) = (key.0.as_str(), key.1.as_str());
+            let mut mins: HashMap<String, f64> = ledger
+                .tres
+                .get(key)
+                .into_iter()
+                .flatten()
+                .map(|(k, v)| (k.clone(), v / 60.0))
+                .collect();
+            if let Some(b) = ledger.usage.get(key) {
+                mins.insert("billing".into(), b / 60.0);
+            }
+            let wall = ledger.wall.get(key).copied().unwrap_or(0.0) / 60.0;
+            let chain = tree.parent_chain(account);
+            add_mins(
+                out.users.entry((user.into(), account.into())).or_default(),
+                &mins,
+            );
+            for a in &chain {
+                add_mins(out.accounts.entry(a.name.clone()).or_default(), &mins);
+            }
+            if wall > 0.0 {
+                *out.wall_users
+                    .entry((user.into(), account.into()))
+                    .or_default() += wall;
+                for a in &chain {
+                    *out.wall_accounts.entry(a.name.clone()).or_default() += wall;
+                }
+            }
+        }
+        for (name, q) in &ledger.qos {
+            let m = out.qos.entry(name.clone()).or_default();
+            for (k, v) in &q.tres {
+                *m.entry(k.clone()).or_default() += v / 60.0;
+            }
+            if q.billing > 0.0 {
+                *m.entry("billing".into()).or_default() += q.billing / 60.0;
+            }
+            if q.wall > 0.0 {
+                *out.wall_qos.entry(name.clone()).or_default() += q.wall / 60.0;
+            }
+        }
+        out
+    }
+
     /// Adds `tres` × `minutes` of a finished (or finishing) job of `user` under
     /// `account` in `qos` to its user association, every account from `account` up to
     /// root, and the QOS.
@@ -123,6 +183,13 @@ impl UsedMins {
         self.wall_accounts.values_mut().for_each(|v| *v *= factor);
         self.wall_users.values_mut().for_each(|v| *v *= factor);
         self.wall_qos.values_mut().for_each(|v| *v *= factor);
+    }
+}
+
+/// Adds every entry of `from` to `to`.
+fn add_mins(to: &mut HashMap<String, f64>, from: &HashMap<String, f64>) {
+    for (k, v) in from {
+        *to.entry(k.clone()).or_default() += v;
     }
 }
 
@@ -624,13 +691,16 @@ impl<'a> LimitState<'a> {
                           used: Option<&HashMap<String, f64>>|
          -> Option<LimitReason> {
             let used_of = |t: &str| used.and_then(|m| m.get(t)).copied().unwrap_or(0.0);
+            // acct_policy.c `_validate_tres_usage_limits`: a job asking a TRES waits
+            // once the group's usage (finished jobs plus what running ones used so
+            // far) reaches the limit; with `safe`, also when that usage plus what the
+            // running jobs may still use (their time left) plus this job's whole
+            // time limit would pass it.
             if let Some(t) = first_over(&l.grp_tres_mins, &|t, v| {
                 let run = u.run_mins.get(t).copied().unwrap_or(0.0);
-                if safe {
-                    need(t) > 0 && used_of(t) + run + need(t) as f64 * mins_or_inf > v as f64
-                } else {
-                    used_of(t) >= v as f64
-                }
+                need(t) > 0
+                    && (used_of(t) >= v as f64
+                        || safe && used_of(t) + run + need(t) as f64 * mins_or_inf > v as f64)
             }) {
                 return Some(LimitReason::tres(scope, K::GrpTresMins, &t));
             }
@@ -715,6 +785,133 @@ impl<'a> LimitState<'a> {
             }
         }
         per_job_checks(Scope::Assoc, &max.per_job, &max.per_node, &max.mins_per_job)
+    }
+
+    /// Whether running `job` must end now because of a limit (Slurm's
+    /// `acct_policy_job_time_out`, which ends it TIMEOUT): its QOS's or association
+    /// chain's `GrpTRESMins` (for a TRES it holds) or `GrpWall` has been reached by the
+    /// usage so far, or the job itself has used more than its `MaxTRESMinsPerJob`
+    /// (TRES held × minutes run). QOS first, then the user association and its
+    /// accounts, root excluded (Slurm does not apply these on the root association).
+    /// Never with `safe` enforcement (a job started safe may finish) nor without
+    /// `limits`. Returns the reason as Slurm words it, for the log.
+    pub fn time_out(&self, job: &Job, now: i64) -> Option<String> {
+        let e = self.policy.enforce;
+        if !e.limits || e.safe || !matches!(job.state, JobState::Running) {
+            return None;
+        }
+        let g = self.groups(job);
+        let tree = self.policy.tree;
+        let used = self.policy.used;
+        let held = job_tres(job);
+        let ran_mins = (job.run_secs(now) / 60) as f64;
+        // What the job used, +1 so that `>` means "at or past" (as Slurm counts).
+        let job_mins = |t: &str| held.get(t).map_or(0.0, |&c| ran_mins * c as f64 + 1.0);
+        let grp_over = |lim: &TresMap, used: Option<&HashMap<String, f64>>| {
+            lim.iter()
+                .find(|(t, v)| {
+                    held.get(*t).is_some_and(|&c| c > 0)
+                        && used.and_then(|m| m.get(*t)).copied().unwrap_or(0.0) >= *v as f64
+                })
+                .map(|(t, v)| (t.to_string(), v))
+        };
+        let wall_over = |lim: Option<u32>, used: Option<&f64>| {
+            lim.filter(|&m| used.copied().unwrap_or(0.0) >= f64::from(m))
+        };
+        let max_over = |lim: &TresMap, skip_node: bool| {
+            lim.iter()
+                .find(|(t, v)| !(skip_node && *t == "node") && job_mins(t) > *v as f64)
+                .map(|(t, v)| (t.to_string(), v))
+        };
+        let owned = owned_limits(&g.qos);
+        for (q, l) in g.qos.iter().zip(&owned) {
+            if let Some((t, v)) = grp_over(&l.grp_tres_mins, used.qos.get(&q.name)) {
+                return Some(format!(
+                    "Job is at or exceeds QOS {}'s group max TRES({t}) minutes of {v}",
+                    q.name
+                ));
+            }
+            if let Some(m) = wall_over(l.grp_wall_mins, used.wall_qos.get(&q.name)) {
+                return Some(format!(
+                    "Job is at or exceeds QOS {}'s group wall limit of {m}",
+                    q.name
+                ));
+            }
+            if let Some((t, v)) = max_over(&l.max_tres_mins_per_job, false) {
+                return Some(format!(
+                    "Job is at or exceeds QOS {}'s max TRES({t}) minutes of {v}",
+                    q.name
+                ));
+            }
+        }
+        // A limit a QOS sets is the QOS's to decide (acct_policy.c passes the QOS's
+        // limits as "already imposed").
+        let qos_sets_mins = |t: &str| owned.iter().any(|l| l.grp_tres_mins.get(t).is_some());
+        let qos_sets_wall = owned.iter().any(|l| l.grp_wall_mins.is_some());
+        let qos_sets_max = |t: &str| {
+            owned
+                .iter()
+                .any(|l| l.max_tres_mins_per_job.get(t).is_some())
+        };
+        let part = job.partition.as_str();
+        // Each level: its limits, its TRES-minutes and wall minutes used, and how
+        // Slurm names it in the message.
+        type Level<'l> = (
+            &'l Limits,
+            Option<&'l HashMap<String, f64>>,
+            Option<&'l f64>,
+            String,
+        );
+        let levels: Vec<Level> = g
+            .assoc
+            .map(|i| {
+                let a = &tree.user_assocs[i];
+                let key = (a.user.clone(), a.account.clone());
+                (
+                    &a.limits,
+                    used.users.get(&key),
+                    used.wall_users.get(&key),
+                    format!("acc={}/user={}/part={}", a.account, a.user, part),
+                )
+            })
+            .into_iter()
+            .chain(
+                g.chain
+                    .iter()
+                    .filter(|n| **n != crate::model::assoc::ROOT)
+                    .filter_map(|n| tree.account(n))
+                    .map(|a| {
+                        (
+                            &a.limits,
+                            used.accounts.get(&a.name),
+                            used.wall_accounts.get(&a.name),
+                            format!("acc={}/user=/part=", a.name),
+                        )
+                    }),
+            )
+            .collect();
+        for (l, u, w, who) in levels {
+            let mut grp = l.grp_tres_mins.clone();
+            grp.retain(|t| !qos_sets_mins(t));
+            if let Some((t, v)) = grp_over(&grp, u) {
+                return Some(format!(
+                    "Job is at or exceeds association ({who}) group max TRES({t}) minutes of {v}"
+                ));
+            }
+            if !qos_sets_wall && let Some(m) = wall_over(l.grp_wall_mins, w) {
+                return Some(format!(
+                    "Job is at or exceeds association ({who}) group wall limit {m}"
+                ));
+            }
+            let mut max = l.max_tres_mins_per_job.clone();
+            max.retain(|t| !qos_sets_max(t));
+            if let Some((t, v)) = max_over(&max, true) {
+                return Some(format!(
+                    "Job is at or exceeds association ({who}) max TRES({t}) minutes of {v}"
+                ));
+            }
+        }
+        None
     }
 
     /// Counts `job` as started now (by this pass), so later jobs of the pass see it.

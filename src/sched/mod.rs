@@ -279,6 +279,9 @@ struct Pass<'a> {
     memo: std::cell::RefCell<HashMap<(String, [u64; 7]), bool>>,
     /// Association/QOS limit usage, charged as jobs start in this pass.
     limits: Option<limits::LimitState<'a>>,
+    /// What jobs inside reservations hold (core and license reservations), charged
+    /// as jobs start in this pass.
+    inside: resv::InsideUse,
 }
 
 impl<'a> Pass<'a> {
@@ -321,8 +324,12 @@ impl<'a> Pass<'a> {
                 .iter()
                 .any(|p| p.name == j.partition && p.exclusive_user)
         };
+        let mut inside = resv::InsideUse::default();
         for j in input.jobs.iter().filter(|j| holds_resources(j)) {
             if let Some(a) = &j.alloc {
+                if let Some(r) = &j.spec.reservation {
+                    inside.add(r, a, planned_end(j, input.now));
+                }
                 let idx = |n: &str| index.get(n).copied();
                 usage::charge_alloc(&mut usage, &idx, a, j.uid, locked(j));
                 for l in &a.licenses {
@@ -346,6 +353,42 @@ impl<'a> Pass<'a> {
                 .limits
                 .filter(|p| p.enforce.limits)
                 .map(|p| limits::LimitState::new(p, input.jobs, input.now)),
+            inside,
+        }
+    }
+
+    /// `lic` with, added to each count, the licenses reservations other than the
+    /// job's keep from it during `[t0, t1)`: what must be free for the job to get
+    /// its own.
+    fn lic_needs(
+        &self,
+        acc: resv::Access,
+        lic: &[(usize, u32)],
+        t0: i64,
+        t1: i64,
+    ) -> Vec<(usize, u32)> {
+        let resvs = self.input.reservations;
+        if lic.is_empty() || resvs.iter().all(|r| r.licenses.is_empty()) {
+            return lic.to_vec();
+        }
+        lic.iter()
+            .map(|&(i, c)| {
+                let hold = resv::license_hold(acc, resvs, self.lic_names[i], t0, t1, &self.inside);
+                (i, c.saturating_add(hold))
+            })
+            .collect()
+    }
+
+    /// Lowers the caps of `cands` (node index, cap) by what core reservations hold
+    /// back from the job during `[t0, t1)`.
+    fn hold_cores(&self, acc: resv::Access, cands: &mut [(usize, Cap)], t0: i64, t1: i64) {
+        let resvs = self.input.reservations;
+        if resvs.iter().all(|r| r.node_cpus.is_empty()) {
+            return;
+        }
+        for (i, c) in cands.iter_mut() {
+            let h = resv::cpu_hold(acc, resvs, &self.infos[*i].name, t0, t1, &self.inside);
+            resv::hold_cap(c, h);
         }
     }
 
@@ -419,6 +462,9 @@ impl<'a> Pass<'a> {
             for (i, c) in lr {
                 self.lic_free[i] = self.lic_free[i].saturating_sub(c);
             }
+        }
+        if let Some(r) = &job.spec.reservation {
+            self.inside.add(r, &a, planned_end(job, self.input.now));
         }
         a
     }
@@ -710,9 +756,14 @@ fn try_partition<'a>(
         return Err(Reason::PartitionConfig);
     };
     let req = partition_reason(pass, job, pv)?;
+    let now = pass.input.now;
+    let end = req
+        .time_limit
+        .map_or(FOREVER, |l| now.saturating_add(l as i64));
     // Missing licenses are reported before queue position: they say what to wait for.
     let lic = pass.lic_req(&job.spec.licenses).ok_or(Reason::Licenses)?;
-    if lic.iter().any(|&(i, c)| pass.lic_free[i] < c) {
+    let need = pass.lic_needs(acc, &lic, now, end);
+    if need.iter().any(|&(i, c)| pass.lic_free[i] < c) {
         return Err(Reason::Licenses);
     }
     if fifo_blocked || blocked.contains(pv.part.name.as_str()) {
@@ -724,10 +775,6 @@ fn try_partition<'a>(
     let resvs = pass.input.reservations;
     let mut maint_hidden = false;
     if !resvs.is_empty() {
-        let now = pass.input.now;
-        let end = req
-            .time_limit
-            .map_or(FOREVER, |l| now.saturating_add(l as i64));
         let mut hidden: Vec<&str> = Vec::new();
         cands.retain(|(i, _)| {
             let n = pass.infos[*i].name.as_str();
@@ -740,6 +787,7 @@ fn try_partition<'a>(
         maint_hidden = matches!(acc, resv::Access::Outside)
             && !hidden.is_empty()
             && resv::blocked_reason(resvs, &hidden, now, end) != Reason::Resources;
+        pass.hold_cores(acc, &mut cands, now, end);
     }
     let name = pv.part.name.clone();
     match select::fit(&req, &pass.infos, &cands) {
@@ -1017,11 +1065,11 @@ fn earliest(
         .collect();
     let try_at = |t: i64| -> Option<Placement> {
         let end = end_of(t);
-        if !lic_line.fits(t, end, lic) {
+        if !lic_line.fits(t, end, &pass.lic_needs(acc, lic, t, end)) {
             return None;
         }
         let resvs = pass.input.reservations;
-        let cands: Vec<(usize, Cap)> = members
+        let mut cands: Vec<(usize, Cap)> = members
             .iter()
             .filter(|&&i| {
                 resvs.is_empty() || resv::node_ok(acc, resvs, &pass.infos[i].name, t, end)
@@ -1039,6 +1087,7 @@ fn earliest(
                 (i, c)
             })
             .collect();
+        pass.hold_cores(acc, &mut cands, t, end);
         if req.share.is_none() && !req.overcommit {
             let free: u64 = cands.iter().map(|(_, c)| u64::from(c.cpus)).sum();
             if free < req.min_cpus() {
@@ -1265,11 +1314,21 @@ fn earliest_one_node(
             if t == now {
                 cap = cap.min(&pass.usage[i].cap(&pass.infos[i], req.share));
             }
+            if !resvs.is_empty() {
+                resv::hold_cap(
+                    &mut cap,
+                    resv::cpu_hold(acc, resvs, name, t, end, &pass.inside),
+                );
+            }
             if let Some(take) = whole(i, &cap) {
                 best = Some((t, Placement { takes: vec![take] }));
                 break;
             }
-            match lines[i].changes(t).next() {
+            // Try again when something is released, or a core reservation in the
+            // way ends.
+            let next = lines[i].changes(t).next();
+            let resv_end = resv::hold_ends(resvs, name, t, end).filter(|e| *e > t);
+            match next.into_iter().chain(resv_end).min() {
                 Some(n) => from = n,
                 None => break,
             }

@@ -7,7 +7,9 @@
 //! with the shares.
 
 use crate::model::{Job, JobSpec, JobState, MemReq, Node, NodeState, Partition, TimeLimit};
-use crate::sched::fairshare::{AccountDef, Algorithm, FairShareTree, UsageLedger, UserDef};
+use crate::sched::fairshare::{
+    AccountDef, Algorithm, FairShareTree, RunCharge, UsageLedger, UserDef,
+};
 use crate::sched::priority::{self, PriorityConfig, PriorityContext};
 use crate::sched::{self, Decision, Input, Policy, SchedConfig};
 use std::cmp::Reverse;
@@ -36,12 +38,21 @@ impl FairShare {
 
     /// A job ended at `end`: charges what the last tick did not.
     pub fn ended(&mut self, j: &Job, end: i64, cfg: &SchedConfig) {
-        let Some((a, start)) = j.alloc.as_ref().zip(j.start_time) else {
+        if let Some(start) = j.start_time {
+            self.charge(j, start, end, cfg);
+        }
+    }
+
+    /// Charges job `j` for running from `from` to `to` (the part after the last
+    /// tick): the end of a stretch of its run (it ended, or was suspended).
+    pub fn charge(&mut self, j: &Job, from: i64, to: i64, cfg: &SchedConfig) {
+        let Some(a) = j.alloc.as_ref() else {
             return;
         };
         let rate = cfg.priority.billing.rate(a);
+        let key = FairShareTree::key_of(&j.account, &j.user);
         self.ledger
-            .charge_running(FairShareTree::key_of(&j.account, &j.user), rate, start, end);
+            .charge_running(&RunCharge::billing_only(key, rate, from), to);
     }
 
     /// Sets the multifactor priority of every pending job at `now` (running jobs'
@@ -60,7 +71,7 @@ impl FairShare {
             .iter()
             .filter_map(|&i| {
                 let j = &jobs[i];
-                Some((
+                Some(RunCharge::billing_only(
                     FairShareTree::key_of(&j.account, &j.user),
                     p.billing.rate(j.alloc.as_ref()?),
                     j.start_time?,

@@ -25,6 +25,12 @@ pub struct SwfJob {
     pub limit: i64,
     /// User id (field 12; -1 when unknown).
     pub user: i64,
+    /// Queue number (field 15; -1 when unknown): the QOS, numbered from 1, when the
+    /// simulation has QOS.
+    pub queue: i64,
+    /// Partition number (field 16; -1 when unknown): the configured partition,
+    /// numbered from 1 in configuration order.
+    pub partition: i64,
 }
 
 /// A parsed trace.
@@ -127,6 +133,8 @@ pub fn parse(text: &str) -> Result<Trace, SwfError> {
             size: size as u32,
             limit,
             user: f.get(11).map_or(-1, |u| *u as i64),
+            queue: f.get(14).map_or(-1, |q| *q as i64),
+            partition: f.get(15).map_or(-1, |p| *p as i64),
         });
     }
     t.jobs.sort_by_key(|j| (j.submit, j.id));

@@ -115,3 +115,59 @@ fn kth_sp2_easy_is_pinned() {
         m.mean_bounded_slowdown
     );
 }
+
+/// A 4-CPU node with a preemptible partition `low` (PreemptMode `mode`, GraceTime
+/// `grace` s) and a partition `high` above it; job 1 (4 CPUs, 100 s) runs in `low`
+/// from 0, job 2 (2 CPUs, 30 s) arrives in `high` at 10.
+fn preempt_run(mode: &str, grace: u32) -> Metrics {
+    let cfg = crate::config::Config::from_toml(
+        &format!(
+            "[scheduler]\npreempt_type = 'preempt/partition_prio'\n\
+             [[nodes]]\nname='n1'\ncpus=4\n\
+             [[partitions]]\nname='low'\nnodes='n1'\ndefault=true\npriority_tier=1\n\
+             preempt_mode='{mode}'\ngrace_time={grace}\n\
+             [[partitions]]\nname='high'\nnodes='n1'\npriority_tier=10\n"
+        ),
+        Path::new("/x.toml"),
+    )
+    .unwrap();
+    let (n, p) = cluster_from(&cfg).unwrap();
+    let mut sc = sim_config(Policy::Easy);
+    sc.preempt = cfg.sched.preempt.clone();
+    let t = trace(
+        "1 0 -1 100 4 -1 -1 4 200 -1 1 1 -1 -1 -1 1 -1 -1\n\
+         2 10 -1 30 2 -1 -1 2 60 -1 1 1 -1 -1 -1 2 -1 -1\n",
+    );
+    simulate(&t, &n, &p, &sc).unwrap()
+}
+
+#[test]
+fn preemption_on_virtual_time_is_the_controllers() {
+    // REQUEUE: job 1 goes back to the queue at 10, job 2 runs 10..40, job 1 runs its
+    // whole 100 s again from 40.
+    let m = preempt_run("requeue", 0);
+    assert_eq!((m.preempted, m.requeued), (1, 1));
+    assert_eq!(m.makespan, 140);
+    assert_eq!(m.mean_wait, 20.0);
+    assert!(
+        (m.utilization - (4.0 * 10.0 + 4.0 * 100.0 + 2.0 * 30.0) / (4.0 * 140.0)).abs() < 1e-12
+    );
+    // CANCEL after a 20 s grace time: job 1 ends PREEMPTED at 30, job 2 runs 30..60.
+    let m = preempt_run("cancel", 20);
+    assert_eq!((m.preempted, m.requeued), (1, 0));
+    assert_eq!(m.makespan, 60);
+    assert_eq!(m.mean_wait, 10.0);
+    assert!((m.utilization - (4.0 * 30.0 + 2.0 * 30.0) / (4.0 * 60.0)).abs() < 1e-12);
+    // SUSPEND: job 2 starts at once on job 1's CPUs; job 1 resumes at 40 for its
+    // last 90 s.
+    let m = preempt_run("suspend", 0);
+    assert_eq!((m.preempted, m.requeued), (1, 0));
+    assert_eq!(m.makespan, 130);
+    assert_eq!(m.mean_wait, 0.0);
+    assert!((m.utilization - (4.0 * 100.0 + 2.0 * 30.0) / (4.0 * 130.0)).abs() < 1e-12);
+    // OFF: no preemption; job 2 waits for job 1.
+    let m = preempt_run("off", 0);
+    assert_eq!((m.preempted, m.requeued), (0, 0));
+    assert_eq!(m.makespan, 130);
+    assert_eq!(m.mean_wait, 45.0);
+}

@@ -275,3 +275,88 @@ fn busy_nodes_need_ignore_jobs_and_purge_comp_removes_an_idle_reservation() {
         (c.ok("scontrol", &["show", "res"]) == "No reservations in the system\n").then_some(())
     });
 }
+
+#[test]
+fn core_and_license_reservations_leave_the_rest_to_other_jobs() {
+    let c = TestCluster::start_with(crate::harness::Setup {
+        top: "[licenses]\nmatlab = 4\n",
+        ..Default::default()
+    });
+    let users = format!("Users={}", me());
+    let out = c.ok(
+        "scontrol",
+        &[
+            "create",
+            "reservation",
+            "ReservationName=cores",
+            "StartTime=now",
+            "Duration=60",
+            "Nodes=ALL",
+            "CoreCnt=2",
+            &users,
+        ],
+    );
+    assert_eq!(out, "Reservation created: cores\n");
+    let show = c.ok("scontrol", &["-o", "show", "reservation", "cores"]);
+    for want in [" NodeCnt=1 CoreCnt=2 ", " TRES=cpu=2 ", " Licenses=(null) "] {
+        assert!(show.contains(want), "{want}: {show}");
+    }
+    // The node stays in service for the CPUs the reservation leaves.
+    assert_eq!(c.ok("sinfo", &["-h", "-o", "%T"]).trim(), "idle");
+    let three = c.submit(&["-t", "5", "-n", "3", "--wrap", "sleep 60"]);
+    wait_reason(&c, three, "Resources");
+    let two = c.submit(&["-t", "5", "-n", "2", "--wrap", "sleep 60"]);
+    c.wait_state(two, &["RUNNING"], Duration::from_secs(20));
+    // The reservation's own job gets its two CPUs beside it.
+    let inside = c.submit(&[
+        "-t",
+        "5",
+        "-n",
+        "2",
+        "--reservation=cores",
+        "--wrap",
+        "true",
+    ]);
+    assert_eq!(c.wait_done(inside), "COMPLETED");
+    assert_eq!(c.state(three).as_deref(), Some("PENDING"));
+    c.ok("scancel", &[&two.to_string(), &three.to_string()]);
+    c.wait_done(two);
+    c.ok("scontrol", &["delete", "ReservationName=cores"]);
+
+    // Licenses: 3 of the 4 are the reservation's.
+    c.ok(
+        "scontrol",
+        &[
+            "create",
+            "reservation",
+            "ReservationName=lic",
+            "StartTime=now",
+            "Duration=60",
+            "Licenses=matlab:3",
+            &users,
+        ],
+    );
+    let show = c.ok("scontrol", &["-o", "show", "reservation", "lic"]);
+    for want in [
+        " Nodes=(null) NodeCnt=0 CoreCnt=0 ",
+        " TRES=license/matlab=3 ",
+        " Licenses=matlab:3 ",
+    ] {
+        assert!(show.contains(want), "{want}: {show}");
+    }
+    let outside = c.submit(&["-t", "5", "-L", "matlab:2", "--wrap", "true"]);
+    wait_reason(&c, outside, "Licenses");
+    let inside = c.submit(&[
+        "-t",
+        "5",
+        "-L",
+        "matlab:3",
+        "--reservation=lic",
+        "--wrap",
+        "true",
+    ]);
+    assert_eq!(c.wait_done(inside), "COMPLETED");
+    assert_eq!(c.state(outside).as_deref(), Some("PENDING"));
+    c.ok("scontrol", &["delete", "ReservationName=lic"]);
+    assert_eq!(c.wait_done(outside), "COMPLETED");
+}

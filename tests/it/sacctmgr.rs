@@ -268,7 +268,7 @@ fn on_a_terminal_sacctmgr_asks_before_committing() {
 }
 
 /// `sacctmgr dump` writes the tree as Slurm's flat file and `sacctmgr load` adds what a
-/// flat file holds, leaving existing records as they are.
+/// flat file holds and gives existing records the file's values.
 #[test]
 fn dump_and_load_flat_files() {
     let c = TestCluster::start();
@@ -305,7 +305,11 @@ fn dump_and_load_flat_files() {
     .unwrap();
     let out = c.ok("sacctmgr", &["-i", "load", &load.display().to_string()]);
     assert!(out.contains("  chem"), "{out}");
-    assert!(out.contains("Already in the database"), "{out}");
+    // phys exists: it takes the file's values, and the summary says so.
+    assert!(
+        out.contains(" Changed fairshare             for Account phys             70 -> 5\n"),
+        "{out}"
+    );
     let assoc = c.ok(
         "sacctmgr",
         &[
@@ -317,8 +321,15 @@ fn dump_and_load_flat_files() {
         ],
     );
     assert!(assoc.contains("chem|bob|1|4\n"), "{assoc}");
-    // phys is kept as it was.
-    assert!(assoc.contains("phys||70|\n"), "{assoc}");
+    assert!(assoc.contains("phys||5|\n"), "{assoc}");
+    // alice is not in the file: her association stays as it was.
+    assert_eq!(
+        c.ok(
+            "sacctmgr",
+            &["-n", "-P", "show", "assoc", "user=alice", "format=MaxJobs"]
+        ),
+        "2\n"
+    );
     // A file for another cluster is refused and changes nothing.
     std::fs::write(
         &load,

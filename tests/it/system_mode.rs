@@ -89,6 +89,18 @@ impl TempUser {
     }
 }
 
+impl TempUser {
+    /// `sbatch --parsable -o /dev/null ARGS --wrap true` as this user; the job id.
+    fn submit(&self, c: &TestCluster, dir: &std::path::Path, args: &[&str]) -> String {
+        let mut all = vec!["sbatch", "--parsable", "-o", "/dev/null"];
+        all.extend_from_slice(args);
+        all.extend(["--wrap", "true"]);
+        let o = self.run(c, dir, "022", &all);
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o).trim().to_string()
+    }
+}
+
 impl Drop for TempUser {
     fn drop(&mut self) {
         let _ = Command::new("userdel").arg(&self.name).output();
@@ -112,24 +124,28 @@ fn skip_reason() -> Option<String> {
     None
 }
 
-#[test]
-fn a_job_runs_as_the_submitting_user_with_their_groups_and_umask() {
+/// A cluster and `n` throw-away users who can run its front-ends, or `None` (the
+/// reason printed, prefixed by `what`) where that cannot be had. The test dir is
+/// private (0700) by default; the users must reach the front-ends, the config and
+/// the socket, as on a real system.
+fn cluster_and_users(what: &str, n: usize) -> Option<(TestCluster, Vec<TempUser>)> {
     if let Some(why) = skip_reason() {
-        eprintln!("skipping system-mode user test: {why}");
-        return;
+        eprintln!("skipping {what}: {why}");
+        return None;
     }
     let c = TestCluster::start();
-    // The test dir is private (0700) by default; the user must reach the front-ends,
-    // the config and the socket, as on a real system.
     std::fs::set_permissions(c.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let u = match TempUser::create() {
-        Ok(u) => u,
-        Err(e) => {
-            eprintln!("skipping system-mode user test: cannot create a user: {e}");
-            return;
+    let mut users = Vec::new();
+    for _ in 0..n {
+        match TempUser::create() {
+            Ok(u) => users.push(u),
+            Err(e) => {
+                eprintln!("skipping {what}: cannot create a user: {e}");
+                return None;
+            }
         }
-    };
-    let probe = u.run(
+    }
+    let probe = users[0].run(
         &c,
         std::path::Path::new("/"),
         "022",
@@ -137,11 +153,20 @@ fn a_job_runs_as_the_submitting_user_with_their_groups_and_umask() {
     );
     if !probe.status.success() {
         eprintln!(
-            "skipping system-mode user test: the test binary is not executable by another user ({})",
+            "skipping {what}: the test binary is not executable by another user ({})",
             stderr(&probe)
         );
-        return;
+        return None;
     }
+    Some((c, users))
+}
+
+#[test]
+fn a_job_runs_as_the_submitting_user_with_their_groups_and_umask() {
+    let Some((c, users)) = cluster_and_users("system-mode user test", 1) else {
+        return;
+    };
+    let u = &users[0];
     let home = c.dir.path().join("home");
     std::fs::create_dir(&home).unwrap();
     nix::unistd::chown(
@@ -240,43 +265,16 @@ fn a_job_runs_as_the_submitting_user_with_their_groups_and_umask() {
 
 #[test]
 fn users_act_only_on_their_own_jobs() {
-    if let Some(why) = skip_reason() {
-        eprintln!("skipping system-mode permission test: {why}");
+    let Some((c, users)) = cluster_and_users("system-mode permission test", 1) else {
         return;
-    }
-    let c = TestCluster::start();
-    std::fs::set_permissions(c.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let u = match TempUser::create() {
-        Ok(u) => u,
-        Err(e) => {
-            eprintln!("skipping system-mode permission test: cannot create a user: {e}");
-            return;
-        }
     };
+    let u = &users[0];
     let dir = std::path::Path::new("/tmp");
-    let probe = u.run(&c, dir, "022", &["sluice", "--version"]);
-    if !probe.status.success() {
-        eprintln!("skipping: the test binary is not executable by another user");
-        return;
-    }
     let roots = c.submit(&["-H", "--wrap", "true"]);
-    let o = u.run(
-        &c,
-        dir,
-        "022",
-        &[
-            "sbatch",
-            "--parsable",
-            "-H",
-            "--begin=now+1hour",
-            "-o",
-            "/dev/null",
-            "--wrap",
-            "true",
-        ],
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
-    let mine: u32 = stdout(&o).trim().parse().unwrap();
+    let mine: u32 = u
+        .submit(&c, dir, &["-H", "--begin=now+1hour"])
+        .parse()
+        .unwrap();
     let as_user = |args: &[&str]| u.run(&c, dir, "022", args);
 
     // Not someone else's job.
@@ -335,18 +333,7 @@ fn users_act_only_on_their_own_jobs() {
         "BeginTime\n"
     );
     // Raising one's own time limit or lowering nice is for operators.
-    let o = as_user(&[
-        "sbatch",
-        "--parsable",
-        "-H",
-        "-t",
-        "5",
-        "-o",
-        "/dev/null",
-        "--wrap",
-        "true",
-    ]);
-    let limited: u32 = stdout(&o).trim().parse().unwrap();
+    let limited: u32 = u.submit(&c, dir, &["-H", "-t", "5"]).parse().unwrap();
     let o = as_user(&[
         "scontrol",
         "update",
@@ -368,4 +355,92 @@ fn users_act_only_on_their_own_jobs() {
     let rows = stdout(&o);
     assert!(rows.contains(&format!("{mine}|{}\n", u.name)), "{rows}");
     assert!(!rows.contains(&format!("{roots}|")), "{rows}");
+}
+
+#[test]
+fn coordinators_manage_the_users_and_jobs_of_their_accounts() {
+    let Some((c, users)) = cluster_and_users("coordinator test", 2) else {
+        return;
+    };
+    let (coord, member) = (&users[0], &users[1]);
+    let dir = std::path::Path::new("/tmp");
+    for args in [
+        vec!["-i", "add", "account", "lab"],
+        vec!["-i", "add", "account", "sub", "parent=lab"],
+        vec!["-i", "add", "account", "other"],
+        vec!["-i", "add", "user", &member.name, "account=sub"],
+        vec!["-i", "add", "user", &coord.name, "account=other"],
+    ] {
+        c.ok("sacctmgr", &args);
+    }
+    let names = format!("names={}", coord.name);
+    let out = c.ok(
+        "sacctmgr",
+        &["-i", "add", "coordinator", "account=lab", &names],
+    );
+    assert_eq!(
+        out,
+        format!(
+            " Adding Coordinator User(s)\n  {}\n To Account(s) and all sub-accounts\n  lab\n",
+            coord.name
+        )
+    );
+    assert_eq!(
+        c.ok(
+            "sacctmgr",
+            &["-n", "-P", "show", "user", &coord.name, "withcoord"]
+        ),
+        format!("{}|other|None|lab,sub\n", coord.name)
+    );
+    assert_eq!(
+        c.ok(
+            "sacctmgr",
+            &["-n", "-P", "show", "account", "sub", "withcoord"]
+        ),
+        format!("sub|sub|lab|{}\n", coord.name)
+    );
+
+    // The member's job is the coordinator's to hold, release, update and cancel.
+    let job = member.submit(&c, dir, &["--begin=now+1hour"]);
+    let as_coord = |args: &[&str]| coord.run(&c, dir, "022", args);
+    for args in [
+        vec!["scontrol", "hold", &job],
+        vec!["scontrol", "release", &job],
+    ] {
+        let o = as_coord(&args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    }
+    let o = as_coord(&["scontrol", "update", &format!("JobId={job}"), "JobName=x"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(c.field(&job, "JobName").as_deref(), Some("x"));
+    // sacctmgr: users of lab's accounts yes, of `other` (not coordinated) no.
+    let o = as_coord(&["sacctmgr", "add", "user", "helper", "account=sub"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = as_coord(&["sacctmgr", "add", "user", "helper", "account=other"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("privilege"), "{}", stderr(&o));
+    // The member coordinates nothing: no changes, and not the coordinator's jobs.
+    let o = member.run(
+        &c,
+        dir,
+        "022",
+        &["sacctmgr", "add", "user", "x", "account=sub"],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let o = as_coord(&["scancel", &job]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(c.state(job.parse().unwrap()).as_deref(), Some("CANCELLED"));
+
+    // Once removed, the coordinator is an ordinary user again.
+    let out = c.ok(
+        "sacctmgr",
+        &["-i", "delete", "coordinator", &names, "account=lab"],
+    );
+    assert!(
+        out.contains(" Removed Coordinators (sub accounts not listed)...\n"),
+        "{out}"
+    );
+    let job2 = member.submit(&c, dir, &["-H"]);
+    let o = as_coord(&["scancel", &job2]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
 }

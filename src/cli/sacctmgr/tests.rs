@@ -25,6 +25,11 @@ fn tree() -> AssocTree {
 }
 
 fn show(cmd: &str) -> String {
+    show_in(&tree(), cmd)
+}
+
+/// `sacctmgr CMD` (a show) rendered from `t`.
+fn show_in(t: &AssocTree, cmd: &str) -> String {
     let (o, c) = parse(&args(cmd)).unwrap();
     let Command::Show {
         entity,
@@ -34,7 +39,7 @@ fn show(cmd: &str) -> String {
     else {
         panic!("not a show: {cmd}");
     };
-    render_show(&tree(), "lab", entity, &cond, &format, &o).unwrap()
+    render_show(t, "lab", entity, &cond, &format, &o).unwrap()
 }
 
 #[test]
@@ -188,4 +193,48 @@ fn user_listing_default_columns() {
     assert_eq!(l[0], "      User   Def Acct     Admin ");
     assert_eq!(l[2], "     alice   research      None ");
     assert!(l.contains(&"      root       root Administ+ "));
+}
+
+/// `tree()` plus account `theory` under research, alice coordinating research.
+fn coord_tree() -> AssocTree {
+    let mut t = tree();
+    for o in [
+        "add account theory Parent=research",
+        "add coordinator account=research names=alice",
+    ] {
+        let (_, Command::Change(op)) = parse(&args(o)).unwrap() else {
+            panic!("{o}");
+        };
+        apply(&mut t, &op, "lab").unwrap();
+    }
+    t
+}
+
+#[test]
+fn withcoord_lists_coordinators_with_sub_accounts() {
+    let t = coord_tree();
+    let render = |cmd: &str| show_in(&t, cmd);
+    assert_eq!(
+        render("show user withcoord -P"),
+        "User|Def Acct|Admin|Coord Accounts\n\
+         alice|research|None|research,theory\n\
+         bob|research|None|\n\
+         root|root|Administrator|\n"
+    );
+    assert_eq!(
+        render("show account withcoord -P"),
+        "Account|Descr|Org|Coord Accounts\n\
+         research|Research|research|alice\n\
+         root|default root account|root|\n\
+         theory|theory|research|alice\n"
+    );
+    let fixed = render("show user alice withcoord");
+    assert_eq!(
+        fixed.lines().next().unwrap(),
+        "      User   Def Acct     Admin       Coord Accounts "
+    );
+    assert!(
+        parse(&args("show coordinator")).is_err(),
+        "coordinators are listed through users and accounts"
+    );
 }

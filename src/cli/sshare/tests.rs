@@ -49,6 +49,7 @@ fn golden_rows() -> Vec<ShareRow> {
             share: t.shares[i].clone(),
             fair_tree: true,
             tres_run_mins: tres.clone(),
+            grp_tres_mins: String::new(),
         })
         .collect()
 }
@@ -124,4 +125,19 @@ fn truncation_and_bad_options() {
     assert!(parse(&["extra".into()]).is_err());
     assert_eq!(cell("abcdef", 4), "abc+");
     assert_eq!(cell("ab", -4), "ab  ");
+}
+
+#[test]
+fn grp_tres_mins_shows_the_association_limit() {
+    let mut rows = golden_rows();
+    // Rows: root, root/root, research, research/alice, research/bob.
+    rows[2].grp_tres_mins = "cpu=600".into();
+    let a: Vec<String> = "-a -P -o Account,User,GrpTRESMins"
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    let o = parse(&a).unwrap().unwrap();
+    let text = render(&o, &rows, "cluster", "alice").unwrap();
+    assert_eq!(text.lines().nth(3), Some(" research||cpu=600"), "{text}");
+    assert_eq!(text.lines().nth(4), Some("  research|alice|"), "{text}");
 }

@@ -1,7 +1,7 @@
 //! Controller-side accounting: account/QOS resolution, refusals at submit, who may
 //! change the tree, and limits applied by the scheduling pass.
 
-use super::super::state::Cluster;
+use super::super::state::{Cluster, Effects};
 use super::super::testutil::*;
 use crate::model::acct_ops::{AcctOp, Entity, Setting};
 use crate::model::{JobState, Reason};
@@ -202,14 +202,167 @@ fn grp_tres_mins_counts_what_finished_jobs_used() {
     assert_eq!(pass(&mut c, 0), vec![a]);
     // 2 CPUs for 6 minutes: 12 CPU-minutes, past the limit of 10.
     end(&mut c, a, 0, 360);
-    assert!(c.used_dirty, "usage must be saved");
-    let used = c.used_mins.accounts["lab"]["cpu"];
-    assert!((used - 12.0).abs() < 0.01, "{used}");
+    let key = ("lab".to_string(), "u2001".to_string());
+    let used = c.ledger.tres[&key]["cpu"];
+    assert!(
+        (used - 720.0).abs() < 0.01,
+        "CPU-seconds in the ledger: {used}"
+    );
     let b = submit(&mut c, spec("b"), ALICE, 360);
     assert!(pass(&mut c, 360).is_empty());
+    let used = c.used_mins.accounts["lab"]["cpu"];
+    assert!((used - 12.0).abs() < 0.01, "{used}");
     assert_eq!(c.jobs[&b].reason.as_str(), "AssocGrpCPUMinutesLimit");
     // Usage decays (half-life 7 days by default): two weeks later it is below 10.
     assert_eq!(pass(&mut c, 360 + 14 * 86400), vec![b]);
+}
+
+/// Sets `settings` on the `entity` named `name`, as root.
+fn modify(c: &mut Cluster, entity: Entity, name: &str, settings: &[&str]) {
+    let root = super::super::state::Caller { uid: 0, gid: 0 };
+    c.acct_change(
+        &AcctOp::Modify {
+            entity,
+            cond: crate::model::acct_ops::Cond {
+                names: vec![name.into()],
+                ..Default::default()
+            },
+            settings: settings
+                .iter()
+                .map(|a| Setting::parse(a).unwrap())
+                .collect(),
+        },
+        true,
+        root,
+        "root",
+    )
+    .unwrap();
+}
+
+/// A job of alice with `cpus` tasks and a time limit of `mins` minutes.
+fn sized(name: &str, cpus: u32, mins: u32) -> crate::model::JobSpec {
+    let mut s = spec(name);
+    s.ntasks = Some(cpus);
+    s.time_limit = Some(crate::model::TimeLimit::Minutes(mins));
+    s
+}
+
+#[test]
+fn grp_tres_mins_counts_what_running_jobs_used_so_far() {
+    let mut c = with_lab("");
+    modify(&mut c, Entity::Account, "lab", &["GrpTRESMins=cpu=10"]);
+    let a = submit(&mut c, sized("a", 2, 60), ALICE, 0);
+    assert_eq!(pass(&mut c, 0), vec![a]);
+    // Four minutes in: 8 CPU-minutes used, a job asking CPUs may still start.
+    let b = submit(&mut c, sized("b", 1, 60), ALICE, 240);
+    assert_eq!(pass(&mut c, 240), vec![b]);
+    // Six minutes in, `a` still running: 12 + 2 CPU-minutes are past the limit, so
+    // the next job waits although nothing has ended.
+    let d = submit(&mut c, sized("d", 1, 60), ALICE, 360);
+    assert!(pass(&mut c, 360).is_empty());
+    assert_eq!(c.jobs[&a].state, JobState::Running);
+    assert_eq!(c.jobs[&d].reason.as_str(), "AssocGrpCPUMinutesLimit");
+    let used = c.used_mins.accounts["lab"]["cpu"];
+    assert!((used - 14.0).abs() < 0.01, "{used}");
+}
+
+#[test]
+fn qos_grp_tres_mins_counts_running_jobs_too() {
+    let mut c = with_lab("");
+    modify(&mut c, Entity::Qos, "normal", &["GrpTRESMins=cpu=10"]);
+    let a = submit(&mut c, sized("a", 4, 60), ALICE, 0);
+    assert_eq!(pass(&mut c, 0), vec![a]);
+    let b = submit(&mut c, sized("b", 1, 60), ALICE, 180);
+    assert!(pass(&mut c, 180).is_empty());
+    assert_eq!(c.jobs[&b].reason.as_str(), "QOSGrpCPUMinutesLimit");
+}
+
+#[test]
+fn running_job_times_out_once_its_group_reaches_grp_tres_mins() {
+    let mut c = with_lab("");
+    modify(&mut c, Entity::Account, "lab", &["GrpTRESMins=cpu=10"]);
+    let a = submit(&mut c, sized("a", 2, 60), ALICE, 0);
+    assert_eq!(pass(&mut c, 0), vec![a]);
+    let mut fx = Effects::default();
+    c.accrue_usage(240, &mut fx);
+    assert_eq!(c.jobs[&a].state, JobState::Running, "8 of 10 CPU-minutes");
+    assert!(fx.usage.is_some(), "the ledger is saved at each tick");
+    let mut fx = Effects::default();
+    c.accrue_usage(330, &mut fx);
+    // acct_policy_job_time_out: at the limit (11 decayed CPU-minutes), the job ends
+    // TIMEOUT.
+    assert_eq!(c.jobs[&a].state, JobState::Timeout);
+    assert_eq!(c.jobs[&a].reason, Reason::TimeLimit);
+    assert!(fx.to_agent.iter().any(|(_, m)| matches!(
+        m,
+        crate::proto::ToAgent::Terminate { job_id, reason: Some(r), .. }
+            if *job_id == a && r.contains("DUE TO TIME LIMIT")
+    )));
+}
+
+#[test]
+fn running_job_times_out_past_max_tres_mins_per_job() {
+    let mut c = with_lab("");
+    let a = submit(&mut c, sized("a", 2, 60), ALICE, 0);
+    assert_eq!(pass(&mut c, 0), vec![a]);
+    // The limit is lowered after the job started: 2 CPUs × 5 minutes passes 9.
+    modify(&mut c, Entity::User, "u2001", &["MaxTRESMins=cpu=9"]);
+    let mut fx = Effects::default();
+    c.accrue_usage(240, &mut fx);
+    assert_eq!(c.jobs[&a].state, JobState::Running, "2 × 4 + 1 ≤ 9");
+    c.accrue_usage(300, &mut fx);
+    assert_eq!(c.jobs[&a].state, JobState::Timeout);
+}
+
+#[test]
+fn safe_grp_tres_mins_counts_time_left_and_never_ends_a_job() {
+    let mut c = with_lab("accounting_storage_enforce = \"associations,limits,safe\"\n");
+    modify(&mut c, Entity::Account, "lab", &["GrpTRESMins=cpu=100"]);
+    let a = submit(&mut c, sized("a", 2, 30), ALICE, 0);
+    assert_eq!(pass(&mut c, 0), vec![a]);
+    // 0 used + 60 still to come for `a` + 60 asked: past 100.
+    let b = submit(&mut c, sized("b", 2, 30), ALICE, 0);
+    assert!(pass(&mut c, 0).is_empty());
+    assert_eq!(c.jobs[&b].reason.as_str(), "AssocGrpCPUMinutesLimit");
+    // 10 minutes later: 20 used + 40 to come + 60 asked, still past.
+    assert!(pass(&mut c, 600).is_empty());
+    // Safe never ends a running job for usage.
+    let mut fx = Effects::default();
+    c.accrue_usage(600, &mut fx);
+    assert_eq!(c.jobs[&a].state, JobState::Running);
+    // `a` ends at 10 minutes: 20 used + 60 asked fit.
+    end(&mut c, a, 0, 600);
+    assert_eq!(pass(&mut c, 600), vec![b]);
+}
+
+#[test]
+fn usage_kept_apart_by_an_older_controller_joins_the_ledger() {
+    let mut c = with_lab("");
+    modify(
+        &mut c,
+        Entity::Account,
+        "lab",
+        &["GrpTRESMins=cpu=10", "GrpWall=5"],
+    );
+    let mut old = crate::sched::limits::UsedMins::default();
+    old.record(
+        &c.assoc,
+        ("u2001", "lab", "normal"),
+        &[("cpu".to_string(), 2), ("billing".to_string(), 2)].into(),
+        6.0,
+    );
+    old.record_wall(&c.assoc, ("u2001", "lab", "normal"), 6.0);
+    c.ledger.decayed_at = 100;
+    c.ledger.accrued_at = 100;
+    c.fold_legacy_usage(&old, 100);
+    let key = ("lab".to_string(), "u2001".to_string());
+    assert_eq!(c.ledger.tres[&key]["cpu"], 720.0);
+    assert!(!c.ledger.tres[&key].contains_key("billing"));
+    assert_eq!(c.ledger.wall[&key], 360.0);
+    assert_eq!(c.ledger.qos["normal"].tres["cpu"], 720.0);
+    let b = submit(&mut c, spec("b"), ALICE, 100);
+    assert!(pass(&mut c, 100).is_empty());
+    assert_eq!(c.jobs[&b].reason.as_str(), "AssocGrpWallLimit");
 }
 
 #[test]
@@ -309,4 +462,159 @@ users = ["u2001", "u2002"]
         c.assoc.account("phys").unwrap().shares,
         crate::model::assoc::Shares::Raw(5)
     );
+}
+
+const CAROL: super::super::state::Caller = super::super::state::Caller {
+    uid: 2003,
+    gid: 2003,
+};
+
+/// `with_lab` plus account `sub` under lab, account `other` under root, bob (u2002)
+/// in `sub`, carol (u2003) in `other`, and alice (u2001) coordinating `lab`.
+fn with_coordinator() -> Cluster {
+    let mut c = with_lab("");
+    let root = super::super::state::Caller { uid: 0, gid: 0 };
+    for (e, n, a) in [
+        (Entity::Account, "sub", &["Parent=lab"][..]),
+        (Entity::Account, "other", &[][..]),
+        (Entity::User, "u2002", &["Account=sub"][..]),
+        (Entity::User, "u2003", &["Account=other"][..]),
+        (Entity::Coordinator, "u2001", &["Account=lab"][..]),
+    ] {
+        c.acct_change(&op(e, &[n], a), true, root, "root").unwrap();
+    }
+    for (uid, name) in [(2001, "u2001"), (2002, "u2002"), (2003, "u2003")] {
+        c.groups.user_names.insert(uid, name.into());
+    }
+    c
+}
+
+#[test]
+fn coordinators_change_only_what_lies_in_their_accounts() {
+    let mut c = with_coordinator();
+    let denied =
+        SlurmError::Other("Your user doesn't have privilege to perform this action".into());
+    let as_alice = |c: &mut Cluster, o: AcctOp| c.acct_change(&o, true, ALICE, "u2001");
+    let modify_op = |e: Entity, n: &str, s: &[&str]| AcctOp::Modify {
+        entity: e,
+        cond: crate::model::acct_ops::Cond {
+            names: vec![n.into()],
+            ..Default::default()
+        },
+        settings: s.iter().map(|a| Setting::parse(a).unwrap()).collect(),
+    };
+    // Users and associations under lab (sub-accounts included).
+    as_alice(&mut c, op(Entity::User, &["u2004"], &["Account=sub"])).unwrap();
+    assert!(c.assoc.find_assoc("u2004", "sub", "").is_some());
+    as_alice(&mut c, modify_op(Entity::User, "u2002", &["MaxJobs=2"])).unwrap();
+    // A sub-account and its limits; not lab's own association.
+    as_alice(&mut c, op(Entity::Account, &["sub2"], &["Parent=lab"])).unwrap();
+    as_alice(&mut c, modify_op(Entity::Account, "sub", &["GrpJobs=3"])).unwrap();
+    let before = c.assoc.clone();
+    for o in [
+        modify_op(Entity::Account, "lab", &["GrpJobs=3"]),
+        op(Entity::User, &["u2005"], &["Account=other"]),
+        op(Entity::Account, &["x"], &["Parent=other"]),
+        op(
+            Entity::User,
+            &["u2005"],
+            &["Account=sub", "AdminLevel=Operator"],
+        ),
+        modify_op(Entity::User, "u2002", &["AdminLevel=Operator"]),
+        modify_op(Entity::User, "u2003", &["MaxJobs=1"]),
+        op(Entity::Qos, &["high"], &[]),
+        op(Entity::Coordinator, &["u2002"], &["Account=other"]),
+    ] {
+        assert_eq!(as_alice(&mut c, o.clone()).unwrap_err(), denied, "{o:?}");
+    }
+    assert_eq!(
+        c.assoc, before,
+        "a refused change leaves the tree as it was"
+    );
+    // A coordinator may name another coordinator of their accounts.
+    as_alice(
+        &mut c,
+        op(Entity::Coordinator, &["u2002"], &["Account=sub"]),
+    )
+    .unwrap();
+    assert!(c.assoc.coordinates("u2002", "sub"));
+    // Someone who coordinates nothing changes nothing.
+    assert_eq!(
+        c.acct_change(
+            &op(Entity::User, &["u2006"], &["Account=other"]),
+            true,
+            CAROL,
+            "u2003"
+        )
+        .unwrap_err(),
+        denied
+    );
+}
+
+#[test]
+fn coordinators_manage_the_jobs_of_their_accounts() {
+    let mut c = with_coordinator();
+    let mut s = spec("bobs");
+    s.account = Some("sub".into());
+    s.hold = true;
+    let bobs = submit(&mut c, s, BOB, 1);
+    let carols = submit(&mut c, spec("carols"), CAROL, 1);
+    assert_eq!(c.jobs[&carols].account, "other");
+    let mut fx = Effects::default();
+    // alice coordinates lab, so bob's job in lab's sub-account is hers to manage.
+    assert_eq!(c.release(&[bobs], &[], ALICE, 2, &mut fx)[0].error, None);
+    assert_eq!(c.hold(&[bobs], &[], false, ALICE, &mut fx)[0].error, None);
+    assert_eq!(
+        c.jobs[&bobs].reason,
+        Reason::JobHeldUser,
+        "a coordinator's hold is the user's"
+    );
+    let upd = [crate::proto::JobUpdate::Name("renamed".into())];
+    c.update_job(bobs, None, &upd, ALICE, &mut fx).unwrap();
+    assert_eq!(c.jobs[&bobs].spec.name, "renamed");
+    // Not carol's: `other` is not under lab.
+    assert_eq!(
+        c.release(&[carols], &[], ALICE, 2, &mut fx)[0].error,
+        Some(SlurmError::AccessDenied)
+    );
+    assert_eq!(
+        c.update_job(carols, None, &upd, ALICE, &mut fx)
+            .unwrap_err(),
+        SlurmError::AccessDenied
+    );
+    let f = |id| crate::proto::JobFilter {
+        ids: vec![id],
+        ..Default::default()
+    };
+    assert_eq!(
+        c.cancel(&f(carols), None, false, ALICE, 3, &mut fx)[0].error,
+        Some(SlurmError::AccessDenied)
+    );
+    // Nor may bob (no coordinator) touch alice's jobs; alice cancels bob's.
+    let alices = submit(&mut c, spec("alices"), ALICE, 3);
+    assert_eq!(
+        c.cancel(&f(alices), None, false, BOB, 3, &mut fx)[0].error,
+        Some(SlurmError::AccessDenied)
+    );
+    assert_eq!(
+        c.cancel(&f(bobs), None, false, ALICE, 3, &mut fx)[0].error,
+        None
+    );
+    assert_eq!(c.jobs[&bobs].state, JobState::Cancelled);
+}
+
+#[test]
+fn sshare_rows_carry_the_grp_tres_mins_limits() {
+    let mut c = with_lab("");
+    modify(&mut c, Entity::Account, "lab", &["GrpTRESMins=cpu=600"]);
+    modify(&mut c, Entity::User, "u2001", &["GrpTRESMins=gres/gpu=60"]);
+    let rows = c.share_rows(0);
+    let of = |acct: &str, user: Option<&str>| {
+        rows.iter()
+            .find(|r| r.account == acct && r.user.as_deref() == user)
+            .map(|r| r.grp_tres_mins.clone())
+    };
+    assert_eq!(of("lab", None).as_deref(), Some("cpu=600"));
+    assert_eq!(of("lab", Some("u2001")).as_deref(), Some("gres/gpu=60"));
+    assert_eq!(of("root", None).as_deref(), Some(""));
 }

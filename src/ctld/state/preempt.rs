@@ -215,20 +215,6 @@ impl Cluster {
             self.requeue_running(id, false, false, now, fx);
             return;
         }
-        let Some(node) = self.end_running(id, JobState::Preempted, Reason::None, now, fx) else {
-            return;
-        };
-        let msg = format!(
-            "*** JOB {id} ON {node} CANCELLED AT {} DUE TO PREEMPTION ***",
-            crate::cli::timefmt::fmt_ts(now)
-        );
-        fx.to_agent.push((
-            node,
-            ToAgent::Terminate {
-                job_id: id,
-                kill_wait: self.kill_wait,
-                reason: Some(msg),
-            },
-        ));
+        self.end_with_notice(id, JobState::Preempted, Reason::None, "PREEMPTION", now, fx);
     }
 }

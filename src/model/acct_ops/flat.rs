@@ -6,8 +6,9 @@
 //!
 //! Pure: [`dump`] renders a tree, [`parse`] turns a file into the [`AcctOp::Load`]
 //! the controller applies all or nothing. Load adds what the tree lacks (accounts,
-//! users, associations, with the file's settings); records the tree already has are
-//! left as they are and named in the summary, so a load never overwrites silently.
+//! users, associations, with the file's settings); records the tree already has take
+//! the file's values, each change named in the summary as sacctmgr names it (the
+//! `Cluster` line's settings are the root association's).
 
 use super::{AcctOp, Entity, Setting};
 use crate::model::assoc::{AssocTree, Limits, ROOT, UserAssoc};
@@ -200,6 +201,13 @@ pub fn parse(text: &str, cluster: &str) -> Result<AcctOp, String> {
                     )));
                 }
                 seen_cluster = true;
+                if !settings.is_empty() {
+                    ops.push(AcctOp::Add {
+                        entity: Entity::Account,
+                        names: vec![ROOT.to_string()],
+                        settings,
+                    });
+                }
             }
             _ if !seen_cluster => {
                 return Err(at("the first record must be 'Cluster - ...'".into()));
@@ -334,6 +342,57 @@ mod tests {
         // Loading it again changes nothing.
         let out = apply(&mut fresh, &op, "lab").unwrap();
         assert!(!out.changed, "{:?}", out.lines);
+    }
+
+    #[test]
+    fn load_changes_records_that_exist_and_says_what_changed() {
+        let mut t = sample();
+        let file = "Cluster - 'lab':Fairshare=1:GrpJobs=50\n\
+                    Parent - 'root'\n\
+                    Account - 'phys':Description='Physics dept':Organization='phys':Fairshare=60:GrpTRES=cpu=16\n\
+                    Account - 'chem':Fairshare=30\n\
+                    Parent - 'theory'\n\
+                    User - 'alice':DefaultAccount='phys':AdminLevel='None':QOS='high':MaxJobs=5\n\
+                    User - 'bob':DefaultAccount='theory'\n";
+        let op = parse(file, "lab").unwrap();
+        let out = apply(&mut t, &op, "lab").unwrap();
+        assert!(out.changed);
+        let changed: Vec<&str> = out
+            .lines
+            .iter()
+            .map(String::as_str)
+            .filter(|l| l.contains(" for "))
+            .collect();
+        assert_eq!(
+            changed,
+            [
+                " Changed GrpJobs               for Cluster lab              -1 -> 50",
+                " Changed description           for Account phys       Physics: all of it -> Physics dept",
+                " Changed fairshare             for Account phys             70 -> 60",
+                " Changed GrpTRES               for Account phys          cpu=8 -> cpu=16",
+                " Changed MaxJobs               for User    alice             3 -> 5",
+                " Changed Admin Level           for User    alice      Operator -> None",
+                " Changed Default Account       for User    alice        theory -> phys",
+            ]
+        );
+        // New records are added as before; QOS named by the file are only added.
+        assert!(t.account("chem").is_some());
+        assert!(t.find_assoc("bob", "theory", "").is_some());
+        let a = t.find_assoc("alice", "theory", "").unwrap();
+        assert_eq!(a.qos, ["normal", "high"]);
+        assert_eq!(t.root().limits.grp_jobs, Some(50));
+        // The same file again changes nothing.
+        let again = apply(&mut t, &op, "lab").unwrap();
+        assert!(!again.changed, "{:?}", again.lines);
+        // A record the tree refuses undoes the whole load.
+        let before = t.clone();
+        let bad = parse(
+            "Cluster - 'lab'\nParent - 'root'\nAccount - 'phys':Fairshare=5\nAccount - 'x':MaxJobs=x\n",
+            "lab",
+        )
+        .unwrap();
+        assert!(apply(&mut t, &bad, "lab").is_err());
+        assert_eq!(t, before);
     }
 
     #[test]

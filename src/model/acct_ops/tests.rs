@@ -363,3 +363,84 @@ fn qos_min_tres_and_usage_threshold_are_settable() {
     add(&mut t, Entity::Account, &["a"], &[]).unwrap();
     assert!(modify(&mut t, Entity::Account, by_name(&["a"]), &["MinTRES=cpu=1"]).is_err());
 }
+
+#[test]
+fn coordinators_are_added_removed_and_leave_with_their_account() {
+    let mut t = AssocTree::default();
+    add(&mut t, Entity::Account, &["phys"], &[]).unwrap();
+    add(&mut t, Entity::Account, &["theory"], &["Parent=phys"]).unwrap();
+    add(&mut t, Entity::User, &["alice"], &["Account=phys"]).unwrap();
+    let o = add(
+        &mut t,
+        Entity::Coordinator,
+        &[],
+        &["Account=phys", "Names=alice"],
+    )
+    .unwrap();
+    assert!(o.changed);
+    assert_eq!(
+        o.lines,
+        [
+            " Adding Coordinator User(s)",
+            "  alice",
+            " To Account(s) and all sub-accounts",
+            "  phys"
+        ]
+    );
+    assert!(t.coordinates("alice", "phys") && t.coordinates("alice", "theory"));
+    assert!(!t.coordinates("alice", "root"));
+    assert_eq!(t.coord_accounts_of("alice"), ["phys", "theory"]);
+    assert_eq!(t.coordinators_of("theory"), ["alice"]);
+    // Again: nothing new.
+    let again = add(&mut t, Entity::Coordinator, &["alice"], &["Account=phys"]).unwrap();
+    assert!(!again.changed);
+    // Slurm's checks: both lists, existing names.
+    assert_eq!(
+        add(&mut t, Entity::Coordinator, &["alice"], &[]).unwrap_err(),
+        " You need to specify an account list here."
+    );
+    assert_eq!(
+        add(&mut t, Entity::Coordinator, &["nobody"], &["Account=nope"]).unwrap_err(),
+        " You specified a non-existent account 'nope'.\n You specified a non-existent user 'nobody'."
+    );
+    // Removal lists what went.
+    let mut t2 = t.clone();
+    let cond = Cond {
+        names: names(&["alice"]),
+        accounts: names(&["phys"]),
+        ..Cond::default()
+    };
+    let o = delete(&mut t2, Entity::Coordinator, cond.clone()).unwrap();
+    assert_eq!(
+        o.lines,
+        [
+            " Removing Coordinators with user name",
+            "  alice",
+            " From Account(s)",
+            "  phys",
+            " Removed Coordinators (sub accounts not listed)...",
+            "  U = alice     A = phys      "
+        ]
+    );
+    assert!(!t2.coordinates("alice", "theory"));
+    assert_eq!(
+        delete(&mut t2, Entity::Coordinator, cond)
+            .unwrap()
+            .lines
+            .last()
+            .unwrap(),
+        " Nothing removed"
+    );
+    // Deleting the account takes the right with it (the tree stays consistent).
+    add(&mut t, Entity::User, &["alice"], &["Account=root"]).unwrap();
+    modify(
+        &mut t,
+        Entity::User,
+        by_name(&["alice"]),
+        &["DefaultAccount=root"],
+    )
+    .unwrap();
+    delete(&mut t, Entity::Account, by_name(&["theory", "phys"])).unwrap();
+    assert!(t.users["alice"].coord_accounts.is_empty());
+    t.check().unwrap();
+}

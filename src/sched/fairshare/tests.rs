@@ -164,20 +164,30 @@ fn ledger_decays_accrues_and_resets() {
         ..Default::default()
     };
     // 4 CPUs since 400 (before the last tick): only 1000..1100 is charged.
-    l.accrue(&[(k.clone(), 4.0, 400)], 1100, 100, ResetPeriod::None);
+    l.accrue(
+        &[RunCharge::billing_only(k.clone(), 4.0, 400)],
+        1100,
+        100,
+        ResetPeriod::None,
+    );
     assert_eq!(l.usage[&k], 400.0);
     // One half-life later with nothing running: halved.
     l.accrue(&[], 1200, 100, ResetPeriod::None);
     assert_eq!(l.usage[&k], 200.0);
     // A job that ended at 1250 charges from the last tick only.
-    l.charge_running(k.clone(), 2.0, 900, 1250);
+    l.charge_running(&RunCharge::billing_only(k.clone(), 2.0, 900), 1250);
     assert_eq!(l.usage[&k], 300.0);
     // A daily reset clears it.
     l.accrue(&[], 86400 + 10, 100, ResetPeriod::Daily);
     assert!(l.usage.is_empty());
     // Time going backwards changes nothing.
     l.charge(k.clone(), 5.0);
-    l.accrue(&[(k.clone(), 1.0, 0)], 50, 100, ResetPeriod::None);
+    l.accrue(
+        &[RunCharge::billing_only(k.clone(), 1.0, 0)],
+        50,
+        100,
+        ResetPeriod::None,
+    );
     assert_eq!(l.usage[&k], 5.0);
 }
 

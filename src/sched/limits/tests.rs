@@ -19,6 +19,7 @@ fn tree() -> AssocTree {
                 name: u.into(),
                 default_account: "theory".into(),
                 admin_level: Default::default(),
+                coord_accounts: Vec::new(),
             },
         );
         t.user_assocs.push(UserAssoc::new(u, "theory", None));
@@ -193,6 +194,9 @@ fn grp_gres_and_gres_minutes() {
         reason_used(&t, enforce(), &used, &[], &gpu_job(2, JobState::Pending)),
         Some("AssocGrpGRESMinutes")
     );
+    // acct_policy.c checks the usage of a TRES only for a job that asks it.
+    let cpu_only = job(3, "alice", JobState::Pending, 1);
+    assert_eq!(reason_used(&t, enforce(), &used, &[], &cpu_only), None);
     used.users.clear();
     assert_eq!(
         reason_used(&t, enforce(), &used, &[], &gpu_job(2, JobState::Pending)),
@@ -732,4 +736,86 @@ fn partition_qos_submit_limits_and_deny_on_limit() {
         st.submit_check(&big).unwrap_err().as_str(),
         "QOSMaxCpuPerJobLimit"
     );
+}
+
+#[test]
+fn used_mins_view_sums_the_ledger_up_the_tree() {
+    use crate::sched::fairshare::{QosUsage, UsageLedger};
+    let t = tree();
+    let mut l = UsageLedger::default();
+    let alice = ("theory".to_string(), "alice".to_string());
+    let bob = ("theory".to_string(), "bob".to_string());
+    l.usage.insert(alice.clone(), 600.0);
+    l.tres
+        .insert(alice.clone(), [("cpu".to_string(), 600.0)].into());
+    l.tres
+        .insert(bob.clone(), [("cpu".to_string(), 1200.0)].into());
+    l.wall.insert(bob, 300.0);
+    l.qos.insert(
+        "normal".into(),
+        QosUsage {
+            billing: 60.0,
+            tres: [("cpu".to_string(), 1800.0)].into(),
+            wall: 120.0,
+        },
+    );
+    let u = UsedMins::from_ledger(&l, &t);
+    assert_eq!(u.users[&("alice".into(), "theory".into())]["cpu"], 10.0);
+    assert_eq!(u.users[&("alice".into(), "theory".into())]["billing"], 10.0);
+    for a in ["theory", "phys", "root"] {
+        assert_eq!(u.accounts[a]["cpu"], 30.0, "{a}");
+        assert_eq!(u.wall_accounts[a], 5.0, "{a}");
+    }
+    assert_eq!(u.qos["normal"]["cpu"], 30.0);
+    assert_eq!(u.qos["normal"]["billing"], 1.0);
+    assert_eq!(u.wall_qos["normal"], 2.0);
+}
+
+#[test]
+fn time_out_ends_a_running_job_at_its_group_usage_limit() {
+    let mut t = tree();
+    t.accounts.get_mut("phys").unwrap().limits.grp_tres_mins = TresMap::parse("cpu=100").unwrap();
+    let running = job(1, "alice", JobState::Running, 2);
+    let mut used = UsedMins::default();
+    used.accounts
+        .insert("phys".into(), HashMap::from([("cpu".to_string(), 99.0)]));
+    let refs = [&running];
+    let policy = |e: Enforce, used: &UsedMins| -> Option<String> {
+        let p = Policy {
+            fairshare: None,
+            partition_qos: None,
+            tree: &t,
+            enforce: e,
+            used,
+        };
+        LimitState::new(p, &refs, 600).time_out(&running, 600)
+    };
+    assert_eq!(policy(enforce(), &used), None);
+    used.accounts
+        .insert("phys".into(), HashMap::from([("cpu".to_string(), 100.0)]));
+    assert_eq!(
+        policy(enforce(), &used).as_deref(),
+        Some(
+            "Job is at or exceeds association (acc=phys/user=/part=) group max TRES(cpu) minutes of 100"
+        )
+    );
+    // Safe enforcement never ends a job that was started safe.
+    assert_eq!(policy(Enforce::parse("safe").unwrap(), &used), None);
+    // Root's limits are not applied (as in Slurm).
+    let mut t2 = tree();
+    t2.accounts.get_mut(ROOT).unwrap().limits.grp_tres_mins = TresMap::parse("cpu=100").unwrap();
+    let p = Policy {
+        fairshare: None,
+        partition_qos: None,
+        tree: &t2,
+        enforce: enforce(),
+        used: &UsedMins {
+            accounts: HashMap::from([(
+                ROOT.to_string(),
+                HashMap::from([("cpu".to_string(), 500.0)]),
+            )]),
+            ..Default::default()
+        },
+    };
+    assert_eq!(LimitState::new(p, &refs, 600).time_out(&running, 600), None);
 }
