@@ -76,24 +76,8 @@ pub fn plan(args: &SrunArgs, ctx: &opts::SubmitContext) -> Result<Plan, Failure>
     if s.het_group.is_some() {
         return Err(OptError::Unsupported("--het-group".into()).into());
     }
-    let norm = args
-        .job
-        .to_spec_allowing(ctx, &["--distribution", "--gpu-bind", "--gpus-per-socket"])?;
+    let norm = args.job.to_step_spec(ctx)?;
     let spec = norm.spec;
-    let later = &args.job.later;
-    let gpu_bind = match &later.gpu_bind {
-        Some(b) => Some(
-            crate::model::gpu_bind::GpuBind::parse(b).map_err(|e| Failure::error(e.to_string()))?,
-        ),
-        None => None,
-    };
-    let per_socket = match &later.gpus_per_socket {
-        Some(g) => Some(
-            crate::model::gres::parse_gpus(g)
-                .map_err(|_| OptError::InvalidSpec("--gpus-per-socket"))?,
-        ),
-        None => None,
-    };
     let distribution = match &args.job.later.distribution {
         Some(d) => Distribution::parse(d).ok_or(OptError::InvalidSpec("--distribution"))?,
         None => Distribution::Block,
@@ -111,13 +95,34 @@ pub fn plan(args: &SrunArgs, ctx: &opts::SubmitContext) -> Result<Plan, Failure>
         ),
         None => env_num("SLURM_JOB_ID").or_else(|| env_num("SLURM_JOBID")),
     };
-    if job_id.is_none() && per_socket.is_some() {
-        // The allocation itself would need per-socket GPU selection, which the
-        // scheduler does not do yet; inside an allocation the step takes them.
-        return Err(
-            OptError::Unsupported("--gpus-per-socket (outside an allocation)".into()).into(),
-        );
+    if job_id.is_none() {
+        opts::verify_allocation(&spec)?;
     }
+    // Inside a job, a step's GPU binding and tasks per GPU default to the job's
+    // (SLURM_GPU_BIND, SLURM_NTASKS_PER_GPU, as srun reads them).
+    let inherited = |k: &str| {
+        job_id
+            .and_then(|_| ctx.env.get(k))
+            .filter(|v| !v.is_empty())
+            .cloned()
+    };
+    let gpu_bind = match spec
+        .gpu_bind
+        .clone()
+        .or_else(|| inherited("SLURM_GPU_BIND"))
+    {
+        Some(b) => Some(
+            crate::model::gpu_bind::GpuBind::parse(&b)
+                .map_err(|e| Failure::error(e.to_string()))?,
+        ),
+        None => None,
+    };
+    let ntasks_per_gpu = match spec.ntasks_per_gpu {
+        Some(n) => Some(n),
+        None => inherited("SLURM_NTASKS_PER_GPU")
+            .map(|v| opts::parse_count("--ntasks-per-gpu", &v))
+            .transpose()?,
+    };
     // Inside an allocation the job's task count is srun's default (SLURM_NTASKS).
     let ntasks = spec.ntasks.or_else(|| {
         if job_id.is_some() && spec.nodes_min.is_none() && spec.ntasks_per_node.is_none() {
@@ -126,6 +131,36 @@ pub fn plan(args: &SrunArgs, ctx: &opts::SubmitContext) -> Result<Plan, Failure>
             None
         }
     });
+    // --ntasks-per-gpu turns a task count into GPUs or GPUs into a task count, as the
+    // controller does for the allocation (the same function on the same request, so
+    // a new allocation and its step agree).
+    let mut step_req = JobSpec {
+        ntasks,
+        ntasks_per_gpu,
+        ..spec.clone()
+    };
+    if step_req.resolve_ntasks_per_gpu().is_err() {
+        match job_id {
+            // Given to this srun: the step cannot be made.
+            Some(id) if spec.ntasks_per_gpu.is_some() => {
+                return Err(Failure::error(format!(
+                    "Unable to create step for job {id}: {}",
+                    crate::model::gres::INVALID_GRES
+                )));
+            }
+            // Inherited from the job: a step too small for a GPU of its own keeps
+            // the job's devices and only the binding.
+            Some(_) => {
+                step_req = JobSpec {
+                    ntasks,
+                    ..spec.clone()
+                }
+            }
+            // A new allocation: the controller refuses it with Slurm's message.
+            None => {}
+        }
+    }
+    let ntasks = step_req.ntasks;
     let exe = args.command[0].clone();
     let base = std::path::Path::new(&exe)
         .file_name()
@@ -210,12 +245,13 @@ pub fn plan(args: &SrunArgs, ctx: &opts::SubmitContext) -> Result<Plan, Failure>
         srun_pid: std::process::id(),
         umask: ctx.umask,
         gpus: StepGpus {
-            gres: spec.gres.clone(),
-            total: spec.gpus.clone(),
-            per_node: spec.gpus_per_node.clone(),
-            per_task: spec.gpus_per_task.clone(),
-            per_socket,
+            gres: step_req.gres.clone(),
+            total: step_req.gpus.clone(),
+            per_node: step_req.gpus_per_node.clone(),
+            per_task: step_req.gpus_per_task.clone(),
+            per_socket: step_req.gpus_per_socket.clone(),
             bind: gpu_bind,
+            ntasks_per_gpu,
         },
     };
     let mut job = spec;
@@ -225,7 +261,6 @@ pub fn plan(args: &SrunArgs, ctx: &opts::SubmitContext) -> Result<Plan, Failure>
         .clone()
         .filter(|n| !n.is_empty())
         .unwrap_or(base);
-    job.ntasks = ntasks.or(job.ntasks);
     // Task I/O files belong to the step, not to the allocation.
     job.stdout = None;
     job.stderr = None;

@@ -436,6 +436,11 @@ impl Cluster {
         now: i64,
         names: &dyn Fn(u32, u32) -> (String, String),
     ) -> Result<Job, SlurmError> {
+        let mut spec = spec;
+        // GPU counts as slurmctld's gres_job_state_validate settles them.
+        let invalid_gres = |_| SlurmError::Other(crate::model::gres::INVALID_GRES.into());
+        spec.resolve_ntasks_per_gpu().map_err(invalid_gres)?;
+        spec.check_gpu_counts().map_err(invalid_gres)?;
         let part = self.pick_partition(&spec)?;
         if matches!(part.state, PartitionState::Inactive | PartitionState::Drain) {
             return Err(SlurmError::PartitionConfigUnavailable);
@@ -476,7 +481,6 @@ impl Cluster {
             .filter(|n| part.nodes.contains(&n.name))
             .collect();
         let gpu_default = spec.wants_gres() && spec.mem_per_gpu.is_none();
-        let mut spec = spec;
         if spec.mem.is_none()
             && gpu_default
             && let Some(m) = part.def_mem_per_gpu

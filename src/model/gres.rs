@@ -89,6 +89,10 @@ impl fmt::Display for GresReq {
     }
 }
 
+/// Slurm's text for ESLURM_INVALID_GRES, the error of a GRES request that can never
+/// be met (unknown, too large, or inconsistent counts).
+pub const INVALID_GRES: &str = "Invalid generic resource (gres) specification";
+
 /// Why a GRES or license specification could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum GresError {
@@ -249,6 +253,70 @@ pub fn fmt_node_gres(devs: &[GresDevice]) -> String {
         })
         .collect::<Vec<_>>()
         .join(",")
+}
+
+/// How a job's CPUs relate to the affinity of its GPUs (`--gres-flags`; cf. Slurm's
+/// `GRES_ENFORCE_BIND`/`GRES_DISABLE_BIND` job flags and cons_tres
+/// gres_select_filter.c).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum GresBinding {
+    /// No flag: CPUs near the job's GPUs (gres.conf `Cores=`) are preferred, others
+    /// taken when those are busy.
+    #[default]
+    Default,
+    /// `enforce-binding`: the job only gets CPUs listed in its GPUs' `Cores=`, and each
+    /// of its GPUs has at least one of the job's CPUs near it; it pends until such
+    /// CPUs are free.
+    Enforce,
+    /// `disable-binding`: GPU affinity plays no part in choosing the job's CPUs.
+    Disable,
+}
+
+impl GresBinding {
+    /// The `--gres-flags` word (`None` for the default).
+    pub fn flag(self) -> Option<&'static str> {
+        match self {
+            GresBinding::Default => None,
+            GresBinding::Enforce => Some("enforce-binding"),
+            GresBinding::Disable => Some("disable-binding"),
+        }
+    }
+}
+
+/// Parses `--gres-flags`: `enforce-binding` or `disable-binding` (any case; Slurm
+/// 22.05 takes one word, the last `--gres-flags` given wins).
+///
+/// Errors: [`GresError::Bad`] for any other value.
+pub fn parse_gres_flags(s: &str) -> Result<GresBinding, GresError> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "enforce-binding" => Ok(GresBinding::Enforce),
+        "disable-binding" => Ok(GresBinding::Disable),
+        _ => Err(GresError::Bad(s.to_string())),
+    }
+}
+
+/// GPUs a request asks for over the whole job, counting per-node requests on
+/// `nodes` nodes and per-socket ones on `nodes` × `sockets` sockets: the largest of
+/// `--gpus`, `--gpus-per-node`/`--gres=gpu`, `--gpus-per-socket` (Slurm's
+/// `total_gres`, gres_job_state_validate). `None` when nothing asks for GPUs.
+pub fn total_gpus(
+    gpus: Option<&GresReq>,
+    per_node: &[&GresReq],
+    per_socket: Option<&GresReq>,
+    nodes: u32,
+    sockets: u32,
+) -> Option<u64> {
+    let nodes = u64::from(nodes.max(1));
+    let node_side: Option<u64> = per_node
+        .iter()
+        .filter(|g| g.name == "gpu")
+        .map(|g| g.count.saturating_mul(nodes))
+        .reduce(|a, b| a.saturating_add(b));
+    let socket_side = per_socket.map(|g| g.count.saturating_mul(nodes * u64::from(sockets.max(1))));
+    [gpus.map(|g| g.count), node_side, socket_side]
+        .into_iter()
+        .flatten()
+        .max()
 }
 
 /// A license request: `--licenses=matlab:2,fluent` (count defaults to 1; `*` may stand

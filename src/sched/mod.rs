@@ -21,6 +21,7 @@
 //! free in the snapshot, and a backfilled job never overlaps a reservation made in the
 //! same pass.
 
+pub mod affinity;
 pub mod fairshare;
 pub mod limits;
 pub mod preempt;
@@ -385,8 +386,18 @@ impl<'a> Pass<'a> {
         pv.members
             .iter()
             .filter(|&&i| self.infos[i].usable)
-            .map(|&i| (i, self.usage[i].cap(&self.infos[i], req.share)))
+            .map(|&i| (i, self.cap_now(i, req)))
             .collect()
+    }
+
+    /// What node `i` can give `req` now, with the free CPU ids when its CPUs depend
+    /// on its GPUs.
+    fn cap_now(&self, i: usize, req: &Req) -> Cap {
+        if req.needs_ids() {
+            self.usage[i].cap_with_ids(&self.infos[i], req.share)
+        } else {
+            self.usage[i].cap(&self.infos[i], req.share)
+        }
     }
 
     /// Turns a placement into an allocation, taking CPU ids and devices from `usage`.
@@ -408,6 +419,7 @@ impl<'a> Pass<'a> {
                 req.exclusive,
                 job.uid,
                 req.user_lock,
+                req.binding != crate::model::gres::GresBinding::Disable,
             );
             a.nodes.push(self.infos[t.node].name.clone());
             a.cpus.push(t.cpus);
@@ -656,6 +668,8 @@ fn fits_empty(pass: &Pass, pv: &PartView, req: &Req) -> bool {
     let simple = req.gres.is_empty()
         && req.gpus_total.is_none()
         && req.gpus_per_task.is_none()
+        && req.gpus_per_socket.is_none()
+        && req.sockets_per_node.is_none()
         && req.constraint.is_none()
         && req.required.is_empty()
         && req.excluded.is_empty()
@@ -783,6 +797,7 @@ fn takes_of(a: &Allocation, index: &dyn Fn(&str) -> Option<usize>) -> Vec<Take> 
                     .get(k)
                     .map(|v| v.iter().map(|g| (g.slot as usize, g.count)).collect())
                     .unwrap_or_default(),
+                cpu_ids: Vec::new(),
             })
         })
         .collect()
@@ -827,6 +842,7 @@ fn backfill<'a>(
             idle: false,
             blocked: false,
             users: select::UserSet::Nobody,
+            free_ids: None,
         },
         0,
     );
@@ -836,6 +852,7 @@ fn backfill<'a>(
         cpus: if pass.infos[t.node].usable { t.cpus } else { 0 },
         mem: 0,
         gres: Vec::new(),
+        cpu_ids: Vec::new(),
     };
     {
         let idx = pass.idx();
@@ -1034,7 +1051,7 @@ fn earliest(
                 if t == now {
                     // Starting now: never more than is really free (CPU sharing is
                     // only approximated on the timeline).
-                    c = c.min(&pass.usage[i].cap(&pass.infos[i], req.share));
+                    c = c.min(&pass.cap_now(i, req));
                 }
                 (i, c)
             })
@@ -1263,7 +1280,7 @@ fn earliest_one_node(
             }
             let mut cap = lines[i].min_cap(t, end);
             if t == now {
-                cap = cap.min(&pass.usage[i].cap(&pass.infos[i], req.share));
+                cap = cap.min(&pass.cap_now(i, req));
             }
             if let Some(take) = whole(i, &cap) {
                 best = Some((t, Placement { takes: vec![take] }));
