@@ -95,8 +95,17 @@ pub fn plan(args: &SrunArgs, ctx: &opts::SubmitContext) -> Result<Plan, Failure>
         ),
         None => env_num("SLURM_JOB_ID").or_else(|| env_num("SLURM_JOBID")),
     };
-    if job_id.is_none() {
-        opts::verify_allocation(&spec)?;
+    match job_id {
+        None => opts::verify_allocation(&spec)?,
+        // Slurm applies --gres-flags to --exact steps too; sluice chooses a step's
+        // CPUs among the job's without regard to its GPUs' affinity.
+        Some(_) if spec.gres_flags != crate::model::gres::GresBinding::Default => {
+            return Err(OptError::Unsupported(
+                "--gres-flags for a step inside an allocation".into(),
+            )
+            .into());
+        }
+        Some(_) => {}
     }
     // Inside a job, a step's GPU binding and tasks per GPU default to the job's
     // (SLURM_GPU_BIND, SLURM_NTASKS_PER_GPU, as srun reads them).
@@ -631,6 +640,57 @@ mod tests {
         // The command's own options are not srun's.
         let p = plan_of(&["sh", "-c", "echo -n"], &[]).unwrap();
         assert_eq!(p.step.argv, ["sh", "-c", "echo -n"]);
+    }
+
+    #[test]
+    fn tasks_per_gpu_and_gpu_binding_for_steps() {
+        use crate::model::gpu_bind::GpuBindKind;
+        let job = [("SLURM_JOB_ID", "42"), ("SLURM_NTASKS", "4")];
+        // Inherited from the job: four tasks, two per GPU, so two GPUs, bound single:2.
+        let env = [job[0], job[1], ("SLURM_NTASKS_PER_GPU", "2")];
+        let p = plan_of(&["true"], &env).unwrap();
+        assert_eq!(p.step.ntasks, Some(4));
+        assert_eq!(p.step.gpus.total.as_ref().map(|g| g.count), Some(2));
+        assert_eq!(p.step.gpus.effective_bind().kind, GpuBindKind::Single(2));
+        // A one-task step of such a job keeps the job's devices and the binding.
+        let p = plan_of(&["-n1", "true"], &env).unwrap();
+        assert_eq!((p.step.ntasks, &p.step.gpus.total), (Some(1), &None));
+        // Given to srun: GPUs named make the task count; too few tasks are refused.
+        let p = plan_of(&["--gpus=3", "--ntasks-per-gpu=1", "true"], &job).unwrap();
+        assert_eq!(p.step.ntasks, Some(3));
+        let e = plan_of(&["-n1", "--ntasks-per-gpu=2", "true"], &job).unwrap_err();
+        assert_eq!(
+            e.stderr,
+            "srun: error: Unable to create step for job 42: Invalid generic resource (gres) specification\n"
+        );
+        // An explicit --gpu-bind wins over the job's and over single:N.
+        let env = [
+            job[0],
+            ("SLURM_GPU_BIND", "closest"),
+            ("SLURM_NTASKS_PER_GPU", "1"),
+        ];
+        let p = plan_of(&["-n2", "--gpu-bind=map_gpu:1,0", "true"], &env).unwrap();
+        assert_eq!(
+            p.step.gpus.effective_bind().kind,
+            GpuBindKind::MapGpu(vec![1, 0])
+        );
+        let p = plan_of(&["-n2", "true"], &env).unwrap();
+        assert_eq!(p.step.gpus.effective_bind().kind, GpuBindKind::Closest);
+        // Outside a job the allocation checks apply; inside, --gres-flags is refused.
+        let e = plan_of(&["--gpus-per-socket=1", "true"], &[]).unwrap_err();
+        assert_eq!(
+            (e.stderr.as_str(), e.code),
+            (
+                "srun: error: --gpus-per-socket option requires --sockets-per-node specification\n",
+                1
+            )
+        );
+        let p = plan_of(&["--gpus-per-socket=1", "true"], &job).unwrap();
+        assert_eq!(p.step.gpus.per_socket.as_ref().map(|g| g.count), Some(1));
+        let e = plan_of(&["--gres-flags=enforce-binding", "true"], &job).unwrap_err();
+        assert!(e.stderr.contains("not supported yet"), "{e:?}");
+        let p = plan_of(&["--gres-flags=enforce-binding", "--gpus=1", "true"], &[]).unwrap();
+        assert_eq!(p.job.gres_flags, crate::model::gres::GresBinding::Enforce);
     }
 
     #[test]

@@ -749,6 +749,7 @@ pub fn node_take(
                 _ => Some(Vec::new()),
             };
             if let Some(cpu_ids) = cpu_ids {
+                g2.sort_unstable();
                 return Some(Take {
                     node: idx,
                     tasks: k,
