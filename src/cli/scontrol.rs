@@ -1421,10 +1421,7 @@ pub fn node_lines(n: &Node) -> Vec<String> {
     let feats = n.features.join(",");
     l.push(format!("AvailableFeatures={}", or_null(&feats)));
     l.push(format!("ActiveFeatures={}", or_null(&feats)));
-    l.push(format!(
-        "Gres={}",
-        crate::model::gres::fmt_node_gres(&n.gres)
-    ));
+    l.push(format!("Gres={}", n.gres_text()));
     l.push(format!(
         "NodeAddr={} NodeHostName={} Version={}",
         n.addr,

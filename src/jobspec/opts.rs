@@ -474,7 +474,7 @@ pub enum OptError {
     /// An option sluice parses but does not implement yet; exit 1.
     Unsupported(String),
     /// A value refused when the options are checked as a whole (sbatch's
-    /// `_opt_verify`), printed after `error: `; exit 1.
+    /// `_opt_verify`), printed after `error: ` (each line); exit 1.
     Verify(String),
     /// Options that cannot go together, refused with `fatal: ` as slurm_opt.c's
     /// `validate_options_salloc_sbatch_srun` does; exit 1.
@@ -530,7 +530,8 @@ impl OptError {
             OptError::InvalidBegin { value, pos } => format!(
                 "Invalid time specification (pos={pos}): {value}\n{prog}: error: Invalid --begin specification\n"
             ),
-            OptError::Fatal(m) | OptError::Verify(m) => format!("{prog}: error: {m}\n"),
+            OptError::Fatal(m) => format!("{prog}: error: {m}\n"),
+            OptError::Verify(m) => m.lines().map(|l| format!("{prog}: error: {l}\n")).collect(),
             OptError::Conflict(m) => format!("{prog}: fatal: {m}\n"),
             OptError::Unsupported(o) => {
                 format!("{prog}: error: {o} is not supported yet by sluice\n")
@@ -985,10 +986,24 @@ fn gpu_options(o: &JobOpts) -> Result<GpuOptions, OptError> {
 
 /// The checks Slurm makes only when the options ask for an allocation (sbatch,
 /// salloc, srun outside a job): `--gpus-per-socket` needs `--sockets-per-node`
-/// (srun/opt.c, sbatch/opt.c).
+/// (srun/opt.c, sbatch/opt.c), and the GPU counts must be settled as the client's
+/// gres_job_state_validate settles them (`--ntasks-per-gpu`, `--gpus-per-socket`).
 ///
 /// Errors: [`OptError::Verify`] with Slurm's text.
 pub fn verify_allocation(spec: &JobSpec) -> Result<(), OptError> {
+    let invalid = crate::model::gres::INVALID_GRES;
+    if let Err(crate::model::gres::GresError::Bad(why)) = spec.clone().resolve_ntasks_per_gpu() {
+        return Err(OptError::Verify(
+            if why == crate::model::job::NTASKS_PER_GPU_ALONE {
+                format!("gres_job_state_validate: {why}\n{invalid}")
+            } else {
+                invalid.to_string()
+            },
+        ));
+    }
+    if spec.check_gpu_counts().is_err() {
+        return Err(OptError::Verify(invalid.to_string()));
+    }
     if spec.gpus_per_socket.is_some() && spec.sockets_per_node.is_none() {
         return Err(OptError::Verify(
             "--gpus-per-socket option requires --sockets-per-node specification".into(),

@@ -183,8 +183,9 @@ pub fn fmt_tres_per_node(reqs: &[GresReq]) -> String {
         .join(",")
 }
 
-/// Parses a node's configured GRES as written in the config (`gpu:h100:8`,
-/// `gpu:2(S:0-1)` is not supported: per-device cores come from `cores`): `name[:type]:count`
+/// Parses a node's configured GRES as written in the config (`gpu:h100:8`; the
+/// `(S:0-1)` socket suffix Slurm prints is not input: per-device cores come from
+/// `cores`): `name[:type]:count`
 /// items, each expanded to `count` devices of count 1 (GPU-like) — except `mps`/`shard`,
 /// which become one device carrying the whole count.
 ///
@@ -319,6 +320,81 @@ pub fn total_gpus(
         .max()
 }
 
+/// The socket holding CPU `id` on a node of `cpus` CPUs in `sockets` sockets. CPU ids
+/// are Slurm's abstract ids, numbered socket by socket: socket `s` holds ids
+/// `s*C/S .. (s+1)*C/S` (rounded up), the numbering gres.conf `Cores=` uses.
+pub fn socket_of(id: u32, cpus: u32, sockets: u32) -> u32 {
+    let sockets = sockets.max(1);
+    let per = cpus.div_ceil(sockets).max(1);
+    (id / per).min(sockets - 1)
+}
+
+/// The CPU ids of socket `s` (see [`socket_of`]).
+pub fn socket_cpus(s: u32, cpus: u32, sockets: u32) -> Vec<u32> {
+    (0..cpus)
+        .filter(|&c| socket_of(c, cpus, sockets) == s)
+        .collect()
+}
+
+/// The sockets a device with close CPUs `cores` is attached to; every socket when
+/// `cores` is empty (no affinity known: the device may serve any socket).
+pub fn device_sockets(cores: &[u32], cpus: u32, sockets: u32) -> Vec<u32> {
+    if cores.is_empty() {
+        return (0..sockets.max(1)).collect();
+    }
+    let mut v: Vec<u32> = cores
+        .iter()
+        .filter(|&&c| c < cpus)
+        .map(|&c| socket_of(c, cpus, sockets))
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// A node's GRES as `scontrol show node`/sinfo `%G` print them when devices have CPU
+/// affinity: [`fmt_node_gres`] with, after each group of devices with `Cores=`, the
+/// sockets those cores are on (`gpu:4(S:0-1)`; cf. gres.c `_build_node_gres_str`).
+/// `cpus` and `sockets` are the node's.
+pub fn fmt_node_gres_sockets(devs: &[GresDevice], cpus: u32, sockets: u32) -> String {
+    let mut groups: Vec<(String, Option<String>, u64, Vec<u32>)> = Vec::new();
+    for d in devs {
+        let socks = if d.cores.is_empty() {
+            Vec::new()
+        } else {
+            device_sockets(&d.cores, cpus, sockets)
+        };
+        match groups
+            .iter_mut()
+            .find(|(n, k, _, _)| *n == d.name && *k == d.kind)
+        {
+            Some(g) => {
+                g.2 += u64::from(d.count);
+                g.3.extend(socks);
+            }
+            None => groups.push((d.name.clone(), d.kind.clone(), u64::from(d.count), socks)),
+        }
+    }
+    if groups.is_empty() {
+        return "(null)".into();
+    }
+    groups
+        .iter()
+        .map(|(n, k, c, s)| {
+            let head = match k {
+                Some(k) => format!("{n}:{k}:{c}"),
+                None => format!("{n}:{c}"),
+            };
+            if s.is_empty() {
+                head
+            } else {
+                format!("{head}(S:{})", super::hostlist::id_ranges(s))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// A license request: `--licenses=matlab:2,fluent` (count defaults to 1; `*` may stand
 /// for `:` as in Slurm).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -411,6 +487,21 @@ mod tests {
         assert_eq!(fmt_node_gres(&[]), "(null)");
         assert!(d[0].matches("gpu", None) && d[0].matches("gpu", Some("h100")));
         assert!(!d[0].matches("gpu", Some("a100")));
+    }
+
+    #[test]
+    fn node_gres_text_names_the_sockets_of_the_devices_cores() {
+        let mut d = parse_node_gres("gpu:a100:4,mps:100").unwrap();
+        for (k, x) in d.iter_mut().take(4).enumerate() {
+            x.cores = if k < 2 { vec![0, 1] } else { vec![4, 5, 6, 7] };
+        }
+        assert_eq!(fmt_node_gres_sockets(&d, 8, 2), "gpu:a100:4(S:0-1),mps:100");
+        d[2].cores = vec![1];
+        d[3].cores = vec![0];
+        assert_eq!(fmt_node_gres_sockets(&d[..4], 8, 2), "gpu:a100:4(S:0)");
+        assert_eq!(fmt_node_gres_sockets(&[], 8, 2), "(null)");
+        assert_eq!(socket_of(5, 8, 2), 1);
+        assert_eq!(socket_cpus(1, 5, 2), vec![3, 4]);
     }
 
     #[test]

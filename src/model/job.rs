@@ -331,6 +331,11 @@ pub struct JobSpec {
     pub switch_wait: Option<u32>,
 }
 
+/// slurmctld's words (gres_job_state_validate) for `--ntasks-per-gpu` with neither
+/// GPUs nor a task or node count.
+pub const NTASKS_PER_GPU_ALONE: &str =
+    "--ntasks-per-tres needs either a GRES GPU specification or a node/ntask specification";
+
 impl JobSpec {
     /// Whether the job asks for any GPU or other generic resource.
     pub fn wants_gres(&self) -> bool {
@@ -406,7 +411,8 @@ impl JobSpec {
     /// `--ntasks-per-gpu`.
     ///
     /// Errors: [`super::gres::GresError::Bad`] when the job names neither GPUs nor a
-    /// task or node count, or when `-n` is below N (no whole GPU to give).
+    /// task or node count (its text is then [`NTASKS_PER_GPU_ALONE`]), or when `-n` is
+    /// below N (no whole GPU to give).
     pub fn resolve_ntasks_per_gpu(&mut self) -> Result<(), super::gres::GresError> {
         let Some(per) = self.ntasks_per_gpu.filter(|n| *n > 0) else {
             return Ok(());
@@ -437,7 +443,8 @@ impl JobSpec {
                 });
                 Ok(())
             }
-            _ => Err(bad()),
+            Some(_) => Err(bad()),
+            None => Err(super::gres::GresError::Bad(NTASKS_PER_GPU_ALONE.into())),
         }
     }
 

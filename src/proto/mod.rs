@@ -438,6 +438,10 @@ pub enum SlurmError {
     /// ESLURM_NOT_WHOLE_HET_JOB: a pending heterogeneous job's component named alone.
     #[error("Operation not permitted on individual component of heterogeneous job")]
     NotWholeHetJob,
+    /// ESLURM_INVALID_GRES: a GRES no node has (not in Slurm's GresTypes), or GPU
+    /// counts that contradict each other.
+    #[error("Invalid generic resource (gres) specification")]
+    InvalidGres,
 }
 
 /// Per-job outcome of a multi-job operation (cancel, hold, …).

@@ -5,42 +5,13 @@
 //! every GPU near one of the job's CPUs) and `--gpus-per-socket` (GPUs and CPUs on the
 //! sockets the job uses).
 //!
-//! CPU ids are Slurm's abstract ids, numbered socket by socket: on a node of `C` CPUs
-//! in `S` sockets, socket `s` holds ids `s*C/S .. (s+1)*C/S` (the numbering gres.conf
-//! `Cores=` uses too). Pure functions over id lists.
+//! CPU ids are Slurm's abstract ids, numbered socket by socket (see
+//! [`crate::model::gres::socket_of`]). Pure functions over id lists.
 //!
 //! Invariant: [`pick_covering`] never returns an id that is not free, outside
 //! `allowed`, or repeated, and returns exactly the count asked for or nothing.
 
-/// The socket holding CPU `id` on a node of `cpus` CPUs in `sockets` sockets.
-pub fn socket_of(id: u32, cpus: u32, sockets: u32) -> u32 {
-    let sockets = sockets.max(1);
-    let per = cpus.div_ceil(sockets).max(1);
-    (id / per).min(sockets - 1)
-}
-
-/// The CPU ids of socket `s` (see [`socket_of`]).
-pub fn socket_cpus(s: u32, cpus: u32, sockets: u32) -> Vec<u32> {
-    (0..cpus)
-        .filter(|&c| socket_of(c, cpus, sockets) == s)
-        .collect()
-}
-
-/// The sockets a device with close CPUs `cores` is attached to; every socket when
-/// `cores` is empty (no affinity known: the device may serve any socket).
-pub fn device_sockets(cores: &[u32], cpus: u32, sockets: u32) -> Vec<u32> {
-    if cores.is_empty() {
-        return (0..sockets.max(1)).collect();
-    }
-    let mut v: Vec<u32> = cores
-        .iter()
-        .filter(|&&c| c < cpus)
-        .map(|&c| socket_of(c, cpus, sockets))
-        .collect();
-    v.sort_unstable();
-    v.dedup();
-    v
-}
+pub use crate::model::gres::{device_sockets, socket_cpus, socket_of};
 
 /// Chooses `count` CPU ids among `free` such that every id is
 /// in `allowed` (`None`: any) and every set in `groups` holds at least one chosen id

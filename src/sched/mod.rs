@@ -19,7 +19,9 @@
 //!
 //! Invariant: decisions never allocate more CPUs, memory, GRES or licenses than are
 //! free in the snapshot, and a backfilled job never overlaps a reservation made in the
-//! same pass.
+//! same pass. The timeline counts CPUs without naming them, so the planned start of a
+//! job whose CPUs must be particular ones (`--gres-flags=enforce-binding`,
+//! `--gpus-per-socket`) is an estimate that may slip; it never delays other jobs.
 
 pub mod affinity;
 pub mod fairshare;

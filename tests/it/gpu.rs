@@ -178,6 +178,25 @@ count = 2
         value(&out, "badbind ").contains("Invalid --gpu-bind argument: nearest"),
         "{out}"
     );
+    // Submissions: a GRES no node has is an invalid GRES (golden errors_sbatch), a
+    // known one beyond every node an impossible configuration.
+    for (args, want) in [
+        (
+            "--gres=fpga:1",
+            "sbatch: error: Invalid generic resource (gres) specification\n",
+        ),
+        (
+            "--gres=gpu:v100:1",
+            "sbatch: error: Batch job submission failed: Requested node configuration is not available\n",
+        ),
+        (
+            "--gpus=5",
+            "sbatch: error: Batch job submission failed: Requested node configuration is not available\n",
+        ),
+    ] {
+        let (code, err) = c.fails_err("sbatch", &[args, "--wrap", "true"]);
+        assert_eq!((code, err.as_str()), (1, want), "{args}");
+    }
 }
 
 #[test]
@@ -532,19 +551,13 @@ fn gres_flags_bind_cpus_to_the_gpus_or_not() {
     assert_eq!(alloc_detail(&c, a), ("3".into(), "gpu:1(IDX:0)".into()));
     cancel(&c, a);
     // disable-binding: the lowest GPU and the lowest CPU, whatever their affinity.
-    let b = running_job(
-        &c,
-        &["-c1", "--gres=gpu:1", "--gres-flags=disable-binding"],
-    );
+    let b = running_job(&c, &["-c1", "--gres=gpu:1", "--gres-flags=disable-binding"]);
     assert_eq!(alloc_detail(&c, b), ("0".into(), "gpu:1(IDX:0)".into()));
     cancel(&c, b);
     // Fill the node: GPUs 0-1 with CPU 3, then enforce-binding GPU 2 with CPUs 0-2.
     let j1 = running_job(&c, &["-c1", "--gres=gpu:2"]);
     assert_eq!(alloc_detail(&c, j1), ("3".into(), "gpu:2(IDX:0-1)".into()));
-    let j2 = running_job(
-        &c,
-        &["-c3", "--gres=gpu:1", "--gres-flags=enforce-binding"],
-    );
+    let j2 = running_job(&c, &["-c3", "--gres=gpu:1", "--gres-flags=enforce-binding"]);
     assert_eq!(alloc_detail(&c, j2), ("0-2".into(), "gpu:1(IDX:2)".into()));
     // Free now: CPUs 4-5 and GPU 3, whose CPUs (0-2) are all taken. An
     // enforce-binding job waits for them; the same job without the flag would fit.
@@ -584,9 +597,20 @@ fn gres_flags_bind_cpus_to_the_gpus_or_not() {
 #[test]
 fn gpus_per_socket_takes_gpus_on_the_sockets_of_the_jobs_cpus() {
     let c = two_socket_cluster();
+    // The node's GRES name the sockets their cores are on, as Slurm prints them.
+    assert_eq!(c.ok("sinfo", &["-h", "-o", "%G"]).trim(), "gpu:4(S:0-1)");
+    assert!(
+        c.ok("scontrol", &["show", "node"])
+            .contains("   Gres=gpu:4(S:0-1)\n"),
+        "{}",
+        c.ok("scontrol", &["show", "node"])
+    );
     let id = running_job(&c, &["--gpus-per-socket=1", "--sockets-per-node=2"]);
     // One GPU and one CPU on each socket.
-    assert_eq!(alloc_detail(&c, id), ("0,3".into(), "gpu:2(IDX:0,2)".into()));
+    assert_eq!(
+        alloc_detail(&c, id),
+        ("0,3".into(), "gpu:2(IDX:0,2)".into())
+    );
     assert_eq!(c.show_field(id, "TresPerSocket"), "gres:gpu:1");
     assert_eq!(c.show_field(id, "Socks/Node"), "2");
     cancel(&c, id);
@@ -619,13 +643,31 @@ fn gpus_per_socket_takes_gpus_on_the_sockets_of_the_jobs_cpus() {
     );
     assert_eq!(
         err,
-        "sbatch: error: Batch job submission failed: Invalid generic resource (gres) specification\n"
+        "sbatch: error: Invalid generic resource (gres) specification\n"
     );
+    // Options that only make sense together may come from the script.
+    c.script(
+        "sock.sh",
+        "#!/bin/sh\n#SBATCH --sockets-per-node=2\necho gpus=$SLURM_JOB_GPUS\n",
+    );
+    let out_s = c.path("sock.out").display().to_string();
+    let sh = c.path("sock.sh").display().to_string();
+    let id = c.submit(&["--gpus-per-socket=1", "-o", &out_s, &sh]);
+    assert_eq!(c.wait_done(id), "COMPLETED");
+    assert_eq!(std::fs::read_to_string(&out_s).unwrap().trim(), "gpus=0,2");
     let (_, err) = c.fails_err(
         "sbatch",
-        &["--gpus-per-socket=1", "--sockets-per-node=3", "--wrap", "true"],
+        &[
+            "--gpus-per-socket=1",
+            "--sockets-per-node=3",
+            "--wrap",
+            "true",
+        ],
     );
-    assert!(err.contains("Requested node configuration is not available"), "{err}");
+    assert!(
+        err.contains("Requested node configuration is not available"),
+        "{err}"
+    );
     let (code, err) = c.fails_err(
         "salloc",
         &["--gpus-per-socket=1", "--ntasks-per-gpu=1", "true"],
@@ -663,13 +705,12 @@ fn ntasks_per_gpu_derives_tasks_and_binds_them_to_single_gpus() {
         (code, err.as_str()),
         (
             1,
-            "sbatch: error: Batch job submission failed: Invalid generic resource (gres) specification\n"
+            "sbatch: error: gres_job_state_validate: --ntasks-per-tres needs either a GRES GPU \
+             specification or a node/ntask specification\n\
+             sbatch: error: Invalid generic resource (gres) specification\n"
         )
     );
-    let (code, err) = c.fails_err(
-        "srun",
-        &["--ntasks-per-gpu=1", "--gpus-per-task=1", "true"],
-    );
+    let (code, err) = c.fails_err("srun", &["--ntasks-per-gpu=1", "--gpus-per-task=1", "true"]);
     assert_eq!(
         (code, err.as_str()),
         (
@@ -740,10 +781,7 @@ name = "gpu"
 cores = "1"
 pci_bus = "0000:3B:00.0"
 "#,
-        env: vec![(
-            "SLUICE_SYSFS_ROOT".into(),
-            sys.path().display().to_string(),
-        )],
+        env: vec![("SLUICE_SYSFS_ROOT".into(), sys.path().display().to_string())],
         ..Setup::default()
     });
     let show = "sh -c 'echo \"$NCCL_IB_HCA|$NCCL_SOCKET_IFNAME|$MASTER_ADDR|$MASTER_PORT|$NCCL_DEBUG_FILE\"'";
@@ -768,9 +806,7 @@ pci_bus = "0000:3B:00.0"
                     _ => None,
                 })
             })
-            .and_then(|a| {
-                sluice::stepd::nccl::ifname_for(a, &sluice::stepd::nccl::local_ifaces())
-            })
+            .and_then(|a| sluice::stepd::nccl::ifname_for(a, &sluice::stepd::nccl::local_ifaces()))
             .unwrap_or_default()
     };
     let port = sluice::stepd::nccl::master_port(job, 0);
