@@ -230,30 +230,11 @@ pub fn parse_node_gres(s: &str) -> Result<Vec<GresDevice>, GresError> {
     Ok(out)
 }
 
-/// A node's GRES as `scontrol show node`/sinfo `%G` print them: `gpu:h100:8` per
-/// (name, type), `(null)` when none.
+/// A node's GRES as configured, one `name[:type]:count` per (name, type): `gpu:h100:8`,
+/// `(null)` when none (the form config declarations are compared in; what scontrol
+/// and sinfo print is [`fmt_node_gres_sockets`]).
 pub fn fmt_node_gres(devs: &[GresDevice]) -> String {
-    let mut groups: Vec<(String, Option<String>, u64)> = Vec::new();
-    for d in devs {
-        match groups
-            .iter_mut()
-            .find(|(n, k, _)| *n == d.name && *k == d.kind)
-        {
-            Some(g) => g.2 += u64::from(d.count),
-            None => groups.push((d.name.clone(), d.kind.clone(), u64::from(d.count))),
-        }
-    }
-    if groups.is_empty() {
-        return "(null)".into();
-    }
-    groups
-        .iter()
-        .map(|(n, k, c)| match k {
-            Some(k) => format!("{n}:{k}:{c}"),
-            None => format!("{n}:{c}"),
-        })
-        .collect::<Vec<_>>()
-        .join(",")
+    node_gres_text(devs, None)
 }
 
 /// How a job's CPUs relate to the affinity of its GPUs (`--gres-flags`; cf. Slurm's
@@ -357,22 +338,27 @@ pub fn device_sockets(cores: &[u32], cpus: u32, sockets: u32) -> Vec<u32> {
 /// sockets those cores are on (`gpu:4(S:0-1)`; cf. gres.c `_build_node_gres_str`).
 /// `cpus` and `sockets` are the node's.
 pub fn fmt_node_gres_sockets(devs: &[GresDevice], cpus: u32, sockets: u32) -> String {
-    let mut groups: Vec<(String, Option<String>, u64, Vec<u32>)> = Vec::new();
+    node_gres_text(devs, Some((cpus, sockets)))
+}
+
+/// [`fmt_node_gres`], with the `(S:…)` sockets of the devices' cores when the node's
+/// `(cpus, sockets)` are given.
+fn node_gres_text(devs: &[GresDevice], topo: Option<(u32, u32)>) -> String {
+    let mut groups: Vec<(&str, Option<&str>, u64, Vec<u32>)> = Vec::new();
     for d in devs {
-        let socks = if d.cores.is_empty() {
-            Vec::new()
-        } else {
-            device_sockets(&d.cores, cpus, sockets)
+        let socks = match topo {
+            Some((cpus, sockets)) if !d.cores.is_empty() => device_sockets(&d.cores, cpus, sockets),
+            _ => Vec::new(),
         };
         match groups
             .iter_mut()
-            .find(|(n, k, _, _)| *n == d.name && *k == d.kind)
+            .find(|(n, k, _, _)| *n == d.name && *k == d.kind.as_deref())
         {
             Some(g) => {
                 g.2 += u64::from(d.count);
                 g.3.extend(socks);
             }
-            None => groups.push((d.name.clone(), d.kind.clone(), u64::from(d.count), socks)),
+            None => groups.push((&d.name, d.kind.as_deref(), u64::from(d.count), socks)),
         }
     }
     if groups.is_empty() {

@@ -767,6 +767,21 @@ pub struct GresAlloc {
     pub count: u32,
 }
 
+/// Test helper: one GPU of count 1 per index, in node slot `index` (nodes whose GPUs
+/// are their first devices).
+#[cfg(test)]
+pub fn gpu_allocs(idx: &[u32]) -> Vec<GresAlloc> {
+    idx.iter()
+        .map(|&i| GresAlloc {
+            slot: i,
+            name: "gpu".into(),
+            kind: None,
+            index: i,
+            count: 1,
+        })
+        .collect()
+}
+
 /// The allocation a running job holds on its nodes.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Allocation {

@@ -21,7 +21,8 @@
 //! free in the snapshot, and a backfilled job never overlaps a reservation made in the
 //! same pass. The timeline counts CPUs without naming them, so the planned start of a
 //! job whose CPUs must be particular ones (`--gres-flags=enforce-binding`,
-//! `--gpus-per-socket`) is an estimate that may slip; it never delays other jobs.
+//! `--gpus-per-socket`) is an estimate that may slip, and with it the starts planned
+//! behind it; other plans hold (conservative backfill never delays them).
 
 pub mod affinity;
 pub mod fairshare;

@@ -746,17 +746,7 @@ mod tests {
     fn golden_gpu_jobs() {
         let two_gpus = |mut j: Job| {
             let a = j.alloc.as_mut().unwrap();
-            a.gres = vec![
-                (0..2)
-                    .map(|i| crate::model::job::GresAlloc {
-                        slot: i,
-                        name: "gpu".into(),
-                        kind: None,
-                        index: i,
-                        count: 1,
-                    })
-                    .collect(),
-            ];
+            a.gres = vec![crate::model::job::gpu_allocs(&[0, 1])];
             j
         };
         let gpu2 = crate::model::gres::parse_gpus("2").unwrap();

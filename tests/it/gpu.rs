@@ -692,6 +692,18 @@ fn ntasks_per_gpu_derives_tasks_and_binds_them_to_single_gpus() {
     for (rank, gpu) in [(0, "0"), (1, "0"), (2, "1"), (3, "1")] {
         assert_eq!(value(&out, &format!("{rank}:")), gpu, "{out}");
     }
+    // The job's --gpu-bind is its steps' default, and wins over single:N.
+    let out = batch_output(
+        &c,
+        "npgbind",
+        &["--gres=gpu:2", "--ntasks-per-gpu=1", "--gpu-bind=map_gpu:1"],
+        "echo bind=$SLURM_GPU_BIND\nsrun -l sh -c 'echo $CUDA_VISIBLE_DEVICES' | sort\n",
+    );
+    assert_eq!(value(&out, "bind="), "map_gpu:1");
+    assert_eq!(
+        (value(&out, "0:"), value(&out, "1:")),
+        ("1".into(), "1".into())
+    );
     // Tasks given: one GPU for every two tasks.
     let id = c.submit(&["-n4", "--ntasks-per-gpu=2", "--wrap", "sleep 300"]);
     c.wait_state(id, &["RUNNING"], Duration::from_secs(20));

@@ -4,7 +4,6 @@
 
 use super::*;
 use crate::model::gres::{GresBinding, GresReq, parse_node_gres};
-use crate::model::job::GresAlloc;
 
 fn two_socket_node() -> Node {
     let mut n = node("g1", 8, 64000);
@@ -34,18 +33,7 @@ fn holder(id: u32, cpus: &[u32], gpu_idx: &[u32]) -> Job {
     let mut j = running(id, "g1", cpus.len() as u32, 0);
     let a = j.alloc.as_mut().unwrap();
     a.cpu_ids = vec![cpus.to_vec()];
-    a.gres = vec![
-        gpu_idx
-            .iter()
-            .map(|&i| GresAlloc {
-                slot: i,
-                name: "gpu".into(),
-                kind: None,
-                index: i,
-                count: 1,
-            })
-            .collect(),
-    ];
+    a.gres = vec![crate::model::job::gpu_allocs(gpu_idx)];
     j
 }
 
