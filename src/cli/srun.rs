@@ -97,11 +97,18 @@ pub fn plan(args: &SrunArgs, ctx: &opts::SubmitContext) -> Result<Plan, Failure>
     };
     match job_id {
         None => opts::verify_allocation(&spec)?,
-        // Slurm applies --gres-flags to --exact steps too; sluice chooses a step's
-        // CPUs among the job's without regard to its GPUs' affinity.
+        // Slurm applies --gres-flags to --exact steps too, and -B to a step's layout;
+        // sluice chooses a step's CPUs among the job's without regard to GPU affinity
+        // or sockets (a step's --gpus-per-socket counts every socket of its nodes).
         Some(_) if spec.gres_flags != crate::model::gres::GresBinding::Default => {
             return Err(OptError::Unsupported(
                 "--gres-flags for a step inside an allocation".into(),
+            )
+            .into());
+        }
+        Some(_) if spec.sockets_per_node.is_some() => {
+            return Err(OptError::Unsupported(
+                "--sockets-per-node for a step inside an allocation".into(),
             )
             .into());
         }
@@ -688,6 +695,8 @@ mod tests {
         let p = plan_of(&["--gpus-per-socket=1", "true"], &job).unwrap();
         assert_eq!(p.step.gpus.per_socket.as_ref().map(|g| g.count), Some(1));
         let e = plan_of(&["--gres-flags=enforce-binding", "true"], &job).unwrap_err();
+        assert!(e.stderr.contains("not supported yet"), "{e:?}");
+        let e = plan_of(&["--sockets-per-node=1", "true"], &job).unwrap_err();
         assert!(e.stderr.contains("not supported yet"), "{e:?}");
         let p = plan_of(&["--gres-flags=enforce-binding", "--gpus=1", "true"], &[]).unwrap();
         assert_eq!(p.job.gres_flags, crate::model::gres::GresBinding::Enforce);
