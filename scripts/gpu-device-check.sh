@@ -14,6 +14,10 @@
 #   step-env       an srun step inside the job gets its GPU and the NCCL variables
 #   usage          sacct shows gres/gpumem and gres/gpuutil for the job's batch step
 #                  and its step (a torch matmul loop loads the GPU when torch exists)
+#   enforce-binding  a --gres-flags=enforce-binding job's CPUs (scontrol -d CPU_IDs)
+#                  are among its GPU's local CPUs (sysfs local_cpulist of its PCI bus)
+#   gpus-per-socket  --gpus-per-socket=1 --sockets-per-node=1 gets one GPU
+#   ntasks-per-gpu   --gres=gpu:1 --ntasks-per-gpu=2 runs 2 tasks, both on that GPU
 #
 # Time: under two minutes once sluice is built. Build first where possible
 # (`cargo build --release`, several minutes from cold); the script uses, in order,
@@ -208,6 +212,75 @@ else
 			fail usage "$jobid.$s has no GPU TRES: '$row'"
 		fi
 	done
+fi
+
+# Waits for job $1 to leave the queue.
+wait_gone() {
+	for _ in $(seq 120); do
+		[ -z "$(squeue -h -j "$1" -o %T 2>/dev/null)" ] && return 0
+		sleep 0.5
+	done
+	return 1
+}
+
+# The CPU ids of a list such as 0-3,8,10-11, one per line.
+expand_ids() {
+	tr ',' '\n' <<<"$1" | while IFS=- read -r a b; do
+		[ -n "$a" ] && seq "$a" "${b:-$a}"
+	done
+}
+
+section "enforce-binding: the job's CPUs are its GPU's local CPUs"
+eb=$(timeout 20 sbatch --parsable -o "$tmp/eb.out" -c1 --gres=gpu:1 --gres-flags=enforce-binding \
+	--wrap 'echo "eb SLURM_JOB_GPUS=$SLURM_JOB_GPUS"; sleep 5')
+if [ -z "$eb" ]; then
+	fail enforce-binding "sbatch refused the job"
+else
+	for _ in $(seq 60); do
+		[ "$(squeue -h -j "$eb" -o %T 2>/dev/null)" = RUNNING ] && break
+		sleep 0.5
+	done
+	detail=$(scontrol show job -d "$eb" | grep 'CPU_IDs=')
+	echo "$detail"
+	ids=$(sed -n 's/.*CPU_IDs=\([^ ]*\).*/\1/p' <<<"$detail")
+	idx=$(sed -n 's/.*IDX:\([0-9]*\).*/\1/p' <<<"$detail")
+	wait_gone "$eb"
+	cat "$tmp/eb.out"
+	bus=$(nvidia-smi --query-gpu=index,pci.bus_id --format=csv,noheader 2>/dev/null |
+		awk -F', ' -v i="$idx" '$1==i{print tolower($2)}')
+	# NVML's 8-digit domain; sysfs has 4.
+	sysbus=$(sed 's/^0000\(....:\)/\1/' <<<"$bus")
+	local_cpus=$(cat "/sys/bus/pci/devices/$sysbus/local_cpulist" 2>/dev/null)
+	echo "GPU $idx bus $bus local_cpulist ${local_cpus:-?}"
+	if [ -z "$ids" ] || [ -z "$local_cpus" ]; then
+		fail enforce-binding "job CPUs '${ids}', GPU local CPUs '${local_cpus}'"
+	elif comm -23 <(expand_ids "$ids" | sort) <(expand_ids "$local_cpus" | sort) | grep -q .; then
+		fail enforce-binding "CPUs $ids are not all among $local_cpus"
+	else
+		pass enforce-binding "CPUs $ids within GPU $idx's $local_cpus"
+	fi
+fi
+
+section "gpus-per-socket and ntasks-per-gpu"
+ps=$(timeout 20 sbatch --parsable -o "$tmp/ps.out" --gpus-per-socket=1 --sockets-per-node=1 \
+	--wrap 'echo "ps SLURM_JOB_GPUS=$SLURM_JOB_GPUS SLURM_GPUS_PER_SOCKET=$SLURM_GPUS_PER_SOCKET"')
+[ -n "$ps" ] && wait_gone "$ps"
+cat "$tmp/ps.out" 2>/dev/null
+if grep -q '^ps SLURM_JOB_GPUS=[0-9][0-9]* SLURM_GPUS_PER_SOCKET=1$' "$tmp/ps.out" 2>/dev/null; then
+	pass gpus-per-socket "$(cat "$tmp/ps.out")"
+else
+	fail gpus-per-socket "job ${ps:-refused}: $(cat "$tmp/ps.out" 2>/dev/null)"
+fi
+np=$(timeout 20 sbatch --parsable -o "$tmp/np.out" --gres=gpu:1 --ntasks-per-gpu=2 \
+	--wrap 'echo "np SLURM_NTASKS=$SLURM_NTASKS"; srun -l bash -c "echo dev=\$CUDA_VISIBLE_DEVICES" | sort')
+[ -n "$np" ] && wait_gone "$np"
+cat "$tmp/np.out" 2>/dev/null
+devs=$(grep -c ': dev=[0-9]' "$tmp/np.out" 2>/dev/null)
+distinct=$(sed -n 's/.*: dev=//p' "$tmp/np.out" 2>/dev/null | sort -u | wc -l)
+if grep -q '^np SLURM_NTASKS=2$' "$tmp/np.out" 2>/dev/null && [ "$devs" = 2 ] && [ "$distinct" = 1 ]; then
+	pass ntasks-per-gpu "2 tasks on one GPU"
+else
+	fail ntasks-per-gpu "job ${np:-refused}: $devs task line(s), $distinct distinct GPU(s)"
 fi
 
 echo

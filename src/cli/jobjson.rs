@@ -230,7 +230,7 @@ fn job_object(job: &Job, cluster: &str, cores_per_socket: &dyn Fn(&str) -> Optio
             ]),
         ),
         ("sockets_per_board", 0.into()),
-        ("sockets_per_node", J::Null),
+        ("sockets_per_node", or_null(spec.sockets_per_node)),
         ("start_time", job.start_time.unwrap_or(0).into()),
         ("state_description", "".into()),
         ("state_reason", job.reason.to_string().into()),
@@ -266,7 +266,14 @@ fn job_object(job: &Job, cluster: &str, cores_per_socket: &dyn Fn(&str) -> Optio
                 .unwrap_or_default()
                 .into(),
         ),
-        ("tres_per_socket", "".into()),
+        (
+            "tres_per_socket",
+            spec.gpus_per_socket
+                .as_ref()
+                .map(|g| format!("gres:{g}"))
+                .unwrap_or_default()
+                .into(),
+        ),
         (
             "tres_per_task",
             spec.gpus_per_task
@@ -389,6 +396,21 @@ mod tests {
         assert_eq!(jv["exit_code"], 0);
         assert!(jv.get("job_resources").is_none());
         assert_eq!(jv.as_object().unwrap().len(), 110);
+    }
+
+    #[test]
+    fn per_socket_gpu_requests() {
+        let mut j = job(9, "sock");
+        j.spec.gpus_per_socket = Some(crate::model::gres::parse_gpus("a100:1").unwrap());
+        j.spec.sockets_per_node = Some(2);
+        let v = serde_json::to_value(job_object(&j, "anchor", &|_| None)).unwrap();
+        assert_eq!(v["sockets_per_node"], 2);
+        assert_eq!(v["tres_per_socket"], "gres:gpu:a100:1");
+        let v = serde_json::to_value(job_object(&job(10, "plain"), "anchor", &|_| None)).unwrap();
+        assert_eq!(
+            (&v["sockets_per_node"], &v["tres_per_socket"]),
+            (&Value::Null, &Value::from(""))
+        );
     }
 
     #[test]

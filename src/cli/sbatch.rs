@@ -326,6 +326,10 @@ pub fn test_only_text(t: &TestOnly) -> String {
 
 /// The stderr text for a refused submission.
 pub fn submit_failure_text(e: &SlurmError, spec: &JobSpec) -> String {
+    // Slurm's sbatch finds a bad GRES itself, before it submits.
+    if *e == SlurmError::InvalidGres {
+        return format!("{PROG}: error: {e}\n");
+    }
     let mut s = String::new();
     if let (SlurmError::InvalidPartition, Some(p)) = (e, &spec.partition) {
         s.push_str(&format!(
@@ -404,8 +408,9 @@ fn run_inner(argv: &[String]) -> Result<u8, Failure> {
     let ctx = submit_context()?;
     // Slurm rejects bad option values before it reads the script (and a script on
     // stdin would otherwise be waited for first).
+    // (Value checks only: what needs the script's directives too waits for them.)
     for p in &parsed {
-        p.job.to_spec(&ctx)?;
+        p.job.to_step_spec(&ctx)?;
     }
     let script = read_script(&source)?;
     let p = prepare(&cli, &source, script, &ctx)?;
@@ -913,6 +918,10 @@ mod tests {
         assert_eq!(
             submit_failure_text(&SlurmError::NodeConfigUnavailable, &JobSpec::default()),
             "sbatch: error: Batch job submission failed: Requested node configuration is not available\n"
+        );
+        assert_eq!(
+            submit_failure_text(&SlurmError::InvalidGres, &JobSpec::default()),
+            "sbatch: error: Invalid generic resource (gres) specification\n"
         );
         let e = ClientError::Unreachable {
             hint: Some("sluice: start it with `sluice controller`".into()),

@@ -1278,7 +1278,9 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
     l.push(format!("TRES={}", jobfmt::tres_scontrol(job)));
     let ntpn = spec.ntasks_per_node.unwrap_or(0);
     l.push(format!(
-        "Socks/Node=* NtasksPerN:B:S:C={ntpn}:0:*:* CoreSpec=*"
+        "Socks/Node={} NtasksPerN:B:S:C={ntpn}:0:*:* CoreSpec=*",
+        spec.sockets_per_node
+            .map_or_else(|| "*".to_string(), |s| s.to_string())
     ));
     // Allocations recorded before CPU ids were tracked have no detail to show.
     if details
@@ -1334,14 +1336,27 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
             crate::model::time::fmt_hms(u64::from(spec.switch_wait.unwrap_or(0)))
         ));
     }
+    // The TRES request lines, in slurm's job_info.c order.
+    if let Some(c) = spec.cpus_per_gpu {
+        l.push(format!("CpusPerTres=gres:gpu:{c}"));
+    }
+    if let Some(m) = spec.mem_per_gpu {
+        l.push(format!("MemPerTres=gres:gpu:{m}"));
+    }
     if let Some(g) = &spec.gpus {
         l.push(format!("TresPerJob=gres:{g}"));
     }
     if spec.tres_per_node() != "N/A" {
         l.push(format!("TresPerNode={}", spec.tres_per_node()));
     }
+    if let Some(g) = &spec.gpus_per_socket {
+        l.push(format!("TresPerSocket=gres:{g}"));
+    }
     if let Some(g) = &spec.gpus_per_task {
         l.push(format!("TresPerTask=gres:{g}"));
+    }
+    if let Some(n) = spec.ntasks_per_gpu {
+        l.push(format!("NtasksPerTRES={n}"));
     }
     l
 }
@@ -1406,10 +1421,7 @@ pub fn node_lines(n: &Node) -> Vec<String> {
     let feats = n.features.join(",");
     l.push(format!("AvailableFeatures={}", or_null(&feats)));
     l.push(format!("ActiveFeatures={}", or_null(&feats)));
-    l.push(format!(
-        "Gres={}",
-        crate::model::gres::fmt_node_gres(&n.gres)
-    ));
+    l.push(format!("Gres={}", n.gres_text()));
     l.push(format!(
         "NodeAddr={} NodeHostName={} Version={}",
         n.addr,
@@ -1807,6 +1819,33 @@ mod tests {
         assert!(s.contains("CPUs/Task=2"));
         assert!(s.contains("   StdErr=/tmp/err-alice.txt\n"));
         assert!(s.contains("   StdOut=/home/alice/golden-work/out-176-later.txt\n"));
+    }
+
+    #[test]
+    fn show_job_gpu_request_lines() {
+        let g = |s: &str| Some(crate::model::gres::parse_gpus(s).unwrap());
+        let mut j = job(180, "gpus");
+        j.spec.gpus = g("4");
+        j.spec.gpus_per_socket = g("a100:1");
+        j.spec.sockets_per_node = Some(2);
+        j.spec.cpus_per_gpu = Some(3);
+        j.spec.mem_per_gpu = Some(2048);
+        j.spec.ntasks_per_gpu = Some(2);
+        let s = render_job(&j, T0, false, false);
+        assert!(
+            s.contains("   Socks/Node=2 NtasksPerN:B:S:C=0:0:*:* CoreSpec=*\n"),
+            "{s}"
+        );
+        assert!(
+            s.contains(
+                "   Power=\n   CpusPerTres=gres:gpu:3\n   MemPerTres=gres:gpu:2048\n   \
+                 TresPerJob=gres:gpu:4\n   TresPerSocket=gres:gpu:a100:1\n   NtasksPerTRES=2\n"
+            ),
+            "{s}"
+        );
+        let plain = render_job(&job(181, "plain"), T0, false, false);
+        assert!(plain.contains("Socks/Node=* "), "{plain}");
+        assert!(!plain.contains("NtasksPerTRES") && !plain.contains("TresPerSocket"));
     }
 
     fn node01() -> Node {

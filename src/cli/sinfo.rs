@@ -443,10 +443,11 @@ fn reason_time(n: &Node) -> String {
 
 type G<'b, 'c> = &'b Group<'c>;
 
-/// `%G`: the first node's GRES (`gpu:h100:8`), `(null)` when none.
+/// `%G`: the first node's GRES (`gpu:h100:8`, `gpu:4(S:0-1)` with core affinity),
+/// `(null)` when none.
 fn node_gres(g: G) -> String {
     g.first()
-        .map(|n| crate::model::gres::fmt_node_gres(&n.gres))
+        .map(|n| n.gres_text())
         .unwrap_or_else(|| "(null)".into())
 }
 
@@ -1014,6 +1015,9 @@ fn gres_counts(n: &Node, used: bool) -> Vec<(String, Option<String>, u64)> {
 }
 
 fn gres_text(n: &Node, used: bool) -> String {
+    if !used && !n.gres.is_empty() {
+        return n.gres_text();
+    }
     gres_counts(n, used)
         .iter()
         .map(|(name, kind, c)| match kind {

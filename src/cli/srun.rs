@@ -127,7 +127,7 @@ pub fn plan(groups: &[SrunArgs], ctx: &opts::SubmitContext) -> Result<Plan, Fail
     let mut parts = Vec::new();
     let mut warnings: Vec<String> = Vec::new();
     for &(i, k) in &comps {
-        let (job, step, w) = plan_part(&groups[i], ctx, job_id.is_some(), named.then_some(k))?;
+        let (job, step, w) = plan_part(&groups[i], ctx, job_id, named.then_some(k))?;
         for w in w {
             if !warnings.contains(&w) {
                 warnings.push(w);
@@ -180,34 +180,19 @@ fn no_command() -> Failure {
 }
 
 /// One part of the step from one group's options: the allocation request of its
-/// component and the step request. `in_job`: srun runs inside an allocation (task
+/// component and the step request. `job_id`: the allocation srun runs inside (task
 /// counts default to its `SLURM_NTASKS`, or `SLURM_NTASKS_HET_GROUP_<k>` for
 /// component `k`). `het_group`: the component the part runs in, when named.
 fn plan_part(
     args: &SrunArgs,
     ctx: &opts::SubmitContext,
-    in_job: bool,
+    job_id: Option<u32>,
     het_group: Option<u32>,
 ) -> Result<(JobSpec, StepSpec, Vec<String>), Failure> {
     let s = &args.step;
-    let norm = args
-        .job
-        .to_spec_allowing(ctx, &["--distribution", "--gpu-bind", "--gpus-per-socket"])?;
+    let in_job = job_id.is_some();
+    let norm = args.job.to_step_spec(ctx)?;
     let spec = norm.spec;
-    let later = &args.job.later;
-    let gpu_bind = match &later.gpu_bind {
-        Some(b) => Some(
-            crate::model::gpu_bind::GpuBind::parse(b).map_err(|e| Failure::error(e.to_string()))?,
-        ),
-        None => None,
-    };
-    let per_socket = match &later.gpus_per_socket {
-        Some(g) => Some(
-            crate::model::gres::parse_gpus(g)
-                .map_err(|_| OptError::InvalidSpec("--gpus-per-socket"))?,
-        ),
-        None => None,
-    };
     let distribution = match &args.job.later.distribution {
         Some(d) => Distribution::parse(d).ok_or(OptError::InvalidSpec("--distribution"))?,
         None => Distribution::Block,
@@ -217,13 +202,50 @@ fn plan_part(
         None => CpuBind::default(),
     };
     let env_num = |k: &str| ctx.env.get(k).and_then(|v| v.trim().parse::<u32>().ok());
-    if !in_job && per_socket.is_some() {
-        // The allocation itself would need per-socket GPU selection, which the
-        // scheduler does not do yet; inside an allocation the step takes them.
-        return Err(
-            OptError::Unsupported("--gpus-per-socket (outside an allocation)".into()).into(),
-        );
+    match job_id {
+        None => opts::verify_allocation(&spec)?,
+        // Slurm applies --gres-flags to --exact steps too, and -B to a step's layout;
+        // sluice chooses a step's CPUs among the job's without regard to GPU affinity
+        // or sockets (a step's --gpus-per-socket counts every socket of its nodes).
+        Some(_) if spec.gres_flags != crate::model::gres::GresBinding::Default => {
+            return Err(OptError::Unsupported(
+                "--gres-flags for a step inside an allocation".into(),
+            )
+            .into());
+        }
+        Some(_) if spec.sockets_per_node.is_some() => {
+            return Err(OptError::Unsupported(
+                "--sockets-per-node for a step inside an allocation".into(),
+            )
+            .into());
+        }
+        Some(_) => {}
     }
+    // Inside a job, a step's GPU binding and tasks per GPU default to the job's
+    // (SLURM_GPU_BIND, SLURM_NTASKS_PER_GPU, as srun reads them).
+    let inherited = |k: &str| {
+        job_id
+            .and_then(|_| ctx.env.get(k))
+            .filter(|v| !v.is_empty())
+            .cloned()
+    };
+    let gpu_bind = match spec
+        .gpu_bind
+        .clone()
+        .or_else(|| inherited("SLURM_GPU_BIND"))
+    {
+        Some(b) => Some(
+            crate::model::gpu_bind::GpuBind::parse(&b)
+                .map_err(|e| Failure::error(e.to_string()))?,
+        ),
+        None => None,
+    };
+    let ntasks_per_gpu = match spec.ntasks_per_gpu {
+        Some(n) => Some(n),
+        None => inherited("SLURM_NTASKS_PER_GPU")
+            .map(|v| opts::parse_count("--ntasks-per-gpu", &v))
+            .transpose()?,
+    };
     // Inside an allocation the job's task count is srun's default (SLURM_NTASKS; a
     // heterogeneous job's component k has its own, as Slurm's srun reads them).
     let ntasks = spec.ntasks.or_else(|| {
@@ -237,6 +259,36 @@ fn plan_part(
             None
         }
     });
+    // --ntasks-per-gpu turns a task count into GPUs or GPUs into a task count, as the
+    // controller does for the allocation (the same function on the same request, so
+    // a new allocation and its step agree).
+    let mut step_req = JobSpec {
+        ntasks,
+        ntasks_per_gpu,
+        ..spec.clone()
+    };
+    if step_req.resolve_ntasks_per_gpu().is_err() {
+        match job_id {
+            // Given to this srun: the step cannot be made.
+            Some(id) if spec.ntasks_per_gpu.is_some() => {
+                return Err(Failure::error(format!(
+                    "Unable to create step for job {id}: {}",
+                    crate::model::gres::INVALID_GRES
+                )));
+            }
+            // Inherited from the job: a step too small for a GPU of its own keeps
+            // the job's devices and only the binding.
+            Some(_) => {
+                step_req = JobSpec {
+                    ntasks,
+                    ..spec.clone()
+                }
+            }
+            // A new allocation: the controller refuses it with Slurm's message.
+            None => {}
+        }
+    }
+    let ntasks = step_req.ntasks;
     let exe = args.command[0].clone();
     let base = std::path::Path::new(&exe)
         .file_name()
@@ -313,12 +365,13 @@ fn plan_part(
         srun_pid: std::process::id(),
         umask: ctx.umask,
         gpus: StepGpus {
-            gres: spec.gres.clone(),
-            total: spec.gpus.clone(),
-            per_node: spec.gpus_per_node.clone(),
-            per_task: spec.gpus_per_task.clone(),
-            per_socket,
+            gres: step_req.gres.clone(),
+            total: step_req.gpus.clone(),
+            per_node: step_req.gpus_per_node.clone(),
+            per_task: step_req.gpus_per_task.clone(),
+            per_socket: step_req.gpus_per_socket.clone(),
             bind: gpu_bind,
+            ntasks_per_gpu,
         },
         het_group,
     };
@@ -329,7 +382,6 @@ fn plan_part(
         .clone()
         .filter(|n| !n.is_empty())
         .unwrap_or(base);
-    job.ntasks = ntasks.or(job.ntasks);
     // Task I/O files belong to the step, not to the allocation.
     job.stdout = None;
     job.stderr = None;
@@ -769,6 +821,59 @@ mod tests {
         // The command's own options are not srun's.
         let p = plan_of(&["sh", "-c", "echo -n"], &[]).unwrap();
         assert_eq!(p.step.argv, ["sh", "-c", "echo -n"]);
+    }
+
+    #[test]
+    fn tasks_per_gpu_and_gpu_binding_for_steps() {
+        use crate::model::gpu_bind::GpuBindKind;
+        let job = [("SLURM_JOB_ID", "42"), ("SLURM_NTASKS", "4")];
+        // Inherited from the job: four tasks, two per GPU, so two GPUs, bound single:2.
+        let env = [job[0], job[1], ("SLURM_NTASKS_PER_GPU", "2")];
+        let p = plan_of(&["true"], &env).unwrap();
+        assert_eq!(p.step.ntasks, Some(4));
+        assert_eq!(p.step.gpus.total.as_ref().map(|g| g.count), Some(2));
+        assert_eq!(p.step.gpus.effective_bind().kind, GpuBindKind::Single(2));
+        // A one-task step of such a job keeps the job's devices and the binding.
+        let p = plan_of(&["-n1", "true"], &env).unwrap();
+        assert_eq!((p.step.ntasks, &p.step.gpus.total), (Some(1), &None));
+        // Given to srun: GPUs named make the task count; too few tasks are refused.
+        let p = plan_of(&["--gpus=3", "--ntasks-per-gpu=1", "true"], &job).unwrap();
+        assert_eq!(p.step.ntasks, Some(3));
+        let e = plan_of(&["-n1", "--ntasks-per-gpu=2", "true"], &job).unwrap_err();
+        assert_eq!(
+            e.stderr,
+            "srun: error: Unable to create step for job 42: Invalid generic resource (gres) specification\n"
+        );
+        // An explicit --gpu-bind wins over the job's and over single:N.
+        let env = [
+            job[0],
+            ("SLURM_GPU_BIND", "closest"),
+            ("SLURM_NTASKS_PER_GPU", "1"),
+        ];
+        let p = plan_of(&["-n2", "--gpu-bind=map_gpu:1,0", "true"], &env).unwrap();
+        assert_eq!(
+            p.step.gpus.effective_bind().kind,
+            GpuBindKind::MapGpu(vec![1, 0])
+        );
+        let p = plan_of(&["-n2", "true"], &env).unwrap();
+        assert_eq!(p.step.gpus.effective_bind().kind, GpuBindKind::Closest);
+        // Outside a job the allocation checks apply; inside, --gres-flags is refused.
+        let e = plan_of(&["--gpus-per-socket=1", "true"], &[]).unwrap_err();
+        assert_eq!(
+            (e.stderr.as_str(), e.code),
+            (
+                "srun: error: --gpus-per-socket option requires --sockets-per-node specification\n",
+                1
+            )
+        );
+        let p = plan_of(&["--gpus-per-socket=1", "true"], &job).unwrap();
+        assert_eq!(p.step.gpus.per_socket.as_ref().map(|g| g.count), Some(1));
+        let e = plan_of(&["--gres-flags=enforce-binding", "true"], &job).unwrap_err();
+        assert!(e.stderr.contains("not supported yet"), "{e:?}");
+        let e = plan_of(&["--sockets-per-node=1", "true"], &job).unwrap_err();
+        assert!(e.stderr.contains("not supported yet"), "{e:?}");
+        let p = plan_of(&["--gres-flags=enforce-binding", "--gpus=1", "true"], &[]).unwrap();
+        assert_eq!(p.job.gres_flags, crate::model::gres::GresBinding::Enforce);
     }
 
     #[test]

@@ -502,25 +502,6 @@ fn stdin_thread(w: &Mutex<UnixStream>) {
     }
 }
 
-/// Ranges of ranks in `state` for the Ctrl-C status report (`0-2,5`).
-fn ranges(ranks: &[u32]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < ranks.len() {
-        let mut j = i;
-        while j + 1 < ranks.len() && ranks[j + 1] == ranks[j] + 1 {
-            j += 1;
-        }
-        out.push(if i == j {
-            ranks[i].to_string()
-        } else {
-            format!("{}-{}", ranks[i], ranks[j])
-        });
-        i = j + 1;
-    }
-    out.join(",")
-}
-
 fn signal_thread(w: &Mutex<UnixStream>, sh: &Mutex<Shared>, o: &StreamOpts) {
     let set = srun_signals();
     let mut last_int: Option<Instant> = None;
@@ -568,7 +549,10 @@ fn signal_thread(w: &Mutex<UnixStream>, sh: &Mutex<Shared>, o: &StreamOpts) {
                     for (ranks, what) in [(running, "running"), (done, "exited")] {
                         if !ranks.is_empty() {
                             let word = if ranks.len() == 1 { "task" } else { "tasks" };
-                            eprintln!("srun: StepId={j}.{s} {word} {}: {what}", ranges(&ranks));
+                            eprintln!(
+                                "srun: StepId={j}.{s} {word} {}: {what}",
+                                crate::model::hostlist::id_ranges(&ranks)
+                            );
                         }
                     }
                 }
@@ -618,6 +602,9 @@ mod tests {
             task_failure_line("n", 2, segv).unwrap(),
             "srun: error: n: task 2: Segmentation fault"
         );
-        assert_eq!(ranges(&[0, 1, 2, 5, 7, 8]), "0-2,5,7-8");
+        assert_eq!(
+            crate::model::hostlist::id_ranges(&[0, 1, 2, 5, 7, 8]),
+            "0-2,5,7-8"
+        );
     }
 }

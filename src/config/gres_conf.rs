@@ -52,6 +52,12 @@ pub struct GresLine {
     /// only for a line that declares one device.
     #[serde(default)]
     pub unique_id: Option<String>,
+    /// The device's PCI bus id (`0000:17:00.0`), for the GPU–NIC affinity behind
+    /// `NCCL_IB_HCA` and `sluice doctor --gpus` when NVML does not report it (a
+    /// sluice key, TOML only: Slurm's gres.conf has none); only for a line that
+    /// declares one device.
+    #[serde(default)]
+    pub pci_bus: Option<String>,
 }
 
 /// Parses the text of a Slurm gres.conf: `Key=Value` words, `#` comments, `\` line
@@ -189,6 +195,18 @@ pub fn for_node(lines: &[GresLine], node: &str) -> Result<NodeGres, String> {
                 "Name={name}: UniqueId= names one device, but the line declares {ndev}"
             ));
         }
+        if let Some(b) = &l.pci_bus {
+            if ndev != 1 {
+                return Err(format!(
+                    "Name={name}: pci_bus names one device, but the line declares {ndev}"
+                ));
+            }
+            if !valid_bus_id(b) {
+                return Err(format!(
+                    "Name={name}: pci_bus = \"{b}\" is not a PCI bus id (domain:bus:device.function)"
+                ));
+            }
+        }
         let shared = matches!(name.as_str(), "mps" | "shard");
         let next = |out: &NodeGres| out.devices.iter().filter(|d| &d.name == name).count() as u32;
         let dev = |index, count, file| GresDevice {
@@ -199,7 +217,7 @@ pub fn for_node(lines: &[GresLine], node: &str) -> Result<NodeGres, String> {
             cores: cores.clone(),
             file,
             links: links.clone(),
-            pci_bus: None,
+            pci_bus: l.pci_bus.clone(),
             more_files: more.clone(),
             unique_id: l.unique_id.clone(),
         };
@@ -234,6 +252,17 @@ pub fn for_node(lines: &[GresLine], node: &str) -> Result<NodeGres, String> {
         }
     }
     Ok(out)
+}
+
+/// Whether `s` has the shape of a PCI bus id: `[domain:]bus:device.function`, in hex.
+fn valid_bus_id(s: &str) -> bool {
+    let hex = |p: &str| !p.is_empty() && p.chars().all(|c| c.is_ascii_hexdigit());
+    let (head, func) = match s.rsplit_once('.') {
+        Some(x) => x,
+        None => return false,
+    };
+    let parts: Vec<&str> = head.split(':').collect();
+    (2..=3).contains(&parts.len()) && parts.iter().all(|p| hex(p)) && hex(func)
 }
 
 #[cfg(test)]
@@ -358,6 +387,30 @@ NodeName=g1 Name=gpu Type=a100 File=/dev/nvidia1
             })
             .contains("AutoDetect=rsmi")
         );
+        assert!(
+            bad(GresLine {
+                count: Some(2),
+                pci_bus: Some("0000:17:00.0".into()),
+                ..gpu()
+            })
+            .contains("pci_bus names one device")
+        );
+        assert!(
+            bad(GresLine {
+                pci_bus: Some("17:00".into()),
+                ..gpu()
+            })
+            .contains("not a PCI bus id")
+        );
+        let ok = for_node(
+            &[GresLine {
+                pci_bus: Some("00000000:CA:00.0".into()),
+                ..gpu()
+            }],
+            "n1",
+        )
+        .unwrap();
+        assert_eq!(ok.devices[0].pci_bus.as_deref(), Some("00000000:CA:00.0"));
     }
 
     #[test]

@@ -435,6 +435,14 @@ impl Cluster {
         now: i64,
         names: &dyn Fn(u32, u32) -> (String, String),
     ) -> Result<Job, SlurmError> {
+        let mut spec = spec;
+        // GPU counts as gres_job_state_validate settles them (the front-ends check
+        // first; this is for any other client).
+        spec.resolve_ntasks_per_gpu()
+            .map_err(|_| SlurmError::InvalidGres)?;
+        spec.check_gpu_counts()
+            .map_err(|_| SlurmError::InvalidGres)?;
+        self.check_gres_names(&spec)?;
         let part = self.pick_partition(&spec)?;
         if matches!(part.state, PartitionState::Inactive | PartitionState::Drain) {
             return Err(SlurmError::PartitionConfigUnavailable);
@@ -475,7 +483,6 @@ impl Cluster {
             .filter(|n| part.nodes.contains(&n.name))
             .collect();
         let gpu_default = spec.wants_gres() && spec.mem_per_gpu.is_none();
-        let mut spec = spec;
         if spec.mem.is_none()
             && gpu_default
             && let Some(m) = part.def_mem_per_gpu
@@ -590,6 +597,35 @@ impl Cluster {
     /// Checks what is refused whatever EnforcePartLimits says: unknown licenses,
     /// malformed constraints and distributions, and partition access (AllowAccounts,
     /// AllowGroups, AllowQos), with Slurm's messages.
+    /// Refuses a request naming a GRES that no node has, as Slurm refuses one not in
+    /// its GresTypes (ESLURM_INVALID_GRES, rather than "node configuration not
+    /// available"). Only once every node has registered: an agent that has not yet
+    /// reported may still discover GPUs.
+    fn check_gres_names(&self, spec: &JobSpec) -> Result<(), SlurmError> {
+        if self.nodes.iter().any(|n| n.agent_start_time.is_none()) {
+            return Ok(());
+        }
+        let gpu_asked = spec.gpus.is_some()
+            || spec.gpus_per_node.is_some()
+            || spec.gpus_per_task.is_some()
+            || spec.gpus_per_socket.is_some();
+        let names = spec
+            .gres
+            .iter()
+            .map(|g| g.name.as_str())
+            .chain(gpu_asked.then_some("gpu"));
+        for name in names {
+            if !self
+                .nodes
+                .iter()
+                .any(|n| n.gres.iter().any(|d| d.name == name))
+            {
+                return Err(SlurmError::InvalidGres);
+            }
+        }
+        Ok(())
+    }
+
     fn check_request(&self, spec: &JobSpec, part: &Partition, c: Caller) -> Result<(), SlurmError> {
         for l in &spec.licenses {
             if !self.licenses.iter().any(|(n, _)| *n == l.name) {

@@ -174,22 +174,27 @@ pub struct LaterOpts {
     /// GPUs per task: [TYPE:]N
     #[arg(long = "gpus-per-task", value_name = "[TYPE:]N")]
     pub gpus_per_task: Option<String>,
-    /// GPUs per socket (srun steps inside an allocation; not yet for allocations)
+    /// GPUs on each socket the job uses (allocations also need --sockets-per-node)
     #[arg(long = "gpus-per-socket", value_name = "[TYPE:]N")]
     pub gpus_per_socket: Option<String>,
+    /// Sockets the job needs on each node
+    #[arg(long = "sockets-per-node", value_name = "N")]
+    pub sockets_per_node: Option<String>,
     /// CPUs per allocated GPU
     #[arg(long = "cpus-per-gpu", value_name = "N")]
     pub cpus_per_gpu: Option<String>,
     /// Memory per allocated GPU (units K, M, G, T; default M)
     #[arg(long = "mem-per-gpu", value_name = "SIZE")]
     pub mem_per_gpu: Option<String>,
-    /// (not supported yet) Tasks per GPU
+    /// Tasks per GPU: with -n, the GPU count follows; with GPUs, the task count
     #[arg(long = "ntasks-per-gpu", value_name = "N")]
     pub ntasks_per_gpu: Option<String>,
-    /// GPU binding of tasks (srun): [verbose,]closest|map_gpu:L|mask_gpu:L|single:N|none
+    /// GPU binding of tasks (sbatch/salloc: the default of the job's steps):
+    /// [verbose,]closest|map_gpu:L|mask_gpu:L|single:N|none
     #[arg(long = "gpu-bind", value_name = "TYPE")]
     pub gpu_bind: Option<String>,
-    /// (not supported yet) GRES flags (enforce-binding, disable-binding)
+    /// CPUs and GPU affinity: enforce-binding (only CPUs near the job's GPUs) or
+    /// disable-binding (affinity ignored)
     #[arg(long = "gres-flags", value_name = "FLAGS")]
     pub gres_flags: Option<String>,
     /// Node features required: a&b, a|b, a*N, [a|b]
@@ -588,8 +593,11 @@ pub enum OptError {
     /// An option sluice parses but does not implement yet; exit 1.
     Unsupported(String),
     /// A value refused when the options are checked as a whole (sbatch's
-    /// `_opt_verify`), printed after `error: `; exit 1.
+    /// `_opt_verify`), printed after `error: ` (each line); exit 1.
     Verify(String),
+    /// Options that cannot go together, refused with `fatal: ` as slurm_opt.c's
+    /// `validate_options_salloc_sbatch_srun` does; exit 1.
+    Conflict(String),
     /// Help text for stdout; exit 0.
     Help(String),
 }
@@ -621,7 +629,7 @@ impl OptError {
     /// The process exit code for this error.
     pub fn exit_code(&self) -> u8 {
         match self {
-            OptError::Unsupported(_) | OptError::Verify(_) => 1,
+            OptError::Unsupported(_) | OptError::Verify(_) | OptError::Conflict(_) => 1,
             OptError::Help(_) => 0,
             _ => 255,
         }
@@ -641,7 +649,9 @@ impl OptError {
             OptError::InvalidBegin { value, pos } => format!(
                 "Invalid time specification (pos={pos}): {value}\n{prog}: error: Invalid --begin specification\n"
             ),
-            OptError::Fatal(m) | OptError::Verify(m) => format!("{prog}: error: {m}\n"),
+            OptError::Fatal(m) => format!("{prog}: error: {m}\n"),
+            OptError::Verify(m) => m.lines().map(|l| format!("{prog}: error: {l}\n")).collect(),
+            OptError::Conflict(m) => format!("{prog}: fatal: {m}\n"),
             OptError::Unsupported(o) => {
                 format!("{prog}: error: {o} is not supported yet by sluice\n")
             }
@@ -788,10 +798,6 @@ impl JobOpts {
     pub fn unsupported(&self) -> Vec<&'static str> {
         let l = &self.later;
         let opt = [
-            ("--gpus-per-socket", l.gpus_per_socket.is_some()),
-            ("--ntasks-per-gpu", l.ntasks_per_gpu.is_some()),
-            ("--gpu-bind", l.gpu_bind.is_some()),
-            ("--gres-flags", l.gres_flags.is_some()),
             ("--priority", l.priority.is_some()),
             ("--time-min", l.time_min.is_some()),
             ("--mincpus", l.mincpus.is_some()),
@@ -832,17 +838,16 @@ impl JobOpts {
     /// Errors: [`OptError::Unsupported`] (exit 1) for options not implemented yet (the
     /// first one found); otherwise Slurm's message for the first invalid value (exit 255).
     pub fn to_spec(&self, ctx: &SubmitContext) -> Result<Normalised, OptError> {
-        self.to_spec_allowing(ctx, &[])
+        let n = self.to_step_spec(ctx)?;
+        verify_allocation(&n.spec)?;
+        Ok(n)
     }
 
-    /// Like [`JobOpts::to_spec`], but the not-yet-supported options named in `allow`
-    /// (long names, `--distribution`) are let through for the caller to handle.
-    pub fn to_spec_allowing(
-        &self,
-        ctx: &SubmitContext,
-        allow: &[&str],
-    ) -> Result<Normalised, OptError> {
-        if let Some(first) = self.unsupported().iter().find(|o| !allow.contains(o)) {
+    /// Like [`JobOpts::to_spec`], without the checks that only apply to a request for
+    /// an allocation ([`verify_allocation`]): what srun needs before it knows whether
+    /// it runs inside a job.
+    pub fn to_step_spec(&self, ctx: &SubmitContext) -> Result<Normalised, OptError> {
+        if let Some(first) = self.unsupported().first() {
             return Err(OptError::Unsupported((*first).to_string()));
         }
         if let Some(t) = &self.ignored.mail_type
@@ -960,6 +965,7 @@ impl JobOpts {
             return Err(OptError::InvalidSpec("--distribution"));
         }
 
+        let gpu_opts = gpu_options(self)?;
         let (switches, switch_wait) = match &l.switches {
             Some(v) => {
                 let (s, w) = parse_switches(v)?;
@@ -1014,6 +1020,11 @@ impl JobOpts {
             gpus: gpus("--gpus", &l.gpus)?,
             gpus_per_node: gpus("--gpus-per-node", &l.gpus_per_node)?,
             gpus_per_task: gpus("--gpus-per-task", &l.gpus_per_task)?,
+            gpus_per_socket: gpus("--gpus-per-socket", &l.gpus_per_socket)?,
+            sockets_per_node: gpu_opts.sockets_per_node,
+            ntasks_per_gpu: gpu_opts.ntasks_per_gpu,
+            gres_flags: gpu_opts.gres_flags,
+            gpu_bind: l.gpu_bind.clone(),
             cpus_per_gpu: l
                 .cpus_per_gpu
                 .as_deref()
@@ -1043,6 +1054,81 @@ impl JobOpts {
         };
         Ok(Normalised { spec, warnings })
     }
+}
+
+/// The GPU placement options, checked.
+struct GpuOptions {
+    sockets_per_node: Option<u32>,
+    ntasks_per_gpu: Option<u32>,
+    gres_flags: crate::model::gres::GresBinding,
+}
+
+/// Checks `--gres-flags`, `--sockets-per-node`, `--ntasks-per-gpu` and `--gpu-bind`,
+/// and the options Slurm refuses beside `--ntasks-per-gpu` (slurm_opt.c:
+/// `--gpus-per-task`, `--gpus-per-socket` and `--ntasks-per-node` are each
+/// "mutually exclusive with --ntasks-per-gpu and SLURM_NTASKS_PER_GPU").
+///
+/// Errors: Slurm's message for the first bad value or conflicting pair.
+fn gpu_options(o: &JobOpts) -> Result<GpuOptions, OptError> {
+    let l = &o.later;
+    let gres_flags = match &l.gres_flags {
+        Some(f) => crate::model::gres::parse_gres_flags(f)
+            .map_err(|_| OptError::InvalidSpec("--gres-flags"))?,
+        None => crate::model::gres::GresBinding::Default,
+    };
+    if let Some(b) = &l.gpu_bind {
+        crate::model::gpu_bind::GpuBind::parse(b).map_err(|e| OptError::Fatal(e.to_string()))?;
+    }
+    let count = |opt: &'static str, v: &Option<String>| {
+        v.as_deref().map(|v| parse_count(opt, v)).transpose()
+    };
+    let ntasks_per_gpu = count("--ntasks-per-gpu", &l.ntasks_per_gpu)?;
+    if ntasks_per_gpu.is_some() {
+        for (opt, set) in [
+            ("--gpus-per-task", l.gpus_per_task.is_some()),
+            ("--gpus-per-socket", l.gpus_per_socket.is_some()),
+            ("--ntasks-per-node", o.ntasks_per_node.is_some()),
+        ] {
+            if set {
+                return Err(OptError::Conflict(format!(
+                    "{opt} is mutually exclusive with --ntasks-per-gpu and SLURM_NTASKS_PER_GPU"
+                )));
+            }
+        }
+    }
+    Ok(GpuOptions {
+        sockets_per_node: count("--sockets-per-node", &l.sockets_per_node)?,
+        ntasks_per_gpu,
+        gres_flags,
+    })
+}
+
+/// The checks Slurm makes only when the options ask for an allocation (sbatch,
+/// salloc, srun outside a job): `--gpus-per-socket` needs `--sockets-per-node`
+/// (srun/opt.c, sbatch/opt.c), and the GPU counts must be settled as the client's
+/// gres_job_state_validate settles them (`--ntasks-per-gpu`, `--gpus-per-socket`).
+///
+/// Errors: [`OptError::Verify`] with Slurm's text.
+pub fn verify_allocation(spec: &JobSpec) -> Result<(), OptError> {
+    let invalid = crate::model::gres::INVALID_GRES;
+    if let Err(crate::model::gres::GresError::Bad(why)) = spec.clone().resolve_ntasks_per_gpu() {
+        return Err(OptError::Verify(
+            if why == crate::model::job::NTASKS_PER_GPU_ALONE {
+                format!("gres_job_state_validate: {why}\n{invalid}")
+            } else {
+                invalid.to_string()
+            },
+        ));
+    }
+    if spec.check_gpu_counts().is_err() {
+        return Err(OptError::Verify(invalid.to_string()));
+    }
+    if spec.gpus_per_socket.is_some() && spec.sockets_per_node.is_none() {
+        return Err(OptError::Verify(
+            "--gpus-per-socket option requires --sockets-per-node specification".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// Parses `--switches=N[@WAIT]`: the most leaf switches, and the longest wait for
@@ -1710,7 +1796,7 @@ mod tests {
     #[test]
     fn later_options_are_refused_not_ignored() {
         for (args, name) in [
-            (&["--gpus-per-socket=1"][..], "--gpus-per-socket"),
+            (&["--time-min=5"][..], "--time-min"),
             (&["--exclusive=user"], "--exclusive=<mode>"),
         ] {
             let e = spec(args).unwrap_err();
@@ -1720,6 +1806,81 @@ mod tests {
                 e.render("sbatch"),
                 format!("sbatch: error: {name} is not supported yet by sluice\n")
             );
+        }
+    }
+
+    #[test]
+    fn gpu_placement_options_reach_the_spec() {
+        use crate::model::gres::GresBinding;
+        let s = spec(&[
+            "--gres-flags=Enforce-Binding",
+            "--gpus-per-socket=a100:2",
+            "--sockets-per-node=2",
+            "--gpu-bind=closest",
+        ])
+        .unwrap();
+        assert_eq!(s.gres_flags, GresBinding::Enforce);
+        let g = s.gpus_per_socket.unwrap();
+        assert_eq!((g.kind.as_deref(), g.count), (Some("a100"), 2));
+        assert_eq!(s.sockets_per_node, Some(2));
+        assert_eq!(s.gpu_bind.as_deref(), Some("closest"));
+        let s = spec(&["--gres-flags=disable-binding", "-n8", "--ntasks-per-gpu=2"]).unwrap();
+        assert_eq!(s.gres_flags, GresBinding::Disable);
+        assert_eq!((s.ntasks, s.ntasks_per_gpu), (Some(8), Some(2)));
+    }
+
+    #[test]
+    fn gpu_placement_options_are_refused_as_slurm_refuses_them() {
+        let cases: &[(&[&str], &str, u8)] = &[
+            (
+                &["--gres-flags=bind-tightly"],
+                "sbatch: error: Invalid --gres-flags specification\n",
+                255,
+            ),
+            (
+                &["--gpus-per-socket=1"],
+                "sbatch: error: --gpus-per-socket option requires --sockets-per-node specification\n",
+                1,
+            ),
+            (
+                &["--gpus-per-socket=x:", "--sockets-per-node=1"],
+                "sbatch: error: Invalid --gpus-per-socket specification\n",
+                255,
+            ),
+            (
+                &["--sockets-per-node=0"],
+                "sbatch: error: Invalid numeric value \"0\" for --sockets-per-node.\n",
+                255,
+            ),
+            (
+                &["--ntasks-per-gpu=1", "--gpus-per-task=1"],
+                "sbatch: fatal: --gpus-per-task is mutually exclusive with --ntasks-per-gpu and SLURM_NTASKS_PER_GPU\n",
+                1,
+            ),
+            (
+                &[
+                    "--ntasks-per-gpu=1",
+                    "--gpus-per-socket=1",
+                    "--sockets-per-node=1",
+                ],
+                "sbatch: fatal: --gpus-per-socket is mutually exclusive with --ntasks-per-gpu and SLURM_NTASKS_PER_GPU\n",
+                1,
+            ),
+            (
+                &["--ntasks-per-gpu=2", "--ntasks-per-node=2"],
+                "sbatch: fatal: --ntasks-per-node is mutually exclusive with --ntasks-per-gpu and SLURM_NTASKS_PER_GPU\n",
+                1,
+            ),
+            (
+                &["--gpu-bind=nearest"],
+                "sbatch: error: Invalid --gpu-bind argument: nearest\n",
+                255,
+            ),
+        ];
+        for (args, want, code) in cases {
+            let e = spec(args).unwrap_err();
+            assert_eq!(e.render("sbatch"), *want, "{args:?}");
+            assert_eq!(e.exit_code(), *code, "{args:?}");
         }
     }
 

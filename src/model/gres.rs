@@ -89,6 +89,10 @@ impl fmt::Display for GresReq {
     }
 }
 
+/// Slurm's text for ESLURM_INVALID_GRES, the error of a GRES request that can never
+/// be met (unknown, too large, or inconsistent counts).
+pub const INVALID_GRES: &str = "Invalid generic resource (gres) specification";
+
 /// Why a GRES or license specification could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum GresError {
@@ -179,8 +183,9 @@ pub fn fmt_tres_per_node(reqs: &[GresReq]) -> String {
         .join(",")
 }
 
-/// Parses a node's configured GRES as written in the config (`gpu:h100:8`,
-/// `gpu:2(S:0-1)` is not supported: per-device cores come from `cores`): `name[:type]:count`
+/// Parses a node's configured GRES as written in the config (`gpu:h100:8`; the
+/// `(S:0-1)` socket suffix Slurm prints is not input: per-device cores come from
+/// `cores`): `name[:type]:count`
 /// items, each expanded to `count` devices of count 1 (GPU-like) — except `mps`/`shard`,
 /// which become one device carrying the whole count.
 ///
@@ -225,17 +230,135 @@ pub fn parse_node_gres(s: &str) -> Result<Vec<GresDevice>, GresError> {
     Ok(out)
 }
 
-/// A node's GRES as `scontrol show node`/sinfo `%G` print them: `gpu:h100:8` per
-/// (name, type), `(null)` when none.
+/// A node's GRES as configured, one `name[:type]:count` per (name, type): `gpu:h100:8`,
+/// `(null)` when none (the form config declarations are compared in; what scontrol
+/// and sinfo print is [`fmt_node_gres_sockets`]).
 pub fn fmt_node_gres(devs: &[GresDevice]) -> String {
-    let mut groups: Vec<(String, Option<String>, u64)> = Vec::new();
+    node_gres_text(devs, None)
+}
+
+/// How a job's CPUs relate to the affinity of its GPUs (`--gres-flags`; cf. Slurm's
+/// `GRES_ENFORCE_BIND`/`GRES_DISABLE_BIND` job flags and cons_tres
+/// gres_select_filter.c).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum GresBinding {
+    /// No flag: CPUs near the job's GPUs (gres.conf `Cores=`) are preferred, others
+    /// taken when those are busy.
+    #[default]
+    Default,
+    /// `enforce-binding`: the job only gets CPUs listed in its GPUs' `Cores=`, and each
+    /// of its GPUs has at least one of the job's CPUs near it; it pends until such
+    /// CPUs are free.
+    Enforce,
+    /// `disable-binding`: GPU affinity plays no part in choosing the job's CPUs.
+    Disable,
+}
+
+impl GresBinding {
+    /// The `--gres-flags` word (`None` for the default).
+    pub fn flag(self) -> Option<&'static str> {
+        match self {
+            GresBinding::Default => None,
+            GresBinding::Enforce => Some("enforce-binding"),
+            GresBinding::Disable => Some("disable-binding"),
+        }
+    }
+}
+
+/// Parses `--gres-flags`: `enforce-binding` or `disable-binding` (any case; Slurm
+/// 22.05 takes one word, the last `--gres-flags` given wins).
+///
+/// Errors: [`GresError::Bad`] for any other value.
+pub fn parse_gres_flags(s: &str) -> Result<GresBinding, GresError> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "enforce-binding" => Ok(GresBinding::Enforce),
+        "disable-binding" => Ok(GresBinding::Disable),
+        _ => Err(GresError::Bad(s.to_string())),
+    }
+}
+
+/// GPUs a request asks for over the whole job, counting per-node requests on
+/// `nodes` nodes and per-socket ones on `nodes` × `sockets` sockets: the largest of
+/// `--gpus`, `--gpus-per-node`/`--gres=gpu`, `--gpus-per-socket` (Slurm's
+/// `total_gres`, gres_job_state_validate). `None` when nothing asks for GPUs.
+pub fn total_gpus(
+    gpus: Option<&GresReq>,
+    per_node: &[&GresReq],
+    per_socket: Option<&GresReq>,
+    nodes: u32,
+    sockets: u32,
+) -> Option<u64> {
+    let nodes = u64::from(nodes.max(1));
+    let node_side: Option<u64> = per_node
+        .iter()
+        .filter(|g| g.name == "gpu")
+        .map(|g| g.count.saturating_mul(nodes))
+        .reduce(|a, b| a.saturating_add(b));
+    let socket_side = per_socket.map(|g| g.count.saturating_mul(nodes * u64::from(sockets.max(1))));
+    [gpus.map(|g| g.count), node_side, socket_side]
+        .into_iter()
+        .flatten()
+        .max()
+}
+
+/// The socket holding CPU `id` on a node of `cpus` CPUs in `sockets` sockets. CPU ids
+/// are Slurm's abstract ids, numbered socket by socket: socket `s` holds ids
+/// `s*C/S .. (s+1)*C/S` (rounded up), the numbering gres.conf `Cores=` uses.
+pub fn socket_of(id: u32, cpus: u32, sockets: u32) -> u32 {
+    let sockets = sockets.max(1);
+    let per = cpus.div_ceil(sockets).max(1);
+    (id / per).min(sockets - 1)
+}
+
+/// The CPU ids of socket `s` (see [`socket_of`]).
+pub fn socket_cpus(s: u32, cpus: u32, sockets: u32) -> Vec<u32> {
+    (0..cpus)
+        .filter(|&c| socket_of(c, cpus, sockets) == s)
+        .collect()
+}
+
+/// The sockets a device with close CPUs `cores` is attached to; every socket when
+/// `cores` is empty (no affinity known: the device may serve any socket).
+pub fn device_sockets(cores: &[u32], cpus: u32, sockets: u32) -> Vec<u32> {
+    if cores.is_empty() {
+        return (0..sockets.max(1)).collect();
+    }
+    let mut v: Vec<u32> = cores
+        .iter()
+        .filter(|&&c| c < cpus)
+        .map(|&c| socket_of(c, cpus, sockets))
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// A node's GRES as `scontrol show node`/sinfo `%G` print them when devices have CPU
+/// affinity: [`fmt_node_gres`] with, after each group of devices with `Cores=`, the
+/// sockets those cores are on (`gpu:4(S:0-1)`; cf. gres.c `_build_node_gres_str`).
+/// `cpus` and `sockets` are the node's.
+pub fn fmt_node_gres_sockets(devs: &[GresDevice], cpus: u32, sockets: u32) -> String {
+    node_gres_text(devs, Some((cpus, sockets)))
+}
+
+/// [`fmt_node_gres`], with the `(S:…)` sockets of the devices' cores when the node's
+/// `(cpus, sockets)` are given.
+fn node_gres_text(devs: &[GresDevice], topo: Option<(u32, u32)>) -> String {
+    let mut groups: Vec<(&str, Option<&str>, u64, Vec<u32>)> = Vec::new();
     for d in devs {
+        let socks = match topo {
+            Some((cpus, sockets)) if !d.cores.is_empty() => device_sockets(&d.cores, cpus, sockets),
+            _ => Vec::new(),
+        };
         match groups
             .iter_mut()
-            .find(|(n, k, _)| *n == d.name && *k == d.kind)
+            .find(|(n, k, _, _)| *n == d.name && *k == d.kind.as_deref())
         {
-            Some(g) => g.2 += u64::from(d.count),
-            None => groups.push((d.name.clone(), d.kind.clone(), u64::from(d.count))),
+            Some(g) => {
+                g.2 += u64::from(d.count);
+                g.3.extend(socks);
+            }
+            None => groups.push((&d.name, d.kind.as_deref(), u64::from(d.count), socks)),
         }
     }
     if groups.is_empty() {
@@ -243,9 +366,16 @@ pub fn fmt_node_gres(devs: &[GresDevice]) -> String {
     }
     groups
         .iter()
-        .map(|(n, k, c)| match k {
-            Some(k) => format!("{n}:{k}:{c}"),
-            None => format!("{n}:{c}"),
+        .map(|(n, k, c, s)| {
+            let head = match k {
+                Some(k) => format!("{n}:{k}:{c}"),
+                None => format!("{n}:{c}"),
+            };
+            if s.is_empty() {
+                head
+            } else {
+                format!("{head}(S:{})", super::hostlist::id_ranges(s))
+            }
         })
         .collect::<Vec<_>>()
         .join(",")
@@ -343,6 +473,21 @@ mod tests {
         assert_eq!(fmt_node_gres(&[]), "(null)");
         assert!(d[0].matches("gpu", None) && d[0].matches("gpu", Some("h100")));
         assert!(!d[0].matches("gpu", Some("a100")));
+    }
+
+    #[test]
+    fn node_gres_text_names_the_sockets_of_the_devices_cores() {
+        let mut d = parse_node_gres("gpu:a100:4,mps:100").unwrap();
+        for (k, x) in d.iter_mut().take(4).enumerate() {
+            x.cores = if k < 2 { vec![0, 1] } else { vec![4, 5, 6, 7] };
+        }
+        assert_eq!(fmt_node_gres_sockets(&d, 8, 2), "gpu:a100:4(S:0-1),mps:100");
+        d[2].cores = vec![1];
+        d[3].cores = vec![0];
+        assert_eq!(fmt_node_gres_sockets(&d[..4], 8, 2), "gpu:a100:4(S:0)");
+        assert_eq!(fmt_node_gres_sockets(&[], 8, 2), "(null)");
+        assert_eq!(socket_of(5, 8, 2), 1);
+        assert_eq!(socket_cpus(1, 5, 2), vec![3, 4]);
     }
 
     #[test]

@@ -273,6 +273,26 @@ pub struct JobSpec {
     /// `--gpus-per-task`.
     #[serde(default)]
     pub gpus_per_task: Option<GresReq>,
+    /// `--gpus-per-socket`: GPUs on each socket the job uses on a node (it asks for
+    /// `sockets_per_node` sockets).
+    #[serde(default)]
+    pub gpus_per_socket: Option<GresReq>,
+    /// `--sockets-per-node`: nodes need at least this many sockets, and a
+    /// `--gpus-per-socket` job gets GPUs and CPUs on this many of each node's sockets.
+    #[serde(default)]
+    pub sockets_per_node: Option<u32>,
+    /// `--ntasks-per-gpu` (Slurm's `ntasks_per_tres`); the controller derives the task
+    /// or GPU count from it ([`JobSpec::resolve_ntasks_per_gpu`]) and steps default to
+    /// `--gpu-bind=single:N`.
+    #[serde(default)]
+    pub ntasks_per_gpu: Option<u32>,
+    /// `--gres-flags`: how CPUs are chosen relative to the GPUs' affinity.
+    #[serde(default)]
+    pub gres_flags: super::gres::GresBinding,
+    /// `--gpu-bind` as given, for the job's steps (`SLURM_GPU_BIND`; validated by the
+    /// client).
+    #[serde(default)]
+    pub gpu_bind: Option<String>,
     /// `--cpus-per-gpu`.
     #[serde(default)]
     pub cpus_per_gpu: Option<u32>,
@@ -311,6 +331,11 @@ pub struct JobSpec {
     pub switch_wait: Option<u32>,
 }
 
+/// slurmctld's words (gres_job_state_validate) for `--ntasks-per-gpu` with neither
+/// GPUs nor a task or node count.
+pub const NTASKS_PER_GPU_ALONE: &str =
+    "--ntasks-per-tres needs either a GRES GPU specification or a node/ntask specification";
+
 impl JobSpec {
     /// Whether the job asks for any GPU or other generic resource.
     pub fn wants_gres(&self) -> bool {
@@ -318,6 +343,109 @@ impl JobSpec {
             || self.gpus.is_some()
             || self.gpus_per_node.is_some()
             || self.gpus_per_task.is_some()
+            || self.gpus_per_socket.is_some()
+    }
+
+    /// GPUs the request names over the whole job (see
+    /// [`super::gres::total_gpus`]); `None` when it names none.
+    pub fn total_gpus(&self) -> Option<u64> {
+        let mut per_node: Vec<&GresReq> = self.gres.iter().collect();
+        per_node.extend(self.gpus_per_node.as_ref());
+        let nodes = self.nodes_min.unwrap_or(1);
+        let from_tasks = self.gpus_per_task.as_ref().and_then(|g| {
+            self.ntasks.map(|n| GresReq {
+                count: g.count.saturating_mul(u64::from(n)),
+                ..g.clone()
+            })
+        });
+        let by_job = match (&self.gpus, from_tasks) {
+            (Some(g), Some(t)) => Some(if g.count >= t.count { g.clone() } else { t }),
+            (g, t) => g.clone().or(t),
+        };
+        super::gres::total_gpus(
+            by_job.as_ref(),
+            &per_node,
+            self.gpus_per_socket.as_ref(),
+            nodes,
+            self.sockets_per_node.unwrap_or(1),
+        )
+    }
+
+    /// Checks that `--gpus-per-socket` agrees with the other GPU counts as slurmctld's
+    /// `_test_gres_cnt` does: `--gpus` ≥ `--gres=gpu`/`--gpus-per-node` ≥
+    /// `--gpus-per-socket`, and a per-node count is `--sockets-per-node` times the
+    /// per-socket one.
+    ///
+    /// Errors: [`super::gres::GresError::Bad`] naming the per-socket request.
+    pub fn check_gpu_counts(&self) -> Result<(), super::gres::GresError> {
+        let Some(sock) = &self.gpus_per_socket else {
+            return Ok(());
+        };
+        let bad = || super::gres::GresError::Bad(format!("--gpus-per-socket={sock}"));
+        if self.gpus.as_ref().is_some_and(|g| g.count < sock.count) {
+            return Err(bad());
+        }
+        let per_node: u64 = self
+            .gres
+            .iter()
+            .chain(self.gpus_per_node.as_ref())
+            .filter(|g| g.name == "gpu")
+            .map(|g| g.count)
+            .sum();
+        if per_node > 0 {
+            let sockets = u64::from(self.sockets_per_node.unwrap_or(1));
+            if per_node < sock.count
+                || !per_node.is_multiple_of(sock.count)
+                || per_node / sock.count != sockets
+            {
+                return Err(bad());
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies `--ntasks-per-gpu=N` as slurmctld does (src/interfaces/gres.c
+    /// `gres_job_state_validate`): with a fixed node count and no `-n`, the task count
+    /// is nodes × N; a job that names GPUs then runs GPUs × N tasks; a job that names
+    /// none gets `-n / N` untyped GPUs (`--gpus`). Nothing changes without
+    /// `--ntasks-per-gpu`.
+    ///
+    /// Errors: [`super::gres::GresError::Bad`] when the job names neither GPUs nor a
+    /// task or node count (its text is then [`NTASKS_PER_GPU_ALONE`]), or when `-n` is
+    /// below N (no whole GPU to give).
+    pub fn resolve_ntasks_per_gpu(&mut self) -> Result<(), super::gres::GresError> {
+        let Some(per) = self.ntasks_per_gpu.filter(|n| *n > 0) else {
+            return Ok(());
+        };
+        let bad = || super::gres::GresError::Bad(format!("--ntasks-per-gpu={per}"));
+        let fixed_nodes = self
+            .nodes_min
+            .filter(|&m| self.nodes_max.is_none_or(|x| x == m));
+        if self.ntasks.is_none()
+            && let Some(n) = fixed_nodes
+        {
+            self.ntasks = Some(n.checked_mul(per).ok_or_else(bad)?);
+        }
+        if let Some(g) = self.total_gpus() {
+            let t = g
+                .checked_mul(u64::from(per))
+                .and_then(|t| u32::try_from(t).ok())
+                .ok_or_else(bad)?;
+            self.ntasks = Some(t);
+            return Ok(());
+        }
+        match self.ntasks {
+            Some(n) if n >= per => {
+                self.gpus = Some(GresReq {
+                    name: "gpu".into(),
+                    kind: None,
+                    count: u64::from(n / per),
+                });
+                Ok(())
+            }
+            Some(_) => Err(bad()),
+            None => Err(super::gres::GresError::Bad(NTASKS_PER_GPU_ALONE.into())),
+        }
     }
 
     /// `TresPerNode=`/squeue `%b` text: `gres:gpu:4`, `N/A` when none.
@@ -637,6 +765,21 @@ pub struct GresAlloc {
     /// The device's index (`IDX:`).
     pub index: u32,
     pub count: u32,
+}
+
+/// Test helper: one GPU of count 1 per index, in node slot `index` (nodes whose GPUs
+/// are their first devices).
+#[cfg(test)]
+pub fn gpu_allocs(idx: &[u32]) -> Vec<GresAlloc> {
+    idx.iter()
+        .map(|&i| GresAlloc {
+            slot: i,
+            name: "gpu".into(),
+            kind: None,
+            index: i,
+            count: 1,
+        })
+        .collect()
 }
 
 /// The allocation a running job holds on its nodes.
@@ -1075,6 +1218,106 @@ mod tests {
             assert_eq!(JobState::parse(&s.compact().to_lowercase()), Some(s));
         }
         assert_eq!(JobState::parse("nonsense"), None);
+    }
+
+    fn gpu(count: u64) -> Option<GresReq> {
+        Some(GresReq {
+            name: "gpu".into(),
+            kind: None,
+            count,
+        })
+    }
+
+    #[test]
+    fn ntasks_per_gpu_derives_tasks_or_gpus_as_slurmctld_does() {
+        let base = JobSpec {
+            ntasks_per_gpu: Some(2),
+            ..JobSpec::default()
+        };
+        // GPUs named: tasks = GPUs × N, over -n when both are given.
+        let mut s = JobSpec {
+            gpus: gpu(3),
+            ntasks: Some(9),
+            ..base.clone()
+        };
+        s.resolve_ntasks_per_gpu().unwrap();
+        assert_eq!(s.ntasks, Some(6));
+        // Per-node GPUs count on each node of a fixed node count.
+        let mut s = JobSpec {
+            gpus_per_node: gpu(2),
+            nodes_min: Some(2),
+            ..base.clone()
+        };
+        s.resolve_ntasks_per_gpu().unwrap();
+        assert_eq!(s.ntasks, Some(8));
+        // Tasks only: -n / N untyped GPUs for the job.
+        let mut s = JobSpec {
+            ntasks: Some(5),
+            ..base.clone()
+        };
+        s.resolve_ntasks_per_gpu().unwrap();
+        assert_eq!((s.ntasks, s.gpus.map(|g| g.count)), (Some(5), Some(2)));
+        // Nodes only: nodes × N tasks, one GPU per N of them.
+        let mut s = JobSpec {
+            nodes_min: Some(3),
+            ..base.clone()
+        };
+        s.resolve_ntasks_per_gpu().unwrap();
+        assert_eq!((s.ntasks, s.gpus.map(|g| g.count)), (Some(6), Some(3)));
+        // Neither, or fewer tasks than N: no GPU to give.
+        assert!(base.clone().resolve_ntasks_per_gpu().is_err());
+        let mut s = JobSpec {
+            ntasks: Some(1),
+            ..base.clone()
+        };
+        assert!(s.resolve_ntasks_per_gpu().is_err());
+        // A node range is not a fixed count.
+        let mut s = JobSpec {
+            nodes_min: Some(1),
+            nodes_max: Some(3),
+            ..base
+        };
+        assert!(s.resolve_ntasks_per_gpu().is_err());
+        // Without the option nothing changes.
+        let mut s = JobSpec::default();
+        s.resolve_ntasks_per_gpu().unwrap();
+        assert_eq!((s.ntasks, s.gpus), (None, None));
+    }
+
+    #[test]
+    fn gpus_per_socket_must_agree_with_the_other_gpu_counts() {
+        let per_socket = |per: u64, sockets: u32| JobSpec {
+            gpus_per_socket: gpu(per),
+            sockets_per_node: Some(sockets),
+            ..JobSpec::default()
+        };
+        assert!(per_socket(1, 2).check_gpu_counts().is_ok());
+        // --gpus below one socket's worth.
+        let s = JobSpec {
+            gpus: gpu(1),
+            ..per_socket(2, 1)
+        };
+        assert!(s.check_gpu_counts().is_err());
+        // --gres=gpu:2 is two sockets of one GPU, not one.
+        let s = JobSpec {
+            gres: vec![gpu(2).unwrap()],
+            ..per_socket(1, 1)
+        };
+        assert!(s.check_gpu_counts().is_err());
+        let s = JobSpec {
+            gpus_per_node: gpu(2),
+            ..per_socket(1, 2)
+        };
+        assert!(s.check_gpu_counts().is_ok());
+        assert_eq!(s.total_gpus(), Some(2));
+        assert_eq!(
+            JobSpec {
+                nodes_min: Some(3),
+                ..per_socket(1, 2)
+            }
+            .total_gpus(),
+            Some(6)
+        );
     }
 
     #[test]

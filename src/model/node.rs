@@ -82,6 +82,13 @@ pub struct Node {
 }
 
 impl Node {
+    /// The node's GRES as `scontrol show node` `Gres=` and sinfo `%G` print them
+    /// (`gpu:a100:4(S:0-1)`, `(null)` when none; see
+    /// [`super::gres::fmt_node_gres_sockets`]).
+    pub fn gres_text(&self) -> String {
+        super::gres::fmt_node_gres_sockets(&self.gres, self.cpus, self.sockets)
+    }
+
     /// A node with the given resources, not yet registered.
     pub fn new(name: &str, cpus: u32, real_memory: u64) -> Node {
         Node {

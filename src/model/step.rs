@@ -306,9 +306,14 @@ pub struct StepGpus {
     /// `--gpus-per-socket`: GPUs per socket of the node that the step's CPUs touch.
     #[serde(default)]
     pub per_socket: Option<super::gres::GresReq>,
-    /// `--gpu-bind`; `None` = the default (per task with `--gpus-per-task`, else none).
+    /// `--gpu-bind`; `None` = the default (per task with `--gpus-per-task`,
+    /// `single:N` with `--ntasks-per-gpu=N`, else none).
     #[serde(default)]
     pub bind: Option<super::gpu_bind::GpuBind>,
+    /// `--ntasks-per-gpu` (given to srun or inherited from the job); only the default
+    /// binding depends on it here, the task and GPU counts are already resolved.
+    #[serde(default)]
+    pub ntasks_per_gpu: Option<u32>,
 }
 
 impl StepGpus {
@@ -322,7 +327,8 @@ impl StepGpus {
     }
 
     /// The binding tasks get: `--gpu-bind` if given, else `per_task:N` with
-    /// `--gpus-per-task=N` (as Slurm 21.08+), else none.
+    /// `--gpus-per-task=N` (as Slurm 21.08+), else `single:N` with
+    /// `--ntasks-per-gpu=N` (as the srun man page says it implies), else none.
     pub fn effective_bind(&self) -> super::gpu_bind::GpuBind {
         use super::gpu_bind::{GpuBind, GpuBindKind};
         let per_task = |verbose| GpuBind {
@@ -333,14 +339,23 @@ impl StepGpus {
             ),
             verbose,
         };
+        let implied = |verbose| {
+            if self.per_task.is_some() {
+                Some(per_task(verbose))
+            } else {
+                self.ntasks_per_gpu.filter(|n| *n > 0).map(|n| GpuBind {
+                    kind: GpuBindKind::Single(n),
+                    verbose,
+                })
+            }
+        };
         match &self.bind {
             // A bare `verbose` keeps the default binding.
-            Some(b) if b.kind == GpuBindKind::None && b.verbose && self.per_task.is_some() => {
-                per_task(true)
+            Some(b) if b.kind == GpuBindKind::None && b.verbose => {
+                implied(true).unwrap_or_else(|| b.clone())
             }
             Some(b) => b.clone(),
-            None if self.per_task.is_some() => per_task(false),
-            None => GpuBind::default(),
+            None => implied(false).unwrap_or_default(),
         }
     }
 }

@@ -465,6 +465,10 @@ pub enum SlurmError {
     /// (2 > 1)`); the text is printed as it is, after `srun: error: `.
     #[error("{0}")]
     HetGroup(String),
+    /// ESLURM_INVALID_GRES: a GRES no node has (not in Slurm's GresTypes), or GPU
+    /// counts that contradict each other.
+    #[error("Invalid generic resource (gres) specification")]
+    InvalidGres,
 }
 
 impl SlurmError {

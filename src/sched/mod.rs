@@ -19,8 +19,12 @@
 //!
 //! Invariant: decisions never allocate more CPUs, memory, GRES or licenses than are
 //! free in the snapshot, and a backfilled job never overlaps a reservation made in the
-//! same pass.
+//! same pass. The timeline counts CPUs without naming them, so the planned start of a
+//! job whose CPUs must be particular ones (`--gres-flags=enforce-binding`,
+//! `--gpus-per-socket`) is an estimate that may slip, and with it the starts planned
+//! behind it; other plans hold (conservative backfill never delays them).
 
+pub mod affinity;
 pub mod fairshare;
 pub mod limits;
 pub mod preempt;
@@ -428,8 +432,18 @@ impl<'a> Pass<'a> {
         pv.members
             .iter()
             .filter(|&&i| self.infos[i].usable)
-            .map(|&i| (i, self.usage[i].cap(&self.infos[i], req.share)))
+            .map(|&i| (i, self.cap_now(i, req)))
             .collect()
+    }
+
+    /// What node `i` can give `req` now, with the free CPU ids when its CPUs depend
+    /// on its GPUs.
+    fn cap_now(&self, i: usize, req: &Req) -> Cap {
+        if req.needs_ids() {
+            self.usage[i].cap_with_ids(&self.infos[i], req.share)
+        } else {
+            self.usage[i].cap(&self.infos[i], req.share)
+        }
     }
 
     /// Turns a placement into an allocation, taking CPU ids and devices from `usage`.
@@ -451,6 +465,7 @@ impl<'a> Pass<'a> {
                 req.exclusive,
                 job.uid,
                 req.user_lock,
+                req.binding != crate::model::gres::GresBinding::Disable,
             );
             a.nodes.push(self.infos[t.node].name.clone());
             a.cpus.push(t.cpus);
@@ -702,6 +717,8 @@ fn fits_empty(pass: &Pass, pv: &PartView, req: &Req) -> bool {
     let simple = req.gres.is_empty()
         && req.gpus_total.is_none()
         && req.gpus_per_task.is_none()
+        && req.gpus_per_socket.is_none()
+        && req.sockets_per_node.is_none()
         && req.constraint.is_none()
         && req.required.is_empty()
         && req.excluded.is_empty()
@@ -831,6 +848,7 @@ fn takes_of(a: &Allocation, index: &dyn Fn(&str) -> Option<usize>) -> Vec<Take> 
                     .get(k)
                     .map(|v| v.iter().map(|g| (g.slot as usize, g.count)).collect())
                     .unwrap_or_default(),
+                cpu_ids: Vec::new(),
             })
         })
         .collect()
@@ -875,6 +893,7 @@ fn backfill<'a>(
             idle: false,
             blocked: false,
             users: select::UserSet::Nobody,
+            free_ids: None,
         },
         0,
     );
@@ -884,6 +903,7 @@ fn backfill<'a>(
         cpus: if pass.infos[t.node].usable { t.cpus } else { 0 },
         mem: 0,
         gres: Vec::new(),
+        cpu_ids: Vec::new(),
     };
     {
         let idx = pass.idx();
@@ -1082,7 +1102,7 @@ fn earliest(
                 if t == now {
                     // Starting now: never more than is really free (CPU sharing is
                     // only approximated on the timeline).
-                    c = c.min(&pass.usage[i].cap(&pass.infos[i], req.share));
+                    c = c.min(&pass.cap_now(i, req));
                 }
                 (i, c)
             })
@@ -1312,7 +1332,7 @@ fn earliest_one_node(
             }
             let mut cap = lines[i].min_cap(t, end);
             if t == now {
-                cap = cap.min(&pass.usage[i].cap(&pass.infos[i], req.share));
+                cap = cap.min(&pass.cap_now(i, req));
             }
             if !resvs.is_empty() {
                 resv::hold_cap(

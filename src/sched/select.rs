@@ -2,18 +2,27 @@
 //! src/plugins/select/cons_tres/job_test.c, gres_select_filter.c, dist_tasks.c): fit a
 //! job's tasks onto nodes by CPUs, memory and GRES per node, honouring -n/-N (min-max),
 //! --ntasks-per-node, -c, --mem/--mem-per-cpu/--mem-per-gpu, --gres/--gpus*/
-//! --cpus-per-gpu, --exclusive, --nodelist/--exclude, --constraint, --contiguous,
+//! --cpus-per-gpu, --gpus-per-socket with --sockets-per-node, --gres-flags,
+//! --exclusive, --nodelist/--exclude, --constraint, --contiguous,
 //! --distribution block|cyclic|plane, --overcommit and OverSubscribe.
 //!
 //! Selection works on *counts* ([`Cap`]: what a node can still give during some
 //! window), so the same code answers "can it start now" (caps = free resources now) and
 //! "can it start at t" (caps = the least free over [t, t+limit) on the backfill
-//! timeline). Naming exact CPU ids and GRES devices is [`super::usage`]'s job.
+//! timeline). Naming exact CPU ids and GRES devices is [`super::usage`]'s job, except
+//! for jobs whose CPUs depend on their GPUs (`--gres-flags=enforce-binding`,
+//! `--gpus-per-socket`): for those a cap of "now" carries the free CPU ids
+//! ([`Cap::free_ids`]) and the [`Take`] names the CPUs chosen with the GPUs (see
+//! [`super::affinity`]). On the timeline the ids of the future are not known, so such
+//! a job's planned start assumes the CPUs it needs will be the free ones; it only
+//! starts once they really are.
 //!
-//! Invariant: a [`Placement`] never takes more from a node than its [`Cap`].
+//! Invariant: a [`Placement`] never takes more from a node than its [`Cap`], and the
+//! CPU ids a [`Take`] names are free in it.
 
+use super::affinity;
 use crate::model::constraint::Constraint;
-use crate::model::gres::GresReq;
+use crate::model::gres::{GresBinding, GresReq};
 use crate::model::{Job, MemReq, Node, OverSubscribe, Partition};
 
 /// Static facts about a node for one pass (index = position in the node list).
@@ -21,6 +30,8 @@ use crate::model::{Job, MemReq, Node, OverSubscribe, Partition};
 pub struct NodeInfo {
     pub name: String,
     pub cpus: u32,
+    /// Sockets (at least 1); CPU ids are numbered socket by socket.
+    pub sockets: u32,
     /// MiB.
     pub mem: u64,
     pub weight: u32,
@@ -53,6 +64,7 @@ impl NodeInfo {
             } else {
                 n.cpus
             },
+            sockets: n.sockets.max(1),
             mem: if unknown && n.real_memory == 0 {
                 u64::MAX / 4
             } else {
@@ -89,6 +101,10 @@ pub struct Cap {
     pub blocked: bool,
     /// A user other than the asking one has a job here (for ExclusiveUser).
     pub users: UserSet,
+    /// The free CPU ids (ascending), when known: filled for a job whose CPUs depend
+    /// on its GPUs, from what is free now. `None`: not known, any ids below the
+    /// node's CPU count may be the free ones (an empty node, or a future window).
+    pub free_ids: Option<Vec<u32>>,
 }
 
 /// Which users hold a node, as far as ExclusiveUser cares.
@@ -137,6 +153,7 @@ impl Cap {
             idle: true,
             blocked: false,
             users: UserSet::Nobody,
+            free_ids: None,
         }
     }
 
@@ -160,6 +177,18 @@ impl Cap {
                 (UserSet::One(a), UserSet::One(b)) if a == b => UserSet::One(a),
                 _ => UserSet::Several,
             },
+            free_ids: match (&self.free_ids, &o.free_ids) {
+                (Some(a), Some(b)) => Some(a.iter().copied().filter(|c| b.contains(c)).collect()),
+                (a, b) => a.clone().or_else(|| b.clone()),
+            },
+        }
+    }
+
+    /// The free CPU ids: [`Cap::free_ids`], or every id of `n` when unknown.
+    pub fn ids(&self, n: &NodeInfo) -> Vec<u32> {
+        match &self.free_ids {
+            Some(v) => v.clone(),
+            None => (0..n.cpus).collect(),
         }
     }
 }
@@ -192,6 +221,12 @@ pub struct Req {
     pub gpus_total: Option<(Option<String>, u64)>,
     /// `--gpus-per-task`: (type, count).
     pub gpus_per_task: Option<(Option<String>, u32)>,
+    /// `--gpus-per-socket`: (type, count) on each of `sockets_per_node` sockets.
+    pub gpus_per_socket: Option<(Option<String>, u32)>,
+    /// `--sockets-per-node`: nodes with fewer sockets are not candidates.
+    pub sockets_per_node: Option<u32>,
+    /// `--gres-flags`.
+    pub binding: GresBinding,
     pub cpus_per_gpu: Option<u32>,
     pub exclusive: bool,
     /// Share CPUs with up to this many jobs (OverSubscribe).
@@ -255,6 +290,12 @@ impl Req {
         if let Some(g) = &spec.gpus_per_node {
             gres.push(g.clone());
         }
+        // With --gpus-per-socket a node's GPUs are sockets × per-socket; the per-node
+        // and per-job GPU counts only bound it (checked when the job was submitted).
+        let per_socket = spec.gpus_per_socket.is_some();
+        if per_socket {
+            gres.retain(|g| g.name != "gpu");
+        }
         let share = match part.oversubscribe {
             OverSubscribe::Force(n) => Some(n),
             OverSubscribe::Yes(n) if spec.oversubscribe => Some(n),
@@ -278,11 +319,21 @@ impl Req {
             per_node: spec.ntasks_per_node,
             mem,
             gres,
-            gpus_total: spec.gpus.as_ref().map(|g| (gpu_kind(g), g.count)),
+            gpus_total: spec
+                .gpus
+                .as_ref()
+                .filter(|_| !per_socket)
+                .map(|g| (gpu_kind(g), g.count)),
             gpus_per_task: spec
                 .gpus_per_task
                 .as_ref()
                 .map(|g| (gpu_kind(g), g.count.min(u64::from(u32::MAX)) as u32)),
+            gpus_per_socket: spec
+                .gpus_per_socket
+                .as_ref()
+                .map(|g| (gpu_kind(g), g.count.min(u64::from(u32::MAX)) as u32)),
+            sockets_per_node: spec.sockets_per_node,
+            binding: spec.gres_flags,
             cpus_per_gpu: spec
                 .cpus_per_gpu
                 .or(part.def_cpu_per_gpu.filter(|_| has_gpus)),
@@ -307,6 +358,12 @@ impl Req {
         })
     }
 
+    /// Whether the job's CPUs depend on its GPUs' or sockets' placement, so that
+    /// selection must see free CPU ids ([`Cap::free_ids`]).
+    pub fn needs_ids(&self) -> bool {
+        self.binding == GresBinding::Enforce || self.gpus_per_socket.is_some()
+    }
+
     /// CPUs the job needs in total (a lower bound used for quick rejections).
     pub fn min_cpus(&self) -> u64 {
         if self.overcommit {
@@ -327,6 +384,9 @@ pub struct Take {
     pub mem: u64,
     /// (GRES slot, units).
     pub gres: Vec<(usize, u32)>,
+    /// The CPU ids chosen with the GPUs (see [`Req::needs_ids`]); empty: any free
+    /// ones, chosen when the job starts.
+    pub cpu_ids: Vec<u32>,
 }
 
 /// Where a job would run: one [`Take`] per node, in task order.
@@ -354,7 +414,15 @@ fn gres_free(n: &NodeInfo, cap: &Cap, name: &str, kind: Option<&str>) -> u64 {
         .sum()
 }
 
-/// Takes `count` units of `(name, kind)` from the slots of `n`, lowest slot first.
+/// Whether GRES slot `i` of `n` serves `name[:kind]`.
+fn slot_matches(n: &NodeInfo, i: usize, name: &str, kind: Option<&str>) -> bool {
+    let g = &n.gres[i];
+    g.0 == name && kind.is_none_or(|k| g.1.as_deref() == Some(k))
+}
+
+/// Takes `count` units of `(name, kind)` from the slots of `n` listed in `order`, in
+/// that order.
+#[allow(clippy::too_many_arguments)]
 fn take_gres(
     n: &NodeInfo,
     cap: &Cap,
@@ -363,12 +431,13 @@ fn take_gres(
     kind: Option<&str>,
     mut count: u64,
     out: &mut Vec<(usize, u32)>,
+    order: &[usize],
 ) -> bool {
-    for (i, g) in n.gres.iter().enumerate() {
+    for &i in order {
         if count == 0 {
             break;
         }
-        if g.0 != name || kind.is_some_and(|k| g.1.as_deref() != Some(k)) {
+        if !slot_matches(n, i, name, kind) {
             continue;
         }
         let free = cap.gres[i].saturating_sub(used[i]);
@@ -385,6 +454,164 @@ fn take_gres(
     count == 0
 }
 
+/// The GRES slots of `n` grouped by the CPUs close to them (same `Cores=`), the
+/// groups with the most free CPUs (`free`) first: the order in which an
+/// enforce-binding job takes devices, so that its GPUs share few CPU sets with room.
+fn affinity_groups(n: &NodeInfo, free: &[u32]) -> Vec<Vec<usize>> {
+    let mut groups: Vec<(&[u32], Vec<usize>)> = Vec::new();
+    for (i, (_, cores)) in n.gres_dev.iter().enumerate() {
+        match groups.iter_mut().find(|(c, _)| *c == cores.as_slice()) {
+            Some(g) => g.1.push(i),
+            None => groups.push((cores.as_slice(), vec![i])),
+        }
+    }
+    let room = |cores: &[u32]| {
+        if cores.is_empty() {
+            free.len()
+        } else {
+            free.iter().filter(|c| cores.contains(c)).count()
+        }
+    };
+    groups.sort_by_key(|(c, slots)| (std::cmp::Reverse(room(c)), slots[0]));
+    groups.into_iter().map(|(_, s)| s).collect()
+}
+
+/// The order in which to take `count` units of `(name, kind)`: slot order, or with
+/// affinity `groups` the first group that can give them all, then the groups in turn.
+fn slot_order(
+    n: &NodeInfo,
+    cap: &Cap,
+    used: &[u32],
+    (name, kind): (&str, Option<&str>),
+    count: u64,
+    groups: Option<&[Vec<usize>]>,
+) -> Vec<usize> {
+    let Some(groups) = groups else {
+        return (0..n.gres.len()).collect();
+    };
+    let free_in = |g: &[usize]| -> u64 {
+        g.iter()
+            .filter(|&&i| slot_matches(n, i, name, kind))
+            .map(|&i| u64::from(cap.gres[i].saturating_sub(used[i])))
+            .sum()
+    };
+    let mut order: Vec<usize> = groups
+        .iter()
+        .find(|g| free_in(g) >= count)
+        .cloned()
+        .unwrap_or_default();
+    for &i in groups.iter().flatten() {
+        if !order.contains(&i) {
+            order.push(i);
+        }
+    }
+    order
+}
+
+/// `--gpus-per-socket`: takes `per` GPUs of `kind` on each of `sockets` sockets of
+/// `n` that has a free CPU (`free`) and enough free GPUs attached to it, the sockets
+/// with the most free CPUs first. Returns the sockets chosen, or `None` when fewer
+/// qualify.
+#[allow(clippy::too_many_arguments)]
+fn take_per_socket(
+    n: &NodeInfo,
+    cap: &Cap,
+    free: &[u32],
+    used: &mut [u32],
+    kind: Option<&str>,
+    per: u32,
+    sockets: u32,
+    out: &mut Vec<(usize, u32)>,
+) -> Option<Vec<u32>> {
+    let on_socket = |s: u32| -> Vec<usize> {
+        (0..n.gres.len())
+            .filter(|&i| slot_matches(n, i, "gpu", kind))
+            .filter(|&i| affinity::device_sockets(&n.gres_dev[i].1, n.cpus, n.sockets).contains(&s))
+            .collect()
+    };
+    let cpus_on = |s: u32| {
+        free.iter()
+            .filter(|&&c| c < n.cpus && affinity::socket_of(c, n.cpus, n.sockets) == s)
+            .count()
+    };
+    let mut order: Vec<u32> = (0..n.sockets).filter(|&s| cpus_on(s) > 0).collect();
+    order.sort_by_key(|&s| (std::cmp::Reverse(cpus_on(s)), s));
+    let mut chosen = Vec::new();
+    for s in order {
+        if chosen.len() as u32 == sockets {
+            break;
+        }
+        let mut u2 = used.to_vec();
+        let mut o2 = out.clone();
+        if take_gres(
+            n,
+            cap,
+            &mut u2,
+            "gpu",
+            kind,
+            u64::from(per),
+            &mut o2,
+            &on_socket(s),
+        ) {
+            used.copy_from_slice(&u2);
+            *out = o2;
+            chosen.push(s);
+        }
+    }
+    (chosen.len() as u32 == sockets).then_some(chosen)
+}
+
+/// The CPU ids a job whose CPUs depend on its devices takes on `n`: `cpus` of the
+/// `free` ids, on the chosen `sockets` (each getting one at least) and, with
+/// enforce-binding, among the `Cores=` of its GPUs `gres` (each GPU getting one near
+/// it). `None` when they cannot be had.
+fn constrained_cpus(
+    req: &Req,
+    n: &NodeInfo,
+    free: &[u32],
+    gres: &[(usize, u32)],
+    sockets: &[u32],
+    cpus: u32,
+) -> Option<Vec<u32>> {
+    let mut allowed: Option<Vec<u32>> = None;
+    let mut groups: Vec<Vec<u32>> = Vec::new();
+    if !sockets.is_empty() {
+        let per: Vec<Vec<u32>> = sockets
+            .iter()
+            .map(|&s| affinity::socket_cpus(s, n.cpus, n.sockets))
+            .collect();
+        allowed = Some(per.iter().flatten().copied().collect());
+        groups.extend(per);
+    }
+    let gpu_cores: Vec<&Vec<u32>> = gres
+        .iter()
+        .filter(|(s, _)| n.gres[*s].0 == "gpu")
+        .map(|(s, _)| &n.gres_dev[*s].1)
+        .collect();
+    // A GPU without `Cores=` may be bound to any CPU.
+    let known = !gpu_cores.is_empty() && gpu_cores.iter().all(|c| !c.is_empty());
+    if req.binding == GresBinding::Enforce && known {
+        let mut near: Vec<u32> = gpu_cores.iter().flat_map(|c| c.iter().copied()).collect();
+        near.sort_unstable();
+        near.dedup();
+        allowed = Some(match allowed {
+            Some(a) => a.into_iter().filter(|c| near.contains(c)).collect(),
+            None => near,
+        });
+        for c in &gpu_cores {
+            if !groups.contains(c) {
+                groups.push((*c).clone());
+            }
+        }
+    }
+    let prefer: Vec<u32> = if req.binding == GresBinding::Disable {
+        Vec::new()
+    } else {
+        gpu_cores.iter().flat_map(|c| c.iter().copied()).collect()
+    };
+    affinity::pick_covering(free, allowed.as_deref(), &groups, &prefer, cpus)
+}
+
 /// The most of the job's tasks that fit on one node (up to `want`), with what they
 /// take; `want_gpus` is what is still needed of `--gpus`. `None` if the node cannot
 /// host the job at all.
@@ -399,6 +626,9 @@ pub fn node_take(
     if cap.blocked || !cap.users.admits(req.uid, req.user_lock) {
         return None;
     }
+    if req.sockets_per_node.is_some_and(|s| n.sockets < s) {
+        return None;
+    }
     if req.exclusive && (!cap.idle || cap.cpus < n.cpus) {
         return None;
     }
@@ -409,22 +639,43 @@ pub fn node_take(
     let avail_cpus = req
         .max_cpus_per_node
         .map_or(avail_cpus, |m| avail_cpus.min(m));
-    // Per-node GRES first: they do not depend on the task count.
+    // Jobs whose CPUs follow their GPUs see the free ids; enforce-binding takes
+    // devices group by group of shared affinity.
+    let free_ids: Option<Vec<u32>> = req.needs_ids().then(|| cap.ids(n));
+    let groups: Option<Vec<Vec<usize>>> = match (&free_ids, req.binding) {
+        (Some(f), GresBinding::Enforce) => Some(affinity_groups(n, f)),
+        _ => None,
+    };
+    let groups = groups.as_deref();
+    let take = |used: &mut [u32],
+                out: &mut Vec<(usize, u32)>,
+                name: &str,
+                kind: Option<&str>,
+                count: u64| {
+        let order = slot_order(n, cap, used, (name, kind), count, groups);
+        take_gres(n, cap, used, name, kind, count, out, &order)
+    };
+    // Per-node and per-socket GRES first: they do not depend on the task count.
     let mut used = vec![0u32; n.gres.len()];
     let mut gres = Vec::new();
     for g in &req.gres {
-        if !take_gres(
-            n,
-            cap,
-            &mut used,
-            &g.name,
-            g.kind.as_deref(),
-            g.count,
-            &mut gres,
-        ) {
+        if !take(&mut used, &mut gres, &g.name, g.kind.as_deref(), g.count) {
             return None;
         }
     }
+    let sockets: Vec<u32> = match &req.gpus_per_socket {
+        Some((kind, per)) => take_per_socket(
+            n,
+            cap,
+            free_ids.as_deref().unwrap_or(&[]),
+            &mut used,
+            kind.as_deref(),
+            *per,
+            req.sockets_per_node.unwrap_or(1).max(1),
+            &mut gres,
+        )?,
+        None => Vec::new(),
+    };
     let gpt = req.gpus_per_task.as_ref();
     let free_gpt = gpt.map(|(k, _)| {
         gres_free(n, cap, "gpu", k.as_deref()).saturating_sub(
@@ -453,14 +704,12 @@ pub fn node_take(
         let mut g2 = gres.clone();
         let mut ok = true;
         if let Some((kind, per)) = gpt
-            && !take_gres(
-                n,
-                cap,
+            && !take(
                 &mut used2,
+                &mut g2,
                 "gpu",
                 kind.as_deref(),
                 u64::from(*per) * u64::from(k),
-                &mut g2,
             )
         {
             ok = false;
@@ -470,7 +719,7 @@ pub fn node_take(
                 .saturating_sub(used2.iter().map(|u| u64::from(*u)).sum());
             let t = free.min(want_gpus);
             if t > 0 {
-                take_gres(n, cap, &mut used2, "gpu", kind, t, &mut g2);
+                take(&mut used2, &mut g2, "gpu", kind, t);
             }
         }
         let gpus_here: u64 = g2
@@ -482,6 +731,8 @@ pub fn node_take(
         if let Some(cpg) = req.cpus_per_gpu {
             cpus = cpus.max((gpus_here * u64::from(cpg)).min(u64::from(u32::MAX)) as u32);
         }
+        // At least one CPU on each socket the GPUs were taken for.
+        cpus = cpus.max(sockets.len() as u32);
         if req.exclusive {
             cpus = n.cpus;
         }
@@ -493,13 +744,21 @@ pub fn node_take(
         };
         let cpu_room = if req.exclusive { n.cpus } else { avail_cpus };
         if ok && cpus <= cpu_room && mem <= cap.mem {
-            return Some(Take {
-                node: idx,
-                tasks: k,
-                cpus,
-                mem,
-                gres: g2,
-            });
+            let cpu_ids = match &free_ids {
+                Some(free) if !req.exclusive => constrained_cpus(req, n, free, &g2, &sockets, cpus),
+                _ => Some(Vec::new()),
+            };
+            if let Some(cpu_ids) = cpu_ids {
+                g2.sort_unstable();
+                return Some(Take {
+                    node: idx,
+                    tasks: k,
+                    cpus,
+                    mem,
+                    gres: g2,
+                    cpu_ids,
+                });
+            }
         }
         if !ok && gpt.is_none() {
             return None;
@@ -796,7 +1055,13 @@ fn distribute(req: &Req, nodes: &[NodeInfo], pool: &[&(usize, Cap)], p: &mut Pla
         Dist::Cyclic => 1,
         Dist::Plane(n) => n,
     };
-    if p.takes.len() < 2 || req.per_node.is_some() || req.exclusive || req.overcommit {
+    // A job whose CPUs were chosen with its GPUs keeps the layout they were chosen for.
+    if p.takes.len() < 2
+        || req.per_node.is_some()
+        || req.exclusive
+        || req.overcommit
+        || req.needs_ids()
+    {
         return;
     }
     let caps: Vec<u32> = p

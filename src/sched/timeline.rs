@@ -301,6 +301,7 @@ mod tests {
             idle: cpus == 8,
             blocked: false,
             users: UserSet::Nobody,
+            free_ids: None,
         }
     }
 
@@ -311,6 +312,7 @@ mod tests {
             cpus,
             mem: 0,
             gres: vec![],
+            cpu_ids: vec![],
         }
     }
 

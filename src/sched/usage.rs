@@ -75,7 +75,31 @@ impl Usage {
             idle: self.jobs == 0,
             blocked: self.whole,
             users: self.users,
+            free_ids: None,
         }
+    }
+
+    /// [`Usage::cap`] with the free CPU ids ([`Cap::free_ids`]): those nobody holds,
+    /// or for a sharing job those shared below its limit.
+    pub fn cap_with_ids(&self, n: &NodeInfo, share: Option<u32>) -> Cap {
+        let ids = (0..self.cpu_busy.len())
+            .filter(|&i| self.cpu_ok(i, share.is_some(), share.unwrap_or(0)))
+            .map(|i| i as u32)
+            .collect();
+        Cap {
+            free_ids: Some(ids),
+            ..self.cap(n, share)
+        }
+    }
+
+    /// Whether CPU `i` may be given to a job (`shared`: one sharing up to `limit`).
+    fn cpu_ok(&self, i: usize, shared: bool, limit: u32) -> bool {
+        !self.cpu_busy[i]
+            && if shared {
+                u32::from(self.cpu_shared[i]) < limit
+            } else {
+                self.cpu_shared[i] == 0
+            }
     }
 
     /// Records a job that already holds `cpus` CPUs (ids when known) here.
@@ -118,14 +142,7 @@ impl Usage {
 
     /// Chooses `n` CPU ids: those in `prefer` first, then the lowest free ones.
     fn pick_cpus(&self, n: u32, shared: bool, limit: u32, prefer: &[u32]) -> Vec<u32> {
-        let ok = |i: usize| {
-            !self.cpu_busy[i]
-                && if shared {
-                    u32::from(self.cpu_shared[i]) < limit
-                } else {
-                    self.cpu_shared[i] == 0
-                }
-        };
+        let ok = |i: usize| self.cpu_ok(i, shared, limit);
         let mut out: Vec<u32> = Vec::with_capacity(n as usize);
         for &p in prefer {
             if out.len() as u32 == n {
@@ -153,7 +170,10 @@ impl Usage {
     }
 
     /// Takes what `t` says for a job starting now; returns the CPU ids and GRES devices
-    /// it gets (CPUs close to its GRES devices are preferred).
+    /// it gets: the ids `t` names when it names them (and they are free), else free
+    /// ones, those close to its GRES devices first unless `near` is false
+    /// (`--gres-flags=disable-binding`).
+    #[allow(clippy::too_many_arguments)]
     pub fn apply(
         &mut self,
         n: &NodeInfo,
@@ -162,13 +182,27 @@ impl Usage {
         whole: bool,
         uid: u32,
         lock: bool,
+        near: bool,
     ) -> (Vec<u32>, Vec<GresAlloc>) {
-        let prefer: Vec<u32> = t
-            .gres
-            .iter()
-            .flat_map(|(s, _)| n.gres_dev[*s].1.iter().copied())
-            .collect();
-        let ids = self.pick_cpus(t.cpus, share.is_some(), share.unwrap_or(0), &prefer);
+        let (shared, limit) = (share.is_some(), share.unwrap_or(0));
+        let named = !t.cpu_ids.is_empty()
+            && t.cpu_ids.len() as u32 == t.cpus
+            && t.cpu_ids.iter().all(|&c| {
+                (c as usize) < self.cpu_busy.len() && self.cpu_ok(c as usize, shared, limit)
+            });
+        let ids = if named {
+            t.cpu_ids.clone()
+        } else {
+            let prefer: Vec<u32> = if near {
+                t.gres
+                    .iter()
+                    .flat_map(|(s, _)| n.gres_dev[*s].1.iter().copied())
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            self.pick_cpus(t.cpus, shared, limit, &prefer)
+        };
         let gres: Vec<GresAlloc> = t
             .gres
             .iter()

@@ -84,6 +84,14 @@ pub const STALE_JOB_VARS: &[&str] = &[
     "SLURM_LAUNCH_NODE_IPADDR",
     "SLURM_LABELIO",
     "SLURM_DISTRIBUTION",
+    "SLURM_GPUS",
+    "SLURM_GPUS_PER_NODE",
+    "SLURM_GPUS_PER_TASK",
+    "SLURM_GPUS_PER_SOCKET",
+    "SLURM_NTASKS_PER_GPU",
+    "SLURM_GPU_BIND",
+    "SLURM_CPUS_PER_GPU",
+    "SLURM_MEM_PER_GPU",
 ];
 
 /// The array task a batch shell belongs to, for the `SLURM_ARRAY_*` variables.
@@ -320,9 +328,34 @@ pub fn batch_env_with_array(
             set(k, list.clone());
         }
         set("SLURM_GPUS_ON_NODE", gpus.len().to_string());
-        if let Some(g) = &spec.gpus {
-            set("SLURM_GPUS", g.count.to_string());
+    }
+    // The GPU request as given (sbatch's output variables; `a100:2` when typed), which
+    // srun reads back for the job's steps.
+    let as_given = |g: &crate::model::gres::GresReq| match &g.kind {
+        Some(k) => format!("{k}:{}", g.count),
+        None => g.count.to_string(),
+    };
+    for (k, g) in [
+        ("SLURM_GPUS", &spec.gpus),
+        ("SLURM_GPUS_PER_NODE", &spec.gpus_per_node),
+        ("SLURM_GPUS_PER_TASK", &spec.gpus_per_task),
+        ("SLURM_GPUS_PER_SOCKET", &spec.gpus_per_socket),
+    ] {
+        if let Some(g) = g {
+            set(k, as_given(g));
         }
+    }
+    if let Some(n) = spec.ntasks_per_gpu {
+        set("SLURM_NTASKS_PER_GPU", n.to_string());
+    }
+    if let Some(b) = &spec.gpu_bind {
+        set("SLURM_GPU_BIND", b.clone());
+    }
+    if let Some(c) = spec.cpus_per_gpu {
+        set("SLURM_CPUS_PER_GPU", c.to_string());
+    }
+    if let Some(m) = spec.mem_per_gpu {
+        set("SLURM_MEM_PER_GPU", m.to_string());
     }
 
     // The batch shell is task 0 of its own step on the first node.
@@ -799,17 +832,7 @@ mod tests {
     fn golden_gpu_jobs() {
         let two_gpus = |mut j: Job| {
             let a = j.alloc.as_mut().unwrap();
-            a.gres = vec![
-                (0..2)
-                    .map(|i| crate::model::job::GresAlloc {
-                        slot: i,
-                        name: "gpu".into(),
-                        kind: None,
-                        index: i,
-                        count: 1,
-                    })
-                    .collect(),
-            ];
+            a.gres = vec![crate::model::job::gpu_allocs(&[0, 1])];
             j
         };
         let gpu2 = crate::model::gres::parse_gpus("2").unwrap();
@@ -819,6 +842,39 @@ mod tests {
         let mut j = two_gpus(job(132, "env.sh", vec![1]));
         j.spec.gres = vec![gpu2];
         check_against_golden("env_sbatch_gres_gpu2.txt", j, None);
+    }
+
+    #[test]
+    fn gpu_requests_are_exported_as_given() {
+        let mut j = job(7, "x", vec![4]);
+        let g = |s: &str| Some(crate::model::gres::parse_gpus(s).unwrap());
+        j.spec.gpus = g("a100:4");
+        j.spec.gpus_per_node = g("2");
+        j.spec.gpus_per_socket = g("1");
+        j.spec.ntasks_per_gpu = Some(2);
+        j.spec.gpu_bind = Some("closest".into());
+        j.spec.cpus_per_gpu = Some(3);
+        j.spec.mem_per_gpu = Some(1024);
+        let e = batch_env(&j, "c", "node1", 0);
+        for (k, v) in [
+            ("SLURM_GPUS", "a100:4"),
+            ("SLURM_GPUS_PER_NODE", "2"),
+            ("SLURM_GPUS_PER_SOCKET", "1"),
+            ("SLURM_NTASKS_PER_GPU", "2"),
+            ("SLURM_GPU_BIND", "closest"),
+            ("SLURM_CPUS_PER_GPU", "3"),
+            ("SLURM_MEM_PER_GPU", "1024"),
+        ] {
+            assert_eq!(get(&e, k), Some(v), "{k}");
+        }
+        // A job without GPU requests inherits none of them from its submitter.
+        let mut j = job(8, "x", vec![1]);
+        j.spec.environment =
+            BTreeMap::from([("SLURM_GPUS_PER_TASK".to_string(), "1".to_string())]).into();
+        assert_eq!(
+            get(&batch_env(&j, "c", "node1", 0), "SLURM_GPUS_PER_TASK"),
+            None
+        );
     }
 
     #[test]

@@ -244,15 +244,7 @@ mod tests {
     use super::*;
 
     fn alloc(idx: &[u32]) -> Vec<GresAlloc> {
-        idx.iter()
-            .map(|&i| GresAlloc {
-                slot: i,
-                name: "gpu".into(),
-                kind: None,
-                index: i,
-                count: 1,
-            })
-            .collect()
+        crate::model::job::gpu_allocs(idx)
     }
 
     fn node(n: u32) -> Vec<GresDevice> {

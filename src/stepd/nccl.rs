@@ -11,7 +11,9 @@
 //!   step ids, so every node computes the same and concurrent steps differ);
 //! - `NCCL_DEBUG_FILE` per rank when `NCCL_DEBUG` is set.
 //!
-//! The sysfs reading takes a root directory, so tests lay out a fake tree.
+//! The sysfs reading takes a root directory, so tests lay out a fake tree (unit tests
+//! pass it; integration tests set `SLUICE_SYSFS_ROOT` for the agent, see
+//! [`sys_root`]). Declared GPUs give their PCI bus id with `pci_bus` in `[[gres]]`.
 
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
@@ -163,9 +165,20 @@ pub fn nccl_env(inp: &NcclInput, env: &[(String, String)]) -> Vec<(String, Strin
     out
 }
 
-/// The sysfs root stepd reads (`/sys`).
+/// The environment variable that points the NCCL affinity reading at another sysfs
+/// tree (see [`sys_root`]).
+pub const SYSFS_ROOT_VAR: &str = "SLUICE_SYSFS_ROOT";
+
+/// The sysfs root read for GPU–HCA affinity: `/sys`, or the directory named by
+/// `SLUICE_SYSFS_ROOT` in the reader's own environment (stepd inherits the agent's;
+/// `sluice doctor --gpus` its caller's). The variable is a **test hook**: it lets the
+/// integration tests lay out fake PCIe trees of GPUs and InfiniBand HCAs; it is never
+/// taken from a job's environment.
 pub fn sys_root() -> PathBuf {
-    PathBuf::from("/sys")
+    match std::env::var_os(SYSFS_ROOT_VAR) {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => PathBuf::from("/sys"),
+    }
 }
 
 #[cfg(test)]

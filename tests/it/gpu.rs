@@ -178,6 +178,25 @@ count = 2
         value(&out, "badbind ").contains("Invalid --gpu-bind argument: nearest"),
         "{out}"
     );
+    // Submissions: a GRES no node has is an invalid GRES (golden errors_sbatch), a
+    // known one beyond every node an impossible configuration.
+    for (args, want) in [
+        (
+            "--gres=fpga:1",
+            "sbatch: error: Invalid generic resource (gres) specification\n",
+        ),
+        (
+            "--gres=gpu:v100:1",
+            "sbatch: error: Batch job submission failed: Requested node configuration is not available\n",
+        ),
+        (
+            "--gpus=5",
+            "sbatch: error: Batch job submission failed: Requested node configuration is not available\n",
+        ),
+    ] {
+        let (code, err) = c.fails_err("sbatch", &[args, "--wrap", "true"]);
+        assert_eq!((code, err.as_str()), (1, want), "{args}");
+    }
 }
 
 #[test]
@@ -476,4 +495,348 @@ fn gpu_usage_from_the_sampler_reaches_sacct_and_sstat() {
         ((t0.0 + t1.0) as f64 / 2.0).round()
     );
     assert!(f[2].contains(&want_ave), "{step} want {want_ave}");
+}
+
+/// A node of 6 CPUs in 2 sockets whose GPUs 0-1 are near the second socket (CPUs 3-5)
+/// and GPUs 2-3 near the first (CPUs 0-2), so that "lowest GPU" and "lowest CPU"
+/// point at different sockets.
+fn two_socket_cluster() -> TestCluster {
+    TestCluster::start_with(Setup {
+        cpus: 6,
+        node_extra: "sockets = 2\ncores_per_socket = 3",
+        top: r#"
+[[gres]]
+name = "gpu"
+count = 2
+cores = "3-5"
+[[gres]]
+name = "gpu"
+count = 2
+cores = "0-2"
+"#,
+        ..Setup::default()
+    })
+}
+
+/// The job's CPU ids and GRES on its (first) node, from `scontrol show job -d`.
+fn alloc_detail(c: &TestCluster, id: u32) -> (String, String) {
+    let out = c.ok("scontrol", &["show", "job", "-d", &id.to_string()]);
+    let line = out
+        .lines()
+        .find(|l| l.contains("CPU_IDs="))
+        .unwrap_or_else(|| panic!("no allocation detail:\n{out}"));
+    let f = |k: &str| field(line, k).unwrap_or_else(|| panic!("no {k} in {line}"));
+    (f("CPU_IDs"), f("GRES"))
+}
+
+/// Submits a held-open job (`sleep 300`) with `args` and waits until it runs.
+fn running_job(c: &TestCluster, args: &[&str]) -> u32 {
+    let mut a = args.to_vec();
+    a.extend_from_slice(&["--wrap", "sleep 300"]);
+    let id = c.submit(&a);
+    c.wait_state(id, &["RUNNING"], Duration::from_secs(20));
+    id
+}
+
+fn cancel(c: &TestCluster, id: u32) {
+    c.ok("scancel", &[&id.to_string()]);
+    c.wait_done(id);
+}
+
+#[test]
+fn gres_flags_bind_cpus_to_the_gpus_or_not() {
+    let c = two_socket_cluster();
+    // Default: the lowest GPU, with a CPU near it.
+    let a = running_job(&c, &["-c1", "--gres=gpu:1"]);
+    assert_eq!(alloc_detail(&c, a), ("3".into(), "gpu:1(IDX:0)".into()));
+    cancel(&c, a);
+    // disable-binding: the lowest GPU and the lowest CPU, whatever their affinity.
+    let b = running_job(&c, &["-c1", "--gres=gpu:1", "--gres-flags=disable-binding"]);
+    assert_eq!(alloc_detail(&c, b), ("0".into(), "gpu:1(IDX:0)".into()));
+    cancel(&c, b);
+    // Fill the node: GPUs 0-1 with CPU 3, then enforce-binding GPU 2 with CPUs 0-2.
+    let j1 = running_job(&c, &["-c1", "--gres=gpu:2"]);
+    assert_eq!(alloc_detail(&c, j1), ("3".into(), "gpu:2(IDX:0-1)".into()));
+    let j2 = running_job(&c, &["-c3", "--gres=gpu:1", "--gres-flags=enforce-binding"]);
+    assert_eq!(alloc_detail(&c, j2), ("0-2".into(), "gpu:1(IDX:2)".into()));
+    // Free now: CPUs 4-5 and GPU 3, whose CPUs (0-2) are all taken. An
+    // enforce-binding job waits for them; the same job without the flag would fit.
+    let e = c.submit(&[
+        "-c1",
+        "--gres=gpu:1",
+        "--gres-flags=enforce-binding",
+        "--wrap",
+        "echo gpus=$SLURM_JOB_GPUS",
+    ]);
+    c.wait_field(&e.to_string(), "Reason", "Resources");
+    assert_eq!(c.state(e).as_deref(), Some("PENDING"));
+    // Its CPUs come free: it starts there.
+    cancel(&c, j2);
+    assert_eq!(c.wait_done(e), "COMPLETED");
+    let out = std::fs::read_to_string(c.work.join(format!("slurm-{e}.out"))).unwrap();
+    assert_eq!(out.trim(), "gpus=2");
+    cancel(&c, j1);
+    // A request no GPU's CPUs can hold is refused at submission, as impossible.
+    let (code, err) = c.fails_err(
+        "sbatch",
+        &[
+            "-c4",
+            "--gres=gpu:1",
+            "--gres-flags=enforce-binding",
+            "--wrap",
+            "true",
+        ],
+    );
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        "sbatch: error: Batch job submission failed: Requested node configuration is not available\n"
+    );
+}
+
+#[test]
+fn gpus_per_socket_takes_gpus_on_the_sockets_of_the_jobs_cpus() {
+    let c = two_socket_cluster();
+    // The node's GRES name the sockets their cores are on, as Slurm prints them.
+    assert_eq!(c.ok("sinfo", &["-h", "-o", "%G"]).trim(), "gpu:4(S:0-1)");
+    assert!(
+        c.ok("scontrol", &["show", "node"])
+            .contains("   Gres=gpu:4(S:0-1)\n"),
+        "{}",
+        c.ok("scontrol", &["show", "node"])
+    );
+    let id = running_job(&c, &["--gpus-per-socket=1", "--sockets-per-node=2"]);
+    // One GPU and one CPU on each socket.
+    assert_eq!(
+        alloc_detail(&c, id),
+        ("0,3".into(), "gpu:2(IDX:0,2)".into())
+    );
+    assert_eq!(c.show_field(id, "TresPerSocket"), "gres:gpu:1");
+    assert_eq!(c.show_field(id, "Socks/Node"), "2");
+    cancel(&c, id);
+    // Two on one socket: the socket's two GPUs, and CPUs of that socket only.
+    let out = batch_output(
+        &c,
+        "sock1",
+        &["-c2", "--gpus-per-socket=2", "--sockets-per-node=1"],
+        "echo gpus=$SLURM_JOB_GPUS per_socket=$SLURM_GPUS_PER_SOCKET\n",
+    );
+    assert_eq!(out.trim(), "gpus=2,3 per_socket=2");
+    // Slurm's refusals.
+    let (code, err) = c.fails_err("sbatch", &["--gpus-per-socket=1", "--wrap", "true"]);
+    assert_eq!(
+        (code, err.as_str()),
+        (
+            1,
+            "sbatch: error: --gpus-per-socket option requires --sockets-per-node specification\n"
+        )
+    );
+    let (_, err) = c.fails_err(
+        "sbatch",
+        &[
+            "--gpus-per-socket=1",
+            "--sockets-per-node=1",
+            "--gres=gpu:2",
+            "--wrap",
+            "true",
+        ],
+    );
+    assert_eq!(
+        err,
+        "sbatch: error: Invalid generic resource (gres) specification\n"
+    );
+    // Options that only make sense together may come from the script.
+    c.script(
+        "sock.sh",
+        "#!/bin/sh\n#SBATCH --sockets-per-node=2\necho gpus=$SLURM_JOB_GPUS\n",
+    );
+    let out_s = c.path("sock.out").display().to_string();
+    let sh = c.path("sock.sh").display().to_string();
+    let id = c.submit(&["--gpus-per-socket=1", "-o", &out_s, &sh]);
+    assert_eq!(c.wait_done(id), "COMPLETED");
+    assert_eq!(std::fs::read_to_string(&out_s).unwrap().trim(), "gpus=0,2");
+    let (_, err) = c.fails_err(
+        "sbatch",
+        &[
+            "--gpus-per-socket=1",
+            "--sockets-per-node=3",
+            "--wrap",
+            "true",
+        ],
+    );
+    assert!(
+        err.contains("Requested node configuration is not available"),
+        "{err}"
+    );
+    let (code, err) = c.fails_err(
+        "salloc",
+        &["--gpus-per-socket=1", "--ntasks-per-gpu=1", "true"],
+    );
+    assert_eq!(
+        (code, err.as_str()),
+        (
+            1,
+            "salloc: fatal: --gpus-per-socket is mutually exclusive with --ntasks-per-gpu and SLURM_NTASKS_PER_GPU\n"
+        )
+    );
+}
+
+#[test]
+fn ntasks_per_gpu_derives_tasks_and_binds_them_to_single_gpus() {
+    let c = cluster(FOUR_GPUS);
+    // GPUs given: four tasks for two GPUs, bound two per GPU.
+    let script = "echo ntasks=$SLURM_NTASKS per_gpu=$SLURM_NTASKS_PER_GPU\n\
+                  srun -l sh -c 'echo $CUDA_VISIBLE_DEVICES' | sort\n";
+    let out = batch_output(&c, "npg", &["--gres=gpu:2", "--ntasks-per-gpu=2"], script);
+    assert_eq!(value(&out, "ntasks="), "4 per_gpu=2");
+    for (rank, gpu) in [(0, "0"), (1, "0"), (2, "1"), (3, "1")] {
+        assert_eq!(value(&out, &format!("{rank}:")), gpu, "{out}");
+    }
+    // The job's --gpu-bind is its steps' default, and wins over single:N.
+    let out = batch_output(
+        &c,
+        "npgbind",
+        &["--gres=gpu:2", "--ntasks-per-gpu=1", "--gpu-bind=map_gpu:1"],
+        "echo bind=$SLURM_GPU_BIND\nsrun -l sh -c 'echo $CUDA_VISIBLE_DEVICES' | sort\n",
+    );
+    assert_eq!(value(&out, "bind="), "map_gpu:1");
+    assert_eq!(
+        (value(&out, "0:"), value(&out, "1:")),
+        ("1".into(), "1".into())
+    );
+    // Tasks given: one GPU for every two tasks.
+    let id = c.submit(&["-n4", "--ntasks-per-gpu=2", "--wrap", "sleep 300"]);
+    c.wait_state(id, &["RUNNING"], Duration::from_secs(20));
+    assert_eq!(c.show_field(id, "TresPerJob"), "gres:gpu:2");
+    assert_eq!(c.show_field(id, "NtasksPerTRES"), "2");
+    assert!(c.show_field(id, "TRES").ends_with("gres/gpu=2"));
+    cancel(&c, id);
+    // Neither: Slurm's refusal; and the options it says conflict.
+    let (code, err) = c.fails_err("sbatch", &["--ntasks-per-gpu=2", "--wrap", "true"]);
+    assert_eq!(
+        (code, err.as_str()),
+        (
+            1,
+            "sbatch: error: gres_job_state_validate: --ntasks-per-tres needs either a GRES GPU \
+             specification or a node/ntask specification\n\
+             sbatch: error: Invalid generic resource (gres) specification\n"
+        )
+    );
+    let (code, err) = c.fails_err("srun", &["--ntasks-per-gpu=1", "--gpus-per-task=1", "true"]);
+    assert_eq!(
+        (code, err.as_str()),
+        (
+            1,
+            "srun: fatal: --gpus-per-task is mutually exclusive with --ntasks-per-gpu and SLURM_NTASKS_PER_GPU\n"
+        )
+    );
+    // srun creating the allocation resolves it the same way.
+    let o = c.ok(
+        "srun",
+        &[
+            "-l",
+            "--gpus=2",
+            "--ntasks-per-gpu=1",
+            "sh",
+            "-c",
+            "echo $CUDA_VISIBLE_DEVICES",
+        ],
+    );
+    let mut seen: Vec<&str> = o.lines().map(str::trim).collect();
+    seen.sort();
+    assert_eq!(seen, vec!["0: 0", "1: 1"], "{o}");
+}
+
+/// A fake sysfs: GPU 0 (bus 17) behind one PCIe switch with mlx5_0 (PIX), GPU 1 (bus
+/// 3b) two switch levels from mlx5_1 (PXB), mlx5_2 on another root complex (SYS) and
+/// mlx5_3 on another root port of the same host bridge (PHB).
+fn fake_sysfs(root: &std::path::Path) {
+    let dev = |rel: &str| {
+        let p = root.join("devices").join(rel);
+        std::fs::create_dir_all(&p).unwrap();
+        p
+    };
+    let gpu0 = dev("pci0000:00/0000:00:01.0/0000:16:00.0/0000:17:00.0");
+    let hca0 = dev("pci0000:00/0000:00:01.0/0000:16:00.0/0000:18:00.0");
+    let gpu1 = dev("pci0000:00/0000:00:02.0/0000:39:00.0/0000:3a:08.0/0000:3b:00.0");
+    let hca1 = dev("pci0000:00/0000:00:02.0/0000:39:00.0/0000:3a:10.0/0000:3c:00.0");
+    let hca2 = dev("pci0000:80/0000:80:01.0/0000:81:00.0");
+    let hca3 = dev("pci0000:00/0000:00:03.0/0000:50:00.0");
+    let bus = root.join("bus/pci/devices");
+    std::fs::create_dir_all(&bus).unwrap();
+    std::os::unix::fs::symlink(&gpu0, bus.join("0000:17:00.0")).unwrap();
+    std::os::unix::fs::symlink(&gpu1, bus.join("0000:3b:00.0")).unwrap();
+    for (name, p) in [
+        ("mlx5_0", &hca0),
+        ("mlx5_1", &hca1),
+        ("mlx5_2", &hca2),
+        ("mlx5_3", &hca3),
+    ] {
+        let d = root.join("class/infiniband").join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        std::os::unix::fs::symlink(p, d.join("device")).unwrap();
+    }
+}
+
+#[test]
+fn nccl_variables_follow_the_gpu_nic_affinity_of_each_rank() {
+    let sys = tempfile::tempdir().unwrap();
+    fake_sysfs(sys.path());
+    let c = TestCluster::start_with(Setup {
+        top: r#"
+[[gres]]
+name = "gpu"
+cores = "0"
+pci_bus = "00000000:17:00.0"
+[[gres]]
+name = "gpu"
+cores = "1"
+pci_bus = "0000:3B:00.0"
+"#,
+        env: vec![("SLUICE_SYSFS_ROOT".into(), sys.path().display().to_string())],
+        ..Setup::default()
+    });
+    let show = "sh -c 'echo \"$NCCL_IB_HCA|$NCCL_SOCKET_IFNAME|$MASTER_ADDR|$MASTER_PORT|$NCCL_DEBUG_FILE\"'";
+    let script = format!(
+        "echo job=$SLURM_JOB_ID\n\
+         srun -l -n2 --gpus-per-task=1 {show} | sed 's/^/plain /'\n\
+         export NCCL_DEBUG=INFO NCCL_IB_HCA=mlx5_9 NCCL_SOCKET_IFNAME=eth9 MASTER_ADDR=elsewhere MASTER_PORT=29500\n\
+         srun -l -n2 --gpus-per-task=1 {show} | sed 's/^/user /'\n"
+    );
+    let out = batch_output(&c, "nccl", &["-n2", "--gres=gpu:2"], &script);
+    let job: u32 = value(&out, "job=").parse().unwrap();
+    let node = c.node();
+    // The interface that reaches the step's first node, as stepd computes it here.
+    let ifname = {
+        use std::net::ToSocketAddrs;
+        (node.as_str(), 0)
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut a| {
+                a.find_map(|x| match x.ip() {
+                    std::net::IpAddr::V4(v) => Some(v),
+                    _ => None,
+                })
+            })
+            .and_then(|a| sluice::stepd::nccl::ifname_for(a, &sluice::stepd::nccl::local_ifaces()))
+            .unwrap_or_default()
+    };
+    let port = sluice::stepd::nccl::master_port(job, 0);
+    // Each rank's HCAs are those near its own GPU: PIX for rank 0, PXB for rank 1;
+    // the SYS and PHB ones are never chosen.
+    assert_eq!(
+        value(&out, "plain 0:"),
+        format!("=mlx5_0|{ifname}|{node}|{port}|")
+    );
+    assert_eq!(
+        value(&out, "plain 1:"),
+        format!("=mlx5_1|{ifname}|{node}|{port}|")
+    );
+    // Whatever the user set stays; NCCL_DEBUG brings one debug file per rank.
+    for r in 0..2 {
+        assert_eq!(
+            value(&out, &format!("user {r}:")),
+            format!("mlx5_9|eth9|elsewhere|29500|nccl-debug.{job}.1.{r}.log")
+        );
+    }
 }

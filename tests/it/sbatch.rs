@@ -268,25 +268,25 @@ fn output_contract_parsable_quiet_verbose_test_only_and_wait() {
 #[test]
 fn options_of_later_issues_are_refused_not_ignored() {
     let c = TestCluster::start();
-    let (code, out, err) = c.fails(
-        "sbatch",
-        &["--gres-flags=enforce-binding", "--wrap", "true"],
-    );
+    let (code, out, err) = c.fails("sbatch", &["--time-min=5", "--wrap", "true"]);
     assert_eq!(code, 1, "{err}");
     assert_eq!(out, "");
     assert!(
-        err.contains("--gres-flags") && err.contains("not supported yet"),
+        err.contains("--time-min") && err.contains("not supported yet"),
         "{err}"
     );
     // The same from a directive.
-    c.script(
-        "gf.sh",
-        "#!/bin/sh\n#SBATCH --gres-flags=enforce-binding\ntrue\n",
-    );
-    let (_, _, err) = c.fails("sbatch", &["gf.sh"]);
+    c.script("tm.sh", "#!/bin/sh\n#SBATCH --time-min=5\ntrue\n");
+    let (_, _, err) = c.fails("sbatch", &["tm.sh"]);
     assert!(
-        err.contains("--gres-flags") && err.contains("not supported yet"),
+        err.contains("--time-min") && err.contains("not supported yet"),
         "{err}"
+    );
+    // --gres-flags is implemented now: a bad value is refused as Slurm refuses it.
+    let (code, _, err) = c.fails("sbatch", &["--gres-flags=bogus", "--wrap", "true"]);
+    assert_eq!(
+        (code, err.as_str()),
+        (255, "sbatch: error: Invalid --gres-flags specification\n")
     );
     // --switches is implemented now: accepted without a topology (it then has no
     // effect, as in Slurm without a topology plugin).

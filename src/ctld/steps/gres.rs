@@ -12,7 +12,7 @@ use crate::model::job::GresAlloc;
 use crate::model::step::StepGpus;
 
 /// Slurm's error for a step asking more GRES than its job has on the step's nodes.
-pub const INVALID_GRES: &str = "Invalid generic resource (gres) specification";
+pub use crate::model::gres::INVALID_GRES;
 
 /// The outcome of placing a step's GRES request on the nodes chosen for it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,6 +2,7 @@
 //! scenario files per area: selection, backfill, priority, reasons, properties.
 
 mod backfill;
+mod gres_bind;
 mod preempt;
 mod priority;
 mod props;
