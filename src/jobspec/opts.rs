@@ -761,6 +761,14 @@ impl JobOpts {
             Some(s) => Some(parse_signal(s).ok_or(OptError::InvalidSpec("--signal"))?),
             None => None,
         };
+        // `R:` lets a job overlap a reservation that has MaxStartDelay (Slurm 22.05's
+        // sbatch(1)); sluice's reservations have no MaxStartDelay, so the flag could
+        // only be ignored: it is refused.
+        if signal.is_some_and(|s| s.reservation) {
+            return Err(OptError::Unsupported(
+                "--signal=R: (overlapping reservations that have MaxStartDelay)".into(),
+            ));
+        }
         let begin = match &self.begin {
             Some(b) => Some(parse_begin(b, &ctx.now)?),
             None => None,
