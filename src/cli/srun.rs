@@ -439,6 +439,7 @@ pub fn allocate(
             },
             signal: None,
             batch_only: false,
+            full: false,
         };
         if let Ok(cfg) = crate::config::Config::load()
             && let Ok(mut c) = Client::connect_with(&cfg)

@@ -936,7 +936,11 @@ impl Actor {
                 filter,
                 signal,
                 batch_only,
-            } => Response::Results(self.cluster.cancel(&filter, signal, batch_only, c, now, fx)),
+                full,
+            } => {
+                let scope = state::SignalScope::of(batch_only, full);
+                Response::Results(self.cluster.cancel(&filter, signal, scope, c, now, fx))
+            }
             Request::Hold {
                 ids,
                 user_hold,

@@ -64,6 +64,31 @@ enum Ending {
     Requeue { hold: bool, node_fail: bool },
 }
 
+/// Which processes of a running job a signal from `scancel --signal` reaches
+/// (scancel(1); slurmctld `job_signal` with KILL_JOB_BATCH / KILL_FULL_JOB).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignalScope {
+    /// The default: every step of the job, never the batch shell (Slurm sends signals
+    /// other than SIGKILL to the batch step only when asked). A job without steps
+    /// gets nothing.
+    Steps,
+    /// `-b/--batch`: the batch shell only, not its children, not the steps.
+    Batch,
+    /// `-f/--full`: the batch shell, its children (its process group) and every step.
+    Full,
+}
+
+impl SignalScope {
+    /// The scope of scancel's `-b` (`batch`) and `-f` (`full`, which wins).
+    pub fn of(batch: bool, full: bool) -> SignalScope {
+        match (batch, full) {
+            (_, true) => SignalScope::Full,
+            (true, false) => SignalScope::Batch,
+            (false, false) => SignalScope::Steps,
+        }
+    }
+}
+
 /// The whole cluster as the controller knows it.
 pub struct Cluster {
     pub cluster_name: String,
@@ -2123,13 +2148,13 @@ impl Cluster {
         }
     }
 
-    /// Cancels or signals jobs (scancel). Ids that match nothing give `InvalidJobId`;
-    /// finished jobs give `AlreadyDone`.
+    /// Cancels or signals jobs (scancel); a signal reaches the processes `scope` names.
+    /// Ids that match nothing give `InvalidJobId`; finished jobs give `AlreadyDone`.
     pub fn cancel(
         &mut self,
         filter: &JobFilter,
         signal: Option<i32>,
-        batch_only: bool,
+        scope: SignalScope,
         c: Caller,
         now: i64,
         fx: &mut Effects,
@@ -2147,7 +2172,7 @@ impl Cluster {
                 .map(|j| j.id)
                 .collect();
             for id in ids {
-                let r = self.cancel_one(id, filter, signal, batch_only, c, now, fx);
+                let r = self.cancel_one(id, filter, signal, scope, c, now, fx);
                 results.push(JobResult::new(id, r.err()));
             }
             return results;
@@ -2157,7 +2182,7 @@ impl Cluster {
             let recs = self.records_of(id);
             let rs: Vec<Result<(), SlurmError>> = recs
                 .iter()
-                .map(|&r| self.cancel_one(r, filter, signal, batch_only, c, now, fx))
+                .map(|&r| self.cancel_one(r, filter, signal, scope, c, now, fx))
                 .collect();
             results.push(JobResult::new(id, fold_results(rs)));
         }
@@ -2173,7 +2198,7 @@ impl Cluster {
                 }
                 match j.array_task_id {
                     Some(t) if sel.tasks.contains(t) => {
-                        rs.push(self.cancel_one(rid, filter, signal, batch_only, c, now, fx));
+                        rs.push(self.cancel_one(rid, filter, signal, scope, c, now, fx));
                     }
                     None if j.is_array_meta() && j.state == JobState::Pending => {
                         let hit = j.array.as_ref().map(|a| a.tasks.intersection(&sel.tasks));
@@ -2198,7 +2223,7 @@ impl Cluster {
         }
         // `L+k`: component 0 is the whole job; another one alone, once running.
         for hc in &filter.het_components {
-            let r = self.cancel_het_component(*hc, filter, signal, batch_only, c, now, fx);
+            let r = self.cancel_het_component(*hc, filter, signal, scope, c, now, fx);
             results.push(JobResult {
                 het: Some(hc.offset),
                 ..JobResult::new(hc.leader, r.err())
@@ -2213,7 +2238,7 @@ impl Cluster {
         id: u32,
         filter: &JobFilter,
         signal: Option<i32>,
-        batch_only: bool,
+        scope: SignalScope,
         c: Caller,
         now: i64,
         fx: &mut Effects,
@@ -2268,22 +2293,24 @@ impl Cluster {
                 Ok(())
             }
             (_, Some(sig)) => {
-                // Without -b the signal goes to the job's steps (Slurm 22.05); a job
-                // without steps gets it in its batch shell's process group.
-                if !batch_only && self.signal_job_steps(id, sig, fx) > 0 {
-                    return Ok(());
-                }
-                let j = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
-                let node = j.alloc.as_ref().map(|a| a.nodes[0].clone());
-                if let Some(node) = node {
-                    fx.to_agent.push((
-                        node,
-                        ToAgent::Signal {
-                            job_id: id,
-                            signal: sig,
-                            batch_only,
-                        },
-                    ));
+                match scope {
+                    SignalScope::Steps => {
+                        self.signal_job_steps(id, sig, fx);
+                    }
+                    SignalScope::Batch => {
+                        let j = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
+                        if let Some(node) = j.alloc.as_ref().map(|a| a.nodes[0].clone()) {
+                            fx.to_agent.push((
+                                node,
+                                ToAgent::Signal {
+                                    job_id: id,
+                                    signal: sig,
+                                    batch_only: true,
+                                },
+                            ));
+                        }
+                    }
+                    SignalScope::Full => self.signal_everywhere(id, sig, fx),
                 }
                 Ok(())
             }
@@ -2304,7 +2331,7 @@ impl Cluster {
         hc: crate::proto::HetComponent,
         filter: &JobFilter,
         signal: Option<i32>,
-        batch_only: bool,
+        scope: SignalScope,
         c: Caller,
         now: i64,
         fx: &mut Effects,
@@ -2324,7 +2351,7 @@ impl Cluster {
             let rs: Vec<Result<(), SlurmError>> = self
                 .records_of(id)
                 .into_iter()
-                .map(|r| self.cancel_one(r, filter, signal, batch_only, c, now, fx))
+                .map(|r| self.cancel_one(r, filter, signal, scope, c, now, fx))
                 .collect();
             return fold_results(rs).map_or(Ok(()), Err);
         }

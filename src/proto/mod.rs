@@ -266,12 +266,15 @@ pub enum Request {
     Jobs(JobFilter),
     /// Nodes and partitions.
     Nodes,
-    /// Signal or cancel jobs. `signal: None` cancels. `batch_only` signals only the
-    /// batch shell.
+    /// Signal or cancel jobs. `signal: None` cancels. A signal goes to the job's steps
+    /// only; with `batch_only` (scancel `-b`) to the batch shell only; with `full`
+    /// (scancel `-f`, which wins) to the batch shell, its children and every step.
     Cancel {
         filter: JobFilter,
         signal: Option<i32>,
         batch_only: bool,
+        #[serde(default)]
+        full: bool,
     },
     Hold {
         ids: Vec<u32>,

@@ -316,7 +316,7 @@ fn scancel_of_a_step_and_the_end_of_its_job() {
             ..Default::default()
         },
         None,
-        false,
+        crate::ctld::state::SignalScope::Steps,
         ALICE,
         22,
         &mut fx,
@@ -457,6 +457,58 @@ fn signal_without_b_goes_to_the_steps_before_the_limit() {
             .iter()
             .any(|(_, m)| matches!(m, ToAgent::Signal { .. }))
     );
+}
+
+/// `scancel -s USR1` reaches the steps only; `-b` the batch shell only; `-f` the batch
+/// shell's process group and the steps, through every node's agent (scancel(1)).
+#[test]
+fn scancel_signal_scopes_follow_slurm() {
+    use crate::ctld::state::SignalScope;
+    let mut c = cluster();
+    let id = running(&mut c, 2, false);
+    let filter = crate::proto::JobFilter {
+        ids: vec![id],
+        ..Default::default()
+    };
+    let signal = |c: &mut Cluster, scope| {
+        let mut fx = Effects::default();
+        let r = c.cancel(&filter, Some(10), scope, ALICE, 12, &mut fx);
+        assert_eq!(r[0].error, None);
+        let to_steps = fx
+            .to_agent
+            .iter()
+            .filter(|(_, m)| {
+                matches!(
+                    m,
+                    ToAgent::StepInput {
+                        input: StepdInput::Signal(10),
+                        ..
+                    }
+                )
+            })
+            .count();
+        let to_batch: Vec<bool> = fx
+            .to_agent
+            .iter()
+            .filter_map(|(_, m)| match m {
+                ToAgent::Signal {
+                    job_id,
+                    signal: 10,
+                    batch_only,
+                } if *job_id == id => Some(*batch_only),
+                _ => None,
+            })
+            .collect();
+        (to_steps, to_batch)
+    };
+    // No step yet: the default reaches nothing, not even the batch shell.
+    assert_eq!(signal(&mut c, SignalScope::Steps), (0, vec![]));
+    launch(&mut c, id, step(1), 1);
+    assert_eq!(signal(&mut c, SignalScope::Steps), (1, vec![]));
+    assert_eq!(signal(&mut c, SignalScope::Batch), (0, vec![true]));
+    // -f: the agent signals the batch shell's group and the steps it runs.
+    assert_eq!(signal(&mut c, SignalScope::Full), (0, vec![false]));
+    assert_eq!(c.jobs[&id].state, JobState::Running);
 }
 
 fn seq_event(c: &mut Cluster, job: u32, step: u32, ev: StepdEvent, seq: u64) -> Effects {
