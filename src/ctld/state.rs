@@ -1623,8 +1623,14 @@ impl Cluster {
             .filter(|j| j.state == JobState::Running && !j.completing)
             .filter(|j| j.het.is_none_or(|h| h.offset == 0))
             .filter(|j| {
-                // OverTimeLimit: the job may run this much longer than its limit.
-                let over = match self.over_time_limit {
+                // OverTimeLimit (its partition's, else the cluster's): the job may run
+                // this much longer than its limit.
+                let over = self
+                    .partitions
+                    .iter()
+                    .find(|p| p.name == j.partition)
+                    .map_or(self.over_time_limit, |p| p.over_time(self.over_time_limit));
+                let over = match over {
                     crate::config::OVER_TIME_UNLIMITED => return false,
                     m => i64::from(m) * 60,
                 };

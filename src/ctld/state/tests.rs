@@ -306,6 +306,51 @@ fn over_time_limit_lets_a_job_run_past_its_limit() {
 }
 
 #[test]
+fn a_partitions_over_time_limit_overrides_the_clusters() {
+    // Cluster OverTimeLimit=2; partition `strict` 0, `loose` UNLIMITED, `plain` unset.
+    let cfg = Config::from_toml(
+        r#"OverTimeLimit = 2
+[[nodes]]
+name = "n1"
+cpus = 4
+memory = 4000
+[[partitions]]
+name = "strict"
+nodes = "n1"
+default = true
+OverTimeLimit = 0
+[[partitions]]
+name = "loose"
+nodes = "n1"
+over_time_limit = "UNLIMITED"
+[[partitions]]
+name = "plain"
+nodes = "n1"
+"#,
+        Path::new("/x/sluice.toml"),
+    )
+    .unwrap();
+    let mut c = Cluster::new(&cfg, 999);
+    c.nodes[0].state = NodeState::Up;
+    let job = |c: &mut Cluster, part: &str| {
+        let mut s = spec(part);
+        s.partition = Some(part.into());
+        s.time_limit = Some(TimeLimit::Minutes(1));
+        submit(c, s, ALICE, 0)
+    };
+    let (strict, loose, plain) = (job(&mut c, "strict"), job(&mut c, "loose"), job(&mut c, "plain"));
+    let mut fx = Effects::default();
+    c.schedule(0, &mut fx);
+    c.tick(60, &mut fx);
+    assert_eq!(c.jobs[&strict].state, JobState::Timeout);
+    assert_eq!(c.jobs[&plain].state, JobState::Running);
+    c.tick(180, &mut fx);
+    assert_eq!(c.jobs[&plain].state, JobState::Timeout);
+    c.tick(1_000_000, &mut fx);
+    assert_eq!(c.jobs[&loose].state, JobState::Running);
+}
+
+#[test]
 fn hold_release_and_admin_hold() {
     let mut c = cluster();
     let mut s = spec("h");
