@@ -165,6 +165,9 @@ pub struct Cluster {
     /// Minutes a job may run past its time limit (OverTimeLimit;
     /// `config::OVER_TIME_UNLIMITED`: never ended for it).
     pub over_time_limit: u32,
+    /// Nodes whose agent reports the end of each epilog (`Register::reports_epilog`):
+    /// ended jobs stay COMPLETING there until it comes (`state::completing`).
+    epilog_reporters: HashSet<String>,
 }
 
 impl Cluster {
@@ -357,6 +360,7 @@ impl Cluster {
             scripts: cfg.scripts.clone(),
             launch_failed: Default::default(),
             over_time_limit: cfg.over_time_limit,
+            epilog_reporters: Default::default(),
         }
     }
 
@@ -384,11 +388,6 @@ impl Cluster {
 
     fn node_mut(&mut self, name: &str) -> Option<&mut Node> {
         self.nodes.iter_mut().find(|n| n.name == name)
-    }
-
-    /// Removes an allocation from its nodes (the job ended).
-    pub(super) fn uncharge(&mut self, a: &Allocation, completing: bool) {
-        self.charge(a, completing, -1);
     }
 
     /// Adds (`sign` = 1) or removes (`sign` = -1) an allocation from its nodes.
@@ -1579,6 +1578,7 @@ impl Cluster {
     pub fn tick(&mut self, now: i64, fx: &mut Effects) {
         self.tick_steps(now, fx);
         self.end_graced(now, fx);
+        self.sweep_cleanups(fx);
         // `--signal=B:SIG@secs` goes to the batch shell `secs` before the limit. Without
         // `B:` Slurm signals the job's steps only (those running at that moment).
         let warn: Vec<(u32, String, i32, bool)> = self
@@ -1765,11 +1765,19 @@ impl Cluster {
             arch,
             running,
             gres,
+            reports_epilog,
             ..
         } = msg
         else {
             return;
         };
+        // A fresh agent: the epilogs the node was running for ended jobs are lost.
+        self.cleanup_lost_on(&node, fx);
+        if reports_epilog {
+            self.epilog_reporters.insert(node.clone());
+        } else {
+            self.epilog_reporters.remove(&node);
+        }
         let detected = super::gres_detect::adopt(declared, gres);
         if let Some(n) = self.node_mut(&node) {
             n.cpus = declared.cpus.unwrap_or(cpus);
@@ -1802,7 +1810,7 @@ impl Cluster {
         let lost: Vec<u32> = self
             .jobs
             .values()
-            .filter(|j| !j.spec.alloc_only)
+            .filter(|j| !j.spec.alloc_only && j.cleanup.is_none())
             .filter(|j| matches!(j.state, JobState::Running | JobState::Suspended) || j.completing)
             .filter(|j| j.alloc.as_ref().is_some_and(|a| a.nodes[0] == node))
             .filter(|j| !running.contains(&j.id))
@@ -1906,6 +1914,7 @@ impl Cluster {
             FromAgent::EpilogFailed { job_id, message } => {
                 self.epilog_failed(node, job_id, &message, now);
             }
+            FromAgent::EpilogComplete { job_id } => self.epilog_complete(node, job_id, fx),
             FromAgent::HealthCheckFailed { reason } => {
                 self.health_check_failed(node, &reason, now);
             }
@@ -1965,7 +1974,10 @@ impl Cluster {
         let Some(j) = self.jobs.get_mut(&id) else {
             return;
         };
-        if !(matches!(j.state, JobState::Running | JobState::Suspended) || j.completing) {
+        // Not running any more, or its end is recorded already (it is cleaning up).
+        if !(matches!(j.state, JobState::Running | JobState::Suspended) || j.completing)
+            || j.cleanup.is_some()
+        {
             return;
         }
         suspend::end_suspension(j, now);
@@ -2101,8 +2113,7 @@ impl Cluster {
         let fs_key = crate::sched::fairshare::FairShareTree::key_of(&j.account, &j.user);
         let het_leader = j.het.filter(|h| h.offset == 0).map(|h| h.job_id);
         if let Some(a) = alloc {
-            self.run_epilogs(id, &a, fx);
-            self.charge(&a, was_completing, -1);
+            self.release_ended(id, &a, was_completing, state != JobState::Pending, fx);
             // Fair-share usage: billing-seconds held.
             self.record_usage(fs_key, &a, ran, end_time, now, fx);
             self.record_assoc_usage(id, &a, ran, now);
@@ -2795,6 +2806,10 @@ impl Cluster {
                 }
             }
         }
+        // Ended jobs no longer wait for the epilogs of a node set DOWN.
+        for name in &kill {
+            self.cleanup_lost_on(name, fx);
+        }
         // Jobs on a node set DOWN end as NODE_FAIL.
         let victims: Vec<(u32, String)> = self
             .jobs
@@ -2916,6 +2931,7 @@ fn fold_results(rs: Vec<Result<(), SlurmError>>) -> Option<SlurmError> {
     )
 }
 
+mod completing;
 mod preempt;
 mod suspend;
 

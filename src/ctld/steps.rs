@@ -120,6 +120,11 @@ impl StepTable {
     pub fn live_count(&self) -> usize {
         self.live.len()
     }
+
+    /// Whether job `job_id` has a step that has not reported its end.
+    pub(crate) fn has_live(&self, job_id: u32) -> bool {
+        self.live.keys().any(|(j, _)| *j == job_id)
+    }
 }
 
 /// Why a step cannot be placed.
@@ -816,6 +821,8 @@ impl Cluster {
         }
         fx.to_client.push((live.token, StepEvent::Done { state }));
         self.retry_pending(job_id, now, fx);
+        // A job that ended while this step ran was waiting for its final report.
+        self.try_complete(job_id, fx);
     }
 
     /// Input from the srun of stream `token`.
@@ -1274,8 +1281,7 @@ impl Cluster {
         fx.persist.push(Job::clone(j));
         fx.schedule = true;
         if let Some(a) = alloc {
-            self.run_epilogs(job_id, &a, fx);
-            self.uncharge(&a, was_completing);
+            self.release_ended(job_id, &a, was_completing, true, fx);
         }
     }
 

@@ -426,6 +426,7 @@ fn registration_reconciles_lost_and_unknown_jobs() {
         running: vec![77],
         gres: Vec::new(),
         steps: Vec::new(),
+        reports_epilog: false,
     };
     let decl = crate::config::NodeConf::named("n1");
     let mut fx = Effects::default();

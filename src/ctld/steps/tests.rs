@@ -375,6 +375,11 @@ fn allocation_only_jobs_start_without_a_script_and_end_on_release() {
             ..
         }
     )));
+    // COMPLETING (holding its CPUs) until the step's end, with its usage, comes.
+    assert!(c.jobs[&id].completing);
+    assert_eq!(c.nodes[0].alloc_cpus, 1);
+    node_event(&mut c, id, 0, done());
+    assert!(!c.jobs[&id].completing);
     assert_eq!(c.nodes[0].alloc_cpus, 0);
     c.sanity_check().unwrap();
     // A time limit ends an allocation-only job at once (no batch step to wait for).
