@@ -98,7 +98,7 @@ where
         Some(path) => Some(relay::Relay::bind(path)?),
         None => None,
     };
-    let mut node_scripts = Scripts::new();
+    let mut node_scripts = Scripts::new(&cfg.spool_dir);
     loop {
         tokio::select! {
             m = link.recv::<ToAgent>() => {
@@ -159,10 +159,12 @@ impl Drop for Scripts {
 }
 
 impl Scripts {
-    fn new() -> Scripts {
+    /// The node scripts of an agent whose spool is `spool` (it holds the prologs an
+    /// earlier agent ran for jobs still here).
+    fn new(spool: &Path) -> Scripts {
         Scripts {
             conf: Default::default(),
-            prologs: Default::default(),
+            prologs: scripts::Prologs::load(spool),
             health: None,
             done: mpsc::unbounded_channel(),
         }

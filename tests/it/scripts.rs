@@ -128,6 +128,48 @@ fn a_job_stays_completing_while_its_epilog_runs() {
     });
 }
 
+/// An agent started afresh while a job runs (here with its controller, killed with
+/// SIGKILL) knows from its spool that the job's prolog ran on its node: the job's
+/// next step does not run it again.
+#[test]
+fn a_restarted_agent_does_not_rerun_the_prolog_of_a_running_job() {
+    let mut c = TestCluster::start_with(Setup {
+        top: "Prolog = \"work/prolog.sh\"",
+        ..Setup::default()
+    });
+    let w = c.work.display().to_string();
+    c.script(
+        "prolog.sh",
+        &format!("#!/bin/sh\necho ran >> {w}/prolog.$SLURM_JOB_ID\n"),
+    );
+    let id = c.submit(&[
+        "-o",
+        "restart.out",
+        "--wrap",
+        "srun echo step0; echo waiting; while [ ! -e go ]; do sleep 0.1; done; \
+         srun echo step1; echo done",
+    ]);
+    c.wait_file("restart.out", |s| s.contains("waiting"));
+    let record = c.path(&format!("prolog.{id}"));
+    let runs = || std::fs::read_to_string(&record).unwrap();
+    assert_eq!(runs(), "ran\n");
+    c.kill9_controller();
+    c.start_controller();
+    std::fs::write(c.path("go"), "").unwrap();
+    assert_eq!(c.wait_done(id), "COMPLETED");
+    let out = std::fs::read_to_string(c.path("restart.out")).unwrap();
+    assert_eq!(out, "step0\nwaiting\nstep1\ndone\n");
+    assert_eq!(runs(), "ran\n", "the prolog ran again after the restart");
+    // The record goes with the job (its epilog message).
+    let records = c.dir.path().join("spool/prologs");
+    wait_until("the prolog record dropped", Duration::from_secs(30), || {
+        std::fs::read_dir(&records)
+            .map(|d| d.count() == 0)
+            .unwrap_or(true)
+            .then_some(())
+    });
+}
+
 #[test]
 fn a_failing_task_prolog_keeps_the_task_from_running() {
     let c = TestCluster::start_with(Setup {
