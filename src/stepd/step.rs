@@ -33,7 +33,7 @@ use nix::unistd::Pid;
 use std::collections::VecDeque;
 use std::ffi::CString;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 pub use crate::proto::spool::STEP_LAUNCH;
@@ -400,12 +400,20 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
                 }
             }
             Err(e) => {
-                let name = setup.argv0_name.clone();
                 let errno = e.raw_os_error().unwrap_or(1);
-                let msg = format!(
-                    "slurmstepd-{node}: error: execve(): {name}: {}\n",
-                    Errno::from_raw(errno).desc()
-                );
+                // The file exec was given: under the working directory, or on PATH.
+                let name = &setup.argv0_name;
+                let file = if name.contains('/') {
+                    Path::new(&ls.spec.work_dir).join(name)
+                } else {
+                    setup
+                        .candidates
+                        .iter()
+                        .map(|c| PathBuf::from(c.to_string_lossy().into_owned()))
+                        .find(|p| p.exists())
+                        .unwrap_or_default()
+                };
+                let msg = super::exec_failure_line(&node, name, &file, Errno::from_raw(errno));
                 link.send(&StepdEvent::Output {
                     task: rank,
                     stderr: true,
