@@ -369,3 +369,66 @@ fn users_act_only_on_their_own_jobs() {
     assert!(rows.contains(&format!("{mine}|{}\n", u.name)), "{rows}");
     assert!(!rows.contains(&format!("{roots}|")), "{rows}");
 }
+
+/// A job whose user no longer exists on the node by the time it starts fails at launch
+/// (FAILED, JobLaunchFailure, 0:53) with slurmstepd's reason in its error file, rather
+/// than running as a uid without a user.
+#[test]
+fn a_job_of_a_user_unknown_on_the_node_fails_at_launch() {
+    if let Some(why) = skip_reason() {
+        eprintln!("skipping system-mode unknown-user test: {why}");
+        return;
+    }
+    let c = TestCluster::start();
+    std::fs::set_permissions(c.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let u = match TempUser::create() {
+        Ok(u) => u,
+        Err(e) => {
+            eprintln!("skipping system-mode unknown-user test: cannot create a user: {e}");
+            return;
+        }
+    };
+    let home = c.dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let probe = u.run(&c, &home, "022", &["sluice", "--version"]);
+    if !probe.status.success() {
+        eprintln!(
+            "skipping system-mode unknown-user test: the test binary is not executable by another user ({})",
+            stderr(&probe)
+        );
+        return;
+    }
+    // The user's output file exists already (the note goes only into a file of theirs).
+    let out = home.join("gone.out");
+    std::fs::write(&out, "").unwrap();
+    nix::unistd::chown(
+        &out,
+        Some(nix::unistd::Uid::from_raw(u.uid)),
+        Some(nix::unistd::Gid::from_raw(u.gid)),
+    )
+    .unwrap();
+    let o = u.run(
+        &c,
+        &home,
+        "022",
+        &["sbatch", "--parsable", "-H", "-o", "gone.out", "--open-mode=append", "--wrap", "touch ran"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let id: u32 = stdout(&o).trim().parse().unwrap();
+    let gone = Command::new("userdel").arg(&u.name).output().unwrap();
+    assert!(gone.status.success(), "{}", stderr(&gone));
+    c.ok("scontrol", &["release", &id.to_string()]);
+    assert_eq!(c.wait_done(id), "FAILED");
+    assert_eq!(c.show_field(id, "ExitCode"), "0:53");
+    assert_eq!(c.show_field(id, "Reason"), "JobLaunchFailure");
+    assert!(!home.join("ran").exists());
+    let node = c.node();
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        format!(
+            "slurmstepd-{node}: error: Launch failed for uid {}: User not found on host\n",
+            u.uid
+        )
+    );
+}
