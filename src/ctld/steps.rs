@@ -78,6 +78,8 @@ struct LiveStep {
     parts: Vec<Part>,
     /// A node of the step stopped answering (SlurmdTimeout): the step ends NODE_FAIL.
     node_fail: bool,
+    /// The launch failed on a node: the step is aborted and ends FAILED.
+    launch_failed: bool,
 }
 
 /// A step request waiting for resources.
@@ -531,6 +533,7 @@ impl Cluster {
                 nodes_left: layout.nodes.len(),
                 parts: layout.nodes.iter().map(|_| Part::default()).collect(),
                 node_fail: false,
+                launch_failed: false,
                 layout,
                 held,
                 held_mem,
@@ -673,6 +676,22 @@ impl Cluster {
                 }
                 self.part_over(job_id, step_id, pi, now, fx);
             }
+            StepdEvent::LaunchFailed { reason, detail } => {
+                // Slurm aborts the whole step when a node cannot launch its tasks.
+                let first = !live.launch_failed;
+                live.launch_failed = true;
+                fx.to_client.push((
+                    token,
+                    StepEvent::LaunchFailed {
+                        node: node.to_string(),
+                        reason,
+                        detail,
+                    },
+                ));
+                if first {
+                    self.terminate_step(job_id, step_id, None, now, fx);
+                }
+            }
         }
     }
 
@@ -783,12 +802,19 @@ impl Cluster {
             .map(|s| s.signal)
             .find(|&s| s != 0)
             .unwrap_or(0);
-        let exit = ExitStatus {
-            code,
-            signal: if code == 0 { signal } else { 0 },
+        let exit = if live.launch_failed {
+            // No task ran: the step failed as a whole (srun exits 1).
+            ExitStatus { code: 1, signal: 0 }
+        } else {
+            ExitStatus {
+                code,
+                signal: if code == 0 { signal } else { 0 },
+            }
         };
         let state = if live.node_fail {
             JobState::NodeFail
+        } else if live.launch_failed {
+            JobState::Failed
         } else if live.timed_out {
             JobState::Timeout
         } else if live.cancelled {

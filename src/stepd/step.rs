@@ -218,6 +218,28 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         })
         .unwrap_or(&[]);
     let base = super::cpubind::step_cpus(step_ids, job_ids, &online, confined);
+    // A map/mask naming a CPU the step does not have fails the launch here, as in
+    // Slurm, rather than leaving tasks unbound.
+    let node_cpus = online_cpus().iter().max().map_or(0, |m| m + 1);
+    if let Err(e) = super::cpubind::validate(&ls.spec.cpu_bind, &base, node_cpus) {
+        eprintln!(
+            "stepd: step {}.{}: --cpu-bind names CPU {}, not the step's ({:?})",
+            ls.job.id, ls.step_id, e.cpu, base
+        );
+        link.send(&StepdEvent::LaunchFailed {
+            reason: super::cpubind::CPU_BIND_ERROR.into(),
+            detail: Some(e.detail),
+        });
+        let fin = iso.map(|i| i.finish());
+        for e in fin.iter().flat_map(|f| &f.errors) {
+            eprintln!("stepd: step {}.{}: {e}", ls.job.id, ls.step_id);
+        }
+        let done = link.send(&StepdEvent::Done {
+            usage: StepUsage::default(),
+        });
+        linger(&mut link, &sfd, done, linger_for(&ls));
+        return Ok(());
+    }
     let topo = if matches!(
         ls.spec.cpu_bind.kind,
         CpuBindKind::Cores | CpuBindKind::Sockets | CpuBindKind::Ldoms

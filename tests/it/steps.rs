@@ -828,3 +828,43 @@ fn cpu_bind_modes_use_the_steps_allocated_cpus() {
     assert!(o.status.success(), "{o:?}");
     assert_eq!(allowed(&text(&o.stdout)).len(), 1);
 }
+
+/// `--cpu-bind=map_cpu`/`mask_cpu` naming a CPU the step does not have fails the
+/// launch as in Slurm (task/affinity's check): srun prints the allocated mask and the
+/// launch error, no task runs, the step is FAILED and srun exits 1.
+#[test]
+fn cpu_bind_outside_the_step_fails_the_launch() {
+    let c = TestCluster::start();
+    let node = c.node();
+    for (n, bind) in [(0, "map_cpu:99"), (1, "verbose,mask_cpu:0x100")] {
+        let o = c.run("srun", &["-n1", &format!("--cpu-bind={bind}"), "touch", "ran"]);
+        assert_eq!(o.status.code(), Some(1), "{o:?}");
+        assert_eq!(text(&o.stdout), "");
+        let err = text(&o.stderr);
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.len(), 4, "{err}");
+        assert!(
+            lines[0].starts_with(
+                "srun: error: CPU binding outside of job step allocation, allocated CPUs are: 0x"
+            ) && lines[0].ends_with('.'),
+            "{err}"
+        );
+        let id = *c.job_ids().iter().max().unwrap();
+        assert_eq!(
+            &lines[1..],
+            [
+                format!(
+                    "srun: error: Task launch for StepId={id}.0 failed on node {node}: \
+                     Unable to satisfy cpu bind request"
+                )
+                .as_str(),
+                "srun: error: Application launch failed: Unable to satisfy cpu bind request",
+                "srun: Job step aborted",
+            ],
+            "bind {n}: {err}"
+        );
+        assert!(!c.path("ran").exists());
+        let acct = c.ok("sacct", &["-n", "-P", "-j", &format!("{id}.0"), "-o", "State,ExitCode"]);
+        assert_eq!(acct.trim(), "FAILED|1:0", "{acct}");
+    }
+}
