@@ -119,6 +119,8 @@ impl Prologs {
         }
         let (id, env) = match &msg {
             ToAgent::Launch(lb) => (lb.job.id, (&lb.job, &lb.cluster)),
+            // `srun -Z` runs outside any job: no job, no prolog.
+            ToAgent::LaunchStep(ls) if ls.spec.no_alloc => return Gate::Pass(msg),
             ToAgent::LaunchStep(ls) => (ls.job.id, (&ls.job, &ls.cluster)),
             ToAgent::Prolog { job, cluster } => (job.id, (job, cluster)),
             _ => return Gate::Pass(msg),

@@ -70,8 +70,14 @@ pub fn plan(args: &SrunArgs, ctx: &opts::SubmitContext) -> Result<Plan, Failure>
             code: 1,
         });
     }
-    if s.no_allocate {
-        return Err(OptError::Unsupported("--no-allocate".into()).into());
+    // srun's `_opt_verify`: -Z runs on the nodes named, and only there.
+    if s.no_allocate && args.job.nodelist.is_none() {
+        return Err(Failure::error("must specify a node list with -Z, --no-allocate."));
+    }
+    if s.no_allocate && args.job.exclude.is_some() {
+        return Err(Failure::error(
+            "can not specify --exclude list with -Z, --no-allocate.",
+        ));
     }
     if s.het_group.is_some() {
         return Err(OptError::Unsupported("--het-group".into()).into());
@@ -217,6 +223,7 @@ pub fn plan(args: &SrunArgs, ctx: &opts::SubmitContext) -> Result<Plan, Failure>
             per_socket,
             bind: gpu_bind,
         },
+        no_alloc: s.no_allocate,
     };
     let mut job = spec;
     job.name = args
@@ -330,6 +337,15 @@ fn run_inner(argv: &[String]) -> Result<u8, Failure> {
         }
         Failure { stderr: s, code: 1 }
     };
+    if p.step.no_alloc {
+        // No job: the controller runs the step on the nodes named (Slurm's srun says
+        // so first, at its default verbosity).
+        if !p.quiet {
+            eprintln!("{PROG}: do not allocate resources");
+        }
+        let c = Client::connect_with(&cfg).map_err(unreachable)?;
+        return Ok(launch(c, 0, &p));
+    }
     match p.job_id {
         Some(job_id) => {
             let c = Client::connect_with(&cfg).map_err(unreachable)?;
@@ -597,6 +613,23 @@ mod tests {
         // The command's own options are not srun's.
         let p = plan_of(&["sh", "-c", "echo -n"], &[]).unwrap();
         assert_eq!(p.step.argv, ["sh", "-c", "echo -n"]);
+    }
+
+    #[test]
+    fn no_allocate_needs_a_node_list_and_no_exclude_list() {
+        let e = plan_of(&["-Z", "true"], &[]).unwrap_err();
+        assert_eq!(
+            (e.stderr.as_str(), e.code),
+            ("srun: error: must specify a node list with -Z, --no-allocate.\n", 1)
+        );
+        let e = plan_of(&["--no-allocate", "-w", "n1", "-x", "n2", "true"], &[]).unwrap_err();
+        assert_eq!(
+            e.stderr,
+            "srun: error: can not specify --exclude list with -Z, --no-allocate.\n"
+        );
+        let p = plan_of(&["-Z", "-w", "n[1-2]", "true"], &[("SLURM_JOB_ID", "4")]).unwrap();
+        assert!(p.step.no_alloc);
+        assert_eq!(p.step.nodelist.as_deref(), Some("n[1-2]"));
     }
 
     #[test]

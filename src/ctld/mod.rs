@@ -740,7 +740,13 @@ impl Actor {
                     uid: cred.uid,
                     gid: cred.gid,
                 };
-                self.cluster.step_launch(job_id, *spec, c, token, now, fx);
+                if spec.no_alloc {
+                    let names = user_group_names(cred.uid, cred.gid);
+                    self.cluster
+                        .step_launch_no_alloc(*spec, c, names, token, now, fx);
+                } else {
+                    self.cluster.step_launch(job_id, *spec, c, token, now, fx);
+                }
             }
             Msg::StepAttach {
                 cred,

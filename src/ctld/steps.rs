@@ -96,7 +96,19 @@ struct PendingStep {
 pub struct StepTable {
     live: HashMap<(u32, u32), LiveStep>,
     pending: Vec<PendingStep>,
+    /// Job ids given to `srun -Z` steps so far (offsets from [`MIN_NOALLOC_JOBID`]).
+    noalloc_seq: u32,
 }
+
+/// The job ids of `srun -Z` steps, which belong to no job (Slurm's
+/// MIN_NOALLOC_JOBID..=MAX_NOALLOC_JOBID, above any real job id).
+pub const MIN_NOALLOC_JOBID: u32 = 0xffff_0000;
+const MAX_NOALLOC_JOBID: u32 = 0xffff_fffd;
+
+/// Slurm's text for a launch refused because the step's credential is not valid
+/// (ESLURMD_INVALID_JOB_CREDENTIAL): what a user other than root and SlurmUser gets
+/// from `srun -Z`.
+pub const INVALID_CREDENTIAL: &str = "Invalid job credential";
 
 impl StepTable {
     /// Live step ids of `job_id`.
@@ -189,6 +201,130 @@ impl Cluster {
             }
             Placement::Never(e) => fx.to_client.push((token, StepEvent::Error(e))),
         }
+    }
+
+    /// `srun -Z/--no-allocate` (srun(1)): runs `spec`'s tasks on the nodes of its
+    /// `nodelist`, outside any job. No job is queued or recorded and nothing is taken
+    /// from the scheduler's view of the nodes; the step gets a job id of its own
+    /// (from [`MIN_NOALLOC_JOBID`]) and step id 0, one task per node unless `-n`
+    /// says otherwise (in blocks of ⌈n/nodes⌉). `names`: the caller's user and group
+    /// names. Only root and the controller's user may (Slurm: root and SlurmUser);
+    /// anyone else sees the launch refused on every node with
+    /// [`INVALID_CREDENTIAL`], as slurmd refuses the credential srun makes up.
+    ///
+    /// Errors (on stream `token`): `InvalidNodeName` for a bad or unknown node list;
+    /// `NodeConfigUnavailable` when a node is not up and answering.
+    pub fn step_launch_no_alloc(
+        &mut self,
+        spec: StepSpec,
+        caller: Caller,
+        names: (String, String),
+        token: u64,
+        now: i64,
+        fx: &mut Effects,
+    ) {
+        let nodes = match spec.nodelist.as_deref().map(hostlist::expand) {
+            Some(Ok(n)) if !n.is_empty() => n,
+            _ => {
+                fx.to_client
+                    .push((token, StepEvent::Error(SlurmError::InvalidNodeName)));
+                return;
+            }
+        };
+        let mut cpus = Vec::new();
+        for n in &nodes {
+            match self.nodes.iter().find(|x| x.name == *n) {
+                None => {
+                    fx.to_client
+                        .push((token, StepEvent::Error(SlurmError::InvalidNodeName)));
+                    return;
+                }
+                Some(x) if x.state != crate::model::NodeState::Up || x.not_responding => {
+                    fx.to_client
+                        .push((token, StepEvent::Error(SlurmError::NodeConfigUnavailable)));
+                    return;
+                }
+                Some(x) => cpus.push(x.cpus),
+            }
+        }
+        let job_id = loop {
+            let span = MAX_NOALLOC_JOBID - MIN_NOALLOC_JOBID + 1;
+            let id = MIN_NOALLOC_JOBID + self.steps.noalloc_seq % span;
+            self.steps.noalloc_seq = self.steps.noalloc_seq.wrapping_add(1);
+            if !self.steps.has_live(id) {
+                break id;
+            }
+        };
+        let ntasks = spec.ntasks.unwrap_or(nodes.len() as u32).max(1);
+        let per = ntasks.div_ceil(nodes.len() as u32);
+        let cpt = spec.cpus_per_task.unwrap_or(1).max(1);
+        let mut left = ntasks;
+        let counts: Vec<u32> = nodes
+            .iter()
+            .map(|_| {
+                let n = per.min(left);
+                left -= n;
+                n
+            })
+            .collect();
+        let layout = StepLayout {
+            nodes: nodes.clone(),
+            gres: Vec::new(),
+            cpus: counts.iter().zip(&cpus).map(|(n, c)| (n * cpt).min(*c).max(1)).collect(),
+            tasks: layout_tasks(&counts, spec.distribution),
+            cpu_ids: Vec::new(),
+        };
+        // The job the step's tasks see: the caller's, on these nodes, never queued.
+        let job = Job {
+            id: job_id,
+            uid: caller.uid,
+            gid: caller.gid,
+            user: names.0,
+            group: names.1,
+            state: JobState::Running,
+            start_time: Some(now),
+            partition: String::new(),
+            alloc: Some(crate::model::job::Allocation {
+                nodes,
+                cpus: layout.cpus.clone(),
+                ..Default::default()
+            }),
+            spec: crate::model::JobSpec {
+                name: spec.name.clone(),
+                work_dir: spec.work_dir.clone(),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        if !self.is_operator(caller) {
+            fx.to_client.push((
+                token,
+                StepEvent::Launched {
+                    job_id,
+                    step_id: 0,
+                    layout: layout.clone(),
+                },
+            ));
+            for node in &layout.nodes {
+                fx.to_client.push((
+                    token,
+                    StepEvent::LaunchFailed {
+                        node: node.clone(),
+                        reason: INVALID_CREDENTIAL.into(),
+                        detail: None,
+                    },
+                ));
+            }
+            fx.to_client.push((
+                token,
+                StepEvent::Done {
+                    state: JobState::Failed,
+                },
+            ));
+            return;
+        }
+        let held = vec![0; layout.nodes.len()];
+        self.dispatch_step(Box::new(job), 0, spec, layout, (held, 0, false), token, fx);
     }
 
     /// Where a step of `job` would run now.
@@ -449,16 +585,6 @@ impl Cluster {
         now: i64,
         fx: &mut Effects,
     ) {
-        let kill_wait = self.kill_wait;
-        let cluster = self.cluster_name.clone();
-        let cgroup = self.cgroup.clone();
-        let scripts = self.scripts.clone();
-        let node_gres: Vec<(String, Vec<crate::model::gres::GresDevice>)> = self
-            .nodes
-            .iter()
-            .filter(|n| layout.nodes.contains(&n.name) && !n.gres.is_empty())
-            .map(|n| (n.name.clone(), n.gres.clone()))
-            .collect();
         let Some(job) = self.jobs.get_mut(&job_id) else {
             return;
         };
@@ -495,6 +621,33 @@ impl Cluster {
         });
         fx.persist.push(Job::clone(job));
         let job_copy = Box::new(Job::clone(job));
+        self.dispatch_step(job_copy, step_id, spec, layout, (held, held_mem, holds_gres), token, fx);
+    }
+
+    /// Sends a step's launch to each of its nodes, tells its srun (stream `token`), and
+    /// records it as live.
+    #[allow(clippy::too_many_arguments)]
+    fn dispatch_step(
+        &mut self,
+        job_copy: Box<Job>,
+        step_id: u32,
+        spec: StepSpec,
+        layout: StepLayout,
+        (held, held_mem, holds_gres): (Vec<u32>, u64, bool),
+        token: u64,
+        fx: &mut Effects,
+    ) {
+        let job_id = job_copy.id;
+        let kill_wait = self.kill_wait;
+        let cluster = self.cluster_name.clone();
+        let cgroup = self.cgroup.clone();
+        let scripts = self.scripts.clone();
+        let node_gres: Vec<(String, Vec<crate::model::gres::GresDevice>)> = self
+            .nodes
+            .iter()
+            .filter(|n| layout.nodes.contains(&n.name) && !n.gres.is_empty())
+            .map(|n| (n.name.clone(), n.gres.clone()))
+            .collect();
         let spec = Box::new(spec);
         for (i, node) in layout.nodes.iter().enumerate() {
             fx.to_agent.push((

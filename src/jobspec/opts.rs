@@ -348,7 +348,7 @@ pub struct StepOpts {
     /// Take -n/-N from the environment only (accepted)
     #[arg(short = 'E', long = "preserve-env")]
     pub preserve_env: bool,
-    /// (not supported) Run without an allocation
+    /// Run on the -w nodes without an allocation (root and SlurmUser only)
     #[arg(short = 'Z', long = "no-allocate")]
     pub no_allocate: bool,
     /// (not supported yet) Heterogeneous job components the step runs on

@@ -280,6 +280,10 @@ pub struct StepSpec {
     /// step uses the job's devices on its nodes without holding them.
     #[serde(default)]
     pub gpus: StepGpus,
+    /// `srun -Z/--no-allocate`: the tasks run on the `nodelist` nodes outside any job
+    /// allocation (root and the controller's user only; cf. srun(1)).
+    #[serde(default)]
+    pub no_alloc: bool,
 }
 
 /// What a step asks of the job's generic resources (cf. srun's `--gres`, `--gpus`,

@@ -868,3 +868,44 @@ fn cpu_bind_outside_the_step_fails_the_launch() {
         assert_eq!(acct.trim(), "FAILED|1:0", "{acct}");
     }
 }
+
+/// `srun -Z -w NODE` (root, or the controller's user): the tasks run on the node
+/// outside any job: nothing is queued or recorded, and the scheduler's view of the
+/// node is untouched (a job asking for all of it starts meanwhile). Without `-w` it is
+/// refused as srun refuses it.
+#[test]
+fn no_allocate_runs_on_the_named_node_without_a_job() {
+    let c = TestCluster::start();
+    let node = c.node();
+    let o = c.run(
+        "srun",
+        &["-Z", "-w", &node, "-n2", "-l", "sh", "-c", "echo id=$SLURM_JOB_ID step=$SLURM_STEP_ID"],
+    );
+    assert!(o.status.success(), "{o:?}");
+    let mut lines: Vec<String> = text(&o.stdout).lines().map(str::to_string).collect();
+    lines.sort();
+    let id = 0xffff_0000u32;
+    assert_eq!(
+        lines,
+        [format!("0: id={id} step=0"), format!("1: id={id} step=0")]
+    );
+    assert_eq!(text(&o.stderr), "srun: do not allocate resources\n");
+    assert!(c.job_ids().is_empty());
+    assert_eq!(c.ok("sacct", &["-n", "-X", "-o", "JobID"]), "");
+    // While one runs, a job that needs every CPU of the node starts.
+    let mut z = c.cmd("srun");
+    z.args(["-Z", "-w", &node, "sh", "-c", "touch z.ready; sleep 3; echo z-done"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let z = z.spawn().unwrap();
+    c.wait_file("z.ready", |_| true);
+    let all = c.submit(&["-n4", "--wrap", "true"]);
+    assert_eq!(c.wait_done(all), "COMPLETED");
+    let out = z.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(text(&out.stdout), "z-done\n");
+    assert_eq!(c.job_ids(), vec![all]);
+    let (code, _, err) = c.fails("srun", &["-Z", "true"]);
+    assert_eq!(code, 1);
+    assert_eq!(err, "srun: error: must specify a node list with -Z, --no-allocate.\n");
+}

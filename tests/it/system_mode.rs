@@ -432,3 +432,45 @@ fn a_job_of_a_user_unknown_on_the_node_fails_at_launch() {
         )
     );
 }
+
+/// `srun -Z` is for root and the controller's user only: another user's launch is
+/// refused on the node as slurmd refuses it, and nothing runs.
+#[test]
+fn no_allocate_is_refused_to_other_users() {
+    if let Some(why) = skip_reason() {
+        eprintln!("skipping system-mode -Z test: {why}");
+        return;
+    }
+    let c = TestCluster::start();
+    std::fs::set_permissions(c.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let u = match TempUser::create() {
+        Ok(u) => u,
+        Err(e) => {
+            eprintln!("skipping system-mode -Z test: cannot create a user: {e}");
+            return;
+        }
+    };
+    let home = c.dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let probe = u.run(&c, &home, "022", &["sluice", "--version"]);
+    if !probe.status.success() {
+        eprintln!("skipping system-mode -Z test: the test binary is not executable by another user");
+        return;
+    }
+    let node = c.node();
+    let o = u.run(&c, &home, "022", &["srun", "-Z", "-w", &node, "touch", "ran"]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "srun: do not allocate resources\n\
+             srun: error: Task launch for StepId={}.0 failed on node {node}: Invalid job credential\n\
+             srun: error: Application launch failed: Invalid job credential\n\
+             srun: Job step aborted\n",
+            0xffff_0000u32
+        )
+    );
+    assert!(!home.join("ran").exists());
+    assert!(c.job_ids().is_empty());
+}

@@ -651,3 +651,70 @@ fn a_step_is_lost_when_its_node_comes_back_without_it_and_node_fail_past_the_tim
     );
     assert_eq!(c.steps.live_count(), 0);
 }
+
+/// `srun -Z -w n1`: root's step runs on the node without any job: nothing queued or
+/// recorded, no CPUs taken; anyone else's launch is refused as slurmd refuses it.
+#[test]
+fn no_allocate_steps_run_outside_any_job_for_operators_only() {
+    let mut c = cluster();
+    let spec = StepSpec {
+        nodelist: Some("n1".into()),
+        no_alloc: true,
+        ..step(2)
+    };
+    let root = Caller { uid: 0, gid: 0 };
+    let mut fx = Effects::default();
+    c.step_launch_no_alloc(spec.clone(), root, ("root".into(), "root".into()), 5, 20, &mut fx);
+    let ls: Vec<&LaunchStep> = fx
+        .to_agent
+        .iter()
+        .filter_map(|(n, m)| match m {
+            ToAgent::LaunchStep(l) if n == "n1" => Some(&**l),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ls.len(), 1);
+    let job_id = ls[0].job.id;
+    assert!(job_id >= MIN_NOALLOC_JOBID);
+    assert_eq!((ls[0].step_id, ls[0].layout.ntasks()), (0, 2));
+    assert_eq!(ls[0].job.user, "root");
+    assert!(c.jobs.is_empty());
+    assert_eq!(c.nodes[0].alloc_cpus, 0);
+    assert_eq!(launched(&fx, 5), Some(0));
+    // It ends like any step, and leaves no record.
+    let fx = node_event(&mut c, job_id, 0, done());
+    assert!(matches!(
+        events(&fx, 5)[..],
+        [StepEvent::Done {
+            state: JobState::Completed
+        }]
+    ));
+    assert!(c.jobs.is_empty());
+    // Another user: refused on the node, nothing sent.
+    let mut fx = Effects::default();
+    c.step_launch_no_alloc(spec.clone(), ALICE, ("u".into(), "g".into()), 6, 21, &mut fx);
+    assert!(fx.to_agent.is_empty());
+    let ev = events(&fx, 6);
+    assert!(matches!(ev[0], StepEvent::Launched { .. }));
+    assert!(matches!(
+        ev[1],
+        StepEvent::LaunchFailed { node, reason, .. } if node == "n1" && reason == INVALID_CREDENTIAL
+    ));
+    assert!(matches!(
+        ev[2],
+        StepEvent::Done {
+            state: JobState::Failed
+        }
+    ));
+    // Unknown nodes are refused.
+    let mut fx = Effects::default();
+    let bad = StepSpec {
+        nodelist: Some("n9".into()),
+        ..spec
+    };
+    c.step_launch_no_alloc(bad, root, ("root".into(), "root".into()), 7, 22, &mut fx);
+    assert!(matches!(
+        events(&fx, 7)[..],
+        [StepEvent::Error(SlurmError::InvalidNodeName)]
+    ));
+}
