@@ -513,7 +513,10 @@ mod tests {
         };
         assert!(matches!(p.gate(msg(&j), true, "n1"), Gate::Wait(Some(_))));
         p.finished(8, true);
-        assert!(matches!(p.gate(prolog_msg(3), true, "n1"), Gate::Wait(Some(_))));
+        assert!(matches!(
+            p.gate(prolog_msg(3), true, "n1"),
+            Gate::Wait(Some(_))
+        ));
         p.finished(3, false);
         // A new agent: job 8's prolog ran (no second run), job 3's failed.
         let mut p = Prologs::load(spool.path());
@@ -523,7 +526,10 @@ mod tests {
         // The same job id requeued (another start): its prolog runs again.
         let mut again = (*j).clone();
         again.start_time = Some(2000);
-        assert!(matches!(p.gate(msg(&again), true, "n1"), Gate::Wait(Some(_))));
+        assert!(matches!(
+            p.gate(msg(&again), true, "n1"),
+            Gate::Wait(Some(_))
+        ));
         p.finished(8, true);
         let p2 = Prologs::load(spool.path());
         assert_eq!(p2.runs.get(&8), Some(&Some(2000)));

@@ -72,7 +72,9 @@ pub fn plan(args: &SrunArgs, ctx: &opts::SubmitContext) -> Result<Plan, Failure>
     }
     // srun's `_opt_verify`: -Z runs on the nodes named, and only there.
     if s.no_allocate && args.job.nodelist.is_none() {
-        return Err(Failure::error("must specify a node list with -Z, --no-allocate."));
+        return Err(Failure::error(
+            "must specify a node list with -Z, --no-allocate.",
+        ));
     }
     if s.no_allocate && args.job.exclude.is_some() {
         return Err(Failure::error(
@@ -620,7 +622,10 @@ mod tests {
         let e = plan_of(&["-Z", "true"], &[]).unwrap_err();
         assert_eq!(
             (e.stderr.as_str(), e.code),
-            ("srun: error: must specify a node list with -Z, --no-allocate.\n", 1)
+            (
+                "srun: error: must specify a node list with -Z, --no-allocate.\n",
+                1
+            )
         );
         let e = plan_of(&["--no-allocate", "-w", "n1", "-x", "n2", "true"], &[]).unwrap_err();
         assert_eq!(

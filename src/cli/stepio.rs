@@ -459,7 +459,9 @@ pub fn run_reattaching(
                     eprintln!("srun: error: {d}");
                 }
                 if let Some((j, s)) = step {
-                    eprintln!("srun: error: Task launch for StepId={j}.{s} failed on node {node}: {reason}");
+                    eprintln!(
+                        "srun: error: Task launch for StepId={j}.{s} failed on node {node}: {reason}"
+                    );
                 }
                 if !launch_failed {
                     launch_failed = true;

@@ -270,7 +270,11 @@ impl Cluster {
         let layout = StepLayout {
             nodes: nodes.clone(),
             gres: Vec::new(),
-            cpus: counts.iter().zip(&cpus).map(|(n, c)| (n * cpt).min(*c).max(1)).collect(),
+            cpus: counts
+                .iter()
+                .zip(&cpus)
+                .map(|(n, c)| (n * cpt).min(*c).max(1))
+                .collect(),
             tasks: layout_tasks(&counts, spec.distribution),
             cpu_ids: Vec::new(),
         };
@@ -621,7 +625,15 @@ impl Cluster {
         });
         fx.persist.push(Job::clone(job));
         let job_copy = Box::new(Job::clone(job));
-        self.dispatch_step(job_copy, step_id, spec, layout, (held, held_mem, holds_gres), token, fx);
+        self.dispatch_step(
+            job_copy,
+            step_id,
+            spec,
+            layout,
+            (held, held_mem, holds_gres),
+            token,
+            fx,
+        );
     }
 
     /// Sends a step's launch to each of its nodes, tells its srun (stream `token`), and

@@ -145,7 +145,11 @@ pub fn hex_mask(cpus: &[usize], node_cpus: usize) -> String {
         let nibble = (0..4)
             .filter(|b| cpus.contains(&(d * 4 + b)))
             .fold(0u32, |acc, b| acc | 1 << b);
-        s.push(std::char::from_digit(nibble, 16).unwrap_or('0').to_ascii_uppercase());
+        s.push(
+            std::char::from_digit(nibble, 16)
+                .unwrap_or('0')
+                .to_ascii_uppercase(),
+        );
     }
     s
 }
@@ -259,8 +263,16 @@ mod tests {
             e.detail,
             "CPU binding outside of job step allocation, allocated CPUs are: 0x0C."
         );
-        assert_eq!(validate(&bind("mask_cpu:0x4,0x11"), &base, 8).unwrap_err().cpu, 0);
-        assert_eq!(hex_mask(&[0, 1, 2, 3, 4], 80), format!("0x{}1F", "0".repeat(18)));
+        assert_eq!(
+            validate(&bind("mask_cpu:0x4,0x11"), &base, 8)
+                .unwrap_err()
+                .cpu,
+            0
+        );
+        assert_eq!(
+            hex_mask(&[0, 1, 2, 3, 4], 80),
+            format!("0x{}1F", "0".repeat(18))
+        );
         assert_eq!(hex_mask(&[], 0), "0x0");
     }
 

@@ -168,7 +168,12 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
             .is_none()
     {
         let why = format!("Launch failed for uid {uid}: {}", UID_NOT_FOUND);
-        note_in_stderr(job.spec.work_dir.as_ref(), &output_paths(job, &node), &node, &why);
+        note_in_stderr(
+            job.spec.work_dir.as_ref(),
+            &output_paths(job, &node),
+            &node,
+            &why,
+        );
         return write_launch_failed(dir, format!("job {} on {node}: {why}", job.id));
     }
     if let Some((uid, gid)) = drop_to {
@@ -568,7 +573,10 @@ pub fn exec_failure_line(node: &str, shown: &str, file: &Path, e: nix::Error) ->
             e.desc()
         );
     }
-    format!("slurmstepd-{node}: error: execve(): {shown}: {}\n", e.desc())
+    format!(
+        "slurmstepd-{node}: error: execve(): {shown}: {}\n",
+        e.desc()
+    )
 }
 
 /// The text after `#!` on the first line of file `path` (its first 256 bytes), if it

@@ -51,8 +51,16 @@ fn time_limit_sends_sigterm_then_sigkill_after_kill_wait_and_ends_in_timeout() {
     });
     let node = c.node();
     let show = |p: &str| c.ok("scontrol", &["show", "partition", p]);
-    assert!(show("over").contains(" OverTimeLimit=UNLIMITED "), "{}", show("over"));
-    assert!(show("debug").contains(" OverTimeLimit=NONE "), "{}", show("debug"));
+    assert!(
+        show("over").contains(" OverTimeLimit=UNLIMITED "),
+        "{}",
+        show("over")
+    );
+    assert!(
+        show("debug").contains(" OverTimeLimit=NONE "),
+        "{}",
+        show("debug")
+    );
     let overtime = c.submit(&["-p", "over", "--time=1", "--wrap", "exec sleep 300"]);
     // Dies on the SIGTERM.
     let plain = c.submit(&[

@@ -143,11 +143,21 @@ fn launch_failures_are_said_in_the_error_file() {
     let node = c.node();
     let w = c.work.display().to_string();
     // Output into a missing directory, errors into a file that can be opened.
-    let id = c.submit(&["-o", "nosuchdir/x-%j.out", "-e", "err-%j.txt", "--wrap", "echo lost"]);
+    let id = c.submit(&[
+        "-o",
+        "nosuchdir/x-%j.out",
+        "-e",
+        "err-%j.txt",
+        "--wrap",
+        "echo lost",
+    ]);
     assert_eq!(c.wait_done(id), "FAILED");
     assert_eq!(c.show_field(id, "ExitCode"), "0:53");
     assert_eq!(c.show_field(id, "Reason"), "JobLaunchFailure");
-    let r = c.ok("squeue", &["-h", "-t", "all", "-j", &id.to_string(), "-o", "%T|%r"]);
+    let r = c.ok(
+        "squeue",
+        &["-h", "-t", "all", "-j", &id.to_string(), "-o", "%T|%r"],
+    );
     assert_eq!(r.trim(), "FAILED|JobLaunchFailure");
     assert_eq!(
         std::fs::read_to_string(c.path(&format!("err-{id}.txt"))).unwrap(),
@@ -192,7 +202,10 @@ fn launch_failures_are_said_in_the_error_file() {
             && out.ends_with(": Exec format error\n"),
         "{out}"
     );
-    let acct = c.ok("sacct", &["-n", "-P", "-j", &id.to_string(), "-o", "State,ExitCode"]);
+    let acct = c.ok(
+        "sacct",
+        &["-n", "-P", "-j", &id.to_string(), "-o", "State,ExitCode"],
+    );
     assert_eq!(acct.lines().next(), Some("FAILED|8:0"), "{acct}");
     // The same for a step: srun says which task failed.
     c.script("badstep.sh", "#!/nonexistent/interp\necho hi\n");

@@ -72,7 +72,9 @@ fn signal_scopes_default_batch_and_full() {
     );
     let id = c.submit(&["-o", "scopes.out", "scopes.sh"]);
     let out = || c.wait_file("scopes.out", |_| true);
-    c.wait_file("scopes.out", |s| s.contains("started") && s.contains("step-ready"));
+    c.wait_file("scopes.out", |s| {
+        s.contains("started") && s.contains("step-ready")
+    });
     let child: i32 = std::fs::read_to_string(c.path("child.pid"))
         .unwrap()
         .trim()

@@ -113,7 +113,18 @@ fn a_job_stays_completing_while_its_epilog_runs() {
     let node = c.ok("scontrol", &["show", "node", &c.node()]);
     assert!(node.contains("+COMPLETING"), "{node}");
     // Its end is recorded already.
-    let acct = c.ok("sacct", &["-X", "-n", "-P", "-j", &id.to_string(), "-o", "State,ExitCode"]);
+    let acct = c.ok(
+        "sacct",
+        &[
+            "-X",
+            "-n",
+            "-P",
+            "-j",
+            &id.to_string(),
+            "-o",
+            "State,ExitCode",
+        ],
+    );
     assert_eq!(acct.trim(), "COMPLETED|0:0");
     // A job that needs every CPU of the node waits for the epilog.
     let next = c.submit(&["-n4", "--wrap", "true"]);
@@ -121,7 +132,10 @@ fn a_job_stays_completing_while_its_epilog_runs() {
     assert_eq!(show.trim(), "PENDING");
     std::fs::write(c.path("epilog.go"), "").unwrap();
     assert_eq!(c.wait_done(id), "COMPLETED");
-    assert!(c.path("epilog.done").exists(), "over before its epilog ended");
+    assert!(
+        c.path("epilog.done").exists(),
+        "over before its epilog ended"
+    );
     assert_eq!(c.wait_done(next), "COMPLETED");
     wait_until("the node idle", Duration::from_secs(30), || {
         (c.ok("sinfo", &["-h", "-o", "%t"]).trim() == "idle").then_some(())

@@ -837,7 +837,10 @@ fn cpu_bind_outside_the_step_fails_the_launch() {
     let c = TestCluster::start();
     let node = c.node();
     for (n, bind) in [(0, "map_cpu:99"), (1, "verbose,mask_cpu:0x100")] {
-        let o = c.run("srun", &["-n1", &format!("--cpu-bind={bind}"), "touch", "ran"]);
+        let o = c.run(
+            "srun",
+            &["-n1", &format!("--cpu-bind={bind}"), "touch", "ran"],
+        );
         assert_eq!(o.status.code(), Some(1), "{o:?}");
         assert_eq!(text(&o.stdout), "");
         let err = text(&o.stderr);
@@ -864,7 +867,10 @@ fn cpu_bind_outside_the_step_fails_the_launch() {
             "bind {n}: {err}"
         );
         assert!(!c.path("ran").exists());
-        let acct = c.ok("sacct", &["-n", "-P", "-j", &format!("{id}.0"), "-o", "State,ExitCode"]);
+        let acct = c.ok(
+            "sacct",
+            &["-n", "-P", "-j", &format!("{id}.0"), "-o", "State,ExitCode"],
+        );
         assert_eq!(acct.trim(), "FAILED|1:0", "{acct}");
     }
 }
@@ -879,7 +885,16 @@ fn no_allocate_runs_on_the_named_node_without_a_job() {
     let node = c.node();
     let o = c.run(
         "srun",
-        &["-Z", "-w", &node, "-n2", "-l", "sh", "-c", "echo id=$SLURM_JOB_ID step=$SLURM_STEP_ID"],
+        &[
+            "-Z",
+            "-w",
+            &node,
+            "-n2",
+            "-l",
+            "sh",
+            "-c",
+            "echo id=$SLURM_JOB_ID step=$SLURM_STEP_ID",
+        ],
     );
     assert!(o.status.success(), "{o:?}");
     let mut lines: Vec<String> = text(&o.stdout).lines().map(str::to_string).collect();
@@ -894,9 +909,16 @@ fn no_allocate_runs_on_the_named_node_without_a_job() {
     assert_eq!(c.ok("sacct", &["-n", "-X", "-o", "JobID"]), "");
     // While one runs, a job that needs every CPU of the node starts.
     let mut z = c.cmd("srun");
-    z.args(["-Z", "-w", &node, "sh", "-c", "touch z.ready; sleep 3; echo z-done"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    z.args([
+        "-Z",
+        "-w",
+        &node,
+        "sh",
+        "-c",
+        "touch z.ready; sleep 3; echo z-done",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
     let z = z.spawn().unwrap();
     c.wait_file("z.ready", |_| true);
     let all = c.submit(&["-n4", "--wrap", "true"]);
@@ -907,5 +929,8 @@ fn no_allocate_runs_on_the_named_node_without_a_job() {
     assert_eq!(c.job_ids(), vec![all]);
     let (code, _, err) = c.fails("srun", &["-Z", "true"]);
     assert_eq!(code, 1);
-    assert_eq!(err, "srun: error: must specify a node list with -Z, --no-allocate.\n");
+    assert_eq!(
+        err,
+        "srun: error: must specify a node list with -Z, --no-allocate.\n"
+    );
 }

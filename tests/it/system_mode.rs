@@ -412,7 +412,16 @@ fn a_job_of_a_user_unknown_on_the_node_fails_at_launch() {
         &c,
         &home,
         "022",
-        &["sbatch", "--parsable", "-H", "-o", "gone.out", "--open-mode=append", "--wrap", "touch ran"],
+        &[
+            "sbatch",
+            "--parsable",
+            "-H",
+            "-o",
+            "gone.out",
+            "--open-mode=append",
+            "--wrap",
+            "touch ran",
+        ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let id: u32 = stdout(&o).trim().parse().unwrap();
@@ -455,11 +464,18 @@ fn no_allocate_is_refused_to_other_users() {
     std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o777)).unwrap();
     let probe = u.run(&c, &home, "022", &["sluice", "--version"]);
     if !probe.status.success() {
-        eprintln!("skipping system-mode -Z test: the test binary is not executable by another user");
+        eprintln!(
+            "skipping system-mode -Z test: the test binary is not executable by another user"
+        );
         return;
     }
     let node = c.node();
-    let o = u.run(&c, &home, "022", &["srun", "-Z", "-w", &node, "touch", "ran"]);
+    let o = u.run(
+        &c,
+        &home,
+        "022",
+        &["srun", "-Z", "-w", &node, "touch", "ran"],
+    );
     assert_eq!(o.status.code(), Some(1), "{o:?}");
     assert_eq!(
         stderr(&o),

@@ -280,12 +280,19 @@ fn seff_waits_for_the_final_usage_of_a_step_ended_with_the_job() {
     c.wait_file("step.ready", |_| true);
     // The step's stepd is held back, so that its end report comes late.
     let pidfile = c.dir.path().join(format!("spool/step_{id}.0/stepd.pid"));
-    let stepd: i32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+    let stepd: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     kill(Pid::from_raw(stepd), Signal::SIGSTOP).unwrap();
     std::fs::write(c.path("go"), "").unwrap();
     c.wait_state(id, &["COMPLETING"], Duration::from_secs(30));
     // The job's end is recorded already (sacct), the step's is not.
-    let acct = c.ok("sacct", &["-X", "-n", "-P", "-j", &id.to_string(), "-o", "State"]);
+    let acct = c.ok(
+        "sacct",
+        &["-X", "-n", "-P", "-j", &id.to_string(), "-o", "State"],
+    );
     assert_eq!(acct.trim(), "COMPLETED");
     let mut seff = c
         .cmd("seff")
@@ -294,7 +301,10 @@ fn seff_waits_for_the_final_usage_of_a_step_ended_with_the_job() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_secs(1));
-    assert!(seff.try_wait().unwrap().is_none(), "seff did not wait for the step");
+    assert!(
+        seff.try_wait().unwrap().is_none(),
+        "seff did not wait for the step"
+    );
     kill(Pid::from_raw(stepd), Signal::SIGCONT).unwrap();
     let out = seff.wait_with_output().unwrap();
     assert!(out.status.success());
@@ -317,7 +327,10 @@ fn seff_waits_for_the_final_usage_of_a_step_ended_with_the_job() {
     // Once the job is over, the same at once.
     let rep = c.ok("seff", &[&id.to_string()]);
     assert!(mem(&rep) >= 110.0, "{rep}");
-    let step = c.ok("sacct", &["-n", "-P", "-j", &format!("{id}.0"), "-o", "State,MaxRSS"]);
+    let step = c.ok(
+        "sacct",
+        &["-n", "-P", "-j", &format!("{id}.0"), "-o", "State,MaxRSS"],
+    );
     let f: Vec<&str> = step.trim().split('|').collect();
     assert_eq!(f[0], "CANCELLED", "{step}");
     assert!(mib_of(f[1]) >= 110.0, "{step}");

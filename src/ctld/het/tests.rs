@@ -87,7 +87,18 @@ fn any_component_id_names_the_whole_job() {
         ids: vec![l + 1],
         ..JobFilter::default()
     };
-    assert_eq!(c.cancel(&f, None, crate::ctld::state::SignalScope::Steps, ALICE, 2, &mut fx)[0].error, None);
+    assert_eq!(
+        c.cancel(
+            &f,
+            None,
+            crate::ctld::state::SignalScope::Steps,
+            ALICE,
+            2,
+            &mut fx
+        )[0]
+        .error,
+        None
+    );
     // Only the leader's processes are told to end.
     let terminated: Vec<u32> = fx
         .to_agent

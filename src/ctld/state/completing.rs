@@ -93,7 +93,11 @@ impl Cluster {
             .jobs
             .values()
             .filter(|j| j.cleanup.is_some())
-            .filter(|j| j.alloc.as_ref().is_some_and(|a| a.nodes.iter().any(|n| n == node)))
+            .filter(|j| {
+                j.alloc
+                    .as_ref()
+                    .is_some_and(|a| a.nodes.iter().any(|n| n == node))
+            })
             .map(|j| j.id)
             .collect();
         for id in ids {
@@ -224,7 +228,10 @@ memory = 1000
         assert!(c.jobs[&id].completing);
         c.from_agent("n1", FromAgent::EpilogComplete { job_id: id }, 32, &mut fx);
         let j = &c.jobs[&id];
-        assert_eq!((j.state, j.completing, j.cleanup.is_some()), (JobState::Completed, false, false));
+        assert_eq!(
+            (j.state, j.completing, j.cleanup.is_some()),
+            (JobState::Completed, false, false)
+        );
         assert!(!j.is_active());
         assert!(fx.schedule);
         assert_eq!(completing(&c), [0, 0]);
@@ -302,7 +309,10 @@ memory = 1000
         // The record that says the job is over carries the step's usage.
         let last = fx.persist.last().unwrap();
         assert!(!last.completing);
-        assert_eq!(last.steps.iter().find(|s| s.id == "0").unwrap().max_rss_kib, 204_800);
+        assert_eq!(
+            last.steps.iter().find(|s| s.id == "0").unwrap().max_rss_kib,
+            204_800
+        );
         assert_eq!(c.nodes[0].alloc_cpus, 0);
     }
 }

@@ -206,7 +206,14 @@ fn cancel_pending_and_running() {
         ids: vec![b],
         ..JobFilter::default()
     };
-    let r = c.cancel(&f, None, crate::ctld::state::SignalScope::Steps, ALICE, 5, &mut fx);
+    let r = c.cancel(
+        &f,
+        None,
+        crate::ctld::state::SignalScope::Steps,
+        ALICE,
+        5,
+        &mut fx,
+    );
     assert_eq!(r[0].error, None);
     assert_eq!(c.jobs[&b].state, JobState::Cancelled);
     assert_eq!(c.jobs[&b].cancelled_by, Some(2001));
@@ -222,11 +229,26 @@ fn cancel_pending_and_running() {
         gid: 3000,
     };
     assert_eq!(
-        c.cancel(&f, None, crate::ctld::state::SignalScope::Steps, bob, 5, &mut fx)[0].error,
+        c.cancel(
+            &f,
+            None,
+            crate::ctld::state::SignalScope::Steps,
+            bob,
+            5,
+            &mut fx
+        )[0]
+        .error,
         Some(SlurmError::AccessDenied)
     );
     let mut fx = Effects::default();
-    c.cancel(&f, None, crate::ctld::state::SignalScope::Steps, ALICE, 6, &mut fx);
+    c.cancel(
+        &f,
+        None,
+        crate::ctld::state::SignalScope::Steps,
+        ALICE,
+        6,
+        &mut fx,
+    );
     assert!(c.jobs[&a].completing);
     assert_eq!(c.jobs[&a].state_long(), "COMPLETING");
     assert!(
@@ -243,7 +265,15 @@ fn cancel_pending_and_running() {
     assert_eq!(c.nodes[0].completing_jobs, 0);
     // Cancelling it again says it is done.
     assert_eq!(
-        c.cancel(&f, None, crate::ctld::state::SignalScope::Steps, ALICE, 8, &mut fx)[0].error,
+        c.cancel(
+            &f,
+            None,
+            crate::ctld::state::SignalScope::Steps,
+            ALICE,
+            8,
+            &mut fx
+        )[0]
+        .error,
         Some(SlurmError::AlreadyDone)
     );
     let f = JobFilter {
@@ -251,7 +281,15 @@ fn cancel_pending_and_running() {
         ..JobFilter::default()
     };
     assert_eq!(
-        c.cancel(&f, None, crate::ctld::state::SignalScope::Steps, ALICE, 8, &mut fx)[0].error,
+        c.cancel(
+            &f,
+            None,
+            crate::ctld::state::SignalScope::Steps,
+            ALICE,
+            8,
+            &mut fx
+        )[0]
+        .error,
         Some(SlurmError::InvalidJobId)
     );
 }
@@ -338,7 +376,11 @@ nodes = "n1"
         s.time_limit = Some(TimeLimit::Minutes(1));
         submit(c, s, ALICE, 0)
     };
-    let (strict, loose, plain) = (job(&mut c, "strict"), job(&mut c, "loose"), job(&mut c, "plain"));
+    let (strict, loose, plain) = (
+        job(&mut c, "strict"),
+        job(&mut c, "loose"),
+        job(&mut c, "plain"),
+    );
     let mut fx = Effects::default();
     c.schedule(0, &mut fx);
     c.tick(60, &mut fx);

@@ -664,7 +664,14 @@ fn no_allocate_steps_run_outside_any_job_for_operators_only() {
     };
     let root = Caller { uid: 0, gid: 0 };
     let mut fx = Effects::default();
-    c.step_launch_no_alloc(spec.clone(), root, ("root".into(), "root".into()), 5, 20, &mut fx);
+    c.step_launch_no_alloc(
+        spec.clone(),
+        root,
+        ("root".into(), "root".into()),
+        5,
+        20,
+        &mut fx,
+    );
     let ls: Vec<&LaunchStep> = fx
         .to_agent
         .iter()
@@ -692,7 +699,14 @@ fn no_allocate_steps_run_outside_any_job_for_operators_only() {
     assert!(c.jobs.is_empty());
     // Another user: refused on the node, nothing sent.
     let mut fx = Effects::default();
-    c.step_launch_no_alloc(spec.clone(), ALICE, ("u".into(), "g".into()), 6, 21, &mut fx);
+    c.step_launch_no_alloc(
+        spec.clone(),
+        ALICE,
+        ("u".into(), "g".into()),
+        6,
+        21,
+        &mut fx,
+    );
     assert!(fx.to_agent.is_empty());
     let ev = events(&fx, 6);
     assert!(matches!(ev[0], StepEvent::Launched { .. }));
