@@ -113,18 +113,8 @@ fn a_job_stays_completing_while_its_epilog_runs() {
     let node = c.ok("scontrol", &["show", "node", &c.node()]);
     assert!(node.contains("+COMPLETING"), "{node}");
     // Its end is recorded already.
-    let acct = c.ok(
-        "sacct",
-        &[
-            "-X",
-            "-n",
-            "-P",
-            "-j",
-            &id.to_string(),
-            "-o",
-            "State,ExitCode",
-        ],
-    );
+    let job = id.to_string();
+    let acct = c.ok("sacct", &["-XnP", "-j", &job, "-o", "State,ExitCode"]);
     assert_eq!(acct.trim(), "COMPLETED|0:0");
     // A job that needs every CPU of the node waits for the epilog.
     let next = c.submit(&["-n4", "--wrap", "true"]);

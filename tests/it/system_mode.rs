@@ -370,22 +370,20 @@ fn users_act_only_on_their_own_jobs() {
     assert!(!rows.contains(&format!("{roots}|")), "{rows}");
 }
 
-/// A job whose user no longer exists on the node by the time it starts fails at launch
-/// (FAILED, JobLaunchFailure, 0:53) with slurmstepd's reason in its error file, rather
-/// than running as a uid without a user.
-#[test]
-fn a_job_of_a_user_unknown_on_the_node_fails_at_launch() {
+/// A test cluster, a throw-away user, and a directory everyone may write (`home`), or
+/// `None` (with a printed reason naming the `test`) where the test cannot run.
+fn cluster_with_user(test: &str) -> Option<(TestCluster, TempUser, std::path::PathBuf)> {
     if let Some(why) = skip_reason() {
-        eprintln!("skipping system-mode unknown-user test: {why}");
-        return;
+        eprintln!("skipping system-mode {test} test: {why}");
+        return None;
     }
     let c = TestCluster::start();
     std::fs::set_permissions(c.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let u = match TempUser::create() {
         Ok(u) => u,
         Err(e) => {
-            eprintln!("skipping system-mode unknown-user test: cannot create a user: {e}");
-            return;
+            eprintln!("skipping system-mode {test} test: cannot create a user: {e}");
+            return None;
         }
     };
     let home = c.dir.path().join("home");
@@ -394,11 +392,22 @@ fn a_job_of_a_user_unknown_on_the_node_fails_at_launch() {
     let probe = u.run(&c, &home, "022", &["sluice", "--version"]);
     if !probe.status.success() {
         eprintln!(
-            "skipping system-mode unknown-user test: the test binary is not executable by another user ({})",
+            "skipping system-mode {test} test: the test binary is not executable by another user ({})",
             stderr(&probe)
         );
-        return;
+        return None;
     }
+    Some((c, u, home))
+}
+
+/// A job whose user no longer exists on the node by the time it starts fails at launch
+/// (FAILED, JobLaunchFailure, 0:53) with slurmstepd's reason in its error file, rather
+/// than running as a uid without a user.
+#[test]
+fn a_job_of_a_user_unknown_on_the_node_fails_at_launch() {
+    let Some((c, u, home)) = cluster_with_user("unknown-user") else {
+        return;
+    };
     // The user's output file exists already (the note goes only into a file of theirs).
     let out = home.join("gone.out");
     std::fs::write(&out, "").unwrap();
@@ -446,29 +455,9 @@ fn a_job_of_a_user_unknown_on_the_node_fails_at_launch() {
 /// refused on the node as slurmd refuses it, and nothing runs.
 #[test]
 fn no_allocate_is_refused_to_other_users() {
-    if let Some(why) = skip_reason() {
-        eprintln!("skipping system-mode -Z test: {why}");
+    let Some((c, u, home)) = cluster_with_user("-Z") else {
         return;
-    }
-    let c = TestCluster::start();
-    std::fs::set_permissions(c.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let u = match TempUser::create() {
-        Ok(u) => u,
-        Err(e) => {
-            eprintln!("skipping system-mode -Z test: cannot create a user: {e}");
-            return;
-        }
     };
-    let home = c.dir.path().join("home");
-    std::fs::create_dir(&home).unwrap();
-    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let probe = u.run(&c, &home, "022", &["sluice", "--version"]);
-    if !probe.status.success() {
-        eprintln!(
-            "skipping system-mode -Z test: the test binary is not executable by another user"
-        );
-        return;
-    }
     let node = c.node();
     let o = u.run(
         &c,

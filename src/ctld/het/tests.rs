@@ -1,7 +1,7 @@
 //! Heterogeneous job scenarios: consecutive ids, all-or-nothing starts, one launch
 //! with every component, and components that follow their leader.
 
-use crate::ctld::state::{Cluster, Effects};
+use crate::ctld::state::{Cluster, Effects, SignalScope};
 use crate::ctld::testutil::*;
 use crate::model::{Job, JobSpec, JobState, Reason};
 use crate::proto::{JobFilter, SlurmError, ToAgent};
@@ -88,15 +88,7 @@ fn any_component_id_names_the_whole_job() {
         ..JobFilter::default()
     };
     assert_eq!(
-        c.cancel(
-            &f,
-            None,
-            crate::ctld::state::SignalScope::Steps,
-            ALICE,
-            2,
-            &mut fx
-        )[0]
-        .error,
+        c.cancel(&f, None, SignalScope::Steps, ALICE, 2, &mut fx)[0].error,
         None
     );
     // Only the leader's processes are told to end.

@@ -145,30 +145,15 @@ impl Cluster {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ctld::testutil::{ALICE, names, spec};
+    use crate::ctld::testutil::{ALICE, ended_msg, names, spec, start_on, two_nodes};
     use crate::model::JobState;
     use crate::model::step::{StepSpec, StepUsage};
     use crate::proto::{EndKind, FromAgent, StepdEvent};
 
     /// Nodes n1, n2 (2 CPUs each) with an Epilog; both agents report epilogs.
     fn cluster() -> Cluster {
-        let cfg = crate::config::Config::from_toml(
-            r#"Epilog = "/e"
-[[nodes]]
-name = "n1"
-cpus = 2
-memory = 1000
-[[nodes]]
-name = "n2"
-cpus = 2
-memory = 1000
-"#,
-            std::path::Path::new("/x/sluice.toml"),
-        )
-        .unwrap();
-        let mut c = Cluster::new(&cfg, 999);
-        for n in &mut c.nodes {
-            n.state = NodeState::Up;
+        let mut c = two_nodes("Epilog = \"/e\"");
+        for n in &c.nodes {
             c.epilog_reporters.insert(n.name.clone());
         }
         c
@@ -176,28 +161,11 @@ memory = 1000
 
     /// A running job on both nodes.
     fn start(c: &mut Cluster) -> u32 {
-        let mut s = spec("j");
-        s.nodes_min = Some(2);
-        s.nodes_max = Some(2);
-        let j = c.resolve(s, ALICE, 10, &names).unwrap();
-        let id = c.submit(j, &mut Effects::default());
-        c.schedule(10, &mut Effects::default());
-        assert_eq!(c.jobs[&id].state, JobState::Running);
-        id
+        start_on(c, 2, &mut Effects::default())
     }
 
     fn ended(id: u32) -> FromAgent {
-        FromAgent::Ended {
-            job_id: id,
-            kind: EndKind::Exited,
-            status: Default::default(),
-            time: 30,
-            max_rss_kib: 0,
-            cpu_secs: 0.0,
-            oom: false,
-            message: None,
-            usage: None,
-        }
+        ended_msg(id, EndKind::Exited, 0, 30)
     }
 
     fn completing(c: &Cluster) -> Vec<u32> {

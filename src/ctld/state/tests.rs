@@ -206,14 +206,7 @@ fn cancel_pending_and_running() {
         ids: vec![b],
         ..JobFilter::default()
     };
-    let r = c.cancel(
-        &f,
-        None,
-        crate::ctld::state::SignalScope::Steps,
-        ALICE,
-        5,
-        &mut fx,
-    );
+    let r = c.cancel(&f, None, SignalScope::Steps, ALICE, 5, &mut fx);
     assert_eq!(r[0].error, None);
     assert_eq!(c.jobs[&b].state, JobState::Cancelled);
     assert_eq!(c.jobs[&b].cancelled_by, Some(2001));
@@ -229,26 +222,11 @@ fn cancel_pending_and_running() {
         gid: 3000,
     };
     assert_eq!(
-        c.cancel(
-            &f,
-            None,
-            crate::ctld::state::SignalScope::Steps,
-            bob,
-            5,
-            &mut fx
-        )[0]
-        .error,
+        c.cancel(&f, None, SignalScope::Steps, bob, 5, &mut fx)[0].error,
         Some(SlurmError::AccessDenied)
     );
     let mut fx = Effects::default();
-    c.cancel(
-        &f,
-        None,
-        crate::ctld::state::SignalScope::Steps,
-        ALICE,
-        6,
-        &mut fx,
-    );
+    c.cancel(&f, None, SignalScope::Steps, ALICE, 6, &mut fx);
     assert!(c.jobs[&a].completing);
     assert_eq!(c.jobs[&a].state_long(), "COMPLETING");
     assert!(
@@ -265,15 +243,7 @@ fn cancel_pending_and_running() {
     assert_eq!(c.nodes[0].completing_jobs, 0);
     // Cancelling it again says it is done.
     assert_eq!(
-        c.cancel(
-            &f,
-            None,
-            crate::ctld::state::SignalScope::Steps,
-            ALICE,
-            8,
-            &mut fx
-        )[0]
-        .error,
+        c.cancel(&f, None, SignalScope::Steps, ALICE, 8, &mut fx)[0].error,
         Some(SlurmError::AlreadyDone)
     );
     let f = JobFilter {
@@ -281,15 +251,7 @@ fn cancel_pending_and_running() {
         ..JobFilter::default()
     };
     assert_eq!(
-        c.cancel(
-            &f,
-            None,
-            crate::ctld::state::SignalScope::Steps,
-            ALICE,
-            8,
-            &mut fx
-        )[0]
-        .error,
+        c.cancel(&f, None, SignalScope::Steps, ALICE, 8, &mut fx)[0].error,
         Some(SlurmError::InvalidJobId)
     );
 }

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::config::Config;
+use crate::ctld::state::SignalScope;
 use crate::model::step::StepSpec;
 use crate::model::{JobSpec, NodeState};
 use crate::proto::FromAgent;
@@ -87,6 +88,17 @@ fn launched(fx: &Effects, token: u64) -> Option<u32> {
     })
 }
 
+/// The step launches sent to `node`.
+fn launches_on<'a>(fx: &'a Effects, node: &str) -> Vec<&'a LaunchStep> {
+    fx.to_agent
+        .iter()
+        .filter_map(|(n, m)| match m {
+            ToAgent::LaunchStep(l) if n == node => Some(&**l),
+            _ => None,
+        })
+        .collect()
+}
+
 fn launch(c: &mut Cluster, job: u32, s: StepSpec, token: u64) -> Effects {
     let mut fx = Effects::default();
     c.step_launch(job, s, ALICE, token, 11, &mut fx);
@@ -121,14 +133,7 @@ fn a_default_step_takes_the_job_and_the_next_one_waits() {
     let id = running(&mut c, 4, false);
     let fx = launch(&mut c, id, step(1), 1);
     assert_eq!(launched(&fx, 1), Some(0));
-    let ls: Vec<&LaunchStep> = fx
-        .to_agent
-        .iter()
-        .filter_map(|(n, m)| match m {
-            ToAgent::LaunchStep(l) if n == "n1" => Some(&**l),
-            _ => None,
-        })
-        .collect();
+    let ls = launches_on(&fx, "n1");
     assert_eq!(ls.len(), 1);
     assert_eq!(ls[0].layout.tasks, vec![vec![0]]);
     assert_eq!(
@@ -316,7 +321,7 @@ fn scancel_of_a_step_and_the_end_of_its_job() {
             ..Default::default()
         },
         None,
-        crate::ctld::state::SignalScope::Steps,
+        SignalScope::Steps,
         ALICE,
         22,
         &mut fx,
@@ -468,7 +473,6 @@ fn signal_without_b_goes_to_the_steps_before_the_limit() {
 /// shell's process group and the steps, through every node's agent (scancel(1)).
 #[test]
 fn scancel_signal_scopes_follow_slurm() {
-    use crate::ctld::state::SignalScope;
     let mut c = cluster();
     let id = running(&mut c, 2, false);
     let filter = crate::proto::JobFilter {
@@ -672,14 +676,7 @@ fn no_allocate_steps_run_outside_any_job_for_operators_only() {
         20,
         &mut fx,
     );
-    let ls: Vec<&LaunchStep> = fx
-        .to_agent
-        .iter()
-        .filter_map(|(n, m)| match m {
-            ToAgent::LaunchStep(l) if n == "n1" => Some(&**l),
-            _ => None,
-        })
-        .collect();
+    let ls = launches_on(&fx, "n1");
     assert_eq!(ls.len(), 1);
     let job_id = ls[0].job.id;
     assert!(job_id >= MIN_NOALLOC_JOBID);
