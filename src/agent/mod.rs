@@ -83,6 +83,7 @@ where
         running: known.clone(),
         gres: gpus,
         steps: steps::running(&cfg.spool_dir),
+        reports_epilog: true,
     })
     .await?;
     let (etx, mut erx) = mpsc::unbounded_channel::<FromAgent>();
@@ -97,7 +98,7 @@ where
         Some(path) => Some(relay::Relay::bind(path)?),
         None => None,
     };
-    let mut node_scripts = Scripts::new();
+    let mut node_scripts = Scripts::new(&cfg.spool_dir);
     loop {
         tokio::select! {
             m = link.recv::<ToAgent>() => {
@@ -158,10 +159,12 @@ impl Drop for Scripts {
 }
 
 impl Scripts {
-    fn new() -> Scripts {
+    /// The node scripts of an agent whose spool is `spool` (it holds the prologs an
+    /// earlier agent ran for jobs still here).
+    fn new(spool: &Path) -> Scripts {
         Scripts {
             conf: Default::default(),
-            prologs: Default::default(),
+            prologs: scripts::Prologs::load(spool),
             health: None,
             done: mpsc::unbounded_channel(),
         }
@@ -198,17 +201,21 @@ impl Scripts {
             }
             ToAgent::Epilog { job, cluster } => {
                 self.prologs.forget(job.id);
-                if let Some(path) = self.conf.epilog.clone() {
-                    let env = scripts::script_env(job, cluster, &node, "epilog_slurmd");
-                    let (job_id, timeout, tx) =
-                        (job.id, self.conf.prolog_epilog_timeout, etx.clone());
-                    tokio::spawn(async move {
-                        if let Err(f) = scripts::run_script(&path, &env, timeout).await {
-                            let message = f.to_string();
-                            let _ = tx.send(FromAgent::EpilogFailed { job_id, message });
-                        }
-                    });
-                }
+                // Every epilog message is answered with EpilogComplete (at once when
+                // there is no epilog), which ends the job's COMPLETING here.
+                let (job_id, timeout, tx) = (job.id, self.conf.prolog_epilog_timeout, etx.clone());
+                let Some(path) = self.conf.epilog.clone() else {
+                    let _ = tx.send(FromAgent::EpilogComplete { job_id });
+                    return;
+                };
+                let env = scripts::script_env(job, cluster, &node, "epilog_slurmd");
+                tokio::spawn(async move {
+                    if let Err(f) = scripts::run_script(&path, &env, timeout).await {
+                        let message = f.to_string();
+                        let _ = tx.send(FromAgent::EpilogFailed { job_id, message });
+                    }
+                    let _ = tx.send(FromAgent::EpilogComplete { job_id });
+                });
                 return;
             }
             ToAgent::Terminate { job_id, .. } => {

@@ -9,6 +9,11 @@
 //!   they are refused (the controller requeues the job).
 //! - A job's prolog record is dropped when its epilog message arrives, so the table
 //!   holds only jobs alive on this node.
+//! - Finished prologs are recorded in the spool (`prologs/<job id>`, with the run's
+//!   start time) before the launches that waited for them go ahead, so that an agent
+//!   started afresh while the job runs does not run the prolog again at its next step
+//!   (slurmd keeps this in its job credential state). A record of an earlier run of
+//!   the same job id (requeued) does not count.
 //! - Scripts that outlive `PrologEpilogTimeout` are killed (their process group) and
 //!   count as failed.
 
@@ -41,9 +46,68 @@ pub enum Gate {
 #[derive(Default)]
 pub struct Prologs {
     jobs: HashMap<u32, State>,
+    /// The run (the job's start time) each entry of `jobs` is for.
+    runs: HashMap<u32, Option<i64>>,
+    /// Where finished prologs are recorded (`None`: nowhere, in tests).
+    dir: Option<PathBuf>,
 }
 
+/// The spool subdirectory of the prolog records.
+const RECORDS: &str = "prologs";
+
 impl Prologs {
+    /// The table of an agent whose spool is `spool`, with the prologs an earlier
+    /// agent recorded there. Unreadable records are skipped (their job's prolog runs
+    /// again).
+    pub fn load(spool: &Path) -> Prologs {
+        let dir = spool.join(RECORDS);
+        let mut p = Prologs {
+            dir: Some(dir.clone()),
+            ..Prologs::default()
+        };
+        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let Some(id) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
+            let Ok(text) = std::fs::read_to_string(e.path()) else {
+                continue;
+            };
+            let mut words = text.split_whitespace();
+            let state = match words.next() {
+                Some("done") => State::Done,
+                Some("failed") => State::Failed,
+                _ => continue,
+            };
+            let run = match words.next() {
+                Some("-") => None,
+                Some(t) => match t.parse::<i64>() {
+                    Ok(t) => Some(t),
+                    Err(_) => continue,
+                },
+                None => continue,
+            };
+            p.jobs.insert(id, state);
+            p.runs.insert(id, run);
+        }
+        p
+    }
+
+    /// Records that `job_id`'s prolog for run `run` ended (`ok`), durably: written to a
+    /// temporary file, synced, then renamed into place.
+    fn record(&self, job_id: u32, run: Option<i64>, ok: bool) -> std::io::Result<()> {
+        use std::io::Write;
+        let Some(dir) = &self.dir else {
+            return Ok(());
+        };
+        std::fs::create_dir_all(dir)?;
+        let tmp = dir.join(format!(".{job_id}.tmp"));
+        let mut f = std::fs::File::create(&tmp)?;
+        let run = run.map_or("-".to_string(), |t| t.to_string());
+        writeln!(f, "{} {run}", if ok { "done" } else { "failed" })?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, dir.join(job_id.to_string()))
+    }
+
     /// Decides about a launch (`Launch`, `LaunchStep`) or an explicit `Prolog` when a
     /// prolog is configured (`prolog`: whether one is). Other messages pass.
     pub fn gate(&mut self, msg: ToAgent, prolog: bool, node: &str) -> Gate {
@@ -55,16 +119,26 @@ impl Prologs {
         }
         let (id, env) = match &msg {
             ToAgent::Launch(lb) => (lb.job.id, (&lb.job, &lb.cluster)),
+            // `srun -Z` runs outside any job: no job, no prolog.
+            ToAgent::LaunchStep(ls) if ls.spec.no_alloc => return Gate::Pass(msg),
             ToAgent::LaunchStep(ls) => (ls.job.id, (&ls.job, &ls.cluster)),
             ToAgent::Prolog { job, cluster } => (job.id, (job, cluster)),
             _ => return Gate::Pass(msg),
         };
         let explicit = matches!(msg, ToAgent::Prolog { .. });
+        let run = env.0.start_time;
+        // What was recorded for an earlier run of this id (a requeued job) is stale.
+        if !matches!(self.jobs.get(&id), Some(State::Running(_)) | None)
+            && self.runs.get(&id) != Some(&run)
+        {
+            self.forget(id);
+        }
         match self.jobs.get_mut(&id) {
             None => {
                 let env = script_env(env.0, env.1, node, "prolog_slurmd");
                 let queued = if explicit { Vec::new() } else { vec![msg] };
                 self.jobs.insert(id, State::Running(queued));
+                self.runs.insert(id, run);
                 Gate::Wait(Some((id, env)))
             }
             Some(State::Running(q)) => {
@@ -79,8 +153,13 @@ impl Prologs {
         }
     }
 
-    /// The prolog of `job_id` finished (`ok`); returns the launches that waited for it.
+    /// The prolog of `job_id` finished (`ok`): recorded in the spool, then returns the
+    /// launches that waited for it.
     pub fn finished(&mut self, job_id: u32, ok: bool) -> Vec<ToAgent> {
+        let run = self.runs.get(&job_id).copied().flatten();
+        if let Err(e) = self.record(job_id, run, ok) {
+            tracing::warn!(job_id, "cannot record the prolog's end: {e}");
+        }
         let new = if ok { State::Done } else { State::Failed };
         match self.jobs.insert(job_id, new) {
             Some(State::Running(q)) => q,
@@ -97,10 +176,14 @@ impl Prologs {
         }
     }
 
-    /// Forgets `job_id` (it ended).
+    /// Forgets `job_id` (it ended), with its record in the spool.
     pub fn forget(&mut self, job_id: u32) {
         if !matches!(self.jobs.get(&job_id), Some(State::Running(_))) {
             self.jobs.remove(&job_id);
+            self.runs.remove(&job_id);
+            if let Some(dir) = &self.dir {
+                let _ = std::fs::remove_file(dir.join(job_id.to_string()));
+            }
         }
     }
 }
@@ -416,6 +499,44 @@ mod tests {
         ));
         assert_eq!(p.cancel_waiting(2).len(), 2);
         assert!(p.finished(2, true).is_empty());
+    }
+
+    #[test]
+    fn finished_prologs_survive_an_agent_restart_for_the_same_run_only() {
+        let spool = tempfile::tempdir().unwrap();
+        let mut p = Prologs::load(spool.path());
+        let mut j = job(8);
+        j.start_time = Some(1000);
+        let msg = |j: &Job| ToAgent::Prolog {
+            job: Box::new(j.clone()),
+            cluster: "c".into(),
+        };
+        assert!(matches!(p.gate(msg(&j), true, "n1"), Gate::Wait(Some(_))));
+        p.finished(8, true);
+        assert!(matches!(
+            p.gate(prolog_msg(3), true, "n1"),
+            Gate::Wait(Some(_))
+        ));
+        p.finished(3, false);
+        // A new agent: job 8's prolog ran (no second run), job 3's failed.
+        let mut p = Prologs::load(spool.path());
+        assert!(matches!(p.gate(msg(&j), true, "n1"), Gate::Wait(None)));
+        assert!(matches!(p.jobs.get(&8), Some(State::Done)));
+        assert!(matches!(p.jobs.get(&3), Some(State::Failed)));
+        // The same job id requeued (another start): its prolog runs again.
+        let mut again = (*j).clone();
+        again.start_time = Some(2000);
+        assert!(matches!(
+            p.gate(msg(&again), true, "n1"),
+            Gate::Wait(Some(_))
+        ));
+        p.finished(8, true);
+        let p2 = Prologs::load(spool.path());
+        assert_eq!(p2.runs.get(&8), Some(&Some(2000)));
+        // Forgetting removes the record too.
+        p.forget(8);
+        p.forget(3);
+        assert!(Prologs::load(spool.path()).jobs.is_empty());
     }
 
     fn script(dir: &Path, body: &str) -> PathBuf {

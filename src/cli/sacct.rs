@@ -596,9 +596,11 @@ pub fn value(field: &str, job: &Job, step: Option<&StepRecord>, now: i64, cluste
         ("JobIDRaw", Some(s)) => format!("{}.{}", job.id, s.id),
         ("JobName", None) => job.spec.name.clone(),
         ("JobName", Some(s)) => s.name.clone(),
+        // The accounting record has the state the job ended in, never COMPLETING
+        // (slurmdbd stores the base state at the job's end).
         ("State", None) => match (job.state, job.cancelled_by) {
             (JobState::Cancelled, Some(uid)) => format!("CANCELLED by {uid}"),
-            _ => job.state_long().to_string(),
+            _ => job.state.long().to_string(),
         },
         ("State", Some(s)) => s.state.long().to_string(),
         // slurmdbd records a cancelled or timed-out job's own exit as 0:0 (scontrol

@@ -391,7 +391,7 @@ pub fn job_object(
         },
     );
     j.set("time/start", job.start_time.unwrap_or(0));
-    j.set("state/current", job.state_long());
+    j.set("state/current", job.state.long());
     j.set("state/reason", job.reason.to_string());
     j.set("time/submission", job.submit_time);
     let steps: Vec<J> = if with_steps {

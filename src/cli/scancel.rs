@@ -63,9 +63,9 @@ pub struct Opts {
     pub nodes: Vec<String>,
     /// `-s`: signal number; `None` cancels.
     pub signal: Option<i32>,
-    /// `-b`: signal only the batch shell.
+    /// `-b`: signal only the batch shell (not its children, not the steps).
     pub batch: bool,
-    /// `-f`: signal the batch shell and every step.
+    /// `-f`: signal the batch shell, its children and every step.
     pub full: bool,
     /// `-v`: say what is done, and report unknown or finished jobs.
     pub verbose: bool,
@@ -310,6 +310,7 @@ pub fn request_for(o: &Opts) -> Request {
         },
         signal: o.signal,
         batch_only: o.batch && !o.full,
+        full: o.full,
     }
 }
 
@@ -495,7 +496,8 @@ mod tests {
                     ..JobFilter::default()
                 },
                 signal: Some(10),
-                batch_only: true
+                batch_only: true,
+                full: false,
             }
         );
         let o = p("-u alice -t PENDING -n later").unwrap();

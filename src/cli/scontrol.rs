@@ -1564,7 +1564,8 @@ pub fn partition_lines(p: &Partition, nodes: &[Node]) -> Vec<String> {
             p.oversubscribe.as_text()
         ),
         format!(
-            "OverTimeLimit=NONE PreemptMode={}",
+            "OverTimeLimit={} PreemptMode={}",
+            p.over_time_text(),
             p.preempt_mode.unwrap_or_default().as_str()
         ),
         format!(

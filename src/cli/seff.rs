@@ -182,6 +182,17 @@ pub fn report(job: &Job, cluster: &str, now: i64) -> String {
     o
 }
 
+/// Longest wait for the final usage of a just-ended job's steps.
+const USAGE_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// Whether `job` has ended but is COMPLETING with a step whose end (and final usage)
+/// has not been recorded yet.
+fn awaits_step_usage(job: &Job) -> bool {
+    job.completing
+        && job.state != JobState::Running
+        && job.steps.iter().any(|s| s.state == JobState::Running)
+}
+
 /// Picks the job `arg` names (`N`, or `N_T` for an array task; a bare array id
 /// names its lowest task, as the accounting lookup does).
 fn pick<'a>(jobs: &'a [Job], arg: &str) -> Option<&'a Job> {
@@ -242,7 +253,19 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         ids: vec![spec.job],
         ..AcctQuery::default()
     };
-    match client.request(&Request::Acct(q)) {
+    let mut reply = client.request(&Request::Acct(q.clone()));
+    // A job that has just ended may still wait for a step's final report, which
+    // carries that step's usage: seff waits for it (a little) rather than report
+    // figures without it.
+    let deadline = std::time::Instant::now() + USAGE_WAIT;
+    while let Ok(Response::Acct { jobs, .. }) = &reply
+        && pick(jobs, &ids[0]).is_some_and(awaits_step_usage)
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        reply = client.request(&Request::Acct(q.clone()));
+    }
+    match reply {
         Ok(Response::Acct { jobs, now }) => match pick(&jobs, &ids[0]) {
             Some(j) => {
                 print!("{}", report(j, &cfg.cluster_name, now));

@@ -82,8 +82,16 @@ pub fn plan(groups: &[SrunArgs], ctx: &opts::SubmitContext) -> Result<Plan, Fail
     if groups.iter().any(|g| g.command.is_empty()) {
         return Err(no_command());
     }
-    if first.step.no_allocate {
-        return Err(OptError::Unsupported("--no-allocate".into()).into());
+    // srun's `_opt_verify`: -Z runs on the nodes named, and only there.
+    if first.step.no_allocate && first.job.nodelist.is_none() {
+        return Err(Failure::error(
+            "must specify a node list with -Z, --no-allocate.",
+        ));
+    }
+    if first.step.no_allocate && first.job.exclude.is_some() {
+        return Err(Failure::error(
+            "can not specify --exclude list with -Z, --no-allocate.",
+        ));
     }
     let env_num = |k: &str| ctx.env.get(k).and_then(|v| v.trim().parse::<u32>().ok());
     let job_id = match &first.step.jobid {
@@ -374,6 +382,7 @@ fn plan_part(
             ntasks_per_gpu,
         },
         het_group,
+        no_alloc: s.no_allocate,
     };
     let mut job = spec;
     job.name = args
@@ -471,6 +480,15 @@ fn run_inner(argv: &[String]) -> Result<u8, Failure> {
         }
         Failure { stderr: s, code: 1 }
     };
+    if p.step.no_alloc {
+        // No job: the controller runs the step on the nodes named (Slurm's srun says
+        // so first, at its default verbosity).
+        if !p.quiet {
+            eprintln!("{PROG}: do not allocate resources");
+        }
+        let c = Client::connect_with(&cfg).map_err(unreachable)?;
+        return Ok(launch(c, 0, &p));
+    }
     match p.job_id {
         Some(job_id) => {
             let c = Client::connect_with(&cfg).map_err(unreachable)?;
@@ -584,6 +602,7 @@ pub fn allocate(
             },
             signal: None,
             batch_only: false,
+            full: false,
         };
         if let Ok(cfg) = crate::config::Config::load()
             && let Ok(mut c) = Client::connect_with(&cfg)
@@ -874,6 +893,26 @@ mod tests {
         assert!(e.stderr.contains("not supported yet"), "{e:?}");
         let p = plan_of(&["--gres-flags=enforce-binding", "--gpus=1", "true"], &[]).unwrap();
         assert_eq!(p.job.gres_flags, crate::model::gres::GresBinding::Enforce);
+}
+
+    #[test]
+    fn no_allocate_needs_a_node_list_and_no_exclude_list() {
+        let e = plan_of(&["-Z", "true"], &[]).unwrap_err();
+        assert_eq!(
+            (e.stderr.as_str(), e.code),
+            (
+                "srun: error: must specify a node list with -Z, --no-allocate.\n",
+                1
+            )
+        );
+        let e = plan_of(&["--no-allocate", "-w", "n1", "-x", "n2", "true"], &[]).unwrap_err();
+        assert_eq!(
+            e.stderr,
+            "srun: error: can not specify --exclude list with -Z, --no-allocate.\n"
+        );
+        let p = plan_of(&["-Z", "-w", "n[1-2]", "true"], &[("SLURM_JOB_ID", "4")]).unwrap();
+        assert!(p.step.no_alloc);
+        assert_eq!(p.step.nodelist.as_deref(), Some("n[1-2]"));
     }
 
     #[test]

@@ -346,6 +346,8 @@ pub fn run_reattaching(
     let mut stdout = std::io::stdout();
     let mut stderr = std::io::stderr();
     let mut stdin_started = false;
+    // A node could not launch its tasks (said once, then srun exits 1).
+    let mut launch_failed = false;
     // Events received on the stream (a re-attach resumes after them).
     let mut received: u64 = 0;
     loop {
@@ -445,6 +447,28 @@ pub fn run_reattaching(
                     send(&writer, &StepInput::Terminate);
                 }
             }
+            StepEvent::LaunchFailed {
+                node,
+                reason,
+                detail,
+            } => {
+                // srun's lines for a launch that failed on a node (launch/slurm).
+                let step = shared.lock().ok().and_then(|s| s.step);
+                let _ = stdout.flush();
+                if let Some(d) = detail {
+                    eprintln!("srun: error: {d}");
+                }
+                if let Some((j, s)) = step {
+                    eprintln!(
+                        "srun: error: Task launch for StepId={j}.{s} failed on node {node}: {reason}"
+                    );
+                }
+                if !launch_failed {
+                    launch_failed = true;
+                    eprintln!("srun: error: Application launch failed: {reason}");
+                    eprintln!("srun: Job step aborted");
+                }
+            }
             StepEvent::Done { state } => {
                 for (e, bytes) in printer.flush() {
                     if e && !o.pty {
@@ -456,7 +480,7 @@ pub fn run_reattaching(
                 let _ = stdout.flush();
                 drop(_raw);
                 let code = exit_code(&statuses);
-                if code == 0 && state != crate::model::JobState::Completed {
+                if launch_failed || (code == 0 && state != crate::model::JobState::Completed) {
                     return 1;
                 }
                 return code;

@@ -324,6 +324,10 @@ struct PartitionConf {
     /// Partition QOS (Slurm's `QOS=`), a QOS name.
     #[serde(default, alias = "QOS")]
     qos: Option<String>,
+    /// Minutes past its time limit a job here may run (a number or `UNLIMITED`);
+    /// overrides the cluster's OverTimeLimit.
+    #[serde(default, alias = "OverTimeLimit")]
+    over_time_limit: Option<toml::Value>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -466,21 +470,19 @@ pub struct Config {
 }
 
 /// `over_time_limit = "UNLIMITED"`: jobs are never ended for their time limit.
-pub const OVER_TIME_UNLIMITED: u32 = u32::MAX;
+pub use crate::model::partition::OVER_TIME_UNLIMITED;
 
 /// Reads OverTimeLimit: minutes (0 to 65533, as Slurm's 16-bit field) or `UNLIMITED`.
-fn over_time_limit(v: Option<&toml::Value>) -> Result<u32, String> {
+/// `what` names the setting in the error.
+fn over_time_limit(v: &toml::Value, what: &str) -> Result<u32, String> {
     match v {
-        None => Ok(0),
-        Some(toml::Value::Integer(n)) if (0..=65533).contains(n) => Ok(*n as u32),
-        Some(toml::Value::String(s)) if s.eq_ignore_ascii_case("UNLIMITED") => {
-            Ok(OVER_TIME_UNLIMITED)
-        }
-        Some(toml::Value::String(s)) if s.trim().parse::<u16>().is_ok_and(|n| n < 65534) => {
+        toml::Value::Integer(n) if (0..=65533).contains(n) => Ok(*n as u32),
+        toml::Value::String(s) if s.eq_ignore_ascii_case("UNLIMITED") => Ok(OVER_TIME_UNLIMITED),
+        toml::Value::String(s) if s.trim().parse::<u16>().is_ok_and(|n| n < 65534) => {
             Ok(s.trim().parse::<u32>().unwrap_or(0))
         }
-        Some(v) => Err(format!(
-            "over_time_limit must be minutes (0-65533) or UNLIMITED, not {v}"
+        v => Err(format!(
+            "{what} must be minutes (0-65533) or UNLIMITED, not {v}"
         )),
     }
 }
@@ -635,6 +637,10 @@ impl Config {
                     })?);
             }
             p.grace_time = pc.grace_time.unwrap_or(0);
+            if let Some(v) = &pc.over_time_limit {
+                let what = format!("partition '{}': over_time_limit", pc.name);
+                p.over_time_limit = Some(over_time_limit(v, &what).map_err(&invalid)?);
+            }
             if let Some(q) = &pc.qos {
                 let q = q.trim();
                 if q.is_empty() || q.contains([',', ' ']) {
@@ -738,7 +744,10 @@ impl Config {
         }
         .resolve(abs)
         .map_err(&invalid)?;
-        let over_time_limit = over_time_limit(fc.over_time_limit.as_ref()).map_err(&invalid)?;
+        let over_time_limit = match &fc.over_time_limit {
+            Some(v) => over_time_limit(v, "over_time_limit").map_err(&invalid)?,
+            None => 0,
+        };
         let mut sched = sched_config(&fc.scheduler, &fc.priority).map_err(invalid)?;
         let imported = match &fc.topology_conf {
             None => None,
@@ -1277,6 +1286,32 @@ state = "down"
         );
         let e = Config::from_toml("over_time_limit = \"soon\"\n", p).unwrap_err();
         assert!(e.to_string().contains("not \"soon\""), "{e}");
+    }
+
+    #[test]
+    fn partition_over_time_limit_overrides_the_clusters() {
+        let p = Path::new("/x/sluice.toml");
+        let conf = |part: &str| {
+            format!(
+                "OverTimeLimit = 5\n[[nodes]]\nname = \"n1\"\n[[partitions]]\nname = \"a\"\nnodes = \"n1\"\n{part}"
+            )
+        };
+        let c = Config::from_toml(&conf(""), p).unwrap();
+        assert_eq!(c.partitions[0].over_time_limit, None);
+        assert_eq!(c.partitions[0].over_time(c.over_time_limit), 5);
+        assert_eq!(c.partitions[0].over_time_text(), "NONE");
+        let c = Config::from_toml(&conf("OverTimeLimit = 2\n"), p).unwrap();
+        assert_eq!(c.partitions[0].over_time(c.over_time_limit), 2);
+        assert_eq!(c.partitions[0].over_time_text(), "2");
+        let c = Config::from_toml(&conf("over_time_limit = \"UNLIMITED\"\n"), p).unwrap();
+        assert_eq!(c.partitions[0].over_time(5), OVER_TIME_UNLIMITED);
+        assert_eq!(c.partitions[0].over_time_text(), "UNLIMITED");
+        let e = Config::from_toml(&conf("over_time_limit = 70000\n"), p).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("partition 'a': over_time_limit must be minutes (0-65533)"),
+            "{e}"
+        );
     }
 
     #[test]

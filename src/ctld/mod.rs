@@ -746,7 +746,15 @@ impl Actor {
                     uid: cred.uid,
                     gid: cred.gid,
                 };
-                self.cluster.step_launch(job_id, specs, c, token, now, fx);
+                if specs.first().is_some_and(|s| s.no_alloc) {
+                    // `srun -Z`: one part, run outside any job.
+                    let names = user_group_names(cred.uid, cred.gid);
+                    let spec = specs.into_iter().next().expect("one part at least");
+                    self.cluster
+                        .step_launch_no_alloc(spec, c, names, token, now, fx);
+                } else {
+                    self.cluster.step_launch(job_id, specs, c, token, now, fx);
+                }
             }
             Msg::StepAttach {
                 cred,
@@ -949,7 +957,11 @@ impl Actor {
                 filter,
                 signal,
                 batch_only,
-            } => Response::Results(self.cluster.cancel(&filter, signal, batch_only, c, now, fx)),
+                full,
+            } => {
+                let scope = state::SignalScope::of(batch_only, full);
+                Response::Results(self.cluster.cancel(&filter, signal, scope, c, now, fx))
+            }
             Request::Hold {
                 ids,
                 user_hold,

@@ -64,6 +64,31 @@ enum Ending {
     Requeue { hold: bool, node_fail: bool },
 }
 
+/// Which processes of a running job a signal from `scancel --signal` reaches
+/// (scancel(1); slurmctld `job_signal` with KILL_JOB_BATCH / KILL_FULL_JOB).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignalScope {
+    /// The default: every step of the job, never the batch shell (Slurm sends signals
+    /// other than SIGKILL to the batch step only when asked). A job without steps
+    /// gets nothing.
+    Steps,
+    /// `-b/--batch`: the batch shell only, not its children, not the steps.
+    Batch,
+    /// `-f/--full`: the batch shell, its children (its process group) and every step.
+    Full,
+}
+
+impl SignalScope {
+    /// The scope of scancel's `-b` (`batch`) and `-f` (`full`, which wins).
+    pub fn of(batch: bool, full: bool) -> SignalScope {
+        match (batch, full) {
+            (_, true) => SignalScope::Full,
+            (true, false) => SignalScope::Batch,
+            (false, false) => SignalScope::Steps,
+        }
+    }
+}
+
 /// The whole cluster as the controller knows it.
 pub struct Cluster {
     pub cluster_name: String,
@@ -141,6 +166,9 @@ pub struct Cluster {
     /// Minutes a job may run past its time limit (OverTimeLimit;
     /// `config::OVER_TIME_UNLIMITED`: never ended for it).
     pub over_time_limit: u32,
+    /// Nodes whose agent reports the end of each epilog (`Register::reports_epilog`):
+    /// ended jobs stay COMPLETING there until it comes (`state::completing`).
+    epilog_reporters: HashSet<String>,
 }
 
 impl Cluster {
@@ -331,6 +359,7 @@ impl Cluster {
             scripts: cfg.scripts.clone(),
             launch_failed: Default::default(),
             over_time_limit: cfg.over_time_limit,
+            epilog_reporters: Default::default(),
         }
     }
 
@@ -358,11 +387,6 @@ impl Cluster {
 
     fn node_mut(&mut self, name: &str) -> Option<&mut Node> {
         self.nodes.iter_mut().find(|n| n.name == name)
-    }
-
-    /// Removes an allocation from its nodes (the job ended).
-    pub(super) fn uncharge(&mut self, a: &Allocation, completing: bool) {
-        self.charge(a, completing, -1);
     }
 
     /// Adds (`sign` = 1) or removes (`sign` = -1) an allocation from its nodes.
@@ -1636,6 +1660,7 @@ impl Cluster {
     pub fn tick(&mut self, now: i64, fx: &mut Effects) {
         self.tick_steps(now, fx);
         self.end_graced(now, fx);
+        self.sweep_cleanups(fx);
         // `--signal=B:SIG@secs` goes to the batch shell `secs` before the limit. Without
         // `B:` Slurm signals the job's steps only (those running at that moment).
         let warn: Vec<(u32, String, i32, bool)> = self
@@ -1680,8 +1705,14 @@ impl Cluster {
             .filter(|j| j.state == JobState::Running && !j.completing)
             .filter(|j| j.het.is_none_or(|h| h.offset == 0))
             .filter(|j| {
-                // OverTimeLimit: the job may run this much longer than its limit.
-                let over = match self.over_time_limit {
+                // OverTimeLimit (its partition's, else the cluster's): the job may run
+                // this much longer than its limit.
+                let over = self
+                    .partitions
+                    .iter()
+                    .find(|p| p.name == j.partition)
+                    .map_or(self.over_time_limit, |p| p.over_time(self.over_time_limit));
+                let over = match over {
                     crate::config::OVER_TIME_UNLIMITED => return false,
                     m => i64::from(m) * 60,
                 };
@@ -1842,11 +1873,19 @@ impl Cluster {
             arch,
             running,
             gres,
+            reports_epilog,
             ..
         } = msg
         else {
             return;
         };
+        // A fresh agent: the epilogs the node was running for ended jobs are lost.
+        self.cleanup_lost_on(&node, fx);
+        if reports_epilog {
+            self.epilog_reporters.insert(node.clone());
+        } else {
+            self.epilog_reporters.remove(&node);
+        }
         let detected = super::gres_detect::adopt(declared, gres);
         if let Some(n) = self.node_mut(&node) {
             n.cpus = declared.cpus.unwrap_or(cpus);
@@ -1879,7 +1918,7 @@ impl Cluster {
         let lost: Vec<u32> = self
             .jobs
             .values()
-            .filter(|j| !j.spec.alloc_only)
+            .filter(|j| !j.spec.alloc_only && j.cleanup.is_none())
             .filter(|j| matches!(j.state, JobState::Running | JobState::Suspended) || j.completing)
             .filter(|j| j.alloc.as_ref().is_some_and(|a| a.nodes[0] == node))
             .filter(|j| !running.contains(&j.id))
@@ -1983,6 +2022,7 @@ impl Cluster {
             FromAgent::EpilogFailed { job_id, message } => {
                 self.epilog_failed(node, job_id, &message, now);
             }
+            FromAgent::EpilogComplete { job_id } => self.epilog_complete(node, job_id, fx),
             FromAgent::HealthCheckFailed { reason } => {
                 self.health_check_failed(node, &reason, now);
             }
@@ -2042,7 +2082,10 @@ impl Cluster {
         let Some(j) = self.jobs.get_mut(&id) else {
             return;
         };
-        if !(matches!(j.state, JobState::Running | JobState::Suspended) || j.completing) {
+        // Not running any more, or its end is recorded already (it is cleaning up).
+        if !(matches!(j.state, JobState::Running | JobState::Suspended) || j.completing)
+            || j.cleanup.is_some()
+        {
             return;
         }
         suspend::end_suspension(j, now);
@@ -2177,8 +2220,7 @@ impl Cluster {
         let (state, ran) = (j.state, j.run_secs(end_time));
         let het_leader = j.het.filter(|h| h.offset == 0).map(|h| h.job_id);
         if let Some(a) = alloc {
-            self.run_epilogs(id, &a, fx);
-            self.charge(&a, was_completing, -1);
+            self.release_ended(id, &a, was_completing, state != JobState::Pending, fx);
             // Usage (fair-share and the usage limits): what it held since the last tick.
             self.record_usage(id, &a, ran, end_time, now, fx);
         }
@@ -2229,13 +2271,13 @@ impl Cluster {
         }
     }
 
-    /// Cancels or signals jobs (scancel). Ids that match nothing give `InvalidJobId`;
-    /// finished jobs give `AlreadyDone`.
+    /// Cancels or signals jobs (scancel); a signal reaches the processes `scope` names.
+    /// Ids that match nothing give `InvalidJobId`; finished jobs give `AlreadyDone`.
     pub fn cancel(
         &mut self,
         filter: &JobFilter,
         signal: Option<i32>,
-        batch_only: bool,
+        scope: SignalScope,
         c: Caller,
         now: i64,
         fx: &mut Effects,
@@ -2254,7 +2296,7 @@ impl Cluster {
                 .map(|j| j.id)
                 .collect();
             for id in ids {
-                let r = self.cancel_one(id, filter, signal, batch_only, c, now, fx);
+                let r = self.cancel_one(id, filter, signal, scope, c, now, fx);
                 results.push(JobResult::new(id, r.err()));
             }
             return results;
@@ -2264,7 +2306,7 @@ impl Cluster {
             let recs = self.records_of(id);
             let rs: Vec<Result<(), SlurmError>> = recs
                 .iter()
-                .map(|&r| self.cancel_one(r, filter, signal, batch_only, c, now, fx))
+                .map(|&r| self.cancel_one(r, filter, signal, scope, c, now, fx))
                 .collect();
             results.push(JobResult::new(id, fold_results(rs)));
         }
@@ -2280,7 +2322,7 @@ impl Cluster {
                 }
                 match j.array_task_id {
                     Some(t) if sel.tasks.contains(t) => {
-                        rs.push(self.cancel_one(rid, filter, signal, batch_only, c, now, fx));
+                        rs.push(self.cancel_one(rid, filter, signal, scope, c, now, fx));
                     }
                     None if j.is_array_meta() && j.state == JobState::Pending => {
                         let hit = j.array.as_ref().map(|a| a.tasks.intersection(&sel.tasks));
@@ -2305,7 +2347,7 @@ impl Cluster {
         }
         // `L+k`: component 0 is the whole job; another one alone, once running.
         for hc in &filter.het_components {
-            let r = self.cancel_het_component(*hc, filter, signal, batch_only, c, now, fx);
+            let r = self.cancel_het_component(*hc, filter, signal, scope, c, now, fx);
             results.push(JobResult {
                 het: Some(hc.offset),
                 ..JobResult::new(hc.leader, r.err())
@@ -2320,7 +2362,7 @@ impl Cluster {
         id: u32,
         filter: &JobFilter,
         signal: Option<i32>,
-        batch_only: bool,
+        scope: SignalScope,
         c: Caller,
         now: i64,
         fx: &mut Effects,
@@ -2375,22 +2417,24 @@ impl Cluster {
                 Ok(())
             }
             (_, Some(sig)) => {
-                // Without -b the signal goes to the job's steps (Slurm 22.05); a job
-                // without steps gets it in its batch shell's process group.
-                if !batch_only && self.signal_job_steps(id, sig, fx) > 0 {
-                    return Ok(());
-                }
-                let j = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
-                let node = j.alloc.as_ref().map(|a| a.nodes[0].clone());
-                if let Some(node) = node {
-                    fx.to_agent.push((
-                        node,
-                        ToAgent::Signal {
-                            job_id: id,
-                            signal: sig,
-                            batch_only,
-                        },
-                    ));
+                match scope {
+                    SignalScope::Steps => {
+                        self.signal_job_steps(id, sig, fx);
+                    }
+                    SignalScope::Batch => {
+                        let j = self.jobs.get(&id).ok_or(SlurmError::InvalidJobId)?;
+                        if let Some(node) = j.alloc.as_ref().map(|a| a.nodes[0].clone()) {
+                            fx.to_agent.push((
+                                node,
+                                ToAgent::Signal {
+                                    job_id: id,
+                                    signal: sig,
+                                    batch_only: true,
+                                },
+                            ));
+                        }
+                    }
+                    SignalScope::Full => self.signal_everywhere(id, sig, fx),
                 }
                 Ok(())
             }
@@ -2411,7 +2455,7 @@ impl Cluster {
         hc: crate::proto::HetComponent,
         filter: &JobFilter,
         signal: Option<i32>,
-        batch_only: bool,
+        scope: SignalScope,
         c: Caller,
         now: i64,
         fx: &mut Effects,
@@ -2421,7 +2465,7 @@ impl Cluster {
             let rs: Vec<Result<(), SlurmError>> = self
                 .records_of(id)
                 .into_iter()
-                .map(|r| self.cancel_one(r, filter, signal, batch_only, c, now, fx))
+                .map(|r| self.cancel_one(r, filter, signal, scope, c, now, fx))
                 .collect();
             return fold_results(rs).map_or(Ok(()), Err);
         }
@@ -2861,6 +2905,10 @@ impl Cluster {
                 }
             }
         }
+        // Ended jobs no longer wait for the epilogs of a node set DOWN.
+        for name in &kill {
+            self.cleanup_lost_on(name, fx);
+        }
         // Jobs on a node set DOWN end as NODE_FAIL.
         let victims: Vec<(u32, String)> = self
             .jobs
@@ -2982,6 +3030,7 @@ fn fold_results(rs: Vec<Result<(), SlurmError>>) -> Option<SlurmError> {
     )
 }
 
+mod completing;
 mod preempt;
 mod suspend;
 

@@ -78,6 +78,8 @@ struct LiveStep {
     parts: Vec<Part>,
     /// A node of the step stopped answering (SlurmdTimeout): the step ends NODE_FAIL.
     node_fail: bool,
+    /// The launch failed on a node: the step is aborted and ends FAILED.
+    launch_failed: bool,
 }
 
 /// A step request waiting for resources: its parts, each the job (component) it runs
@@ -97,7 +99,19 @@ pub struct StepTable {
     /// Heterogeneous steps with parts still running: the state of the parts already
     /// over, by stream token, for the one `Done` the stream gets when the last ends.
     het_done: HashMap<u64, JobState>,
+    /// Job ids given to `srun -Z` steps so far (offsets from [`MIN_NOALLOC_JOBID`]).
+    noalloc_seq: u32,
 }
+
+/// The job ids of `srun -Z` steps, which belong to no job (Slurm's
+/// MIN_NOALLOC_JOBID..=MAX_NOALLOC_JOBID, above any real job id).
+pub const MIN_NOALLOC_JOBID: u32 = 0xffff_0000;
+const MAX_NOALLOC_JOBID: u32 = 0xffff_fffd;
+
+/// Slurm's text for a launch refused because the step's credential is not valid
+/// (ESLURMD_INVALID_JOB_CREDENTIAL): what a user other than root and SlurmUser gets
+/// from `srun -Z`.
+pub const INVALID_CREDENTIAL: &str = "Invalid job credential";
 
 impl StepTable {
     /// Live step ids of `job_id`.
@@ -128,6 +142,11 @@ impl StepTable {
     /// Number of live steps (all jobs).
     pub fn live_count(&self) -> usize {
         self.live.len()
+    }
+
+    /// Whether job `job_id` has a step that has not reported its end.
+    pub(crate) fn has_live(&self, job_id: u32) -> bool {
+        self.live.keys().any(|(j, _)| *j == job_id)
     }
 }
 
@@ -348,6 +367,143 @@ impl Cluster {
                 layout: whole,
             },
         ));
+    }
+
+    /// `srun -Z/--no-allocate` (srun(1)): runs `spec`'s tasks on the nodes of its
+    /// `nodelist`, outside any job. No job is queued or recorded and nothing is taken
+    /// from the scheduler's view of the nodes; the step gets a job id of its own
+    /// (from [`MIN_NOALLOC_JOBID`]) and step id 0, one task per node unless `-n`
+    /// says otherwise (in blocks of ⌈n/nodes⌉). `names`: the caller's user and group
+    /// names. Only root and the controller's user may (Slurm: root and SlurmUser);
+    /// anyone else sees the launch refused on every node with
+    /// [`INVALID_CREDENTIAL`], as slurmd refuses the credential srun makes up.
+    ///
+    /// Errors (on stream `token`): `InvalidNodeName` for a bad or unknown node list;
+    /// `NodeConfigUnavailable` when a node is not up and answering.
+    pub fn step_launch_no_alloc(
+        &mut self,
+        spec: StepSpec,
+        caller: Caller,
+        names: (String, String),
+        token: u64,
+        now: i64,
+        fx: &mut Effects,
+    ) {
+        let nodes = match spec.nodelist.as_deref().map(hostlist::expand) {
+            Some(Ok(n)) if !n.is_empty() => n,
+            _ => {
+                fx.to_client
+                    .push((token, StepEvent::Error(SlurmError::InvalidNodeName)));
+                return;
+            }
+        };
+        let mut cpus = Vec::new();
+        for n in &nodes {
+            match self.nodes.iter().find(|x| x.name == *n) {
+                None => {
+                    fx.to_client
+                        .push((token, StepEvent::Error(SlurmError::InvalidNodeName)));
+                    return;
+                }
+                Some(x) if x.state != crate::model::NodeState::Up || x.not_responding => {
+                    fx.to_client
+                        .push((token, StepEvent::Error(SlurmError::NodeConfigUnavailable)));
+                    return;
+                }
+                Some(x) => cpus.push(x.cpus),
+            }
+        }
+        let job_id = loop {
+            let span = MAX_NOALLOC_JOBID - MIN_NOALLOC_JOBID + 1;
+            let id = MIN_NOALLOC_JOBID + self.steps.noalloc_seq % span;
+            self.steps.noalloc_seq = self.steps.noalloc_seq.wrapping_add(1);
+            if !self.steps.has_live(id) {
+                break id;
+            }
+        };
+        let ntasks = spec.ntasks.unwrap_or(nodes.len() as u32).max(1);
+        let per = ntasks.div_ceil(nodes.len() as u32);
+        let cpt = spec.cpus_per_task.unwrap_or(1).max(1);
+        let mut left = ntasks;
+        let counts: Vec<u32> = nodes
+            .iter()
+            .map(|_| {
+                let n = per.min(left);
+                left -= n;
+                n
+            })
+            .collect();
+        let layout = StepLayout {
+            nodes: nodes.clone(),
+            gres: Vec::new(),
+            cpus: counts
+                .iter()
+                .zip(&cpus)
+                .map(|(n, c)| (n * cpt).min(*c).max(1))
+                .collect(),
+            tasks: layout_tasks(&counts, spec.distribution),
+            cpu_ids: Vec::new(),
+        };
+        // The job the step's tasks see: the caller's, on these nodes, never queued.
+        let job = Job {
+            id: job_id,
+            uid: caller.uid,
+            gid: caller.gid,
+            user: names.0,
+            group: names.1,
+            state: JobState::Running,
+            start_time: Some(now),
+            partition: String::new(),
+            alloc: Some(crate::model::job::Allocation {
+                nodes,
+                cpus: layout.cpus.clone(),
+                ..Default::default()
+            }),
+            spec: crate::model::JobSpec {
+                name: spec.name.clone(),
+                work_dir: spec.work_dir.clone(),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        if !self.is_operator(caller) {
+            fx.to_client.push((
+                token,
+                StepEvent::Launched {
+                    job_id,
+                    step_id: 0,
+                    layout: layout.clone(),
+                },
+            ));
+            for node in &layout.nodes {
+                fx.to_client.push((
+                    token,
+                    StepEvent::LaunchFailed {
+                        node: node.clone(),
+                        reason: INVALID_CREDENTIAL.into(),
+                        detail: None,
+                    },
+                ));
+            }
+            fx.to_client.push((
+                token,
+                StepEvent::Done {
+                    state: JobState::Failed,
+                },
+            ));
+            return;
+        }
+        let held = vec![0; layout.nodes.len()];
+        self.dispatch_step(
+            Box::new(job),
+            0,
+            spec,
+            layout,
+            (held, 0, false),
+            token,
+            None,
+            fx,
+        );
     }
 
     /// Where a step of `job` would run now.
@@ -613,16 +769,6 @@ impl Cluster {
         now: i64,
         fx: &mut Effects,
     ) {
-        let kill_wait = self.kill_wait;
-        let cluster = self.cluster_name.clone();
-        let cgroup = self.cgroup.clone();
-        let scripts = self.scripts.clone();
-        let node_gres: Vec<(String, Vec<crate::model::gres::GresDevice>)> = self
-            .nodes
-            .iter()
-            .filter(|n| layout.nodes.contains(&n.name) && !n.gres.is_empty())
-            .map(|n| (n.name.clone(), n.gres.clone()))
-            .collect();
         let Some(job) = self.jobs.get_mut(&job_id) else {
             return;
         };
@@ -653,6 +799,44 @@ impl Cluster {
         });
         fx.persist.push(Job::clone(job));
         let job_copy = Box::new(Job::clone(job));
+        self.dispatch_step(
+            job_copy,
+            step_id,
+            spec,
+            layout,
+            (held, held_mem, holds_gres),
+            token,
+            het,
+            fx,
+        );
+    }
+
+    /// Sends a step's launch to each of its nodes, tells its srun (stream `token`), and
+    /// records it as live. `het`: what the tasks of a part of a heterogeneous step
+    /// see of the whole step.
+    #[allow(clippy::too_many_arguments)]
+    fn dispatch_step(
+        &mut self,
+        job_copy: Box<Job>,
+        step_id: u32,
+        spec: StepSpec,
+        layout: StepLayout,
+        (held, held_mem, holds_gres): (Vec<u32>, u64, bool),
+        token: u64,
+        het: Option<crate::proto::HetStepEnv>,
+        fx: &mut Effects,
+    ) {
+        let job_id = job_copy.id;
+        let kill_wait = self.kill_wait;
+        let cluster = self.cluster_name.clone();
+        let cgroup = self.cgroup.clone();
+        let scripts = self.scripts.clone();
+        let node_gres: Vec<(String, Vec<crate::model::gres::GresDevice>)> = self
+            .nodes
+            .iter()
+            .filter(|n| layout.nodes.contains(&n.name) && !n.gres.is_empty())
+            .map(|n| (n.name.clone(), n.gres.clone()))
+            .collect();
         let spec = Box::new(spec);
         for (i, node) in layout.nodes.iter().enumerate() {
             fx.to_agent.push((
@@ -684,6 +868,7 @@ impl Cluster {
                 nodes_left: layout.nodes.len(),
                 parts: layout.nodes.iter().map(|_| Part::default()).collect(),
                 node_fail: false,
+                launch_failed: false,
                 layout,
                 held,
                 held_mem,
@@ -826,6 +1011,22 @@ impl Cluster {
                 }
                 self.part_over(job_id, step_id, pi, now, fx);
             }
+            StepdEvent::LaunchFailed { reason, detail } => {
+                // Slurm aborts the whole step when a node cannot launch its tasks.
+                let first = !live.launch_failed;
+                live.launch_failed = true;
+                fx.to_client.push((
+                    token,
+                    StepEvent::LaunchFailed {
+                        node: node.to_string(),
+                        reason,
+                        detail,
+                    },
+                ));
+                if first {
+                    self.terminate_step(job_id, step_id, None, now, fx);
+                }
+            }
         }
     }
 
@@ -936,12 +1137,19 @@ impl Cluster {
             .map(|s| s.signal)
             .find(|&s| s != 0)
             .unwrap_or(0);
-        let exit = ExitStatus {
-            code,
-            signal: if code == 0 { signal } else { 0 },
+        let exit = if live.launch_failed {
+            // No task ran: the step failed as a whole (srun exits 1).
+            ExitStatus { code: 1, signal: 0 }
+        } else {
+            ExitStatus {
+                code,
+                signal: if code == 0 { signal } else { 0 },
+            }
         };
         let state = if live.node_fail {
             JobState::NodeFail
+        } else if live.launch_failed {
+            JobState::Failed
         } else if live.timed_out {
             JobState::Timeout
         } else if live.cancelled {
@@ -996,6 +1204,8 @@ impl Cluster {
             fx.to_client.push((token, StepEvent::Done { state }));
         }
         self.retry_pending(job_id, now, fx);
+        // A job that ended while this step ran was waiting for its final report.
+        self.try_complete(job_id, fx);
     }
 
     /// Input from the srun of stream `token`, for every part of its step.
@@ -1527,8 +1737,7 @@ impl Cluster {
         fx.persist.push(Job::clone(j));
         fx.schedule = true;
         if let Some(a) = alloc {
-            self.run_epilogs(job_id, &a, fx);
-            self.uncharge(&a, was_completing);
+            self.release_ended(job_id, &a, was_completing, true, fx);
         }
     }
 

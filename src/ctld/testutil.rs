@@ -78,24 +78,68 @@ pub fn launches(fx: &Effects) -> Vec<u32> {
         .collect()
 }
 
+/// What a node says when job `id`'s batch step ended (`kind`, exit `code`) at `time`,
+/// without usage.
+pub fn ended_msg(id: u32, kind: EndKind, code: i32, time: i64) -> FromAgent {
+    FromAgent::Ended {
+        job_id: id,
+        kind,
+        status: ExitStatus { code, signal: 0 },
+        time,
+        max_rss_kib: 0,
+        cpu_secs: 0.0,
+        oom: false,
+        message: None,
+        usage: None,
+    }
+}
+
 /// The node reports job `id` ended with `code`.
 pub fn end(c: &mut Cluster, id: u32, code: i32, now: i64) {
     let mut fx = Effects::default();
     c.from_agent(
         "n1",
-        FromAgent::Ended {
-            job_id: id,
-            kind: EndKind::Exited,
-            status: ExitStatus { code, signal: 0 },
-            time: now,
-            max_rss_kib: 0,
-            cpu_secs: 0.0,
-            oom: false,
-            message: None,
-            usage: None,
-        },
+        ended_msg(id, EndKind::Exited, code, now),
         now,
         &mut fx,
     );
     c.sanity_check().unwrap();
+}
+
+/// Nodes n1 and n2 (2 CPUs, 1000 MiB each, up) with `keys` as top-level config lines.
+pub fn two_nodes(keys: &str) -> Cluster {
+    let cfg = Config::from_toml(
+        &format!(
+            r#"{keys}
+[[nodes]]
+name = "n1"
+cpus = 2
+memory = 1000
+[[nodes]]
+name = "n2"
+cpus = 2
+memory = 1000
+"#
+        ),
+        Path::new("/x/sluice.toml"),
+    )
+    .unwrap();
+    let mut c = Cluster::new(&cfg, 999);
+    for n in &mut c.nodes {
+        n.state = NodeState::Up;
+    }
+    c
+}
+
+/// Submits a job of alice's on `nodes` nodes and runs a pass (its effects in `fx`);
+/// returns its id, running.
+pub fn start_on(c: &mut Cluster, nodes: u32, fx: &mut Effects) -> u32 {
+    let mut s = spec("j");
+    s.nodes_min = Some(nodes);
+    s.nodes_max = Some(nodes);
+    let j = c.resolve(s, ALICE, 10, &names).unwrap();
+    let id = c.submit(j, &mut Effects::default());
+    c.schedule(10, fx);
+    assert_eq!(c.jobs[&id].state, crate::model::JobState::Running);
+    id
 }

@@ -353,7 +353,7 @@ pub struct StepOpts {
     /// Take -n/-N from the environment only (accepted)
     #[arg(short = 'E', long = "preserve-env")]
     pub preserve_env: bool,
-    /// (not supported) Run without an allocation
+    /// Run on the -w nodes without an allocation (root and SlurmUser only)
     #[arg(short = 'Z', long = "no-allocate")]
     pub no_allocate: bool,
     /// Heterogeneous job components the step runs on: 0,1 | 0-2 | 1 (default: 0)
@@ -885,6 +885,14 @@ impl JobOpts {
             Some(s) => Some(parse_signal(s).ok_or(OptError::InvalidSpec("--signal"))?),
             None => None,
         };
+        // `R:` lets a job overlap a reservation that has MaxStartDelay (Slurm 22.05's
+        // sbatch(1)); sluice's reservations have no MaxStartDelay, so the flag could
+        // only be ignored: it is refused.
+        if signal.is_some_and(|s| s.reservation) {
+            return Err(OptError::Unsupported(
+                "--signal=R: (overlapping reservations that have MaxStartDelay)".into(),
+            ));
+        }
         let begin = match &self.begin {
             Some(b) => Some(parse_begin(b, &ctx.now)?),
             None => None,

@@ -782,6 +782,16 @@ pub fn gpu_allocs(idx: &[u32]) -> Vec<GresAlloc> {
         .collect()
 }
 
+/// What a job whose end is recorded still waits for before it leaves COMPLETING and
+/// frees its allocation (cf. slurmctld's `job_epilog_complete`: a job is COMPLETING
+/// until every node's epilog has finished). Its live steps' final reports are waited
+/// for too, so that their usage is in the job's record when it is over.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cleanup {
+    /// Nodes whose Epilog has not reported its end yet.
+    pub epilog: Vec<String>,
+}
+
 /// The allocation a running job holds on its nodes.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Allocation {
@@ -906,6 +916,11 @@ pub struct Job {
     /// COMPLETING flag: the job ended and its processes are being cleaned up.
     #[serde(default)]
     pub completing: bool,
+    /// Set (with `completing`) once the job's end is recorded while its nodes still
+    /// clean up: it stays COMPLETING, holding its allocation, until this is empty and
+    /// its steps have reported their end. `None` otherwise.
+    #[serde(default)]
+    pub cleanup: Option<Cleanup>,
     pub reason: Reason,
     pub priority: u32,
     /// Set by `scontrol update Priority=N`: the priority stays N and the multifactor
@@ -1026,6 +1041,7 @@ impl Default for Job {
             req_mem: MemReq::PerNode(0),
             state: JobState::Pending,
             completing: false,
+            cleanup: None,
             reason: Reason::None,
             priority: 0,
             priority_set: false,

@@ -149,7 +149,16 @@ pub struct Partition {
     /// (see `sched::limits::Policy::qos_order`). `None`: none (`QoS=N/A`).
     #[serde(default)]
     pub qos: Option<String>,
+    /// Minutes a job here may run past its time limit (`OverTimeLimit=`), overriding
+    /// the cluster's; [`OVER_TIME_UNLIMITED`] for `UNLIMITED`; `None`: the cluster's
+    /// (`OverTimeLimit=NONE` in scontrol).
+    #[serde(default)]
+    pub over_time_limit: Option<u32>,
 }
+
+/// OverTimeLimit `UNLIMITED` (cluster or partition): jobs are never ended for their
+/// time limit.
+pub const OVER_TIME_UNLIMITED: u32 = u32::MAX;
 
 impl Partition {
     /// A partition with Slurm's defaults over the given nodes.
@@ -180,12 +189,30 @@ impl Partition {
             preempt_mode: None,
             grace_time: 0,
             qos: None,
+            over_time_limit: None,
         }
     }
 
     /// The time limit a job that asked for none gets here.
     pub fn default_limit(&self) -> TimeLimit {
         self.default_time.unwrap_or(self.max_time)
+    }
+
+    /// The OverTimeLimit of jobs here, in minutes ([`OVER_TIME_UNLIMITED`]): this
+    /// partition's, else `cluster`'s (slurmctld's `_job_timed_out` takes the
+    /// partition's value when it is set).
+    pub fn over_time(&self, cluster: u32) -> u32 {
+        self.over_time_limit.unwrap_or(cluster)
+    }
+
+    /// `OverTimeLimit=` as `scontrol show partition` prints it: `NONE` when unset,
+    /// `UNLIMITED`, or the minutes.
+    pub fn over_time_text(&self) -> String {
+        match self.over_time_limit {
+            None => "NONE".into(),
+            Some(OVER_TIME_UNLIMITED) => "UNLIMITED".into(),
+            Some(m) => m.to_string(),
+        }
     }
 }
 

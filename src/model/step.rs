@@ -285,6 +285,10 @@ pub struct StepSpec {
     /// component the request names.
     #[serde(default)]
     pub het_group: Option<u32>,
+    /// `srun -Z/--no-allocate`: the tasks run on the `nodelist` nodes outside any job
+    /// allocation (root and the controller's user only; cf. srun(1)).
+    #[serde(default)]
+    pub no_alloc: bool,
 }
 
 /// What a step asks of the job's generic resources (cf. srun's `--gres`, `--gpus`,

@@ -268,12 +268,15 @@ pub enum Request {
     Jobs(JobFilter),
     /// Nodes and partitions.
     Nodes,
-    /// Signal or cancel jobs. `signal: None` cancels. `batch_only` signals only the
-    /// batch shell.
+    /// Signal or cancel jobs. `signal: None` cancels. A signal goes to the job's steps
+    /// only; with `batch_only` (scancel `-b`) to the batch shell only; with `full`
+    /// (scancel `-f`, which wins) to the batch shell, its children and every step.
     Cancel {
         filter: JobFilter,
         signal: Option<i32>,
         batch_only: bool,
+        #[serde(default)]
+        full: bool,
     },
     Hold {
         ids: Vec<u32>,
@@ -836,6 +839,11 @@ pub enum FromAgent {
         /// agent; the controller answers [`ToAgent::AdoptStep`] or [`ToAgent::EndStep`].
         #[serde(default)]
         steps: Vec<(u32, u32)>,
+        /// This agent answers every [`ToAgent::Epilog`] with
+        /// [`FromAgent::EpilogComplete`], so the controller may keep the job COMPLETING
+        /// until then (an older agent does not, and is not waited for).
+        #[serde(default)]
+        reports_epilog: bool,
     },
     /// The batch script started (pid of the shell, epoch seconds).
     Started { job_id: u32, pid: u32, time: i64 },
@@ -902,4 +910,8 @@ pub enum FromAgent {
     /// The HealthCheckProgram failed here: `reason` is its output (or its exit status
     /// when it printed nothing); the controller drains the node with it.
     HealthCheckFailed { reason: String },
+    /// The epilog of `job_id` is over here (after [`FromAgent::EpilogFailed`] when it
+    /// failed): the job no longer keeps this node COMPLETING (cf. Slurm's
+    /// MESSAGE_EPILOG_COMPLETE).
+    EpilogComplete { job_id: u32 },
 }

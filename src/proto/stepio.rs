@@ -121,6 +121,13 @@ pub enum StepEvent {
     /// First answer to a successful [`super::Request::StepAttach`]: the events srun
     /// missed follow, then the stream goes on.
     Reattached,
+    /// The step's tasks could not be launched on `node` (`reason`: Slurm's error text,
+    /// `detail`: a line saying why, if any): the step is aborted; `Done` follows.
+    LaunchFailed {
+        node: String,
+        reason: String,
+        detail: Option<String>,
+    },
 }
 
 /// srun → controller on a step stream.
@@ -214,5 +221,11 @@ pub enum StepdEvent {
     /// drained. `usage` is final (peak RSS, total CPU).
     Done {
         usage: StepUsage,
+    },
+    /// No task was started here: the launch failed for `reason` (Slurm's error text),
+    /// explained by `detail` when there is more to say. `Done` follows.
+    LaunchFailed {
+        reason: String,
+        detail: Option<String>,
     },
 }

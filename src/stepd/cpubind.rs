@@ -1,5 +1,6 @@
 //! `--cpu-bind` for one task (cf. Slurm's task/affinity: `lllp_distribution` turns the
-//! automatic bindings into per-task masks; `map_cpu`/`mask_cpu` are taken as given).
+//! automatic bindings into per-task masks; `map_cpu`/`mask_cpu` are taken as given,
+//! once [`validate`] has found every CPU they name among the step's).
 //!
 //! The step's CPUs on a node are the job's CPU ids the controller gave it
 //! ([`crate::model::step::StepLayout::cpu_ids`]), mapped onto CPUs that exist here (a
@@ -91,6 +92,66 @@ pub fn step_cpus(ids: &[u32], job_ids: &[u32], usable: &[usize], confined: bool)
         }
     }
     out
+}
+
+/// Slurm's text for a bind request that cannot be satisfied (ESLURMD_CPU_BIND_ERROR).
+pub const CPU_BIND_ERROR: &str = "Unable to satisfy cpu bind request";
+
+/// A `map_cpu`/`mask_cpu` list naming a CPU outside the step's CPUs on this node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutsideStep {
+    /// The first CPU named that the step does not have.
+    pub cpu: usize,
+    /// Slurm's line for it: `CPU binding outside of job step allocation, allocated
+    /// CPUs are: 0x….` (the step's CPUs as a hex mask over the node's CPUs).
+    pub detail: String,
+}
+
+/// Checks a `map_cpu`/`mask_cpu` binding against the step's CPUs here (`base`), as
+/// Slurm's task/affinity does before launching (`_validate_map`/`_validate_mask` in
+/// dist_tasks.c): every CPU a list names must be one of them. `node_cpus` sizes the
+/// mask in the message (the node's CPU count). Other kinds always pass.
+///
+/// Errors: [`OutsideStep`] naming the first CPU outside the step.
+pub fn validate(bind: &CpuBind, base: &[usize], node_cpus: usize) -> Result<(), OutsideStep> {
+    let named: Vec<usize> = match bind.kind {
+        CpuBindKind::MapCpu => bind.list.iter().map(|&c| c as usize).collect(),
+        CpuBindKind::MaskCpu => bind
+            .list
+            .iter()
+            .flat_map(|&m| (0..128).filter(move |b| m & (1u128 << b) != 0))
+            .collect(),
+        _ => return Ok(()),
+    };
+    match named.into_iter().find(|c| !base.contains(c)) {
+        None => Ok(()),
+        Some(cpu) => Err(OutsideStep {
+            cpu,
+            detail: format!(
+                "CPU binding outside of job step allocation, allocated CPUs are: {}.",
+                hex_mask(base, node_cpus)
+            ),
+        }),
+    }
+}
+
+/// `cpus` as Slurm prints a CPU mask: `0x` and upper-case hex digits, one per four of
+/// the node's `node_cpus` CPUs (at least one, and enough for the highest CPU).
+pub fn hex_mask(cpus: &[usize], node_cpus: usize) -> String {
+    let top = cpus.iter().max().map_or(0, |m| m + 1);
+    let digits = node_cpus.max(top).div_ceil(4).max(1);
+    let mut s = String::from("0x");
+    for d in (0..digits).rev() {
+        let nibble = (0..4)
+            .filter(|b| cpus.contains(&(d * 4 + b)))
+            .fold(0u32, |acc, b| acc | 1 << b);
+        s.push(
+            std::char::from_digit(nibble, 16)
+                .unwrap_or('0')
+                .to_ascii_uppercase(),
+        );
+    }
+    s
 }
 
 /// The CPUs local task `local` is bound to, or `None` without binding.
@@ -188,6 +249,31 @@ mod tests {
 
     fn bind(s: &str) -> CpuBind {
         CpuBind::parse(s).unwrap()
+    }
+
+    #[test]
+    fn map_and_mask_lists_must_stay_within_the_step() {
+        let base = [2, 3];
+        assert_eq!(validate(&bind("map_cpu:3,2"), &base, 8), Ok(()));
+        assert_eq!(validate(&bind("mask_cpu:0xc"), &base, 8), Ok(()));
+        assert_eq!(validate(&bind("cores"), &base, 8), Ok(()));
+        let e = validate(&bind("map_cpu:2,99"), &base, 8).unwrap_err();
+        assert_eq!(e.cpu, 99);
+        assert_eq!(
+            e.detail,
+            "CPU binding outside of job step allocation, allocated CPUs are: 0x0C."
+        );
+        assert_eq!(
+            validate(&bind("mask_cpu:0x4,0x11"), &base, 8)
+                .unwrap_err()
+                .cpu,
+            0
+        );
+        assert_eq!(
+            hex_mask(&[0, 1, 2, 3, 4], 80),
+            format!("0x{}1F", "0".repeat(18))
+        );
+        assert_eq!(hex_mask(&[], 0), "0x0");
     }
 
     /// Two sockets of two cores of two threads: CPUs 0-3 on socket 0 (cores {0,4},

@@ -159,6 +159,23 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
     } else {
         None
     };
+    // slurmd refuses to launch for a user this node does not know (Slurm's
+    // ESLURMD_UID_NOT_FOUND): the job fails at launch instead of running as a bare uid.
+    if let Some((uid, _)) = drop_to
+        && nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+            .ok()
+            .flatten()
+            .is_none()
+    {
+        let why = format!("Launch failed for uid {uid}: {}", UID_NOT_FOUND);
+        note_in_stderr(
+            job.spec.work_dir.as_ref(),
+            &output_paths(job, &node),
+            &node,
+            &why,
+        );
+        return write_launch_failed(dir, format!("job {} on {node}: {why}", job.id));
+    }
     if let Some((uid, gid)) = drop_to {
         nix::unistd::chown(
             &script_path,
@@ -342,6 +359,9 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Slurm's text for ESLURMD_UID_NOT_FOUND.
+const UID_NOT_FOUND: &str = "User not found on host";
+
 /// The lock file stepds of one agent share while choosing CPUs (`isolate::step`).
 fn isolate_lock(job_dir: &Path) -> PathBuf {
     job_dir.parent().unwrap_or(job_dir).join(".isolate.lock")
@@ -444,6 +464,7 @@ fn spawn_job(p: &Prepared) -> std::io::Result<std::process::Child> {
     cmd.spawn()
 }
 
+#[allow(unsafe_code)]
 fn child_setup(p: &Prepared) -> std::io::Result<()> {
     use nix::fcntl::{OFlag, open};
     use nix::sys::stat::Mode;
@@ -468,7 +489,6 @@ fn child_setup(p: &Prepared) -> std::io::Result<()> {
             Some(e)
         }
     };
-    let inp = open(p.stdin.as_c_str(), OFlag::O_RDONLY, Mode::empty()).map_err(io)?;
     // Always O_APPEND: stepd appends its own lines (time limit, cancel, OOM) to these
     // files while the job may still write, and neither may overwrite the other.
     let mode = OFlag::O_WRONLY
@@ -480,10 +500,34 @@ fn child_setup(p: &Prepared) -> std::io::Result<()> {
             OFlag::O_TRUNC
         };
     let perm = Mode::from_bits_truncate(0o666);
-    let out = open(p.stdout.as_c_str(), mode, perm).map_err(io)?;
+    // A file that cannot be opened fails the launch (JobLaunchFailure, 0:53), with
+    // slurmstepd's line in the job's error file when that one can be opened.
+    let out = match open(p.stdout.as_c_str(), mode, perm) {
+        Ok(fd) => fd,
+        Err(e) => {
+            if let Some(path) = &p.stderr
+                && let Ok(fd) = open(path.as_c_str(), mode, perm)
+                && nix::unistd::dup2(fd, 2).is_ok()
+            {
+                let line = setup_failure_line(&p.node, "stdout", &p.stdout.to_string_lossy(), e);
+                let _ = nix::unistd::write(std::io::stderr(), line.as_bytes());
+            }
+            return Err(io(e));
+        }
+    };
     let err = match &p.stderr {
         Some(e) => open(e.as_c_str(), mode, perm).map_err(io)?,
         None => nix::unistd::dup(std::os::fd::AsRawFd::as_raw_fd(&out)).map_err(io)?,
+    };
+    let inp = match open(p.stdin.as_c_str(), OFlag::O_RDONLY, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(e) => {
+            if nix::unistd::dup2(err, 2).is_ok() {
+                let line = setup_failure_line(&p.node, "stdin", &p.stdin.to_string_lossy(), e);
+                let _ = nix::unistd::write(std::io::stderr(), line.as_bytes());
+            }
+            return Err(io(e));
+        }
     };
     use std::os::fd::AsRawFd;
     nix::unistd::dup2(inp.as_raw_fd(), 0).map_err(io)?;
@@ -501,8 +545,59 @@ fn child_setup(p: &Prepared) -> std::io::Result<()> {
     if let Ok(c) = CString::new(format!("SLURM_TASK_PID={}", std::process::id())) {
         env.push(c);
     }
-    nix::unistd::execve(p.script.as_c_str(), &p.argv, &env).map_err(io)?;
-    Ok(())
+    // As slurmstepd's `_exec_task`: a failed exec is said in the job's stderr and the
+    // task exits with the errno (the job ends FAILED, NonZeroExitCode, ExitCode N:0).
+    let e = match nix::unistd::execve(p.script.as_c_str(), &p.argv, &env) {
+        Ok(never) => match never {},
+        Err(e) => e,
+    };
+    let script = p.script.to_string_lossy();
+    let line = exec_failure_line(&p.node, &script, Path::new(&*script), e);
+    let _ = nix::unistd::write(std::io::stderr(), line.as_bytes());
+    // SAFETY: `_exit` ends this forked child at once, without running the parent's
+    // atexit handlers or flushing stdio buffers it shares with the parent.
+    unsafe { nix::libc::_exit(e as i32) }
+}
+
+/// The line slurmstepd on `node` writes to a task's stderr when exec of the program
+/// named `shown` (the file `file`) fails with `e` (Slurm's `_exec_task`), newline
+/// included: `execve(): bad interpreter(<the rest of the #! line>): <error>` when the
+/// file exists and starts with `#!` but exec says it does not exist (its interpreter is
+/// missing), else `execve(): <shown>: <error>`.
+pub fn exec_failure_line(node: &str, shown: &str, file: &Path, e: nix::Error) -> String {
+    if e == nix::Error::ENOENT
+        && let Some(interp) = shebang(file)
+    {
+        return format!(
+            "slurmstepd-{node}: error: execve(): bad interpreter({interp}): {}\n",
+            e.desc()
+        );
+    }
+    format!(
+        "slurmstepd-{node}: error: execve(): {shown}: {}\n",
+        e.desc()
+    )
+}
+
+/// The text after `#!` on the first line of file `path` (its first 256 bytes), if it
+/// starts so.
+fn shebang(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut buf = [0u8; 256];
+    let n = std::fs::File::open(path).ok()?.read(&mut buf).ok()?;
+    let head = buf[..n].strip_prefix(b"#!")?;
+    let line = head.split(|&b| b == b'\n').next().unwrap_or(head);
+    Some(String::from_utf8_lossy(line).into_owned())
+}
+
+/// The line slurmstepd on `node` writes when the task's `what` file (`stdin`,
+/// `stdout`) at `path` cannot be opened (its io setup, cf. `io_init_tasks_stdio`),
+/// newline included.
+fn setup_failure_line(node: &str, what: &str, path: &str, e: nix::Error) -> String {
+    format!(
+        "slurmstepd-{node}: error: Could not open {what} file {path}: {}\n",
+        e.desc()
+    )
 }
 
 /// The line slurmstepd on `node` writes to a job's stderr when it cannot enter the

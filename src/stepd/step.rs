@@ -33,7 +33,7 @@ use nix::unistd::Pid;
 use std::collections::VecDeque;
 use std::ffi::CString;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 pub use crate::proto::spool::STEP_LAUNCH;
@@ -218,6 +218,28 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         })
         .unwrap_or(&[]);
     let base = super::cpubind::step_cpus(step_ids, job_ids, &online, confined);
+    // A map/mask naming a CPU the step does not have fails the launch here, as in
+    // Slurm, rather than leaving tasks unbound.
+    let node_cpus = online_cpus().iter().max().map_or(0, |m| m + 1);
+    if let Err(e) = super::cpubind::validate(&ls.spec.cpu_bind, &base, node_cpus) {
+        eprintln!(
+            "stepd: step {}.{}: --cpu-bind names CPU {}, not the step's ({:?})",
+            ls.job.id, ls.step_id, e.cpu, base
+        );
+        link.send(&StepdEvent::LaunchFailed {
+            reason: super::cpubind::CPU_BIND_ERROR.into(),
+            detail: Some(e.detail),
+        });
+        let fin = iso.map(|i| i.finish());
+        for e in fin.iter().flat_map(|f| &f.errors) {
+            eprintln!("stepd: step {}.{}: {e}", ls.job.id, ls.step_id);
+        }
+        let done = link.send(&StepdEvent::Done {
+            usage: StepUsage::default(),
+        });
+        linger(&mut link, &sfd, done, linger_for(&ls));
+        return Ok(());
+    }
     let topo = if matches!(
         ls.spec.cpu_bind.kind,
         CpuBindKind::Cores | CpuBindKind::Sockets | CpuBindKind::Ldoms
@@ -400,12 +422,20 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
                 }
             }
             Err(e) => {
-                let name = setup.argv0_name.clone();
                 let errno = e.raw_os_error().unwrap_or(1);
-                let msg = format!(
-                    "slurmstepd-{node}: error: execve(): {name}: {}\n",
-                    Errno::from_raw(errno).desc()
-                );
+                // The file exec was given: under the working directory, or on PATH.
+                let name = &setup.argv0_name;
+                let file = if name.contains('/') {
+                    Path::new(&ls.spec.work_dir).join(name)
+                } else {
+                    setup
+                        .candidates
+                        .iter()
+                        .map(|c| PathBuf::from(c.to_string_lossy().into_owned()))
+                        .find(|p| p.exists())
+                        .unwrap_or_default()
+                };
+                let msg = super::exec_failure_line(&node, name, &file, Errno::from_raw(errno));
                 link.send(&StepdEvent::Output {
                     task: rank,
                     stderr: true,

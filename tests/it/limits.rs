@@ -44,9 +44,24 @@ fn partition_default_and_max_time() {
 fn time_limit_sends_sigterm_then_sigkill_after_kill_wait_and_ends_in_timeout() {
     let c = TestCluster::start_with(Setup {
         kill_wait: 3,
+        // A partition whose OverTimeLimit (UNLIMITED) overrides the cluster's (0).
+        extra_partitions: "[[partitions]]\nname = \"over\"\nnodes = \"NODE\"\n\
+                           OverTimeLimit = \"UNLIMITED\"\n",
         ..Setup::default()
     });
     let node = c.node();
+    let show = |p: &str| c.ok("scontrol", &["show", "partition", p]);
+    assert!(
+        show("over").contains(" OverTimeLimit=UNLIMITED "),
+        "{}",
+        show("over")
+    );
+    assert!(
+        show("debug").contains(" OverTimeLimit=NONE "),
+        "{}",
+        show("debug")
+    );
+    let overtime = c.submit(&["-p", "over", "--time=1", "--wrap", "exec sleep 300"]);
     // Dies on the SIGTERM.
     let plain = c.submit(&[
         "-J",
@@ -93,6 +108,9 @@ fn time_limit_sends_sigterm_then_sigkill_after_kill_wait_and_ends_in_timeout() {
     for id in [plain, trap, warned] {
         c.wait_state(id, &["TIMEOUT"], Duration::from_secs(75));
     }
+    // Past its limit too, but its partition lets it run on.
+    assert_eq!(c.state(overtime).as_deref(), Some("RUNNING"));
+    c.ok("scancel", &[&overtime.to_string()]);
     // The trapping jobs are still there (COMPLETING) until the SIGKILL.
     wait_until(
         "SIGKILL of the trapping jobs",

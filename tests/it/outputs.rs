@@ -132,3 +132,90 @@ fn input_file_and_missing_output_directory() {
     assert!(!c.path("nosuchdir").exists());
     assert!(!c.path(&format!("slurm-{lost}.out")).exists());
 }
+
+/// A launch that fails says why as slurmstepd does, in the job's error file when that
+/// one can be opened: a file that cannot be opened fails the launch (FAILED,
+/// JobLaunchFailure, 0:53); an exec that fails exits with the errno (FAILED,
+/// NonZeroExitCode, N:0) after slurmstepd's `execve()` line.
+#[test]
+fn launch_failures_are_said_in_the_error_file() {
+    let c = TestCluster::start();
+    let node = c.node();
+    let w = c.work.display().to_string();
+    // Output into a missing directory, errors into a file that can be opened.
+    let id = c.submit(&[
+        "-o",
+        "nosuchdir/x-%j.out",
+        "-e",
+        "err-%j.txt",
+        "--wrap",
+        "echo lost",
+    ]);
+    assert_eq!(c.wait_done(id), "FAILED");
+    assert_eq!(c.show_field(id, "ExitCode"), "0:53");
+    assert_eq!(c.show_field(id, "Reason"), "JobLaunchFailure");
+    let r = c.ok(
+        "squeue",
+        &["-h", "-t", "all", "-j", &id.to_string(), "-o", "%T|%r"],
+    );
+    assert_eq!(r.trim(), "FAILED|JobLaunchFailure");
+    assert_eq!(
+        std::fs::read_to_string(c.path(&format!("err-{id}.txt"))).unwrap(),
+        format!(
+            "slurmstepd-{node}: error: Could not open stdout file {w}/nosuchdir/x-{id}.out: \
+             No such file or directory\n"
+        )
+    );
+    // An input file that does not exist.
+    let id = c.submit(&["-i", "nosuch.in", "--wrap", "cat"]);
+    assert_eq!(c.wait_done(id), "FAILED");
+    assert_eq!(c.show_field(id, "ExitCode"), "0:53");
+    assert_eq!(
+        std::fs::read_to_string(c.path(&format!("slurm-{id}.out"))).unwrap(),
+        format!(
+            "slurmstepd-{node}: error: Could not open stdin file {w}/nosuch.in: \
+             No such file or directory\n"
+        )
+    );
+    // A script whose interpreter does not exist.
+    c.script("badinterp.sh", "#!/nonexistent/interp -x\necho hi\n");
+    let id = c.submit(&["badinterp.sh"]);
+    assert_eq!(c.wait_done(id), "FAILED");
+    assert_eq!(c.show_field(id, "ExitCode"), "2:0");
+    assert_eq!(c.show_field(id, "Reason"), "NonZeroExitCode");
+    assert_eq!(
+        std::fs::read_to_string(c.path(&format!("slurm-{id}.out"))).unwrap(),
+        format!(
+            "slurmstepd-{node}: error: execve(): bad interpreter(/nonexistent/interp -x): \
+             No such file or directory\n"
+        )
+    );
+    // An interpreter that is not a program (exec format error).
+    c.script("notaprogram", "just text\n");
+    c.script("wrongformat.sh", &format!("#!{w}/notaprogram\necho hi\n"));
+    let id = c.submit(&["wrongformat.sh"]);
+    assert_eq!(c.wait_done(id), "FAILED");
+    assert_eq!(c.show_field(id, "ExitCode"), "8:0");
+    let out = std::fs::read_to_string(c.path(&format!("slurm-{id}.out"))).unwrap();
+    assert!(
+        out.starts_with(&format!("slurmstepd-{node}: error: execve(): /"))
+            && out.ends_with(": Exec format error\n"),
+        "{out}"
+    );
+    let acct = c.ok(
+        "sacct",
+        &["-n", "-P", "-j", &id.to_string(), "-o", "State,ExitCode"],
+    );
+    assert_eq!(acct.lines().next(), Some("FAILED|8:0"), "{acct}");
+    // The same for a step: srun says which task failed.
+    c.script("badstep.sh", "#!/nonexistent/interp\necho hi\n");
+    let (code, _, err) = c.fails("srun", &["./badstep.sh"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!(
+            "slurmstepd-{node}: error: execve(): bad interpreter(/nonexistent/interp): \
+             No such file or directory\n"
+        )),
+        "{err}"
+    );
+}

@@ -288,6 +288,28 @@ fn options_of_later_issues_are_refused_not_ignored() {
         (code, err.as_str()),
         (255, "sbatch: error: Invalid --gres-flags specification\n")
     );
+    // --signal=R: (overlap with a MaxStartDelay reservation): refused by sbatch, srun
+    // and salloc alike, and nothing is submitted; B: and plain signals are taken.
+    let before = c.job_ids();
+    for prog in ["sbatch", "srun", "salloc"] {
+        let mut args = vec!["--signal=R:USR1@30"];
+        if prog == "sbatch" {
+            args.extend(["--wrap", "true"]);
+        } else {
+            args.push("true");
+        }
+        let (code, out, err) = c.fails(prog, &args);
+        assert_eq!((code, out.as_str()), (1, ""), "{prog}: {err}");
+        assert_eq!(
+            err,
+            format!(
+                "{prog}: error: --signal=R: (overlapping reservations that have MaxStartDelay) is not supported yet by sluice\n"
+            )
+        );
+    }
+    assert_eq!(c.job_ids(), before);
+    let b = c.submit(&["--signal=B:USR1@30", "--wrap", "true"]);
+    assert_eq!(c.wait_done(b), "COMPLETED");
     // --switches is implemented now: accepted without a topology (it then has no
     // effect, as in Slurm without a topology plugin).
     let id = c.submit(&["--switches=1", "--wrap", "true"]);
@@ -300,7 +322,7 @@ fn options_of_later_issues_are_refused_not_ignored() {
         err,
         "sbatch: error: Batch job submission failed: Requested reservation is invalid\n"
     );
-    assert_eq!(c.job_ids(), vec![id]);
+    assert_eq!(c.job_ids(), vec![b, id]);
 }
 
 #[test]

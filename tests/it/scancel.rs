@@ -1,5 +1,6 @@
 //! scancel through the real front-end: ids, `-u`, `-t`, `-p`, `-n`, `--signal` to the
-//! batch shell, finished and unknown jobs (silent, exit 0), and bad input.
+//! steps, the batch shell (`-b`) or both with the shell's children (`-f`), finished and
+//! unknown jobs (silent, exit 0), and bad input.
 
 use crate::harness::*;
 use std::time::Duration;
@@ -55,10 +56,59 @@ fn by_id_user_state_partition_and_name() {
     );
 }
 
+/// `scancel -s SIG` reaches the job's steps, never the batch shell; `-b` the batch
+/// shell only (not its children); `-f` the shell, its children and every step
+/// (scancel(1): "By default, signals other than SIGKILL are not sent to the batch
+/// step").
+#[test]
+fn signal_scopes_default_batch_and_full() {
+    let c = TestCluster::start();
+    c.script(
+        "scopes.sh",
+        "#!/bin/bash\ntrap 'echo shell got USR1' USR1\ntrap 'echo shell got USR2' USR2\n\
+         srun bash -c 'trap \"echo step got USR2\" USR2; echo step-ready; \
+         while :; do sleep 0.1; done' &\n\
+         sleep 1000 &\necho $! > child.pid\necho started\nwhile :; do sleep 0.1; done\n",
+    );
+    let id = c.submit(&["-o", "scopes.out", "scopes.sh"]);
+    let out = || c.wait_file("scopes.out", |_| true);
+    c.wait_file("scopes.out", |s| {
+        s.contains("started") && s.contains("step-ready")
+    });
+    let child: i32 = std::fs::read_to_string(c.path("child.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let alive = |pid: i32| nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok();
+    let count = |s: &str, what: &str| s.lines().filter(|l| *l == what).count();
+    // Without -b or -f: the step only.
+    c.ok("scancel", &["-s", "USR2", &id.to_string()]);
+    c.wait_file("scopes.out", |s| s.contains("step got USR2"));
+    // -b: the shell only. Had the USR2 reached the shell, it would show by now.
+    c.ok("scancel", &["--signal=USR1", "-b", &id.to_string()]);
+    c.wait_file("scopes.out", |s| s.contains("shell got USR1"));
+    let o = out();
+    assert_eq!(count(&o, "shell got USR2"), 0, "{o}");
+    assert_eq!(count(&o, "step got USR2"), 1, "{o}");
+    assert!(alive(child), "-b signalled the shell's child");
+    assert_eq!(c.state(id).as_deref(), Some("RUNNING"));
+    // -f: the shell, its child (killed by USR2) and the step.
+    c.ok("scancel", &["--full", "-s", "USR2", &id.to_string()]);
+    c.wait_file("scopes.out", |s| {
+        s.contains("shell got USR2") && count(s, "step got USR2") >= 2
+    });
+    wait_until("the shell's child killed", Duration::from_secs(10), || {
+        (!alive(child)).then_some(())
+    });
+    c.ok("scancel", &[&id.to_string()]);
+    assert_eq!(c.wait_done(id), "CANCELLED");
+}
+
 #[test]
 fn signals_finished_unknown_and_bad_input() {
     let c = TestCluster::start();
-    // --signal reaches the batch shell (with -b, and without: no steps exist yet).
+    // --signal with -b reaches the batch shell.
     c.script(
         "traps.sh",
         "#!/bin/bash\ntrap 'echo got USR1' USR1\ntrap 'echo got USR2; exit 0' USR2\n\
@@ -69,7 +119,7 @@ fn signals_finished_unknown_and_bad_input() {
     c.ok("scancel", &["--signal=USR1", "-b", &id.to_string()]);
     c.wait_file(&format!("slurm-{id}.out"), |s| s.contains("got USR1"));
     assert_eq!(c.state(id).as_deref(), Some("RUNNING"));
-    c.ok("scancel", &["-s", "SIGUSR2", &id.to_string()]);
+    c.ok("scancel", &["-b", "-s", "SIGUSR2", &id.to_string()]);
     assert_eq!(c.wait_done(id), "COMPLETED");
     // A signal to a pending job is refused.
     let p = c.submit(&["-H", "--wrap", "true"]);

@@ -88,6 +88,92 @@ fn prolog_epilog_and_task_scripts_run_around_jobs_and_steps() {
     assert_eq!(te, "yes-1\n");
 }
 
+/// A job stays COMPLETING (squeue `CG`, its node COMPLETING, sinfo `comp`) while its
+/// Epilog runs, keeping its CPUs, and is over only once the epilog has finished.
+#[test]
+fn a_job_stays_completing_while_its_epilog_runs() {
+    let c = TestCluster::start_with(Setup {
+        top: "Epilog = \"work/epilog.sh\"",
+        ..Setup::default()
+    });
+    let w = c.work.display().to_string();
+    c.script(
+        "epilog.sh",
+        &format!(
+            "#!/bin/sh\ntouch {w}/epilog.started\nwhile [ ! -e {w}/epilog.go ]; do sleep 0.1; done\n\
+             touch {w}/epilog.done\n"
+        ),
+    );
+    let id = c.submit(&["--wrap", "true"]);
+    c.wait_file("epilog.started", |_| true);
+    assert_eq!(c.state(id).as_deref(), Some("COMPLETING"));
+    let sq = c.ok("squeue", &["-h", "-j", &id.to_string(), "-o", "%t"]);
+    assert_eq!(sq.trim(), "CG");
+    assert_eq!(c.ok("sinfo", &["-h", "-o", "%t"]).trim(), "comp");
+    let node = c.ok("scontrol", &["show", "node", &c.node()]);
+    assert!(node.contains("+COMPLETING"), "{node}");
+    // Its end is recorded already.
+    let job = id.to_string();
+    let acct = c.ok("sacct", &["-XnP", "-j", &job, "-o", "State,ExitCode"]);
+    assert_eq!(acct.trim(), "COMPLETED|0:0");
+    // A job that needs every CPU of the node waits for the epilog.
+    let next = c.submit(&["-n4", "--wrap", "true"]);
+    let show = c.ok("squeue", &["-h", "-j", &next.to_string(), "-o", "%T"]);
+    assert_eq!(show.trim(), "PENDING");
+    std::fs::write(c.path("epilog.go"), "").unwrap();
+    assert_eq!(c.wait_done(id), "COMPLETED");
+    assert!(
+        c.path("epilog.done").exists(),
+        "over before its epilog ended"
+    );
+    assert_eq!(c.wait_done(next), "COMPLETED");
+    wait_until("the node idle", Duration::from_secs(30), || {
+        (c.ok("sinfo", &["-h", "-o", "%t"]).trim() == "idle").then_some(())
+    });
+}
+
+/// An agent started afresh while a job runs (here with its controller, killed with
+/// SIGKILL) knows from its spool that the job's prolog ran on its node: the job's
+/// next step does not run it again.
+#[test]
+fn a_restarted_agent_does_not_rerun_the_prolog_of_a_running_job() {
+    let mut c = TestCluster::start_with(Setup {
+        top: "Prolog = \"work/prolog.sh\"",
+        ..Setup::default()
+    });
+    let w = c.work.display().to_string();
+    c.script(
+        "prolog.sh",
+        &format!("#!/bin/sh\necho ran >> {w}/prolog.$SLURM_JOB_ID\n"),
+    );
+    let id = c.submit(&[
+        "-o",
+        "restart.out",
+        "--wrap",
+        "srun echo step0; echo waiting; while [ ! -e go ]; do sleep 0.1; done; \
+         srun echo step1; echo done",
+    ]);
+    c.wait_file("restart.out", |s| s.contains("waiting"));
+    let record = c.path(&format!("prolog.{id}"));
+    let runs = || std::fs::read_to_string(&record).unwrap();
+    assert_eq!(runs(), "ran\n");
+    c.kill9_controller();
+    c.start_controller();
+    std::fs::write(c.path("go"), "").unwrap();
+    assert_eq!(c.wait_done(id), "COMPLETED");
+    let out = std::fs::read_to_string(c.path("restart.out")).unwrap();
+    assert_eq!(out, "step0\nwaiting\nstep1\ndone\n");
+    assert_eq!(runs(), "ran\n", "the prolog ran again after the restart");
+    // The record goes with the job (its epilog message).
+    let records = c.dir.path().join("spool/prologs");
+    wait_until("the prolog record dropped", Duration::from_secs(30), || {
+        std::fs::read_dir(&records)
+            .map(|d| d.count() == 0)
+            .unwrap_or(true)
+            .then_some(())
+    });
+}
+
 #[test]
 fn a_failing_task_prolog_keeps_the_task_from_running() {
     let c = TestCluster::start_with(Setup {

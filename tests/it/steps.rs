@@ -799,3 +799,109 @@ fn cpu_bind_modes_use_the_steps_allocated_cpus() {
     assert!(o.status.success(), "{o:?}");
     assert_eq!(allowed(&text(&o.stdout)).len(), 1);
 }
+
+/// `--cpu-bind=map_cpu`/`mask_cpu` naming a CPU the step does not have fails the
+/// launch as in Slurm (task/affinity's check): srun prints the allocated mask and the
+/// launch error, no task runs, the step is FAILED and srun exits 1.
+#[test]
+fn cpu_bind_outside_the_step_fails_the_launch() {
+    let c = TestCluster::start();
+    let node = c.node();
+    for (n, bind) in [(0, "map_cpu:99"), (1, "verbose,mask_cpu:0x100")] {
+        let o = c.run(
+            "srun",
+            &["-n1", &format!("--cpu-bind={bind}"), "touch", "ran"],
+        );
+        assert_eq!(o.status.code(), Some(1), "{o:?}");
+        assert_eq!(text(&o.stdout), "");
+        let err = text(&o.stderr);
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.len(), 4, "{err}");
+        assert!(
+            lines[0].starts_with(
+                "srun: error: CPU binding outside of job step allocation, allocated CPUs are: 0x"
+            ) && lines[0].ends_with('.'),
+            "{err}"
+        );
+        let id = *c.job_ids().iter().max().unwrap();
+        assert_eq!(
+            &lines[1..],
+            [
+                format!(
+                    "srun: error: Task launch for StepId={id}.0 failed on node {node}: \
+                     Unable to satisfy cpu bind request"
+                )
+                .as_str(),
+                "srun: error: Application launch failed: Unable to satisfy cpu bind request",
+                "srun: Job step aborted",
+            ],
+            "bind {n}: {err}"
+        );
+        assert!(!c.path("ran").exists());
+        let acct = c.ok(
+            "sacct",
+            &["-n", "-P", "-j", &format!("{id}.0"), "-o", "State,ExitCode"],
+        );
+        assert_eq!(acct.trim(), "FAILED|1:0", "{acct}");
+    }
+}
+
+/// `srun -Z -w NODE` (root, or the controller's user): the tasks run on the node
+/// outside any job: nothing is queued or recorded, and the scheduler's view of the
+/// node is untouched (a job asking for all of it starts meanwhile). Without `-w` it is
+/// refused as srun refuses it.
+#[test]
+fn no_allocate_runs_on_the_named_node_without_a_job() {
+    let c = TestCluster::start();
+    let node = c.node();
+    let o = c.run(
+        "srun",
+        &[
+            "-Z",
+            "-w",
+            &node,
+            "-n2",
+            "-l",
+            "sh",
+            "-c",
+            "echo id=$SLURM_JOB_ID step=$SLURM_STEP_ID",
+        ],
+    );
+    assert!(o.status.success(), "{o:?}");
+    let mut lines: Vec<String> = text(&o.stdout).lines().map(str::to_string).collect();
+    lines.sort();
+    let id = 0xffff_0000u32;
+    assert_eq!(
+        lines,
+        [format!("0: id={id} step=0"), format!("1: id={id} step=0")]
+    );
+    assert_eq!(text(&o.stderr), "srun: do not allocate resources\n");
+    assert!(c.job_ids().is_empty());
+    assert_eq!(c.ok("sacct", &["-n", "-X", "-o", "JobID"]), "");
+    // While one runs, a job that needs every CPU of the node starts.
+    let mut z = c.cmd("srun");
+    z.args([
+        "-Z",
+        "-w",
+        &node,
+        "sh",
+        "-c",
+        "touch z.ready; sleep 3; echo z-done",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let z = z.spawn().unwrap();
+    c.wait_file("z.ready", |_| true);
+    let all = c.submit(&["-n4", "--wrap", "true"]);
+    assert_eq!(c.wait_done(all), "COMPLETED");
+    let out = z.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(text(&out.stdout), "z-done\n");
+    assert_eq!(c.job_ids(), vec![all]);
+    let (code, _, err) = c.fails("srun", &["-Z", "true"]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        "srun: error: must specify a node list with -Z, --no-allocate.\n"
+    );
+}

@@ -444,3 +444,113 @@ fn coordinators_manage_the_users_and_jobs_of_their_accounts() {
     let o = as_coord(&["scancel", &job2]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
 }
+
+/// A test cluster, a throw-away user, and a directory everyone may write (`home`), or
+/// `None` (with a printed reason naming the `test`) where the test cannot run.
+fn cluster_with_user(test: &str) -> Option<(TestCluster, TempUser, std::path::PathBuf)> {
+    if let Some(why) = skip_reason() {
+        eprintln!("skipping system-mode {test} test: {why}");
+        return None;
+    }
+    let c = TestCluster::start();
+    std::fs::set_permissions(c.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let u = match TempUser::create() {
+        Ok(u) => u,
+        Err(e) => {
+            eprintln!("skipping system-mode {test} test: cannot create a user: {e}");
+            return None;
+        }
+    };
+    let home = c.dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let probe = u.run(&c, &home, "022", &["sluice", "--version"]);
+    if !probe.status.success() {
+        eprintln!(
+            "skipping system-mode {test} test: the test binary is not executable by another user ({})",
+            stderr(&probe)
+        );
+        return None;
+    }
+    Some((c, u, home))
+}
+
+/// A job whose user no longer exists on the node by the time it starts fails at launch
+/// (FAILED, JobLaunchFailure, 0:53) with slurmstepd's reason in its error file, rather
+/// than running as a uid without a user.
+#[test]
+fn a_job_of_a_user_unknown_on_the_node_fails_at_launch() {
+    let Some((c, u, home)) = cluster_with_user("unknown-user") else {
+        return;
+    };
+    // The user's output file exists already (the note goes only into a file of theirs).
+    let out = home.join("gone.out");
+    std::fs::write(&out, "").unwrap();
+    nix::unistd::chown(
+        &out,
+        Some(nix::unistd::Uid::from_raw(u.uid)),
+        Some(nix::unistd::Gid::from_raw(u.gid)),
+    )
+    .unwrap();
+    let o = u.run(
+        &c,
+        &home,
+        "022",
+        &[
+            "sbatch",
+            "--parsable",
+            "-H",
+            "-o",
+            "gone.out",
+            "--open-mode=append",
+            "--wrap",
+            "touch ran",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let id: u32 = stdout(&o).trim().parse().unwrap();
+    let gone = Command::new("userdel").arg(&u.name).output().unwrap();
+    assert!(gone.status.success(), "{}", stderr(&gone));
+    c.ok("scontrol", &["release", &id.to_string()]);
+    assert_eq!(c.wait_done(id), "FAILED");
+    assert_eq!(c.show_field(id, "ExitCode"), "0:53");
+    assert_eq!(c.show_field(id, "Reason"), "JobLaunchFailure");
+    assert!(!home.join("ran").exists());
+    let node = c.node();
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        format!(
+            "slurmstepd-{node}: error: Launch failed for uid {}: User not found on host\n",
+            u.uid
+        )
+    );
+}
+
+/// `srun -Z` is for root and the controller's user only: another user's launch is
+/// refused on the node as slurmd refuses it, and nothing runs.
+#[test]
+fn no_allocate_is_refused_to_other_users() {
+    let Some((c, u, home)) = cluster_with_user("-Z") else {
+        return;
+    };
+    let node = c.node();
+    let o = u.run(
+        &c,
+        &home,
+        "022",
+        &["srun", "-Z", "-w", &node, "touch", "ran"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "srun: do not allocate resources\n\
+             srun: error: Task launch for StepId={}.0 failed on node {node}: Invalid job credential\n\
+             srun: error: Application launch failed: Invalid job credential\n\
+             srun: Job step aborted\n",
+            0xffff_0000u32
+        )
+    );
+    assert!(!home.join("ran").exists());
+    assert!(c.job_ids().is_empty());
+}

@@ -254,3 +254,84 @@ fn maxrss_of_a_step_is_its_largest_task_and_page_cache_is_not_rss() {
         assert!((pct - want).abs() <= 10.0, "{rep} vs sacct {r:?}");
     }
 }
+
+/// A step still running when its batch script ends is ended with the job, and its
+/// final usage comes with its end report, after the batch step's end. The job stays
+/// COMPLETING until that report, and `seff` run meanwhile waits for it: the report
+/// has the memory the step used between its samples.
+#[test]
+fn seff_waits_for_the_final_usage_of_a_step_ended_with_the_job() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let c = TestCluster::start();
+    // 120 MiB for a moment right after the first sample, then idle.
+    c.script(
+        "hold.sh",
+        "#!/bin/bash\nperl -e '$x = \"a\" x (120 * 1048576); select(undef, undef, undef, 0.3)'\n\
+         touch step.ready\nexec sleep 300\n",
+    );
+    let id = c.submit(&[
+        "--mem=1000M",
+        "-o",
+        "/dev/null",
+        "--wrap",
+        "srun ./hold.sh & while [ ! -e go ]; do sleep 0.1; done; exit 0",
+    ]);
+    c.wait_file("step.ready", |_| true);
+    // The step's stepd is held back, so that its end report comes late.
+    let pidfile = c.dir.path().join(format!("spool/step_{id}.0/stepd.pid"));
+    let stepd: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    kill(Pid::from_raw(stepd), Signal::SIGSTOP).unwrap();
+    std::fs::write(c.path("go"), "").unwrap();
+    c.wait_state(id, &["COMPLETING"], Duration::from_secs(30));
+    // The job's end is recorded already (sacct), the step's is not.
+    let acct = c.ok(
+        "sacct",
+        &["-X", "-n", "-P", "-j", &id.to_string(), "-o", "State"],
+    );
+    assert_eq!(acct.trim(), "COMPLETED");
+    let mut seff = c
+        .cmd("seff")
+        .arg(id.to_string())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        seff.try_wait().unwrap().is_none(),
+        "seff did not wait for the step"
+    );
+    kill(Pid::from_raw(stepd), Signal::SIGCONT).unwrap();
+    let out = seff.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(c.wait_done(id), "COMPLETED");
+    let mem = |rep: &str| -> f64 {
+        let v = rep
+            .lines()
+            .find_map(|l| l.strip_prefix("Memory Utilized: "))
+            .unwrap_or_else(|| panic!("{rep}"));
+        let (n, unit) = v.split_once(' ').unwrap();
+        let n: f64 = n.parse().unwrap();
+        match unit {
+            "MB" => n,
+            "GB" => n * 1024.0,
+            _ => 0.0,
+        }
+    };
+    let rep = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(mem(&rep) >= 110.0, "{rep}");
+    // Once the job is over, the same at once.
+    let rep = c.ok("seff", &[&id.to_string()]);
+    assert!(mem(&rep) >= 110.0, "{rep}");
+    let step = c.ok(
+        "sacct",
+        &["-n", "-P", "-j", &format!("{id}.0"), "-o", "State,MaxRSS"],
+    );
+    let f: Vec<&str> = step.trim().split('|').collect();
+    assert_eq!(f[0], "CANCELLED", "{step}");
+    assert!(mib_of(f[1]) >= 110.0, "{step}");
+}

@@ -1,7 +1,7 @@
 //! Controller-side accounting: account/QOS resolution, refusals at submit, who may
 //! change the tree, and limits applied by the scheduling pass.
 
-use super::super::state::{Cluster, Effects};
+use super::super::state::{Cluster, Effects, SignalScope};
 use super::super::testutil::*;
 use crate::model::acct_ops::{AcctOp, Entity, Setting};
 use crate::model::{JobState, Reason};
@@ -587,17 +587,17 @@ fn coordinators_manage_the_jobs_of_their_accounts() {
         ..Default::default()
     };
     assert_eq!(
-        c.cancel(&f(carols), None, false, ALICE, 3, &mut fx)[0].error,
+        c.cancel(&f(carols), None, SignalScope::Steps, ALICE, 3, &mut fx)[0].error,
         Some(SlurmError::AccessDenied)
     );
     // Nor may bob (no coordinator) touch alice's jobs; alice cancels bob's.
     let alices = submit(&mut c, spec("alices"), ALICE, 3);
     assert_eq!(
-        c.cancel(&f(alices), None, false, BOB, 3, &mut fx)[0].error,
+        c.cancel(&f(alices), None, SignalScope::Steps, BOB, 3, &mut fx)[0].error,
         Some(SlurmError::AccessDenied)
     );
     assert_eq!(
-        c.cancel(&f(bobs), None, false, ALICE, 3, &mut fx)[0].error,
+        c.cancel(&f(bobs), None, SignalScope::Steps, ALICE, 3, &mut fx)[0].error,
         None
     );
     assert_eq!(c.jobs[&bobs].state, JobState::Cancelled);

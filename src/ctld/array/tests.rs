@@ -1,7 +1,7 @@
 //! Array scenarios: one meta record, tasks split off as they start, throttles, and
 //! per-task cancel/hold/release/update.
 
-use crate::ctld::state::{Cluster, Effects};
+use crate::ctld::state::{Cluster, Effects, SignalScope};
 use crate::ctld::testutil::*;
 use crate::model::array::IndexSet;
 use crate::model::{JobSpec, JobState, Reason};
@@ -113,19 +113,19 @@ fn cancelling_tasks() {
         array_tasks: vec![tasks(a, "2")],
         ..JobFilter::default()
     };
-    let r = c.cancel(&f, None, false, ALICE, 2, &mut fx);
+    let r = c.cancel(&f, None, SignalScope::Steps, ALICE, 2, &mut fx);
     assert_eq!(r[0].error, None);
     assert_eq!(r[0].label(), format!("{a}_2"));
     assert_eq!(c.jobs[&a].display_id(false), format!("{a}_[1,3]"));
     // Another user may not.
-    let r = c.cancel(&f, None, false, BOB, 2, &mut fx);
+    let r = c.cancel(&f, None, SignalScope::Steps, BOB, 2, &mut fx);
     assert!(r[0].error.is_some());
     // A task that is not there.
     let f9 = JobFilter {
         array_tasks: vec![tasks(a, "9")],
         ..JobFilter::default()
     };
-    let r = c.cancel(&f9, None, false, ALICE, 2, &mut fx);
+    let r = c.cancel(&f9, None, SignalScope::Steps, ALICE, 2, &mut fx);
     assert_eq!(r[0].error, Some(SlurmError::InvalidJobId));
     // The array's id cancels the running task and the pending rest.
     let all = JobFilter {
@@ -133,7 +133,7 @@ fn cancelling_tasks() {
         ..JobFilter::default()
     };
     assert_eq!(
-        c.cancel(&all, None, false, ALICE, 3, &mut fx)[0].error,
+        c.cancel(&all, None, SignalScope::Steps, ALICE, 3, &mut fx)[0].error,
         None
     );
     assert_eq!(c.jobs[&a].state, JobState::Cancelled);
@@ -152,7 +152,7 @@ fn cancelling_the_last_pending_task_ends_the_meta_record() {
         array_tasks: vec![tasks(a, "0-1")],
         ..JobFilter::default()
     };
-    c.cancel(&f, None, false, ALICE, 1, &mut fx);
+    c.cancel(&f, None, SignalScope::Steps, ALICE, 1, &mut fx);
     let j = &c.jobs[&a];
     assert_eq!((j.state, j.array_task_id), (JobState::Cancelled, Some(1)));
     assert!(pass(&mut c, 2).is_empty());

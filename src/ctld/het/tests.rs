@@ -1,7 +1,7 @@
 //! Heterogeneous job scenarios: consecutive ids, all-or-nothing starts, one launch
 //! with every component, and components that follow their leader.
 
-use crate::ctld::state::{Cluster, Effects};
+use crate::ctld::state::{Cluster, Effects, SignalScope};
 use crate::ctld::testutil::*;
 use crate::model::{Job, JobSpec, JobState, Reason};
 use crate::proto::{JobFilter, SlurmError, ToAgent};
@@ -87,7 +87,10 @@ fn any_component_id_names_the_whole_job() {
         ids: vec![l + 1],
         ..JobFilter::default()
     };
-    assert_eq!(c.cancel(&f, None, false, ALICE, 2, &mut fx)[0].error, None);
+    assert_eq!(
+        c.cancel(&f, None, SignalScope::Steps, ALICE, 2, &mut fx)[0].error,
+        None
+    );
     // Only the leader's processes are told to end.
     let terminated: Vec<u32> = fx
         .to_agent

@@ -13,10 +13,14 @@ impl Cluster {
     /// `nodes` stopped answering (silent past SlurmdTimeout): ends or requeues every
     /// job running or completing on any of them. Returns the ids handled.
     pub fn nodes_failed(&mut self, nodes: &[String], now: i64, fx: &mut Effects) -> Vec<u32> {
+        // Jobs that have ended stop waiting for these nodes' epilogs.
+        for n in nodes {
+            self.cleanup_lost_on(n, fx);
+        }
         let mut hit: Vec<(u32, String)> = self
             .jobs
             .values()
-            .filter(|j| j.state == JobState::Running || j.completing)
+            .filter(|j| (j.state == JobState::Running || j.completing) && j.cleanup.is_none())
             .filter_map(|j| {
                 let a = j.alloc.as_ref()?;
                 a.nodes

@@ -173,6 +173,14 @@ impl Cluster {
         // The notice: the job's `--signal` if it has one, else SIGTERM, to its batch
         // shell and steps on every node (each agent signals what it runs of the job).
         let signal = j.spec.signal.map_or(nix::libc::SIGTERM, |s| s.signal);
+        self.signal_everywhere(v.job_id, signal, fx);
+    }
+
+    /// Sends `signal` to job `id`'s batch shell with its process group and to its steps,
+    /// on every node of its allocation (each agent signals what it runs of the job):
+    /// `scancel -f` and the preemption notice.
+    pub(super) fn signal_everywhere(&mut self, id: u32, signal: i32, fx: &mut Effects) {
+        let Some(j) = self.jobs.get(&id) else { return };
         let mut nodes: Vec<String> = Vec::new();
         for n in j.alloc.iter().flat_map(|a| a.nodes.iter()) {
             if !nodes.contains(n) {
@@ -183,7 +191,7 @@ impl Cluster {
             fx.to_agent.push((
                 node,
                 ToAgent::Signal {
-                    job_id: v.job_id,
+                    job_id: id,
                     signal,
                     batch_only: false,
                 },

@@ -177,68 +177,14 @@ impl Cluster {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ctld::state::Caller;
-    use crate::ctld::testutil::{ALICE, names, spec};
-    use crate::model::NodeState;
+    use crate::ctld::testutil::{ALICE, ended_msg, names, spec, start_on, two_nodes};
     use crate::proto::{EndKind, FromAgent};
-
-    /// Two nodes n1, n2 with the given top-level script keys (Slurm's names).
-    fn cluster(keys: &str) -> Cluster {
-        let cfg = crate::config::Config::from_toml(
-            &format!(
-                r#"{keys}
-[[nodes]]
-name = "n1"
-cpus = 2
-memory = 1000
-[[nodes]]
-name = "n2"
-cpus = 2
-memory = 1000
-"#
-            ),
-            std::path::Path::new("/x/sluice.toml"),
-        )
-        .unwrap();
-        let mut c = Cluster::new(&cfg, 999);
-        for n in &mut c.nodes {
-            n.state = NodeState::Up;
-        }
-        c
-    }
-
-    /// Submits a job on `nodes` nodes and runs a pass; returns its id.
-    fn start(c: &mut Cluster, nodes: u32, fx: &mut Effects) -> u32 {
-        let mut s = spec("j");
-        s.nodes_min = Some(nodes);
-        s.nodes_max = Some(nodes);
-        let who: Caller = ALICE;
-        let j = c.resolve(s, who, 10, &names).unwrap();
-        let id = c.submit(j, &mut Effects::default());
-        c.schedule(10, fx);
-        assert_eq!(c.jobs[&id].state, JobState::Running);
-        id
-    }
-
-    fn ended(id: u32, kind: EndKind, time: i64) -> FromAgent {
-        FromAgent::Ended {
-            job_id: id,
-            kind,
-            status: Default::default(),
-            time,
-            max_rss_kib: 0,
-            cpu_secs: 0.0,
-            oom: false,
-            message: None,
-            usage: None,
-        }
-    }
 
     #[test]
     fn a_failed_prolog_drains_and_requeues_held() {
-        let mut c = cluster("Prolog = \"/etc/sluice/prolog\"");
+        let mut c = two_nodes("Prolog = \"/etc/sluice/prolog\"");
         let mut fx = Effects::default();
-        let id = start(&mut c, 1, &mut fx);
+        let id = start_on(&mut c, 1, &mut fx);
         let node = c.jobs[&id].alloc.as_ref().unwrap().nodes[0].clone();
         let mut fx = Effects::default();
         let failed = FromAgent::PrologFailed {
@@ -252,7 +198,12 @@ memory = 1000
         assert_eq!(n.reason_uid, Some(c.owner_uid));
         assert_eq!(n.reason_time, Some(20));
         // The node confirms that the launch did not happen.
-        c.from_agent(&node, ended(id, EndKind::LaunchFailed, 21), 21, &mut fx);
+        c.from_agent(
+            &node,
+            ended_msg(id, EndKind::LaunchFailed, 0, 21),
+            21,
+            &mut fx,
+        );
         let j = &c.jobs[&id];
         assert_eq!(j.state, JobState::Pending);
         assert_eq!(j.reason, Reason::LaunchFailedRequeuedHeld);
@@ -272,7 +223,7 @@ memory = 1000
 
     #[test]
     fn a_job_that_may_not_requeue_fails_unless_forced() {
-        let mut c = cluster("Prolog = \"/p\"");
+        let mut c = two_nodes("Prolog = \"/p\"");
         let mut s = spec("nr");
         s.requeue = Some(false);
         let j = c.resolve(s, ALICE, 10, &names).unwrap();
@@ -281,10 +232,15 @@ memory = 1000
         c.schedule(10, &mut fx);
         let node = c.jobs[&id].alloc.as_ref().unwrap().nodes[0].clone();
         c.prolog_failed(&node, id, "exit 1", 20, &mut fx);
-        c.from_agent(&node, ended(id, EndKind::LaunchFailed, 21), 21, &mut fx);
+        c.from_agent(
+            &node,
+            ended_msg(id, EndKind::LaunchFailed, 0, 21),
+            21,
+            &mut fx,
+        );
         assert_eq!(c.jobs[&id].state, JobState::Failed);
 
-        let mut c = cluster("Prolog = \"/p\"\nPrologFlags = \"ForceRequeueOnFail\"");
+        let mut c = two_nodes("Prolog = \"/p\"\nPrologFlags = \"ForceRequeueOnFail\"");
         let mut s = spec("nr");
         s.requeue = Some(false);
         let j = c.resolve(s, ALICE, 10, &names).unwrap();
@@ -293,16 +249,21 @@ memory = 1000
         c.schedule(10, &mut fx);
         let node = c.jobs[&id].alloc.as_ref().unwrap().nodes[0].clone();
         c.prolog_failed(&node, id, "exit 1", 20, &mut fx);
-        c.from_agent(&node, ended(id, EndKind::LaunchFailed, 21), 21, &mut fx);
+        c.from_agent(
+            &node,
+            ended_msg(id, EndKind::LaunchFailed, 0, 21),
+            21,
+            &mut fx,
+        );
         assert_eq!(c.jobs[&id].state, JobState::Pending);
         assert_eq!(c.jobs[&id].reason, Reason::LaunchFailedRequeuedHeld);
     }
 
     #[test]
     fn alloc_flag_sends_the_prolog_to_every_node_and_the_end_sends_epilogs() {
-        let mut c = cluster("prolog = \"/p\"\nepilog = \"/e\"\nprolog_flags = \"Alloc\"");
+        let mut c = two_nodes("prolog = \"/p\"\nepilog = \"/e\"\nprolog_flags = \"Alloc\"");
         let mut fx = Effects::default();
-        let id = start(&mut c, 2, &mut fx);
+        let id = start_on(&mut c, 2, &mut fx);
         let mut prologs: Vec<&str> = fx
             .to_agent
             .iter()
@@ -320,7 +281,7 @@ memory = 1000
         assert_eq!(launch, 2);
         let head = c.jobs[&id].alloc.as_ref().unwrap().nodes[0].clone();
         let mut fx = Effects::default();
-        c.from_agent(&head, ended(id, EndKind::Exited, 30), 30, &mut fx);
+        c.from_agent(&head, ended_msg(id, EndKind::Exited, 0, 30), 30, &mut fx);
         let mut epilogs: Vec<&str> = fx
             .to_agent
             .iter()
@@ -333,19 +294,19 @@ memory = 1000
 
     #[test]
     fn without_alloc_or_scripts_nothing_extra_is_sent() {
-        let mut c = cluster("Prolog = \"/p\"");
+        let mut c = two_nodes("Prolog = \"/p\"");
         let mut fx = Effects::default();
-        start(&mut c, 1, &mut fx);
+        start_on(&mut c, 1, &mut fx);
         let sent_prolog = fx
             .to_agent
             .iter()
             .any(|(_, m)| matches!(m, ToAgent::Prolog { .. }));
         assert!(!sent_prolog);
-        let mut c = cluster("");
+        let mut c = two_nodes("");
         let mut fx = Effects::default();
-        let id = start(&mut c, 1, &mut fx);
+        let id = start_on(&mut c, 1, &mut fx);
         let head = c.jobs[&id].alloc.as_ref().unwrap().nodes[0].clone();
-        c.from_agent(&head, ended(id, EndKind::Exited, 30), 30, &mut fx);
+        c.from_agent(&head, ended_msg(id, EndKind::Exited, 0, 30), 30, &mut fx);
         let sent_epilog = fx
             .to_agent
             .iter()
@@ -355,7 +316,7 @@ memory = 1000
 
     #[test]
     fn epilog_and_health_failures_drain_with_their_reasons() {
-        let mut c = cluster("");
+        let mut c = two_nodes("");
         let mut fx = Effects::default();
         let failed = FromAgent::EpilogFailed {
             job_id: 5,
@@ -376,7 +337,7 @@ memory = 1000
 
     #[test]
     fn config_entries_name_slurms_keys() {
-        let c = cluster("Prolog = \"p.sh\"\nPrologFlags = \"Alloc\"\nHealthCheckInterval = 30");
+        let c = two_nodes("Prolog = \"p.sh\"\nPrologFlags = \"Alloc\"\nHealthCheckInterval = 30");
         let e = &c.config_entries;
         assert!(e.contains(&("Prolog".into(), "/x/p.sh".into())));
         assert!(e.contains(&("Epilog".into(), "(null)".into())));

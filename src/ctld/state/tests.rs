@@ -206,7 +206,7 @@ fn cancel_pending_and_running() {
         ids: vec![b],
         ..JobFilter::default()
     };
-    let r = c.cancel(&f, None, false, ALICE, 5, &mut fx);
+    let r = c.cancel(&f, None, SignalScope::Steps, ALICE, 5, &mut fx);
     assert_eq!(r[0].error, None);
     assert_eq!(c.jobs[&b].state, JobState::Cancelled);
     assert_eq!(c.jobs[&b].cancelled_by, Some(2001));
@@ -222,11 +222,11 @@ fn cancel_pending_and_running() {
         gid: 3000,
     };
     assert_eq!(
-        c.cancel(&f, None, false, bob, 5, &mut fx)[0].error,
+        c.cancel(&f, None, SignalScope::Steps, bob, 5, &mut fx)[0].error,
         Some(SlurmError::AccessDenied)
     );
     let mut fx = Effects::default();
-    c.cancel(&f, None, false, ALICE, 6, &mut fx);
+    c.cancel(&f, None, SignalScope::Steps, ALICE, 6, &mut fx);
     assert!(c.jobs[&a].completing);
     assert_eq!(c.jobs[&a].state_long(), "COMPLETING");
     assert!(
@@ -243,7 +243,7 @@ fn cancel_pending_and_running() {
     assert_eq!(c.nodes[0].completing_jobs, 0);
     // Cancelling it again says it is done.
     assert_eq!(
-        c.cancel(&f, None, false, ALICE, 8, &mut fx)[0].error,
+        c.cancel(&f, None, SignalScope::Steps, ALICE, 8, &mut fx)[0].error,
         Some(SlurmError::AlreadyDone)
     );
     let f = JobFilter {
@@ -251,7 +251,7 @@ fn cancel_pending_and_running() {
         ..JobFilter::default()
     };
     assert_eq!(
-        c.cancel(&f, None, false, ALICE, 8, &mut fx)[0].error,
+        c.cancel(&f, None, SignalScope::Steps, ALICE, 8, &mut fx)[0].error,
         Some(SlurmError::InvalidJobId)
     );
 }
@@ -303,6 +303,55 @@ fn over_time_limit_lets_a_job_run_past_its_limit() {
         c.config_entries
             .contains(&("OverTimeLimit".into(), "UNLIMITED".into()))
     );
+}
+
+#[test]
+fn a_partitions_over_time_limit_overrides_the_clusters() {
+    // Cluster OverTimeLimit=2; partition `strict` 0, `loose` UNLIMITED, `plain` unset.
+    let cfg = Config::from_toml(
+        r#"OverTimeLimit = 2
+[[nodes]]
+name = "n1"
+cpus = 4
+memory = 4000
+[[partitions]]
+name = "strict"
+nodes = "n1"
+default = true
+OverTimeLimit = 0
+[[partitions]]
+name = "loose"
+nodes = "n1"
+over_time_limit = "UNLIMITED"
+[[partitions]]
+name = "plain"
+nodes = "n1"
+"#,
+        Path::new("/x/sluice.toml"),
+    )
+    .unwrap();
+    let mut c = Cluster::new(&cfg, 999);
+    c.nodes[0].state = NodeState::Up;
+    let job = |c: &mut Cluster, part: &str| {
+        let mut s = spec(part);
+        s.partition = Some(part.into());
+        s.time_limit = Some(TimeLimit::Minutes(1));
+        submit(c, s, ALICE, 0)
+    };
+    let (strict, loose, plain) = (
+        job(&mut c, "strict"),
+        job(&mut c, "loose"),
+        job(&mut c, "plain"),
+    );
+    let mut fx = Effects::default();
+    c.schedule(0, &mut fx);
+    c.tick(60, &mut fx);
+    assert_eq!(c.jobs[&strict].state, JobState::Timeout);
+    assert_eq!(c.jobs[&plain].state, JobState::Running);
+    c.tick(180, &mut fx);
+    assert_eq!(c.jobs[&plain].state, JobState::Timeout);
+    c.tick(1_000_000, &mut fx);
+    assert_eq!(c.jobs[&loose].state, JobState::Running);
 }
 
 #[test]
@@ -381,6 +430,7 @@ fn registration_reconciles_lost_and_unknown_jobs() {
         running: vec![77],
         gres: Vec::new(),
         steps: Vec::new(),
+        reports_epilog: false,
     };
     let decl = crate::config::NodeConf::named("n1");
     let mut fx = Effects::default();

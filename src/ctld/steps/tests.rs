@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::config::Config;
+use crate::ctld::state::SignalScope;
 use crate::model::step::StepSpec;
 use crate::model::{JobSpec, NodeState};
 use crate::proto::FromAgent;
@@ -87,6 +88,17 @@ fn launched(fx: &Effects, token: u64) -> Option<u32> {
     })
 }
 
+/// The step launches sent to `node`.
+fn launches_on<'a>(fx: &'a Effects, node: &str) -> Vec<&'a LaunchStep> {
+    fx.to_agent
+        .iter()
+        .filter_map(|(n, m)| match m {
+            ToAgent::LaunchStep(l) if n == node => Some(&**l),
+            _ => None,
+        })
+        .collect()
+}
+
 fn launch(c: &mut Cluster, job: u32, s: StepSpec, token: u64) -> Effects {
     let mut fx = Effects::default();
     c.step_launch(job, vec![s], ALICE, token, 11, &mut fx);
@@ -121,14 +133,7 @@ fn a_default_step_takes_the_job_and_the_next_one_waits() {
     let id = running(&mut c, 4, false);
     let fx = launch(&mut c, id, step(1), 1);
     assert_eq!(launched(&fx, 1), Some(0));
-    let ls: Vec<&LaunchStep> = fx
-        .to_agent
-        .iter()
-        .filter_map(|(n, m)| match m {
-            ToAgent::LaunchStep(l) if n == "n1" => Some(&**l),
-            _ => None,
-        })
-        .collect();
+    let ls = launches_on(&fx, "n1");
     assert_eq!(ls.len(), 1);
     assert_eq!(ls[0].layout.tasks, vec![vec![0]]);
     assert_eq!(
@@ -316,7 +321,7 @@ fn scancel_of_a_step_and_the_end_of_its_job() {
             ..Default::default()
         },
         None,
-        false,
+        SignalScope::Steps,
         ALICE,
         22,
         &mut fx,
@@ -375,6 +380,11 @@ fn allocation_only_jobs_start_without_a_script_and_end_on_release() {
             ..
         }
     )));
+    // COMPLETING (holding its CPUs) until the step's end, with its usage, comes.
+    assert!(c.jobs[&id].completing);
+    assert_eq!(c.nodes[0].alloc_cpus, 1);
+    node_event(&mut c, id, 0, done());
+    assert!(!c.jobs[&id].completing);
     assert_eq!(c.nodes[0].alloc_cpus, 0);
     c.sanity_check().unwrap();
     // A time limit ends an allocation-only job at once (no batch step to wait for).
@@ -457,6 +467,57 @@ fn signal_without_b_goes_to_the_steps_before_the_limit() {
             .iter()
             .any(|(_, m)| matches!(m, ToAgent::Signal { .. }))
     );
+}
+
+/// `scancel -s USR1` reaches the steps only; `-b` the batch shell only; `-f` the batch
+/// shell's process group and the steps, through every node's agent (scancel(1)).
+#[test]
+fn scancel_signal_scopes_follow_slurm() {
+    let mut c = cluster();
+    let id = running(&mut c, 2, false);
+    let filter = crate::proto::JobFilter {
+        ids: vec![id],
+        ..Default::default()
+    };
+    let signal = |c: &mut Cluster, scope| {
+        let mut fx = Effects::default();
+        let r = c.cancel(&filter, Some(10), scope, ALICE, 12, &mut fx);
+        assert_eq!(r[0].error, None);
+        let to_steps = fx
+            .to_agent
+            .iter()
+            .filter(|(_, m)| {
+                matches!(
+                    m,
+                    ToAgent::StepInput {
+                        input: StepdInput::Signal(10),
+                        ..
+                    }
+                )
+            })
+            .count();
+        let to_batch: Vec<bool> = fx
+            .to_agent
+            .iter()
+            .filter_map(|(_, m)| match m {
+                ToAgent::Signal {
+                    job_id,
+                    signal: 10,
+                    batch_only,
+                } if *job_id == id => Some(*batch_only),
+                _ => None,
+            })
+            .collect();
+        (to_steps, to_batch)
+    };
+    // No step yet: the default reaches nothing, not even the batch shell.
+    assert_eq!(signal(&mut c, SignalScope::Steps), (0, vec![]));
+    launch(&mut c, id, step(1), 1);
+    assert_eq!(signal(&mut c, SignalScope::Steps), (1, vec![]));
+    assert_eq!(signal(&mut c, SignalScope::Batch), (0, vec![true]));
+    // -f: the agent signals the batch shell's group and the steps it runs.
+    assert_eq!(signal(&mut c, SignalScope::Full), (0, vec![false]));
+    assert_eq!(c.jobs[&id].state, JobState::Running);
 }
 
 fn seq_event(c: &mut Cluster, job: u32, step: u32, ev: StepdEvent, seq: u64) -> Effects {
@@ -821,4 +882,78 @@ fn a_het_step_waits_for_every_part_and_scancel_of_any_component_ends_it() {
         (c.jobs[&l].state, c.jobs[&k1].state),
         (JobState::Completed, JobState::Completed)
     );
+}
+
+/// `srun -Z -w n1`: root's step runs on the node without any job: nothing queued or
+/// recorded, no CPUs taken; anyone else's launch is refused as slurmd refuses it.
+#[test]
+fn no_allocate_steps_run_outside_any_job_for_operators_only() {
+    let mut c = cluster();
+    let spec = StepSpec {
+        nodelist: Some("n1".into()),
+        no_alloc: true,
+        ..step(2)
+    };
+    let root = Caller { uid: 0, gid: 0 };
+    let mut fx = Effects::default();
+    c.step_launch_no_alloc(
+        spec.clone(),
+        root,
+        ("root".into(), "root".into()),
+        5,
+        20,
+        &mut fx,
+    );
+    let ls = launches_on(&fx, "n1");
+    assert_eq!(ls.len(), 1);
+    let job_id = ls[0].job.id;
+    assert!(job_id >= MIN_NOALLOC_JOBID);
+    assert_eq!((ls[0].step_id, ls[0].layout.ntasks()), (0, 2));
+    assert_eq!(ls[0].job.user, "root");
+    assert!(c.jobs.is_empty());
+    assert_eq!(c.nodes[0].alloc_cpus, 0);
+    assert_eq!(launched(&fx, 5), Some(0));
+    // It ends like any step, and leaves no record.
+    let fx = node_event(&mut c, job_id, 0, done());
+    assert!(matches!(
+        events(&fx, 5)[..],
+        [StepEvent::Done {
+            state: JobState::Completed
+        }]
+    ));
+    assert!(c.jobs.is_empty());
+    // Another user: refused on the node, nothing sent.
+    let mut fx = Effects::default();
+    c.step_launch_no_alloc(
+        spec.clone(),
+        ALICE,
+        ("u".into(), "g".into()),
+        6,
+        21,
+        &mut fx,
+    );
+    assert!(fx.to_agent.is_empty());
+    let ev = events(&fx, 6);
+    assert!(matches!(ev[0], StepEvent::Launched { .. }));
+    assert!(matches!(
+        ev[1],
+        StepEvent::LaunchFailed { node, reason, .. } if node == "n1" && reason == INVALID_CREDENTIAL
+    ));
+    assert!(matches!(
+        ev[2],
+        StepEvent::Done {
+            state: JobState::Failed
+        }
+    ));
+    // Unknown nodes are refused.
+    let mut fx = Effects::default();
+    let bad = StepSpec {
+        nodelist: Some("n9".into()),
+        ..spec
+    };
+    c.step_launch_no_alloc(bad, root, ("root".into(), "root".into()), 7, 22, &mut fx);
+    assert!(matches!(
+        events(&fx, 7)[..],
+        [StepEvent::Error(SlurmError::InvalidNodeName)]
+    ));
 }
