@@ -494,6 +494,14 @@ impl Cluster {
             return;
         }
         let held = vec![0; layout.nodes.len()];
+        fx.to_client.push((
+            token,
+            StepEvent::Launched {
+                job_id,
+                step_id: 0,
+                layout: layout.clone(),
+            },
+        ));
         self.dispatch_step(
             Box::new(job),
             0,
