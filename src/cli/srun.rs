@@ -893,7 +893,7 @@ mod tests {
         assert!(e.stderr.contains("not supported yet"), "{e:?}");
         let p = plan_of(&["--gres-flags=enforce-binding", "--gpus=1", "true"], &[]).unwrap();
         assert_eq!(p.job.gres_flags, crate::model::gres::GresBinding::Enforce);
-}
+    }
 
     #[test]
     fn no_allocate_needs_a_node_list_and_no_exclude_list() {

@@ -305,17 +305,25 @@ fn ssh_controller_kill9_reconnects_and_keeps_the_running_job() {
         return;
     };
     c.wait_all_idle();
-    let id = c.submit(&["-w", "sn2", "-o", "k.out", "--wrap", "sleep 4; echo done"]);
+    // The job runs until the test lets it end, so that however slow the restart is,
+    // the node re-registers while the job still runs.
+    let go = c.path("go");
+    let script = format!(
+        "while [ ! -e {} ]; do sleep 0.1; done; echo done",
+        go.display()
+    );
+    let id = c.submit(&["-w", "sn2", "-o", "k.out", "--wrap", &script]);
     c.wait_state(id, &["RUNNING"], Duration::from_secs(20));
     c.kill9_controller();
     c.spawn_controller();
     c.wait_node(
         "sn2",
         "registered again",
-        Duration::from_secs(30),
+        Duration::from_secs(60),
         |s, _| s == "MIXED" || s == "ALLOCATED",
     );
     assert_eq!(c.state(id).as_deref(), Some("RUNNING"));
+    std::fs::write(&go, "").unwrap();
     assert_eq!(c.wait_done(id), "COMPLETED");
     assert_eq!(c.wait_file("k.out", |s| s.contains('\n')).trim(), "done");
     // Exactly one job, run once.
