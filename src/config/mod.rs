@@ -243,13 +243,14 @@ struct PriorityConf {
     decay_half_life: Option<String>,
     #[serde(default)]
     favor_small: Option<bool>,
-    /// `SMALL_RELATIVE_TO_TIME`, `NO_FAIR_TREE` (comma-separated flags).
+    /// `SMALL_RELATIVE_TO_TIME`, `NO_FAIR_TREE`, `MAX_TRES` (comma-separated flags).
     #[serde(default)]
     flags: Option<String>,
     /// PriorityUsageResetPeriod: NONE, NOW, DAILY, WEEKLY, MONTHLY, QUARTERLY, YEARLY.
     #[serde(default)]
     usage_reset_period: Option<String>,
-    /// TRESBillingWeights: `CPU=1.0,Mem=0.25G,GRES/gpu=4.0`.
+    /// TRESBillingWeights of every partition that sets none itself:
+    /// `CPU=1.0,Mem=0.25G,GRES/gpu=4.0`.
     #[serde(default)]
     billing_weights: Option<String>,
 }
@@ -324,6 +325,10 @@ struct PartitionConf {
     /// Partition QOS (Slurm's `QOS=`), a QOS name.
     #[serde(default, alias = "QOS")]
     qos: Option<String>,
+    /// `TRESBillingWeights`: `CPU=1.0,Mem=0.25G,GRES/gpu=4.0`; without it the
+    /// partition takes `[priority] billing_weights`.
+    #[serde(default, alias = "TRESBillingWeights")]
+    billing_weights: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -656,6 +661,16 @@ impl Config {
             p.def_cpu_per_gpu = pc.def_cpu_per_gpu;
             p.def_mem_per_gpu = pc.def_mem_per_gpu;
             p.max_cpus_per_node = pc.max_cpus_per_node;
+            let weights = pc
+                .billing_weights
+                .as_ref()
+                .or(fc.priority.billing_weights.as_ref());
+            if let Some(w) = weights {
+                p.billing_weights = Some(
+                    crate::model::billing::BillingWeights::parse(w)
+                        .map_err(|e| invalid(format!("partition '{}': {e}", pc.name)))?,
+                );
+            }
             if partitions.iter().any(|q: &Partition| q.name == p.name) {
                 return Err(invalid(format!("partition '{}' is declared twice", p.name)));
             }
@@ -664,6 +679,12 @@ impl Config {
         if partitions.is_empty() {
             let mut p = Partition::new("debug", nodes.iter().map(|n| n.name.clone()).collect());
             p.default = true;
+            if let Some(w) = &fc.priority.billing_weights {
+                p.billing_weights = Some(
+                    crate::model::billing::BillingWeights::parse(w)
+                        .map_err(|e| invalid(format!("[priority] billing_weights: {e}")))?,
+                );
+            }
             partitions.push(p);
         }
         fc.cgroup.validate().map_err(&invalid)?;
@@ -1078,6 +1099,7 @@ fn sched_config(s: &SchedulerConf, p: &PriorityConf) -> Result<sched::SchedConfi
                     w.fairshare_algorithm = crate::sched::fairshare::Algorithm::Classic
                 }
                 "FAIR_TREE" => w.fairshare_algorithm = crate::sched::fairshare::Algorithm::FairTree,
+                "MAX_TRES" => w.max_tres = true,
                 other => return Err(format!("unknown priority flag '{other}'")),
             }
         }
@@ -1088,9 +1110,6 @@ fn sched_config(s: &SchedulerConf, p: &PriorityConf) -> Result<sched::SchedConfi
                 "bad usage_reset_period '{r}' (NONE, NOW, DAILY, WEEKLY, MONTHLY, QUARTERLY, YEARLY)"
             )
         })?;
-    }
-    if let Some(b) = &p.billing_weights {
-        w.billing = crate::sched::fairshare::Billing::parse(b)?;
     }
     Ok(c)
 }

@@ -149,6 +149,10 @@ pub struct Partition {
     /// (see `sched::limits::Policy::qos_order`). `None`: none (`QoS=N/A`).
     #[serde(default)]
     pub qos: Option<String>,
+    /// `TRESBillingWeights=`: what a job here is billed per TRES (see
+    /// [`super::billing`]); `None` bills its CPUs.
+    #[serde(default)]
+    pub billing_weights: Option<super::billing::BillingWeights>,
 }
 
 impl Partition {
@@ -180,6 +184,7 @@ impl Partition {
             preempt_mode: None,
             grace_time: 0,
             qos: None,
+            billing_weights: None,
         }
     }
 

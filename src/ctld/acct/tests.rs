@@ -618,3 +618,45 @@ fn sshare_rows_carry_the_grp_tres_mins_limits() {
     assert_eq!(of("lab", Some("u2001")).as_deref(), Some("gres/gpu=60"));
     assert_eq!(of("root", None).as_deref(), Some(""));
 }
+
+/// TRESBillingWeights make one billing figure: the job record's (what sacct and
+/// scontrol print), what the usage ledger charges per second, and what GrpTRES and
+/// GrpTRESMins `billing=` limits compare (before, limits counted CPUs while the
+/// ledger counted weights).
+#[test]
+fn billing_weights_are_one_figure_for_records_ledger_and_limits() {
+    // 2 CPUs and 1000 MiB per job: 2 × 1.0 + 1000 MiB × 2 per GiB ≈ 3.95 billed.
+    let mut c = with_lab("[priority]\nbilling_weights = \"CPU=1.0,Mem=2G\"\n");
+    let job = |name: &str| {
+        let mut s = sized(name, 2, 60);
+        s.mem = Some(crate::model::MemReq::PerNode(1000));
+        s
+    };
+    let billed = 2.0 + 1000.0 * 2.0 / 1024.0;
+    let a = submit(&mut c, job("a"), ALICE, 0);
+    assert_eq!(c.jobs[&a].billing, Some(billed));
+    // GrpTRES=billing=5: one job (3 billed, truncated as Slurm counts) fits, two (6)
+    // do not; counting CPUs (2 + 2) both would have started.
+    modify(&mut c, Entity::Account, "lab", &["GrpTRES=billing=5"]);
+    let b = submit(&mut c, job("b"), ALICE, 0);
+    assert_eq!(pass(&mut c, 0), vec![a]);
+    assert_eq!(c.jobs[&b].reason.as_str(), "AssocGrpBilling");
+    assert_eq!(c.jobs[&a].billing, Some(billed));
+    // The ledger charges the same figure per second.
+    let run = c.running_usage();
+    assert_eq!(run.len(), 1);
+    assert!((run[0].billing - billed).abs() < 1e-9);
+    // GrpTRESMins=billing: 10 minutes of `a` used 39.5 billing-minutes.
+    modify(
+        &mut c,
+        Entity::Account,
+        "lab",
+        &["GrpTRES=billing=-1", "GrpTRESMins=billing=30"],
+    );
+    let mut fx = Effects::default();
+    c.accrue_usage(600, &mut fx);
+    let key = ("lab".to_string(), "u2001".to_string());
+    assert!((c.ledger.usage[&key] - billed * 600.0).abs() < 1e-6);
+    assert!(pass(&mut c, 600).is_empty());
+    assert_eq!(c.jobs[&b].reason.as_str(), "AssocGrpBillingMinutes");
+}
