@@ -2733,18 +2733,23 @@ impl Cluster {
                 // Made absolute above.
                 JobUpdate::TimeLimitBy(_) => {}
                 JobUpdate::TimeLimit(t) => {
+                    // Slurm's `_update_job`: an operator sets any limit; the owner (or
+                    // a coordinator, who acts as the owner) may lower it, or raise a
+                    // pending job's up to its partition's MaxTime, nothing more.
                     let raise = match (t.secs(), new.time_limit.secs()) {
                         (Some(a), Some(b)) => a > b,
                         (None, Some(_)) => true,
                         _ => false,
                     };
-                    if raise && !op {
+                    let part_max = parts
+                        .iter()
+                        .find(|p| p.name == new.partition)
+                        .map(|p| p.max_time.secs().unwrap_or(u64::MAX));
+                    let within_part = part_max.is_some_and(|m| t.secs().unwrap_or(u64::MAX) <= m);
+                    if raise && !op && !(new.state == JobState::Pending && within_part) {
                         return Err(SlurmError::AccessDenied);
                     }
-                    if let Some(p) = parts.iter().find(|p| p.name == new.partition)
-                        && !op
-                        && t.secs().unwrap_or(u64::MAX) > p.max_time.secs().unwrap_or(u64::MAX)
-                    {
+                    if !op && part_max.is_some() && !within_part {
                         return Err(SlurmError::InvalidTimeLimit);
                     }
                     new.time_limit = *t;
@@ -2760,7 +2765,9 @@ impl Cluster {
                     }
                 }
                 JobUpdate::Nice(n) => {
-                    if *n < new.spec.nice && !op {
+                    // Only operators give a negative nice (a priority boost); others
+                    // may set any nice from 0 up (Slurm's `_update_job`).
+                    if *n < 0 && !op {
                         return Err(SlurmError::AccessDenied);
                     }
                     new.spec.nice = *n;
@@ -3027,14 +3034,29 @@ mod tests;
 pub struct GroupView {
     /// uid → its groups (`getgrouplist`), primary included.
     pub member_gids: HashMap<u32, Vec<u32>>,
-    /// uid → user name, for the callers the coordinator checks need (looked up at
-    /// the edge while anyone coordinates an account).
+    /// uid → user name as the OS named the caller at its latest request (looked up
+    /// at the edge for every request, [`GroupView::note_name`]): what the coordinator
+    /// checks go by.
     pub user_names: HashMap<u32, String>,
     /// Group name → gid, for the names partitions' AllowGroups list.
     pub gid_of: HashMap<String, u32>,
 }
 
 impl GroupView {
+    /// Records the name the OS gives `uid` for the request being handled; `None` (a
+    /// uid without a name, e.g. a removed user) forgets any earlier name, so no
+    /// right held under it survives.
+    pub fn note_name(&mut self, uid: u32, name: Option<String>) {
+        match name {
+            Some(n) => {
+                self.user_names.insert(uid, n);
+            }
+            None => {
+                self.user_names.remove(&uid);
+            }
+        }
+    }
+
     /// Whether the caller's primary gid or the groups recorded for its uid include one
     /// of `groups` (names, or numeric gids as Slurm also accepts).
     pub fn admits(&self, c: Caller, groups: &[String]) -> bool {
