@@ -1011,9 +1011,9 @@ fn preempt_config(s: &SchedulerConf) -> Result<crate::model::preempt::PreemptCon
             .ok_or_else(|| format!("bad preempt_mode '{v}' (OFF, CANCEL, REQUEUE, SUSPEND)"))?;
     }
     if let Some(v) = &s.preempt_exempt_time {
-        // Slurm's time-limit format: `10` is ten minutes, `1:00:00` an hour.
-        c.exempt_time = parse_limit(v)
-            .map(|l| l.secs().unwrap_or(u64::MAX))
+        // Slurm's time format to the second (read_config.c `time_str2secs`): `10` is
+        // ten minutes, `1:00:00` an hour, `0:30` thirty seconds.
+        c.exempt_time = crate::model::time::parse_duration_secs(v.trim())
             .ok_or_else(|| format!("bad preempt_exempt_time '{v}'"))?;
     }
     Ok(c)
@@ -1450,8 +1450,10 @@ grace_time = 30
         .unwrap();
         assert_eq!(c.sched.preempt.preempt_type, PreemptType::Qos);
         assert_eq!(c.sched.preempt.mode, PreemptMode::Suspend);
-        // Slurm's time-limit format: a bare number is minutes.
+        // Slurm's time format: a bare number is minutes; seconds are kept.
         assert_eq!(c.sched.preempt.exempt_time, 300);
+        let secs = Config::from_toml("[scheduler]\npreempt_exempt_time = \"0:30\"\n", p).unwrap();
+        assert_eq!(secs.sched.preempt.exempt_time, 30);
         assert_eq!(c.partitions[0].preempt_mode, Some(PreemptMode::Requeue));
         assert_eq!(c.partitions[0].grace_time, 30);
         for (text, want) in [

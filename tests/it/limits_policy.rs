@@ -192,6 +192,20 @@ fn qos_limits_and_submit_refusals() {
     ]);
     c.wait_done(short);
     c.ok("scancel", &[&j.to_string()]);
+    // The same with CPU- and billing-minutes (the billing of a job without
+    // TRESBillingWeights is its CPU count): a 60-minute job cannot finish within 10.
+    account(&c, "cm");
+    sacctmgr(&c, "-i modify account cm set GrpTRESMins=cpu=10");
+    account(&c, "bm");
+    sacctmgr(&c, "-i modify account bm set GrpTRESMins=billing=10");
+    let long = |acct: &str| {
+        let a = format!("--account={acct}");
+        c.submit(&[&a, "-t", "60", "-o", "/dev/null", "--wrap", "true"])
+    };
+    let (cm, bm) = (long("cm"), long("bm"));
+    wait_reason(&c, cm, "AssocGrpCPUMinutesLimit");
+    wait_reason(&c, bm, "AssocGrpBillingMinutes");
+    c.ok("scancel", &[&cm.to_string(), &bm.to_string()]);
 
     // Submit limits refuse with Slurm's error; nothing is queued.
     account(&c, "s");
