@@ -358,8 +358,16 @@ mod tests {
             "billing=2,cpu=2,gres/gpu=4,gres/nic=2,license/matlab=3,mem=800M,node=2"
         );
         // A job with neither keeps the four basic TRES.
-        let plain = testjobs::job(8, "p");
+        let mut plain = testjobs::job(8, "p");
         assert_eq!(tres_scontrol(&plain), "cpu=1,mem=400M,node=1,billing=1");
+        // The controller's billing figure (TRESBillingWeights) wins over the CPU
+        // count, whole units; a zero is left out as Slurm leaves zero counts out.
+        plain.billing = Some(7.9);
+        assert_eq!(tres_scontrol(&plain), "cpu=1,mem=400M,node=1,billing=7");
+        assert_eq!(tres_sacct(&plain), "billing=7,cpu=1,mem=400M,node=1");
+        plain.billing = Some(0.0);
+        assert_eq!(tres_scontrol(&plain), "cpu=1,mem=400M,node=1");
+        assert_eq!(tres_sacct(&plain), "cpu=1,mem=400M,node=1");
     }
 }
 
