@@ -334,14 +334,25 @@ fn users_act_only_on_their_own_jobs() {
         c.ok("squeue", &["-h", "-j", &mine.to_string(), "-o", "%r"]),
         "BeginTime\n"
     );
-    // Raising one's own time limit or lowering nice is for operators.
+    // A pending job's own time limit may be raised up to the partition's MaxTime
+    // (1 hour), as Slurm's _update_job allows; past it, and a negative nice, are for
+    // operators.
     let limited: u32 = u.submit(&c, dir, &["-H", "-t", "5"]).parse().unwrap();
-    let o = as_user(&[
-        "scontrol",
-        "update",
-        &format!("JobId={limited}"),
-        "TimeLimit=10",
-    ]);
+    let update = |limit: &str| {
+        as_user(&[
+            "scontrol",
+            "update",
+            &format!("JobId={limited}"),
+            &format!("TimeLimit={limit}"),
+        ])
+    };
+    let o = update("10");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        c.field(&limited.to_string(), "TimeLimit").as_deref(),
+        Some("00:10:00")
+    );
+    let o = update("2:00:00");
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let o = as_user(&["sbatch", "--nice=-5", "--wrap", "true"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
