@@ -109,14 +109,44 @@ pub fn extra_tres_suffix(job: &Job) -> String {
         .collect()
 }
 
-/// `cpu=N,mem=M,node=K,billing=N[,gres/gpu=G,gres/…,license/…]` as scontrol's `TRES=`
+/// The job's billable TRES as its TRES strings print it (whole units): the figure
+/// the controller recorded (`Job::billing`, `model::billing`), or the CPU count for
+/// a record without one.
+pub fn billing(job: &Job) -> u64 {
+    job.billing
+        .map_or(u64::from(cpu_count(job)), |b| b.max(0.0) as u64)
+}
+
+/// `,billing=N`, or nothing when the job bills 0 (Slurm leaves zero counts out of
+/// TRES strings).
+fn billing_item(job: &Job) -> String {
+    match billing(job) {
+        0 => String::new(),
+        b => format!(",billing={b}"),
+    }
+}
+
+/// `cpu=N,mem=M,node=K,billing=B[,gres/gpu=G,gres/…,license/…]` as scontrol's `TRES=`
 /// prints it.
 pub fn tres_scontrol(job: &Job) -> String {
-    let cpus = cpu_count(job);
     format!(
-        "cpu={cpus},mem={},node={},billing={cpus}{}",
+        "cpu={},mem={},node={}{}{}",
+        cpu_count(job),
         fmt_mem_exact(total_mem_mb(job)),
         node_count(job),
+        billing_item(job),
+        extra_tres_suffix(job)
+    )
+}
+
+/// scontrol's `TRES=` with the memory as `mem` formats it (squeue's `tres-alloc`
+/// prints it with `--noconvert` units).
+pub fn tres_with_mem(job: &Job, mem: &str) -> String {
+    format!(
+        "cpu={},mem={mem},node={}{}{}",
+        cpu_count(job),
+        node_count(job),
+        billing_item(job),
         extra_tres_suffix(job)
     )
 }
@@ -126,11 +156,12 @@ pub fn tres_scontrol(job: &Job) -> String {
 pub fn tres_sacct(job: &Job) -> String {
     let cpus = cpu_count(job);
     let mut items: Vec<(String, String)> = vec![
-        ("billing".into(), cpus.to_string()),
+        ("billing".into(), billing(job).to_string()),
         ("cpu".into(), cpus.to_string()),
         ("mem".into(), fmt_mem_exact(total_mem_mb(job))),
         ("node".into(), node_count(job).to_string()),
     ];
+    items.retain(|(k, v)| k != "billing" || v != "0");
     items.extend(extra_tres(job).into_iter().map(|(k, v)| (k, v.to_string())));
     items.sort();
     items
@@ -307,8 +338,16 @@ mod tests {
             "billing=2,cpu=2,gres/gpu=4,gres/nic=2,license/matlab=3,mem=800M,node=2"
         );
         // A job with neither keeps the four basic TRES.
-        let plain = testjobs::job(8, "p");
+        let mut plain = testjobs::job(8, "p");
         assert_eq!(tres_scontrol(&plain), "cpu=1,mem=400M,node=1,billing=1");
+        // The controller's billing figure (TRESBillingWeights) wins over the CPU
+        // count, whole units; a zero is left out as Slurm leaves zero counts out.
+        plain.billing = Some(7.9);
+        assert_eq!(tres_scontrol(&plain), "cpu=1,mem=400M,node=1,billing=7");
+        assert_eq!(tres_sacct(&plain), "billing=7,cpu=1,mem=400M,node=1");
+        plain.billing = Some(0.0);
+        assert_eq!(tres_scontrol(&plain), "cpu=1,mem=400M,node=1");
+        assert_eq!(tres_sacct(&plain), "cpu=1,mem=400M,node=1");
     }
 }
 

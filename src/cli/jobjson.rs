@@ -110,7 +110,10 @@ fn job_object(job: &Job, cluster: &str, cores_per_socket: &dyn Fn(&str) -> Optio
         ("core_spec", J::Null),
         ("thread_spec", J::Null),
         ("cores_per_socket", J::Null),
-        ("billable_tres", (f64::from(cpus)).into()),
+        (
+            "billable_tres",
+            job.billing.unwrap_or(f64::from(cpus)).into(),
+        ),
         ("cpus_per_task", or_null(spec.cpus_per_task)),
         ("cpu_frequency_minimum", J::Null),
         ("cpu_frequency_maximum", J::Null),

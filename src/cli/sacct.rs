@@ -700,6 +700,8 @@ pub fn value(field: &str, job: &Job, step: Option<&StepRecord>, now: i64, cluste
         ("AllocTRES", Some(s)) => {
             let mut step_job = job.clone();
             step_job.alloc = None;
+            // Steps print no billing (its CPU-count stand-in is cut off below).
+            step_job.billing = None;
             step_job.req_cpus = s.ncpus;
             step_job.req_nodes = hostlist::expand(&s.nodes)
                 .map(|v| v.len() as u32)

@@ -90,7 +90,7 @@ fn job_tres(job: &Job) -> Vec<J> {
         tres(CPU, cpus),
         tres(MEM, jobfmt::total_mem_mb(job)),
         tres(NODE, u64::from(jobfmt::node_count(job))),
-        tres(BILLING, cpus),
+        tres(BILLING, jobfmt::billing(job)),
     ];
     let gpus = jobfmt::gpu_count(job);
     if gpus > 0 {

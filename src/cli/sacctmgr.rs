@@ -579,6 +579,18 @@ fn fields() -> Vec<FieldDef> {
         f!("GrpWall", 4, "GrpWall", 11, |r| mins(
             r.limits().and_then(|l| l.grp_wall_mins)
         )),
+        // The association's id (slurmdbd's numbering, `AssocTree::assign_ids`);
+        // empty on rows that are no association (QOS have no ids here).
+        f!("ID", 2, "ID", 6, |r| {
+            let id = match (r.assoc, r.account) {
+                (Some(a), _) => Some(a.id),
+                (None, Some(a)) if r.user.is_none() && r.qos.is_none() => Some(a.id),
+                _ => None,
+            };
+            id.filter(|&i| i > 0)
+                .map(|i| i.to_string())
+                .unwrap_or_default()
+        }),
         f!("MaxCPUMinsPerJob", 7, "MaxCPUMins", 11, |r| r
             .limits()
             .map(|l| one_tres(&l.max_tres_mins_per_job, "cpu"))

@@ -1523,7 +1523,27 @@ pub fn partition_lines(p: &Partition, nodes: &[Node]) -> Vec<String> {
     let cpus: u32 = members.iter().map(|n| n.cpus).sum();
     let mem: u64 = members.iter().map(|n| n.real_memory).sum();
     let nnodes = p.nodes.len();
-    vec![
+    let gpus: u64 = members
+        .iter()
+        .flat_map(|n| &n.gres)
+        .filter(|g| g.name == "gpu")
+        .map(|g| u64::from(g.count))
+        .sum();
+    // The partition's whole TRES, billed with its weights (`model::billing`; the
+    // front-end does not know PriorityFlags, so MAX_TRES is not applied here).
+    let totals: crate::model::billing::Tres = [
+        ("cpu", u64::from(cpus)),
+        ("mem", mem),
+        ("node", nnodes as u64),
+        ("gres/gpu", gpus),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    let billing =
+        crate::model::billing::BillingTable::from_partitions(std::slice::from_ref(p), false)
+            .billable(&p.name, &totals) as u64;
+    let mut lines = vec![
         format!("PartitionName={}", p.name),
         format!(
             "AllowGroups={} AllowAccounts={} AllowQos={}",
@@ -1601,10 +1621,24 @@ pub fn partition_lines(p: &Partition, nodes: &[Node]) -> Vec<String> {
                 .unwrap_or_else(|| "UNLIMITED".into())
         ),
         format!(
-            "TRES=cpu={cpus},mem={},node={nnodes},billing={cpus}",
-            jobfmt::fmt_mem_exact(mem)
+            "TRES=cpu={cpus},mem={},node={nnodes}{}{}",
+            jobfmt::fmt_mem_exact(mem),
+            match billing {
+                0 => String::new(),
+                b => format!(",billing={b}"),
+            },
+            if gpus > 0 {
+                format!(",gres/gpu={gpus}")
+            } else {
+                String::new()
+            }
         ),
-    ]
+    ];
+    // Slurm prints the weights after the TRES line when the partition has them.
+    if let Some(w) = &p.billing_weights {
+        lines.push(format!("TRESBillingWeights={}", w.text));
+    }
+    lines
 }
 
 fn list(v: &Option<Vec<String>>) -> String {

@@ -609,13 +609,7 @@ fn priority_float(job: &Job) -> String {
 }
 
 fn tres_alloc(r: &JobRow) -> String {
-    let cpus = cpus_of(r.job);
-    format!(
-        "cpu={cpus},mem={},node={},billing={cpus}{}",
-        mem_text(total_mem(r.job), r.noconvert),
-        nodes_of(r.job),
-        crate::cli::jobfmt::extra_tres_suffix(r.job)
-    )
+    crate::cli::jobfmt::tres_with_mem(r.job, &mem_text(total_mem(r.job), r.noconvert))
 }
 
 /// squeue's fields: every `-o` letter and the `-O` names that map to them.

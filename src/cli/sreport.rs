@@ -915,6 +915,15 @@ mod tests {
             report("-n -P -t hourper cluster utilization"),
             "c|4(43.75%)|0(0.00%)|1(12.50%)|2(31.25%)|1(12.50%)|8(100.00%)\n"
         );
+        // Hours as printf's %.0lf rounds them: 3.5 -> 4, 2.5 -> 2 (to even).
+        assert_eq!(
+            report("-n -P -t hours cluster utilization"),
+            "c|4|0|1|2|1|8\n"
+        );
+        assert_eq!(
+            report("-n -P -t minper cluster utilization"),
+            "c|210(43.75%)|0(0.00%)|60(12.50%)|150(31.25%)|60(12.50%)|480(100.00%)\n"
+        );
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! `sshare`: the fair-share tree (cf. src/sshare/sshare.c and process.c, `sshare(1)`).
 //!
 //! Default columns `Account,User,RawShares,NormShares,RawUsage,EffectvUsage,FairShare`;
-//! `-l` adds NormUsage, LevelFS, GrpTRESMins and TRESRunMins. Rows come in tree order,
+//! `-l` adds NormUsage, LevelFS, GrpTRESMins and TRESRunMins, `-m` Partition. `-o`
+//! also takes Cluster, GrpTRESRaw (decayed TRES-minutes used), ID and Partition (every
+//! field Slurm's sshare has). Rows come in tree order,
 //! the account name indented by the association's depth (also in parsable output, which
 //! tools rely on). Without `-a`/`-u`, user rows are the caller's only; `-u` picks users,
 //! `-A` accounts, `-U` drops account rows. `-o/--format` takes `Name[%width]` fields
@@ -23,33 +25,46 @@ pub struct Opts {
     /// `Some(true)`: `-p` (trailing `|`); `Some(false)`: `-P`.
     pub parsable: Option<bool>,
     pub users_only: bool,
+    /// `-m`/`--partition`: a Partition column in the default formats.
+    pub partitions: bool,
     pub format: Option<String>,
     pub users: Vec<String>,
     pub accounts: Vec<String>,
     pub clusters: Vec<String>,
 }
 
-/// sshare's columns: name, default width (negative: left-justified).
+/// sshare's columns: name, default width (negative: left-justified), in Slurm's
+/// order (src/sshare/process.c), which decides what a prefix names.
 const FIELDS: &[(&str, i32)] = &[
     ("Account", -20),
-    ("User", 10),
-    ("RawShares", 10),
-    ("NormShares", 11),
-    ("RawUsage", 11),
-    ("NormUsage", 11),
+    ("Cluster", 10),
     ("EffectvUsage", 13),
     ("FairShare", 10),
-    ("LevelFS", 10),
     ("GrpTRESMins", 30),
-    ("TRESRunMins", 30),
-    ("Cluster", 10),
     ("GrpTRESRaw", 30),
     ("ID", 6),
-    ("Partition", 10),
+    ("LevelFS", 10),
+    ("NormShares", 11),
+    ("NormUsage", 11),
+    ("Partition", 12),
+    ("RawShares", 10),
+    ("RawUsage", 11),
+    ("TRESRunMins", 30),
+    ("User", 10),
 ];
 
 const DEFAULT: &str = "Account,User,RawShares,NormShares,RawUsage,EffectvUsage,FairShare";
 const LONG: &str = "Account,User,RawShares,NormShares,RawUsage,NormUsage,EffectvUsage,FairShare,LevelFS,GrpTRESMins,TRESRunMins";
+
+/// The default columns (`-l` for `long`), with Partition after User for `-m`.
+fn default_format(long: bool, partitions: bool) -> String {
+    let f = if long { LONG } else { DEFAULT };
+    if partitions {
+        f.replacen("User,", "User,Partition,", 1)
+    } else {
+        f.to_string()
+    }
+}
 
 /// A column: index into [`FIELDS`] and width.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -120,6 +135,9 @@ fn value(f: usize, r: &ShareRow, cluster: &str) -> String {
         "LevelFS" if !root && r.fair_tree => f6(s.level_fs),
         "TRESRunMins" => tres_text(&r.tres_run_mins),
         "GrpTRESMins" => r.grp_tres_mins.clone(),
+        "GrpTRESRaw" => tres_text(&r.grp_tres_raw),
+        "ID" => r.id.map(|x| x.to_string()).unwrap_or_default(),
+        "Partition" => r.partition.clone().unwrap_or_default(),
         "Cluster" => cluster.to_string(),
         _ => String::new(),
     }
@@ -158,8 +176,7 @@ fn selected<'a>(o: &Opts, rows: &'a [ShareRow], me: &str) -> Vec<&'a ShareRow> {
 pub fn render(o: &Opts, rows: &[ShareRow], cluster: &str, me: &str) -> Result<String, String> {
     let fmt = match &o.format {
         Some(f) => f.clone(),
-        None if o.long => LONG.into(),
-        None => DEFAULT.into(),
+        None => default_format(o.long, o.partitions),
     };
     let cols = parse_format(&fmt)?;
     let mut out = String::new();
@@ -201,7 +218,7 @@ pub fn render(o: &Opts, rows: &[ShareRow], cluster: &str, me: &str) -> Result<St
     Ok(out)
 }
 
-const USAGE: &str = "Usage:  sshare [-A Accounts] [-a] [-h] [-l] [-M clusters] [-n] [-o format] [-P] [-p] [-U] [-u user_list] [-v] [-V]";
+const USAGE: &str = "Usage:  sshare [-A Accounts] [-a] [-h] [-l] [-m] [-M clusters] [-n] [-o format] [-P] [-p] [-U] [-u user_list] [-v] [-V]";
 
 fn list(v: &str) -> impl Iterator<Item = String> + '_ {
     v.split(',').filter(|s| !s.is_empty()).map(String::from)
@@ -258,7 +275,8 @@ pub fn parse(args: &[String]) -> Result<Option<Opts>, String> {
             "parsable" => o.parsable = Some(true),
             "parsable2" => o.parsable = Some(false),
             "users-only" => o.users_only = true,
-            "verbose" | "partition" => {}
+            "verbose" => {}
+            "partition" => o.partitions = true,
             "A" | "accounts" => o.accounts.extend(list(&value()?)),
             "u" | "users" => o.users.extend(list(&value()?)),
             "M" | "clusters" => o.clusters.extend(list(&value()?)),
@@ -286,7 +304,8 @@ fn flag(o: &mut Opts, c: char) -> Result<(), ()> {
         'p' => o.parsable = Some(true),
         'P' => o.parsable = Some(false),
         'U' => o.users_only = true,
-        'v' | 'm' => {}
+        'm' => o.partitions = true,
+        'v' => {}
         'V' => {}
         _ => return Err(()),
     }

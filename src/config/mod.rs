@@ -243,13 +243,14 @@ struct PriorityConf {
     decay_half_life: Option<String>,
     #[serde(default)]
     favor_small: Option<bool>,
-    /// `SMALL_RELATIVE_TO_TIME`, `NO_FAIR_TREE` (comma-separated flags).
+    /// `SMALL_RELATIVE_TO_TIME`, `NO_FAIR_TREE`, `MAX_TRES` (comma-separated flags).
     #[serde(default)]
     flags: Option<String>,
     /// PriorityUsageResetPeriod: NONE, NOW, DAILY, WEEKLY, MONTHLY, QUARTERLY, YEARLY.
     #[serde(default)]
     usage_reset_period: Option<String>,
-    /// TRESBillingWeights: `CPU=1.0,Mem=0.25G,GRES/gpu=4.0`.
+    /// TRESBillingWeights of every partition that sets none itself:
+    /// `CPU=1.0,Mem=0.25G,GRES/gpu=4.0`.
     #[serde(default)]
     billing_weights: Option<String>,
 }
@@ -328,6 +329,10 @@ struct PartitionConf {
     /// overrides the cluster's OverTimeLimit.
     #[serde(default, alias = "OverTimeLimit")]
     over_time_limit: Option<toml::Value>,
+    /// `TRESBillingWeights`: `CPU=1.0,Mem=0.25G,GRES/gpu=4.0`; without it the
+    /// partition takes `[priority] billing_weights`.
+    #[serde(default, alias = "TRESBillingWeights")]
+    billing_weights: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -662,6 +667,16 @@ impl Config {
             p.def_cpu_per_gpu = pc.def_cpu_per_gpu;
             p.def_mem_per_gpu = pc.def_mem_per_gpu;
             p.max_cpus_per_node = pc.max_cpus_per_node;
+            let weights = pc
+                .billing_weights
+                .as_ref()
+                .or(fc.priority.billing_weights.as_ref());
+            if let Some(w) = weights {
+                p.billing_weights = Some(
+                    crate::model::billing::BillingWeights::parse(w)
+                        .map_err(|e| invalid(format!("partition '{}': {e}", pc.name)))?,
+                );
+            }
             if partitions.iter().any(|q: &Partition| q.name == p.name) {
                 return Err(invalid(format!("partition '{}' is declared twice", p.name)));
             }
@@ -670,6 +685,12 @@ impl Config {
         if partitions.is_empty() {
             let mut p = Partition::new("debug", nodes.iter().map(|n| n.name.clone()).collect());
             p.default = true;
+            if let Some(w) = &fc.priority.billing_weights {
+                p.billing_weights = Some(
+                    crate::model::billing::BillingWeights::parse(w)
+                        .map_err(|e| invalid(format!("[priority] billing_weights: {e}")))?,
+                );
+            }
             partitions.push(p);
         }
         fc.cgroup.validate().map_err(&invalid)?;
@@ -999,9 +1020,9 @@ fn preempt_config(s: &SchedulerConf) -> Result<crate::model::preempt::PreemptCon
             .ok_or_else(|| format!("bad preempt_mode '{v}' (OFF, CANCEL, REQUEUE, SUSPEND)"))?;
     }
     if let Some(v) = &s.preempt_exempt_time {
-        // Slurm's time-limit format: `10` is ten minutes, `1:00:00` an hour.
-        c.exempt_time = parse_limit(v)
-            .map(|l| l.secs().unwrap_or(u64::MAX))
+        // Slurm's time format to the second (read_config.c `time_str2secs`): `10` is
+        // ten minutes, `1:00:00` an hour, `0:30` thirty seconds.
+        c.exempt_time = crate::model::time::parse_duration_secs(v.trim())
             .ok_or_else(|| format!("bad preempt_exempt_time '{v}'"))?;
     }
     Ok(c)
@@ -1087,6 +1108,7 @@ fn sched_config(s: &SchedulerConf, p: &PriorityConf) -> Result<sched::SchedConfi
                     w.fairshare_algorithm = crate::sched::fairshare::Algorithm::Classic
                 }
                 "FAIR_TREE" => w.fairshare_algorithm = crate::sched::fairshare::Algorithm::FairTree,
+                "MAX_TRES" => w.max_tres = true,
                 other => return Err(format!("unknown priority flag '{other}'")),
             }
         }
@@ -1097,9 +1119,6 @@ fn sched_config(s: &SchedulerConf, p: &PriorityConf) -> Result<sched::SchedConfi
                 "bad usage_reset_period '{r}' (NONE, NOW, DAILY, WEEKLY, MONTHLY, QUARTERLY, YEARLY)"
             )
         })?;
-    }
-    if let Some(b) = &p.billing_weights {
-        w.billing = crate::sched::fairshare::Billing::parse(b)?;
     }
     Ok(c)
 }
@@ -1466,8 +1485,10 @@ grace_time = 30
         .unwrap();
         assert_eq!(c.sched.preempt.preempt_type, PreemptType::Qos);
         assert_eq!(c.sched.preempt.mode, PreemptMode::Suspend);
-        // Slurm's time-limit format: a bare number is minutes.
+        // Slurm's time format: a bare number is minutes; seconds are kept.
         assert_eq!(c.sched.preempt.exempt_time, 300);
+        let secs = Config::from_toml("[scheduler]\npreempt_exempt_time = \"0:30\"\n", p).unwrap();
+        assert_eq!(secs.sched.preempt.exempt_time, 30);
         assert_eq!(c.partitions[0].preempt_mode, Some(PreemptMode::Requeue));
         assert_eq!(c.partitions[0].grace_time, 30);
         for (text, want) in [

@@ -114,9 +114,11 @@ pub struct PriorityConfig {
     /// `PriorityUsageResetPeriod`.
     #[serde(default)]
     pub usage_reset: crate::sched::fairshare::ResetPeriod,
-    /// `TRESBillingWeights` (cluster-wide): what usage is charged in.
+    /// `PriorityFlags=MAX_TRES`: a job is billed its largest weighted per-node TRES
+    /// plus its global ones (see `model::billing`); the weights themselves are the
+    /// partitions' (`Partition::billing_weights`).
     #[serde(default)]
-    pub billing: crate::sched::fairshare::Billing,
+    pub max_tres: bool,
     /// Accounts of the fair-share tree as configured (`[[accounts]]`).
     #[serde(default)]
     pub accounts: Vec<crate::sched::fairshare::AccountDef>,
@@ -141,7 +143,7 @@ impl Default for PriorityConfig {
             decay_half_life: 7 * 86400,
             fairshare_algorithm: Default::default(),
             usage_reset: Default::default(),
-            billing: Default::default(),
+            max_tres: false,
             accounts: Vec::new(),
             user_assocs: Vec::new(),
         }

@@ -48,6 +48,7 @@ impl Cluster {
             used: &self.used_mins,
             fairshare: self.usage_threshold_factors.as_ref(),
             partition_qos: Some(&self.partition_qos).filter(|m| !m.is_empty()),
+            billing: Some(&self.billing),
         })
     }
 
@@ -315,6 +316,7 @@ impl Cluster {
             notes.push(format!("config accounts not merged: {e}"));
             return (notes, false);
         }
+        t.assign_ids();
         self.assoc = t;
         (notes, true)
     }

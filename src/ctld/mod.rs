@@ -43,6 +43,9 @@ use tokio::sync::{mpsc, oneshot};
 enum Msg {
     Client {
         cred: PeerCred,
+        /// The caller's user name as the OS gave it for this request (`None`: the uid
+        /// has no name), looked up at the edge ([`caller_name`]).
+        user: Option<String>,
         req: Request,
         reply: oneshot::Sender<Response>,
     },
@@ -680,7 +683,12 @@ impl Actor {
     fn handle(&mut self, msg: Msg, fx: &mut Effects) {
         let now = crate::cli::timefmt::now();
         match msg {
-            Msg::Client { cred, req, reply } => self.on_request(cred, req, reply, now, fx),
+            Msg::Client {
+                cred,
+                user,
+                req,
+                reply,
+            } => self.on_request(cred, user, req, reply, now, fx),
             Msg::AgentUp { node, reg, tx } => {
                 tracing::info!(node, "agent registered");
                 self.agents.insert(node.clone(), tx);
@@ -864,6 +872,7 @@ impl Actor {
     fn on_request(
         &mut self,
         cred: PeerCred,
+        user: Option<String>,
         req: Request,
         reply: oneshot::Sender<Response>,
         now: i64,
@@ -873,13 +882,10 @@ impl Actor {
             uid: cred.uid,
             gid: cred.gid,
         };
-        // Coordinators are known by name: the caller's is looked up here, at the edge.
-        if self.cluster.assoc.has_coordinators()
-            && !self.cluster.groups.user_names.contains_key(&c.uid)
-        {
-            let (name, _) = user_group_names(c.uid, c.gid);
-            self.cluster.groups.user_names.insert(c.uid, name);
-        }
+        // Coordinators and accounting admins are known by name: the caller's, as the
+        // OS names the uid for this very request (a renamed or removed user is seen
+        // at once; nothing is kept from an earlier request).
+        self.cluster.groups.note_name(c.uid, user.clone());
         let resp = match req {
             Request::Ping => Response::Ok,
             Request::Submit {
@@ -1077,7 +1083,7 @@ impl Actor {
                 enforce: self.cluster.enforce(),
             },
             Request::AcctChange { op, commit } => {
-                let (user, _) = user_group_names(c.uid, c.gid);
+                let user = user.unwrap_or_else(|| c.uid.to_string());
                 match self.cluster.acct_change(&op, commit, c, &user) {
                     Err(e) => Response::Error(e),
                     Ok(out) if commit && out.changed => {
@@ -1321,6 +1327,21 @@ fn refresh_groups(cluster: &mut Cluster, c: Caller) {
     cluster.groups.member_gids.insert(c.uid, gids);
 }
 
+/// The user name of `uid` as the OS (NSS) gives it now; `None` when it has none.
+/// Looked up for every request, off the actor, so that permission checks by name
+/// (coordinators, AdminLevel) follow a user who is renamed or removed.
+async fn caller_name(uid: u32) -> Option<String> {
+    tokio::task::spawn_blocking(move || {
+        nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+            .ok()
+            .flatten()
+            .map(|u| u.name)
+    })
+    .await
+    .ok()
+    .flatten()
+}
+
 /// Looks up user and group names for a uid/gid (numbers when unknown).
 fn user_group_names(uid: u32, gid: u32) -> (String, String) {
     use nix::unistd::{Gid, Group, Uid, User};
@@ -1418,8 +1439,10 @@ where
         };
         let allocating = matches!(req, Request::Allocate { detach: false, .. });
         let (rtx, rrx) = oneshot::channel();
+        let user = caller_name(cred.uid).await;
         tx.send(Msg::Client {
             cred,
+            user,
             req,
             reply: rtx,
         })

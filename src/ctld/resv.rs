@@ -919,11 +919,13 @@ mod tests {
             busy(create(&mut c, &with_cores("c4", "", T, &[1, 2])).unwrap_err()),
             "Core count for reservation is invalid"
         );
-        // A whole-node reservation shares with nobody.
+        // A whole-node reservation shares with nobody, unless one side has OVERLAP.
         assert_eq!(
             busy(create(&mut c, &rspec("w", "", T + 60, 60)).unwrap_err()),
             "Requested reservation overlaps with another reservation"
         );
+        create(&mut c, &rspec("o", "OVERLAP", T + 60, 60)).unwrap();
+        c.delete_resv("o", OP, T, &mut Effects::default()).unwrap();
         // After their window the node is free again; TRES=cpu= counts CPUs.
         let later = ResvSpec {
             cpu_cnt: Some(8),

@@ -156,6 +156,9 @@ pub struct Cluster {
     pub usage_threshold_factors: Option<HashMap<(String, String), f64>>,
     /// Partition QOS by partition name, from the partitions' `qos` (for the limits).
     pub partition_qos: HashMap<String, String>,
+    /// How jobs are billed: the partitions' `TRESBillingWeights` and MAX_TRES. The
+    /// one source of every `billing` figure (limits, usage ledger, job records).
+    pub billing: crate::model::billing::BillingTable,
     /// Advanced reservations (`ctld::resv`).
     pub resv: super::resv::Resvs,
     /// Prolog/epilog/health-check settings, sent to agents and with every launch.
@@ -355,6 +358,10 @@ impl Cluster {
                 .iter()
                 .filter_map(|p| Some((p.name.clone(), p.qos.clone()?)))
                 .collect(),
+            billing: crate::model::billing::BillingTable::from_partitions(
+                &cfg.partitions,
+                cfg.sched.priority.max_tres,
+            ),
             resv: Default::default(),
             scripts: cfg.scripts.clone(),
             launch_failed: Default::default(),
@@ -557,6 +564,7 @@ impl Cluster {
             spec,
             ..Job::default()
         };
+        self.set_billing(&mut job);
         if job.spec.nice < 0 && !self.is_operator(caller) {
             return Err(SlurmError::AccessDenied);
         }
@@ -741,6 +749,7 @@ impl Cluster {
                     .map(|q| (q.name.clone(), f64::from(q.priority) / f64::from(max)))
                     .collect()
             },
+            billing: self.billing.clone(),
         }
     }
 
@@ -761,8 +770,7 @@ impl Cluster {
             return tree.clone();
         }
         let p = &self.sched_cfg.priority;
-        let mut ledger = self.ledger.clone();
-        ledger.accrue(&self.running_usage(), now, p.decay_half_life, p.usage_reset);
+        let ledger = self.ledger_at(now);
         let mut extra: Vec<(String, String)> = self
             .jobs
             .values()
@@ -781,6 +789,15 @@ impl Cluster {
         ));
         *self.fs_cache.borrow_mut() = Some((now, tree.clone()));
         tree
+    }
+
+    /// The usage ledger as it would be at `now`: decayed, with running jobs charged
+    /// up to `now` (the stored ledger is not changed).
+    fn ledger_at(&self, now: i64) -> crate::sched::fairshare::UsageLedger {
+        let p = &self.sched_cfg.priority;
+        let mut ledger = self.ledger.clone();
+        ledger.accrue(&self.running_usage(), now, p.decay_half_life, p.usage_reset);
+        ledger
     }
 
     /// The accounts and user associations fair-share works on: those of the
@@ -855,9 +872,10 @@ impl Cluster {
         start: i64,
     ) -> Option<crate::sched::fairshare::RunCharge> {
         let factor = self.assoc.qos(&j.qos).map_or(1.0, |q| q.usage_factor);
-        let tres = crate::sched::limits::alloc_tres(a)
+        let held = crate::sched::limits::alloc_tres(a);
+        let billing = self.billing.billable(&j.partition, &held) * factor;
+        let tres = held
             .into_iter()
-            .filter(|(k, _)| k != "billing")
             .map(|(k, v)| (k, v as f64 * factor))
             .collect();
         let mut qos = Vec::new();
@@ -872,7 +890,7 @@ impl Cluster {
         }
         Some(crate::sched::fairshare::RunCharge {
             key: crate::sched::fairshare::FairShareTree::key_of(&j.account, &j.user),
-            billing: self.sched_cfg.priority.billing.rate(a) * factor,
+            billing,
             tres,
             qos,
             start,
@@ -880,13 +898,15 @@ impl Cluster {
     }
 
     /// sshare's rows at `now`: every association of the fair-share tree in display
-    /// order, with TRESRunMins from running jobs' time left.
+    /// order, with TRESRunMins from running jobs' time left, GrpTRESRaw from the usage
+    /// ledger (decayed TRES-minutes, running jobs' usage so far included), and the
+    /// association's id, partition and GrpTRESMins limit from the association tree.
     pub fn share_rows(&self, now: i64) -> Vec<crate::proto::ShareRow> {
         use crate::sched::fairshare::{Algorithm, FairShareTree};
+        use crate::sched::limits::{UsedMins, alloc_tres};
         let tree = self.fairshare_tree(now, true);
-        let billing = &self.sched_cfg.priority.billing;
-        // Per user association: cpu, mem (MiB), node, billing, gpu minutes left.
-        let mut run: Vec<[f64; 5]> = vec![[0.0; 5]; tree.assocs.len()];
+        // Per association of the fair-share tree: TRES × minutes left of running jobs.
+        let mut run: Vec<HashMap<String, f64>> = vec![HashMap::new(); tree.assocs.len()];
         let index: HashMap<(String, String), usize> = tree
             .assocs
             .iter()
@@ -906,61 +926,83 @@ impl Cluster {
                 Some(l) => ((start + l as i64 - now).max(0) as f64 / 60.0).floor(),
                 None => 0.0,
             };
-            let gpus: u64 = a
-                .gres
-                .iter()
-                .flatten()
-                .filter(|g| g.name == "gpu")
-                .map(|g| u64::from(g.count))
-                .sum();
-            let nodes = a.nodes.len() as f64;
-            let v = [
-                f64::from(a.total_cpus()),
-                a.mem_per_node as f64 * nodes,
-                nodes,
-                billing.rate(a),
-                gpus as f64,
-            ];
-            for (k, x) in v.iter().enumerate() {
-                run[i][k] += x * left;
+            let mut held: HashMap<String, f64> = alloc_tres(a)
+                .into_iter()
+                .map(|(k, v)| (k, v as f64))
+                .collect();
+            held.insert(
+                "billing".into(),
+                self.billing.billable(&j.partition, &alloc_tres(a)),
+            );
+            for (k, x) in held {
+                *run[i].entry(k).or_default() += x * left;
             }
         }
         // Sum up the tree (children follow parents).
         for i in (1..tree.assocs.len()).rev() {
             if let Some(p) = tree.assocs[i].parent {
-                let v = run[i];
-                for (k, x) in v.iter().enumerate() {
-                    run[p][k] += x;
+                for (k, x) in run[i].clone() {
+                    *run[p].entry(k).or_default() += x;
                 }
             }
         }
+        let used = UsedMins::from_ledger(&self.ledger_at(now), &self.assoc);
         let has_gpus = self
             .nodes
             .iter()
             .flat_map(|n| &n.gres)
             .any(|g| g.name == "gpu");
+        // sshare lists the cluster's TRES in id order (AccountingStorageTRES).
+        let names: Vec<&str> = [
+            "cpu", "mem", "energy", "node", "billing", "fs/disk", "vmem", "pages",
+        ]
+        .into_iter()
+        .chain(has_gpus.then_some("gres/gpu"))
+        .collect();
+        let list = |m: Option<&HashMap<String, f64>>| -> Vec<(String, u64)> {
+            names
+                .iter()
+                .map(|n| {
+                    let v = m.and_then(|m| m.get(*n)).copied().unwrap_or(0.0);
+                    (n.to_string(), v.max(0.0) as u64)
+                })
+                .collect()
+        };
         let fair_tree = self.sched_cfg.priority.fairshare_algorithm == Algorithm::FairTree;
         tree.display_order()
             .into_iter()
             .map(|i| {
                 let a = &tree.assocs[i];
-                let r = run[i];
-                let mut t = vec![
-                    ("cpu".to_string(), r[0] as u64),
-                    ("mem".to_string(), r[1] as u64),
-                    ("energy".to_string(), 0),
-                    ("node".to_string(), r[2] as u64),
-                    ("billing".to_string(), r[3] as u64),
-                    ("fs/disk".to_string(), 0),
-                    ("vmem".to_string(), 0),
-                    ("pages".to_string(), 0),
-                ];
-                if has_gpus {
-                    t.push(("gres/gpu".to_string(), r[4] as u64));
-                }
-                let limits = match &a.user {
-                    Some(u) => self.assoc.find_assoc(u, &a.account, "").map(|x| &x.limits),
-                    None => self.assoc.account(&a.account).map(|x| &x.limits),
+                let (limits, id, partition, raw) = match &a.user {
+                    Some(u) => {
+                        let mine: Vec<&crate::model::assoc::UserAssoc> = self
+                            .assoc
+                            .user_assocs
+                            .iter()
+                            .filter(|x| &x.user == u && x.account == a.account)
+                            .collect();
+                        // The partition-less association, else the user's only
+                        // partition-specific ones (one fair-share leaf for all).
+                        let all = mine.iter().copied().find(|x| x.partition.is_none());
+                        let parts: Vec<&str> =
+                            mine.iter().filter_map(|x| x.partition.as_deref()).collect();
+                        let shown = all.or(mine.first().copied());
+                        (
+                            shown.map(|x| &x.limits),
+                            shown.map(|x| x.id),
+                            (all.is_none() && !parts.is_empty()).then(|| parts.join(",")),
+                            used.users.get(&(u.clone(), a.account.clone())),
+                        )
+                    }
+                    None => {
+                        let acct = self.assoc.account(&a.account);
+                        (
+                            acct.map(|x| &x.limits),
+                            acct.map(|x| x.id),
+                            None,
+                            used.accounts.get(&a.account),
+                        )
+                    }
                 };
                 crate::proto::ShareRow {
                     account: a.account.clone(),
@@ -968,10 +1010,13 @@ impl Cluster {
                     raw_shares: a.parent.map(|_| a.shares),
                     share: tree.shares.get(i).cloned().unwrap_or_default(),
                     fair_tree,
-                    tres_run_mins: t,
+                    tres_run_mins: list(Some(&run[i])),
                     grp_tres_mins: limits
                         .map(|l| l.grp_tres_mins.to_string())
                         .unwrap_or_default(),
+                    grp_tres_raw: list(raw),
+                    id: id.filter(|&x| x > 0),
+                    partition,
                 }
             })
             .collect()
@@ -1562,6 +1607,12 @@ impl Cluster {
         }
     }
 
+    /// Records `j`'s billable TRES (what it holds once started, else what it asks for)
+    /// as its partition bills it: the figure sacct, scontrol and squeue print.
+    pub(super) fn set_billing(&self, j: &mut Job) {
+        j.billing = Some(crate::sched::limits::job_billable(j, &self.billing));
+    }
+
     /// Allocates and records a job's start; with `launch`, sends its batch script to
     /// the batch host (a heterogeneous job's components are launched with the leader).
     fn start_job(
@@ -1587,6 +1638,7 @@ impl Cluster {
         if j.spec.alloc_only {
             // salloc/srun: the allocation is the job; steps come from its owner.
             j.alloc = Some(alloc);
+            j.billing = Some(crate::sched::limits::job_billable(j, &self.billing));
             fx.persist.push(Job::clone(j));
             self.run_alloc_prologs(id, fx);
             return;
@@ -1613,6 +1665,7 @@ impl Cluster {
         }
         let batch_host = alloc.nodes[0].clone();
         j.alloc = Some(alloc);
+        j.billing = Some(crate::sched::limits::job_billable(j, &self.billing));
         for n in self.nodes.iter_mut().filter(|n| n.name == batch_host) {
             n.last_busy_time = Some(now);
         }
@@ -1965,11 +2018,13 @@ impl Cluster {
                 };
                 let part = self.jobs[&id].partition.clone();
                 self.charge(&alloc, false, 1);
+                let billing = &self.billing;
                 if let Some(j) = self.jobs.get_mut(&id) {
                     j.state = JobState::Running;
                     j.start_time = Some(now);
                     j.alloc = Some(alloc);
                     j.partition = part;
+                    j.billing = Some(crate::sched::limits::job_billable(j, billing));
                     fx.persist.push(Job::clone(j));
                 }
             } else if !self.jobs.contains_key(&id) {
@@ -2149,6 +2204,7 @@ impl Cluster {
             j.preempt = None;
             j.restarts += 1;
             j.alloc = None;
+            j.billing = Some(crate::sched::limits::job_billable(j, &self.billing));
             j.start_time = None;
             j.end_time = None;
             j.exit = ExitStatus::default();
@@ -2715,6 +2771,7 @@ impl Cluster {
         let m = self.manager(c);
         let op = m.operator();
         let parts = self.partitions.clone();
+        let billing = self.billing.clone();
         // Parsed before borrowing the job mutably: it looks at other jobs.
         let mut new_dep = None;
         for u in updates {
@@ -2752,18 +2809,23 @@ impl Cluster {
                 // Made absolute above.
                 JobUpdate::TimeLimitBy(_) => {}
                 JobUpdate::TimeLimit(t) => {
+                    // Slurm's `_update_job`: an operator sets any limit; the owner (or
+                    // a coordinator, who acts as the owner) may lower it, or raise a
+                    // pending job's up to its partition's MaxTime, nothing more.
                     let raise = match (t.secs(), new.time_limit.secs()) {
                         (Some(a), Some(b)) => a > b,
                         (None, Some(_)) => true,
                         _ => false,
                     };
-                    if raise && !op {
+                    let part_max = parts
+                        .iter()
+                        .find(|p| p.name == new.partition)
+                        .map(|p| p.max_time.secs().unwrap_or(u64::MAX));
+                    let within_part = part_max.is_some_and(|m| t.secs().unwrap_or(u64::MAX) <= m);
+                    if raise && !op && !(new.state == JobState::Pending && within_part) {
                         return Err(SlurmError::AccessDenied);
                     }
-                    if let Some(p) = parts.iter().find(|p| p.name == new.partition)
-                        && !op
-                        && t.secs().unwrap_or(u64::MAX) > p.max_time.secs().unwrap_or(u64::MAX)
-                    {
+                    if !op && part_max.is_some() && !within_part {
                         return Err(SlurmError::InvalidTimeLimit);
                     }
                     new.time_limit = *t;
@@ -2779,7 +2841,9 @@ impl Cluster {
                     }
                 }
                 JobUpdate::Nice(n) => {
-                    if *n < new.spec.nice && !op {
+                    // Only operators give a negative nice (a priority boost); others
+                    // may set any nice from 0 up (Slurm's `_update_job`).
+                    if *n < 0 && !op {
                         return Err(SlurmError::AccessDenied);
                     }
                     new.spec.nice = *n;
@@ -2840,6 +2904,7 @@ impl Cluster {
                     }
                     new.partition = p.clone();
                     new.spec.partition = Some(p.clone());
+                    new.billing = Some(crate::sched::limits::job_billable(&new, &billing));
                 }
             }
         }
@@ -3050,14 +3115,29 @@ mod tests;
 pub struct GroupView {
     /// uid → its groups (`getgrouplist`), primary included.
     pub member_gids: HashMap<u32, Vec<u32>>,
-    /// uid → user name, for the callers the coordinator checks need (looked up at
-    /// the edge while anyone coordinates an account).
+    /// uid → user name as the OS named the caller at its latest request (looked up
+    /// at the edge for every request, [`GroupView::note_name`]): what the coordinator
+    /// checks go by.
     pub user_names: HashMap<u32, String>,
     /// Group name → gid, for the names partitions' AllowGroups list.
     pub gid_of: HashMap<String, u32>,
 }
 
 impl GroupView {
+    /// Records the name the OS gives `uid` for the request being handled; `None` (a
+    /// uid without a name, e.g. a removed user) forgets any earlier name, so no
+    /// right held under it survives.
+    pub fn note_name(&mut self, uid: u32, name: Option<String>) {
+        match name {
+            Some(n) => {
+                self.user_names.insert(uid, n);
+            }
+            None => {
+                self.user_names.remove(&uid);
+            }
+        }
+    }
+
     /// Whether the caller's primary gid or the groups recorded for its uid include one
     /// of `groups` (names, or numeric gids as Slurm also accepts).
     pub fn admits(&self, c: Caller, groups: &[String]) -> bool {

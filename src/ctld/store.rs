@@ -309,6 +309,8 @@ impl Store {
                 "SELECT data FROM acct_assocs ORDER BY seq",
             )?,
             qos: Default::default(),
+            // Not stored: the ids in use bound the next one (set below).
+            last_id: 0,
         };
         let mut stmt = self
             .conn
@@ -326,6 +328,8 @@ impl Store {
             t.qos.insert(q.name.clone(), q);
         }
         t.check().map_err(bad)?;
+        // Trees stored before association ids get theirs now.
+        t.assign_ids();
         Ok(t)
     }
 

@@ -216,6 +216,7 @@ pub fn apply(tree: &mut AssocTree, op: &AcctOp, cluster: &str) -> Result<Outcome
         AcctOp::Load { ops } => load(&mut t, ops, cluster)?,
     };
     t.check()?;
+    t.assign_ids();
     *tree = t;
     Ok(out)
 }

@@ -363,6 +363,10 @@ pub struct Account {
     pub qos: Vec<String>,
     #[serde(default)]
     pub limits: Limits,
+    /// Slurm's association id (sshare `ID`, sacctmgr `ID`): given once, in creation
+    /// order, never reused; 0 until [`AssocTree::assign_ids`] gives one.
+    #[serde(default)]
+    pub id: u32,
 }
 
 impl Account {
@@ -378,6 +382,7 @@ impl Account {
             default_qos: None,
             qos: Vec::new(),
             limits: Limits::default(),
+            id: 0,
         }
     }
 }
@@ -447,6 +452,9 @@ pub struct UserAssoc {
     pub qos: Vec<String>,
     #[serde(default)]
     pub limits: Limits,
+    /// Slurm's association id (see [`Account::id`]).
+    #[serde(default)]
+    pub id: u32,
 }
 
 impl UserAssoc {
@@ -460,6 +468,7 @@ impl UserAssoc {
             default_qos: None,
             qos: Vec::new(),
             limits: Limits::default(),
+            id: 0,
         }
     }
 }
@@ -706,6 +715,9 @@ pub struct AssocTree {
     pub user_assocs: Vec<UserAssoc>,
     /// QOS by name, `normal` included.
     pub qos: BTreeMap<String, Qos>,
+    /// The last association id given ([`AssocTree::assign_ids`]).
+    #[serde(default)]
+    pub last_id: u32,
 }
 
 impl Default for AssocTree {
@@ -734,17 +746,52 @@ impl Default for AssocTree {
                 coord_accounts: Vec::new(),
             },
         );
-        AssocTree {
+        let mut t = AssocTree {
             clusters: Vec::new(),
             accounts,
             users,
             user_assocs: vec![UserAssoc::new(ROOT, ROOT, None)],
             qos,
-        }
+            last_id: 0,
+        };
+        t.assign_ids();
+        t
     }
 }
 
 impl AssocTree {
+    /// Gives every association without an id (0) the next one, as slurmdbd numbers
+    /// associations when they are created: the root account first, then accounts by
+    /// name, then user associations in the order they were added. The next id follows
+    /// both [`AssocTree::last_id`] (so a removed association's id is not given again)
+    /// and the largest in use.
+    pub fn assign_ids(&mut self) {
+        let top = self
+            .accounts
+            .values()
+            .map(|a| a.id)
+            .chain(self.user_assocs.iter().map(|a| a.id))
+            .max()
+            .unwrap_or(0);
+        let mut next = self.last_id.max(top);
+        let mut give = |id: &mut u32| {
+            if *id == 0 {
+                next += 1;
+                *id = next;
+            }
+        };
+        if let Some(r) = self.accounts.get_mut(ROOT) {
+            give(&mut r.id);
+        }
+        for a in self.accounts.values_mut() {
+            give(&mut a.id);
+        }
+        for a in &mut self.user_assocs {
+            give(&mut a.id);
+        }
+        self.last_id = next;
+    }
+
     /// Whether anything beyond the initial tree (root account, root user, `normal`)
     /// was defined: another user or account. Personal mode runs with an undefined
     /// tree, and enforcement defaults to off then (see `config`).

@@ -979,6 +979,11 @@ pub struct Job {
     /// Heterogeneous job membership; `None` for an ordinary job.
     #[serde(default)]
     pub het: Option<HetInfo>,
+    /// The job's billable TRES (Slurm's `billable_tres`, `model::billing`): what it
+    /// holds once started, else what it asks for, as its partition bills it. Set by
+    /// the controller; `None` on records made before (shown as the CPU count).
+    #[serde(default)]
+    pub billing: Option<f64>,
 }
 
 /// A component of a heterogeneous job (`sbatch A : B`, `#SBATCH hetjob`). Components
@@ -1067,6 +1072,7 @@ impl Default for Job {
             depend: None,
             past_runs: Vec::new(),
             het: None,
+            billing: None,
         }
     }
 }

@@ -7,6 +7,7 @@
 pub mod acct_ops;
 pub mod array;
 pub mod assoc;
+pub mod billing;
 pub mod constraint;
 pub mod depend;
 pub mod gpu_bind;

@@ -154,6 +154,10 @@ pub struct Partition {
     /// (`OverTimeLimit=NONE` in scontrol).
     #[serde(default)]
     pub over_time_limit: Option<u32>,
+    /// `TRESBillingWeights=`: what a job here is billed per TRES (see
+    /// [`super::billing`]); `None` bills its CPUs.
+    #[serde(default)]
+    pub billing_weights: Option<super::billing::BillingWeights>,
 }
 
 /// OverTimeLimit `UNLIMITED` (cluster or partition): jobs are never ended for their
@@ -190,6 +194,7 @@ impl Partition {
             grace_time: 0,
             qos: None,
             over_time_limit: None,
+            billing_weights: None,
         }
     }
 

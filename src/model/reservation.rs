@@ -460,6 +460,11 @@ mod tests {
         h.flags.hourly = true;
         assert!(h.roll_forward(2000));
         assert_eq!((h.start, h.end), (1000 + 3600, 2000 + 3600));
+        let mut w = self::r();
+        w.flags.weekly = true;
+        assert!(!w.roll_forward(1999));
+        assert!(w.roll_forward(2000));
+        assert_eq!((w.start, w.end), (1000 + 7 * 86400, 2000 + 7 * 86400));
     }
 
     #[test]

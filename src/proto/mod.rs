@@ -643,6 +643,17 @@ pub struct ShareRow {
     /// when it has none.
     #[serde(default)]
     pub grp_tres_mins: String,
+    /// GrpTRESRaw: (TRES name, decayed TRES-minutes used by the association's
+    /// subtree), in the same TRES order as `tres_run_mins`; memory in MiB.
+    #[serde(default)]
+    pub grp_tres_raw: Vec<(String, u64)>,
+    /// The association's id (`None` for an association the tree does not hold).
+    #[serde(default)]
+    pub id: Option<u32>,
+    /// The partition(s) of a partition-specific user association (`None`: every
+    /// partition).
+    #[serde(default)]
+    pub partition: Option<String>,
 }
 
 /// One pending job's priority factors, weighted (sprio).

@@ -22,10 +22,10 @@
 //! Usage bookkeeping ([`UsageLedger`], the controller's one usage ledger, which the
 //! GrpTRESMins/GrpWall limits read too): usage decays with `PriorityDecayHalfLife` and
 //! is cleared at each `PriorityUsageResetPeriod` boundary (UTC); running jobs accrue
-//! their billing (CPUs, or `TRESBillingWeights`) and TRES times the seconds they held
-//! them, at every accounting tick and at their end.
+//! their billing (`model::billing`: CPUs, or their partition's `TRESBillingWeights`)
+//! and TRES times the seconds they held them, at every accounting tick and at their
+//! end.
 
-use crate::model::job::Allocation;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
@@ -147,7 +147,7 @@ pub type AssocKey = (String, String);
 pub struct RunCharge {
     /// The job's association.
     pub key: AssocKey,
-    /// Billing units per second (CPUs, or `TRESBillingWeights`), times the QOS
+    /// Billing units per second (`model::billing::BillingTable::billable`), times the QOS
     /// UsageFactor: what fair-share's RawUsage grows by.
     pub billing: f64,
     /// The other TRES it holds (`cpu`, `mem` in MiB, `node`, `gres/…`, `license/…`),
@@ -297,78 +297,6 @@ impl UsageLedger {
             self.charge_running(c, now);
         }
         self.accrued_at = now;
-    }
-}
-
-/// `TRESBillingWeights`: what one second of an allocation costs in billing units.
-/// Empty weights bill the CPUs, as Slurm does without the option.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Billing {
-    /// Per CPU.
-    pub cpu: f64,
-    /// Per GiB of memory.
-    pub mem_gib: f64,
-    /// Per node.
-    pub node: f64,
-    /// Per GPU (`GRES/gpu`).
-    pub gpu: f64,
-}
-
-impl Billing {
-    /// Parses `CPU=1.0,Mem=0.25G,GRES/gpu=2.0,Node=0` (names case-insensitive; a memory
-    /// weight is per MiB unless it ends in `G`, per GiB; `T` per TiB).
-    ///
-    /// Errors: an unknown TRES or a weight that is not a non-negative number.
-    pub fn parse(s: &str) -> Result<Billing, String> {
-        let mut b = Billing::default();
-        for kv in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
-            let (k, v) = kv
-                .split_once('=')
-                .ok_or_else(|| format!("bad TRESBillingWeights entry '{kv}'"))?;
-            let k = k.trim().to_ascii_lowercase();
-            let v = v.trim();
-            let (num, scale) = if k == "mem" {
-                match v.chars().last().map(|c| c.to_ascii_uppercase()) {
-                    Some('G') => (&v[..v.len() - 1], 1.0),
-                    Some('T') => (&v[..v.len() - 1], 1.0 / 1024.0),
-                    Some('M') => (&v[..v.len() - 1], 1024.0),
-                    _ => (v, 1024.0),
-                }
-            } else {
-                (v, 1.0)
-            };
-            let w: f64 = num
-                .parse()
-                .ok()
-                .filter(|w: &f64| w.is_finite() && *w >= 0.0)
-                .ok_or_else(|| format!("bad TRESBillingWeights weight '{kv}'"))?;
-            match k.as_str() {
-                "cpu" => b.cpu = w,
-                "mem" => b.mem_gib = w * scale,
-                "node" => b.node = w,
-                "gres/gpu" | "gpu" => b.gpu = w,
-                _ => return Err(format!("TRESBillingWeights: unsupported TRES '{kv}'")),
-            }
-        }
-        Ok(b)
-    }
-
-    /// Billing units per second of `a` (CPUs when no weight is set).
-    pub fn rate(&self, a: &Allocation) -> f64 {
-        let cpus = f64::from(a.total_cpus());
-        if *self == Billing::default() {
-            return cpus;
-        }
-        let nodes = a.nodes.len() as f64;
-        let gpus: u64 = a
-            .gres
-            .iter()
-            .flatten()
-            .filter(|g| g.name == "gpu")
-            .map(|g| u64::from(g.count))
-            .sum();
-        let mem_gib = a.mem_per_node as f64 * nodes / 1024.0;
-        self.cpu * cpus + self.mem_gib * mem_gib + self.node * nodes + self.gpu * gpus as f64
     }
 }
 

@@ -31,8 +31,8 @@ use crate::model::{Job, JobState, MemReq};
 use crate::sched::fairshare::UsageLedger;
 use std::collections::HashMap;
 
-/// TRES counts keyed by TRES name (`cpu`, `mem` in MiB, `node`, `gres/gpu`, …).
-pub type Tres = HashMap<String, u64>;
+use crate::model::billing::BillingTable;
+pub use crate::model::billing::Tres;
 
 /// TRES-minutes already used, per account (its whole subtree), per user association
 /// `(user, account)` and per QOS: what `GrpTRESMins` and `GrpWall` are checked
@@ -205,9 +205,16 @@ pub struct Policy<'a> {
     /// Partition QOS (`QOS=` of a partition) by partition name; `None` when no
     /// partition has one. A name that is not a QOS of the tree is ignored.
     pub partition_qos: Option<&'a HashMap<String, String>>,
+    /// How jobs are billed (the `billing` TRES of every limit); `None` bills CPUs.
+    pub billing: Option<&'a BillingTable>,
 }
 
 impl<'a> Policy<'a> {
+    /// The billing table (an empty one, billing CPUs, when none is set).
+    fn billing(&self) -> &'a BillingTable {
+        self.billing.unwrap_or(&*EMPTY_BILLING)
+    }
+
     /// The QOS whose limits apply to a job of QOS `job_qos` in `partition`, the one
     /// whose limits win first (Slurm's `acct_policy_set_qos_order`): the partition's
     /// QOS before the job's unless the job's has the flag `OverPartQOS`; one entry
@@ -278,39 +285,43 @@ fn owned_limits(qs: &[&Qos]) -> Vec<Limits> {
 
 /// A job's TRES in total (cpu, mem, node, billing, each `gres/NAME` and
 /// `gres/NAME:TYPE`, `license/NAME`). A running job's come from its allocation, a
-/// pending job's from its request. Billing is the CPU count (no TRESBillingWeights).
-pub fn job_tres(job: &Job) -> Tres {
+/// pending job's from its request; billing is what `billing` makes of them in the
+/// job's partition (the CPU count without weights), truncated as Slurm stores it.
+pub fn job_tres(job: &Job, billing: &BillingTable) -> Tres {
+    billing.with_billing(&job.partition, job_tres_unbilled(job))
+}
+
+/// A job's billable TRES (not truncated): what [`job_tres`]'s `billing` entry is
+/// made of, and what the usage ledger charges per second.
+pub fn job_billable(job: &Job, billing: &BillingTable) -> f64 {
+    billing.billable(&job.partition, &job_tres_unbilled(job))
+}
+
+/// [`job_tres`] without the billing entry.
+fn job_tres_unbilled(job: &Job) -> Tres {
+    if let Some(a) = job
+        .alloc
+        .as_ref()
+        .filter(|_| job.state != JobState::Pending)
+    {
+        return alloc_tres(a);
+    }
+    request_tres(job)
+}
+
+/// The TRES a job asks for (whatever it holds): CPUs, nodes, memory, GRES with and
+/// without type (per node × nodes, `--gpus`, per task × tasks) and licenses; no
+/// billing entry.
+pub fn request_tres(job: &Job) -> Tres {
     let mut t = Tres::new();
     let mut add = |k: String, v: u64| {
         if v > 0 {
             *t.entry(k).or_default() += v;
         }
     };
-    if let Some(a) = job
-        .alloc
-        .as_ref()
-        .filter(|_| job.state != JobState::Pending)
-    {
-        let cpus = u64::from(a.total_cpus());
-        add("cpu".into(), cpus);
-        add("billing".into(), cpus);
-        add("node".into(), a.nodes.len() as u64);
-        add("mem".into(), a.mem_per_node * a.nodes.len() as u64);
-        for g in a.gres.iter().flatten() {
-            add(format!("gres/{}", g.name), u64::from(g.count));
-            if let Some(k) = &g.kind {
-                add(format!("gres/{}:{k}", g.name), u64::from(g.count));
-            }
-        }
-        for l in &a.licenses {
-            add(format!("license/{}", l.name), u64::from(l.count));
-        }
-        return t;
-    }
     let cpus = u64::from(job.req_cpus.max(1));
     let nodes = u64::from(job.req_nodes.max(1));
     add("cpu".into(), cpus);
-    add("billing".into(), cpus);
     add("node".into(), nodes);
     add(
         "mem".into(),
@@ -341,8 +352,9 @@ pub fn job_tres(job: &Job) -> Tres {
     t
 }
 
-/// The TRES an allocation holds (cpu, billing = cpu, node, mem, GRES with and
-/// without type, licenses).
+/// The TRES an allocation holds (cpu, node, mem, GRES with and without type,
+/// licenses); no billing entry (that depends on the partition: [`job_tres`],
+/// [`BillingTable::billable`]).
 pub fn alloc_tres(a: &Allocation) -> Tres {
     let mut t = Tres::new();
     let mut add = |k: String, v: u64| {
@@ -350,9 +362,7 @@ pub fn alloc_tres(a: &Allocation) -> Tres {
             *t.entry(k).or_default() += v;
         }
     };
-    let cpus = u64::from(a.total_cpus());
-    add("cpu".into(), cpus);
-    add("billing".into(), cpus);
+    add("cpu".into(), u64::from(a.total_cpus()));
     add("node".into(), a.nodes.len() as u64);
     add("mem".into(), a.mem_per_node * a.nodes.len() as u64);
     for g in a.gres.iter().flatten() {
@@ -485,7 +495,7 @@ impl<'a> LimitState<'a> {
             let n = job_count(j);
             st.for_each_group(j, |u| u.submitted += n);
             if running {
-                let tres = job_tres(j);
+                let tres = job_tres(j, policy.billing());
                 let remaining = match (limit_mins(j), j.start_time) {
                     (Some(m), Some(s)) => (m - (now - s).max(0) as f64 / 60.0).max(0.0),
                     (Some(m), None) => m,
@@ -674,7 +684,7 @@ impl<'a> LimitState<'a> {
             }
         }
         // ---- TRES: QOS, then associations
-        let jt = job_tres(job);
+        let jt = job_tres(job, self.policy.billing());
         let pn = job_tres_per_node(job, &jt);
         let need = |t: &str| jt.get(t).copied().unwrap_or(0);
         let safe = self.policy.enforce.safe;
@@ -803,7 +813,7 @@ impl<'a> LimitState<'a> {
         let g = self.groups(job);
         let tree = self.policy.tree;
         let used = self.policy.used;
-        let held = job_tres(job);
+        let held = job_tres(job, self.policy.billing());
         let ran_mins = (job.run_secs(now) / 60) as f64;
         // What the job used, +1 so that `>` means "at or past" (as Slurm counts).
         let job_mins = |t: &str| held.get(t).map_or(0.0, |&c| ran_mins * c as f64 + 1.0);
@@ -919,7 +929,7 @@ impl<'a> LimitState<'a> {
         if !self.policy.enforce.limits {
             return;
         }
-        let tres = job_tres(job);
+        let tres = job_tres(job, self.policy.billing());
         let mins = limit_mins(job).unwrap_or(0.0);
         self.for_each_group(job, |u| u.add_running(&tres, mins));
     }
@@ -1002,6 +1012,8 @@ impl<'a> LimitState<'a> {
 }
 
 static EMPTY_USED: std::sync::LazyLock<UsedMins> = std::sync::LazyLock::new(UsedMins::default);
+static EMPTY_BILLING: std::sync::LazyLock<BillingTable> =
+    std::sync::LazyLock::new(BillingTable::default);
 
 #[cfg(test)]
 mod tests;

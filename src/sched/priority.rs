@@ -36,6 +36,9 @@ pub struct PriorityContext {
     /// Each QOS's normalised priority in [0, 1]: its `Priority` over the highest
     /// `Priority` of any QOS (Slurm's QOS factor). A QOS not listed has 0.
     pub qos_norm: HashMap<String, f64>,
+    /// How jobs are billed (`model::billing`), for a `billing` TRES weight: the
+    /// factor is the job's billing over the cluster's billed whole.
+    pub billing: crate::model::billing::BillingTable,
 }
 
 impl PriorityContext {
@@ -112,23 +115,34 @@ pub fn factors(
     } else {
         0.0
     };
-    let tres = cfg
-        .weight_tres
-        .iter()
-        .map(|(name, w)| {
-            let (have, total) = match name.as_str() {
-                "cpu" => (cpus, total_cpus),
-                "node" => (nodes, total_nodes),
-                "mem" => (
-                    job.mem_per_node(job.req_cpus) as f64 * nodes,
-                    ctx.total_mem.max(1) as f64,
-                ),
-                "gres/gpu" => (job_gpus(job) as f64, ctx.total_gpus.max(1) as f64),
-                _ => (0.0, 1.0),
-            };
-            (name.clone(), w * (have / total).min(1.0))
-        })
+    // PriorityWeightTRES: each TRES the job asks for (the limits' count, billing
+    // included) over the cluster's total of it.
+    let tres = if cfg.weight_tres.is_empty() {
+        Vec::new()
+    } else {
+        let asked = super::limits::job_tres(job, &ctx.billing);
+        let whole: crate::model::billing::Tres = [
+            ("cpu", ctx.total_cpus),
+            ("node", ctx.total_nodes),
+            ("mem", ctx.total_mem),
+            ("gres/gpu", ctx.total_gpus),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
         .collect();
+        cfg.weight_tres
+            .iter()
+            .map(|(name, w)| {
+                let key = name.to_ascii_lowercase();
+                let total = match key.as_str() {
+                    "billing" => ctx.billing.billable(&job.partition, &whole),
+                    k => whole.get(k).copied().unwrap_or(0) as f64,
+                };
+                let have = asked.get(&key).copied().unwrap_or(0) as f64;
+                (name.clone(), w * (have / total.max(1.0)).min(1.0))
+            })
+            .collect()
+    };
     Factors {
         site: 0.0,
         age: f64::from(cfg.weight_age) * age,
@@ -142,21 +156,12 @@ pub fn factors(
     }
 }
 
-/// GPUs a job asks for in total (for TRES weights).
+/// GPUs a job asks for in total (`gres/gpu` of [`super::limits::request_tres`]).
 pub fn job_gpus(job: &Job) -> u64 {
-    let s = &job.spec;
-    let per_node: u64 = s
-        .gres
-        .iter()
-        .filter(|g| g.name == "gpu")
-        .map(|g| g.count)
-        .sum::<u64>()
-        + s.gpus_per_node.as_ref().map_or(0, |g| g.count);
-    per_node * u64::from(job.req_nodes.max(1))
-        + s.gpus.as_ref().map_or(0, |g| g.count)
-        + s.gpus_per_task
-            .as_ref()
-            .map_or(0, |g| g.count * u64::from(job.req_tasks.max(1)))
+    super::limits::request_tres(job)
+        .get("gres/gpu")
+        .copied()
+        .unwrap_or(0)
 }
 
 pub use super::fairshare::decay;

@@ -6,6 +6,7 @@
 //! equal and always exceeds the cluster; delivered CPU-hours per account are compared
 //! with the shares.
 
+use crate::model::billing::BillingTable;
 use crate::model::{Job, JobSpec, JobState, MemReq, Node, NodeState, Partition, TimeLimit};
 use crate::sched::fairshare::{
     AccountDef, Algorithm, FairShareTree, RunCharge, UsageLedger, UserDef,
@@ -21,11 +22,15 @@ pub struct FairShare {
     pub ledger: UsageLedger,
     /// CPU-seconds delivered per account, up to the end of the measured window.
     pub delivered: BTreeMap<String, f64>,
+    /// How jobs are billed (the partitions' `TRESBillingWeights`, MAX_TRES), as the
+    /// controller bills them.
+    pub billing: BillingTable,
 }
 
 impl FairShare {
-    /// Empty usage starting at `t0`.
-    pub fn new(t0: i64) -> FairShare {
+    /// Empty usage starting at `t0`, billing jobs in `parts` as the controller does
+    /// (`max_tres`: `PriorityFlags=MAX_TRES`).
+    pub fn new(t0: i64, parts: &[Partition], max_tres: bool) -> FairShare {
         FairShare {
             ledger: UsageLedger {
                 decayed_at: t0,
@@ -33,23 +38,30 @@ impl FairShare {
                 ..Default::default()
             },
             delivered: BTreeMap::new(),
+            billing: BillingTable::from_partitions(parts, max_tres),
         }
     }
 
+    /// What `j` (running on `a`) charges per second in billing units.
+    fn rate(&self, j: &Job, a: &crate::model::job::Allocation) -> f64 {
+        self.billing
+            .billable(&j.partition, &crate::sched::limits::alloc_tres(a))
+    }
+
     /// A job ended at `end`: charges what the last tick did not.
-    pub fn ended(&mut self, j: &Job, end: i64, cfg: &SchedConfig) {
+    pub fn ended(&mut self, j: &Job, end: i64) {
         if let Some(start) = j.start_time {
-            self.charge(j, start, end, cfg);
+            self.charge(j, start, end);
         }
     }
 
     /// Charges job `j` for running from `from` to `to` (the part after the last
     /// tick): the end of a stretch of its run (it ended, or was suspended).
-    pub fn charge(&mut self, j: &Job, from: i64, to: i64, cfg: &SchedConfig) {
+    pub fn charge(&mut self, j: &Job, from: i64, to: i64) {
         let Some(a) = j.alloc.as_ref() else {
             return;
         };
-        let rate = cfg.priority.billing.rate(a);
+        let rate = self.rate(j, a);
         let key = FairShareTree::key_of(&j.account, &j.user);
         self.ledger
             .charge_running(&RunCharge::billing_only(key, rate, from), to);
@@ -73,7 +85,7 @@ impl FairShare {
                 let j = &jobs[i];
                 Some(RunCharge::billing_only(
                     FairShareTree::key_of(&j.account, &j.user),
-                    p.billing.rate(j.alloc.as_ref()?),
+                    self.rate(j, j.alloc.as_ref()?),
                     j.start_time?,
                 ))
             })
@@ -101,6 +113,7 @@ impl FairShare {
             max_part_factor: 1,
             fairshare: Arc::new(tree),
             qos_norm: Default::default(),
+            billing: self.billing.clone(),
         };
         for &i in pending {
             jobs[i].priority = priority::factors(&jobs[i], 1, &ctx, p, now).priority();
@@ -247,17 +260,16 @@ pub fn run_scenario(s: &Scenario) -> Result<ScenarioResult, String> {
         .collect();
     let mut part = Partition::new("sim", nodes.iter().map(|n| n.name.clone()).collect());
     part.default = true;
+    if s.gpu() {
+        // Usage is GPU time: one billing unit per GPU.
+        part.billing_weights =
+            Some(crate::model::billing::BillingWeights::parse("GRES/gpu=1").expect("valid"));
+    }
     let parts = vec![part];
     let mut cfg = super::sim_config(s.policy);
     cfg.priority.decay_half_life = s.half_life;
     cfg.priority.fairshare_algorithm = s.algorithm;
     cfg.priority.weight_fairshare = s.weight_fairshare;
-    if s.gpu() {
-        cfg.priority.billing = crate::sched::fairshare::Billing {
-            gpu: 1.0,
-            ..Default::default()
-        };
-    }
     cfg.priority.accounts = s
         .accounts
         .iter()
@@ -276,7 +288,7 @@ pub fn run_scenario(s: &Scenario) -> Result<ScenarioResult, String> {
             shares: 1,
         })
         .collect();
-    let mut fs = FairShare::new(0);
+    let mut fs = FairShare::new(0, &parts, cfg.priority.max_tres);
     let mut jobs: Vec<Job> = Vec::new();
     let mut pending: Vec<usize> = Vec::new();
     let mut running: Vec<usize> = Vec::new();
@@ -291,7 +303,7 @@ pub fn run_scenario(s: &Scenario) -> Result<ScenarioResult, String> {
                 break;
             }
             ends.pop();
-            fs.ended(&jobs[i], t, &cfg);
+            fs.ended(&jobs[i], t);
             jobs[i].state = JobState::Completed;
             jobs[i].end_time = Some(t);
             running.retain(|&r| r != i);

@@ -248,7 +248,11 @@ pub fn simulate_with_qos(
     // Fair-share priorities when accounts are configured; otherwise every job has
     // the same priority and the order is submission order.
     let fs_on = !cfg.priority.accounts.is_empty();
-    let mut fs = fairshare::FairShare::new(trace.jobs.first().map_or(0, |j| j.submit));
+    let mut fs = fairshare::FairShare::new(
+        trace.jobs.first().map_or(0, |j| j.submit),
+        parts,
+        cfg.priority.max_tres,
+    );
     let preempt_on = cfg.preempt.preempt_type != crate::model::preempt::PreemptType::None;
     // A running stretch of job `i` ends at `t`: what it delivered is counted.
     let stop = |i: usize, t: i64, jobs: &[Job], runs: &mut [Run], fs: &mut fairshare::FairShare| {
@@ -257,7 +261,7 @@ pub fn simulate_with_qos(
             runs[i].left -= secs;
             runs[i].cpu_secs += f64::from(jobs[i].req_cpus) * secs as f64;
             if fs_on {
-                fs.charge(&jobs[i], from, t, cfg);
+                fs.charge(&jobs[i], from, t);
                 fs.deliver(&jobs[i], jobs[i].req_cpus, from, t, i64::MAX);
             }
         }

@@ -192,6 +192,20 @@ fn qos_limits_and_submit_refusals() {
     ]);
     c.wait_done(short);
     c.ok("scancel", &[&j.to_string()]);
+    // The same with CPU- and billing-minutes (the billing of a job without
+    // TRESBillingWeights is its CPU count): a 60-minute job cannot finish within 10.
+    account(&c, "cm");
+    sacctmgr(&c, "-i modify account cm set GrpTRESMins=cpu=10");
+    account(&c, "bm");
+    sacctmgr(&c, "-i modify account bm set GrpTRESMins=billing=10");
+    let long = |acct: &str| {
+        let a = format!("--account={acct}");
+        c.submit(&[&a, "-t", "60", "-o", "/dev/null", "--wrap", "true"])
+    };
+    let (cm, bm) = (long("cm"), long("bm"));
+    wait_reason(&c, cm, "AssocGrpCPUMinutesLimit");
+    wait_reason(&c, bm, "AssocGrpBillingMinutes");
+    c.ok("scancel", &[&cm.to_string(), &bm.to_string()]);
 
     // Submit limits refuse with Slurm's error; nothing is queued.
     account(&c, "s");
@@ -392,4 +406,82 @@ fn partition_qos_limits_jobs_of_its_partition() {
     let third = sub(true);
     wait_reason(&c, third, "QOSMaxJobsPerUserLimit");
     c.ok("scancel", &["--me"]);
+}
+
+/// A partition's TRESBillingWeights make one billing figure: scontrol's and sacct's
+/// `billing=`, the `GrpTRES=billing=` limit (AssocGrpBilling: the same job in a
+/// partition without weights bills its CPUs and fits) and sshare's GrpTRESRaw.
+#[test]
+fn billing_weights_hold_grp_billing_and_show_in_scontrol_sacct_sshare() {
+    let c = TestCluster::start_with(Setup {
+        extra_partitions: "[[partitions]]\nname = \"heavy\"\nnodes = \"NODE\"\nbilling_weights = \"CPU=3.0,Mem=1G\"\n",
+        ..Setup::default()
+    });
+    let show = c.ok("scontrol", &["show", "partition", "heavy"]);
+    assert!(
+        show.contains("\n   TRESBillingWeights=CPU=3.0,Mem=1G\n"),
+        "{show}"
+    );
+    account(&c, "bw");
+    sacctmgr(&c, "-i modify account bw set GrpTRES=billing=10");
+    // 2 CPUs and 1 GiB in heavy: 2 × 3 + 1 = 7.
+    let job = |part: &str| {
+        c.submit(&[
+            "--account=bw",
+            "-p",
+            part,
+            "-n2",
+            "--mem=1024",
+            "-o",
+            "/dev/null",
+            "--wrap",
+            "sleep 300",
+        ])
+    };
+    let first = job("heavy");
+    c.wait_state(first, &["RUNNING"], WAIT);
+    assert_eq!(c.show_field(first, "TRES"), "cpu=2,mem=1G,node=1,billing=7");
+    let second = job("heavy");
+    wait_reason(&c, second, "AssocGrpBilling");
+    let cheap = job("debug");
+    c.wait_state(cheap, &["RUNNING"], WAIT);
+    assert_eq!(c.show_field(cheap, "TRES"), "cpu=2,mem=1G,node=1,billing=2");
+    // GrpTRESRaw counts what the running job used so far: 7 billing units for 9 s
+    // make a billing-minute.
+    std::thread::sleep(Duration::from_secs(10));
+    let raw = c.ok(
+        "sshare",
+        &["-n", "-P", "-A", "bw", "-o", "Account,ID,GrpTRESRaw"],
+    );
+    let row = raw.lines().next().unwrap_or_default().to_string();
+    let f: Vec<&str> = row.split('|').collect();
+    assert_eq!(f[0], " bw", "{raw}");
+    assert!(f[1].parse::<u32>().is_ok_and(|id| id > 1), "{raw}");
+    let billing: u64 = field_of(f[2], "billing");
+    assert!((1..=3).contains(&billing), "{raw}");
+    assert!(field_of(f[2], "cpu") <= billing, "{raw}");
+    c.ok("scancel", &[&first.to_string(), &cheap.to_string()]);
+    c.wait_state(second, &["RUNNING"], WAIT);
+    c.ok("scancel", &[&second.to_string()]);
+    let alloc = c.ok(
+        "sacct",
+        &[
+            "-n",
+            "-P",
+            "-X",
+            "-j",
+            &first.to_string(),
+            "-o",
+            "AllocTRES",
+        ],
+    );
+    assert_eq!(alloc.trim(), "billing=7,cpu=2,mem=1G,node=1");
+}
+
+/// The count of `name` in a TRES list `a=1,b=2`.
+fn field_of(list: &str, name: &str) -> u64 {
+    list.split(',')
+        .find_map(|kv| kv.strip_prefix(&format!("{name}=")))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in {list}"))
 }

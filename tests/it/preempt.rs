@@ -278,3 +278,33 @@ fn qos_preempt_lists_choose_the_victims() {
     assert_eq!(c.wait_done(urgent), "COMPLETED");
     c.ok("scancel", &[&scav.to_string()]);
 }
+
+/// PreemptExemptTime: a victim younger than it is left alone (the preemptor waits
+/// with Resources) and is preempted once it has run that long.
+#[test]
+fn preempt_exempt_time_protects_young_jobs_until_they_are_old_enough() {
+    let c = TestCluster::start_with(Setup {
+        top: "[scheduler]\npreempt_type = \"preempt/partition_prio\"\npreempt_mode = \"cancel\"\npreempt_exempt_time = \"0:15\"\n",
+        extra_partitions: LOW_CANCEL,
+        ..Setup::default()
+    });
+    let victim = c.submit(&["-p", "low", "-n4", "-o", "/dev/null", "--wrap", "sleep 300"]);
+    c.wait_state(victim, &["RUNNING"], Duration::from_secs(30));
+    let started = std::time::Instant::now();
+    let urgent = c.submit(&["-p", "high", "-n4", "-o", "/dev/null", "--wrap", "sleep 1"]);
+    c.wait_field(&urgent.to_string(), "Reason", "Resources");
+    std::thread::sleep(Duration::from_secs(5));
+    // Young: still running, the preemptor still waiting.
+    assert_eq!(c.state(victim).as_deref(), Some("RUNNING"));
+    assert_eq!(c.state(urgent).as_deref(), Some("PENDING"));
+    assert!(
+        started.elapsed() < Duration::from_secs(14),
+        "too slow to tell"
+    );
+    c.wait_state(victim, &["PREEMPTED"], Duration::from_secs(40));
+    assert!(
+        started.elapsed() >= Duration::from_secs(14),
+        "preempted too young"
+    );
+    assert_eq!(c.wait_done(urgent), "COMPLETED");
+}

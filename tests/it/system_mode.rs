@@ -25,21 +25,7 @@ impl TempUser {
         let tag = format!("{}x{n}", std::process::id());
         let name = format!("sluit{tag}");
         let group = format!("sluig{tag}");
-        // useradd/groupadd take a lock on /etc/passwd; another test process may hold it
-        // for a moment.
-        let run = |cmd: &mut Command| -> Result<(), String> {
-            for _ in 0..50 {
-                let o = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
-                if o.status.success() {
-                    return Ok(());
-                }
-                if o.status.code() != Some(10) && !stderr(&o).contains("lock") {
-                    return Err(format!("{cmd:?}: {}", stderr(&o)));
-                }
-                std::thread::sleep(std::time::Duration::from_millis(100));
-            }
-            Err(format!("{cmd:?}: /etc/passwd stays locked"))
-        };
+        let run = passwd_tool;
         run(Command::new("groupadd").arg(&group))?;
         let made =
             run(Command::new("useradd").args(["-M", "-U", "-G", &group, "-s", "/bin/sh", &name]));
@@ -99,6 +85,22 @@ impl TempUser {
         assert!(o.status.success(), "{}", stderr(&o));
         stdout(&o).trim().to_string()
     }
+}
+
+/// Runs a shadow-utils command (useradd, usermod…); these take a lock on /etc/passwd
+/// that another test process may hold for a moment, so a locked attempt is retried.
+fn passwd_tool(cmd: &mut Command) -> Result<(), String> {
+    for _ in 0..50 {
+        let o = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
+        if o.status.success() {
+            return Ok(());
+        }
+        if o.status.code() != Some(10) && !stderr(&o).contains("lock") {
+            return Err(format!("{cmd:?}: {}", stderr(&o)));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    Err(format!("{cmd:?}: /etc/passwd stays locked"))
 }
 
 impl Drop for TempUser {
@@ -332,14 +334,25 @@ fn users_act_only_on_their_own_jobs() {
         c.ok("squeue", &["-h", "-j", &mine.to_string(), "-o", "%r"]),
         "BeginTime\n"
     );
-    // Raising one's own time limit or lowering nice is for operators.
+    // A pending job's own time limit may be raised up to the partition's MaxTime
+    // (1 hour), as Slurm's _update_job allows; past it, and a negative nice, are for
+    // operators.
     let limited: u32 = u.submit(&c, dir, &["-H", "-t", "5"]).parse().unwrap();
-    let o = as_user(&[
-        "scontrol",
-        "update",
-        &format!("JobId={limited}"),
-        "TimeLimit=10",
-    ]);
+    let update = |limit: &str| {
+        as_user(&[
+            "scontrol",
+            "update",
+            &format!("JobId={limited}"),
+            &format!("TimeLimit={limit}"),
+        ])
+    };
+    let o = update("10");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        c.field(&limited.to_string(), "TimeLimit").as_deref(),
+        Some("00:10:00")
+    );
+    let o = update("2:00:00");
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let o = as_user(&["sbatch", "--nice=-5", "--wrap", "true"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
@@ -430,6 +443,29 @@ fn coordinators_manage_the_users_and_jobs_of_their_accounts() {
     let o = as_coord(&["scancel", &job]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(c.state(job.parse().unwrap()).as_deref(), Some("CANCELLED"));
+
+    // Rights go by the name the OS gives the uid at each request: renamed, the
+    // coordinator is an ordinary user at once (the controller kept the old name
+    // before); renamed back, a coordinator again.
+    let held = member.submit(&c, dir, &["-H"]);
+    let renamed = format!("{}r", coord.name);
+    passwd_tool(Command::new("usermod").args(["-l", &renamed, &coord.name])).unwrap();
+    let while_renamed = as_coord(&["scontrol", "release", &held]);
+    passwd_tool(Command::new("usermod").args(["-l", &coord.name, &renamed])).unwrap();
+    assert_eq!(
+        while_renamed.status.code(),
+        Some(1),
+        "{}",
+        stderr(&while_renamed)
+    );
+    assert!(
+        stderr(&while_renamed).contains("Access/permission denied"),
+        "{}",
+        stderr(&while_renamed)
+    );
+    let o = as_coord(&["scontrol", "release", &held]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    c.ok("scancel", &[&held]);
 
     // Once removed, the coordinator is an ordinary user again.
     let out = c.ok(

@@ -238,3 +238,32 @@ fn withcoord_lists_coordinators_with_sub_accounts() {
         "coordinators are listed through users and accounts"
     );
 }
+
+#[test]
+fn association_ids_cluster_rows_and_trailing_bar() {
+    // Ids in creation order: root 1, root's user 2, research 3, alice 4, bob 5.
+    assert_eq!(
+        show("-nP show assoc format=Account,User,ID"),
+        "root||1\nroot|root|2\nresearch||3\nresearch|alice|4\nresearch|bob|5\n"
+    );
+    // QOS rows carry no association id.
+    assert_eq!(show("-nP show qos format=Name,ID"), "high|\nnormal|\n");
+    // `show cluster` in Slurm's default columns; -p ends each line with `|`.
+    let mut t = tree();
+    let (_, Command::Change(op)) = parse(&args("add cluster lab")).unwrap() else {
+        panic!("add cluster");
+    };
+    apply(&mut t, &op, "lab").unwrap();
+    let out = show_in(&t, "show cluster");
+    assert_eq!(
+        out.lines().next(),
+        Some(
+            "   Cluster     ControlHost  ControlPort   RPC     Share GrpJobs       GrpTRES GrpSubmit MaxJobs       MaxTRES MaxSubmit     MaxWall                  QOS   Def QOS "
+        ),
+        "{out}"
+    );
+    assert_eq!(
+        show_in(&t, "-np show cluster format=Cluster,Share"),
+        "lab|1|\n"
+    );
+}

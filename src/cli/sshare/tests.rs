@@ -50,6 +50,9 @@ fn golden_rows() -> Vec<ShareRow> {
             fair_tree: true,
             tres_run_mins: tres.clone(),
             grp_tres_mins: String::new(),
+            grp_tres_raw: tres.clone(),
+            id: Some(i as u32 + 1),
+            partition: None,
         })
         .collect()
 }
@@ -140,4 +143,50 @@ fn grp_tres_mins_shows_the_association_limit() {
     let text = render(&o, &rows, "cluster", "alice").unwrap();
     assert_eq!(text.lines().nth(3), Some(" research||cpu=600"), "{text}");
     assert_eq!(text.lines().nth(4), Some("  research|alice|"), "{text}");
+}
+
+#[test]
+fn grp_tres_raw_id_and_partition_fields() {
+    let mut rows = golden_rows();
+    // Rows: root, root/root, research, research/alice, research/bob.
+    rows[3].grp_tres_raw[0].1 = 120;
+    rows[3].grp_tres_raw[4].1 = 480;
+    rows[4].partition = Some("gpu".into());
+    let p = |args: &str| {
+        let a: Vec<String> = args.split_whitespace().map(String::from).collect();
+        render(&parse(&a).unwrap().unwrap(), &rows, "cluster", "alice").unwrap()
+    };
+    let text = p("-a -P -o Account,User,ID,Partition,GrpTRESRaw");
+    assert_eq!(
+        text.lines().next(),
+        Some("Account|User|ID|Partition|GrpTRESRaw")
+    );
+    assert_eq!(
+        text.lines().nth(4),
+        Some(
+            "  research|alice|4||cpu=120,mem=0,energy=0,node=0,billing=480,fs/disk=0,vmem=0,pages=0"
+        )
+    );
+    assert!(
+        text.lines()
+            .nth(5)
+            .unwrap()
+            .starts_with("  research|bob|5|gpu|")
+    );
+    // Prefixes resolve as in Slurm's field table: GrpTRESR, P, I.
+    assert_eq!(
+        p("-n -P -u bob -U -o GrpTRESR,P,I").trim(),
+        "cpu=0,mem=0,energy=0,node=0,billing=0,fs/disk=0,vmem=0,pages=0|gpu|5"
+    );
+    // -m: Partition after User in the default columns (width 12).
+    let m = p("-m -n -a -A research -U");
+    assert!(
+        m.contains("  research                  bob          gpu          1"),
+        "{m}"
+    );
+    let head = p("-m");
+    assert!(
+        head.starts_with("Account                    User    Partition  RawShares"),
+        "{head}"
+    );
 }

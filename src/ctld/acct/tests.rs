@@ -618,3 +618,127 @@ fn sshare_rows_carry_the_grp_tres_mins_limits() {
     assert_eq!(of("lab", Some("u2001")).as_deref(), Some("gres/gpu=60"));
     assert_eq!(of("root", None).as_deref(), Some(""));
 }
+
+/// TRESBillingWeights make one billing figure: the job record's (what sacct and
+/// scontrol print), what the usage ledger charges per second, and what GrpTRES and
+/// GrpTRESMins `billing=` limits compare (before, limits counted CPUs while the
+/// ledger counted weights).
+#[test]
+fn billing_weights_are_one_figure_for_records_ledger_and_limits() {
+    // 2 CPUs and 1000 MiB per job: 2 × 1.0 + 1000 MiB × 2 per GiB ≈ 3.95 billed.
+    let mut c = with_lab("[priority]\nbilling_weights = \"CPU=1.0,Mem=2G\"\n");
+    let job = |name: &str| {
+        let mut s = sized(name, 2, 60);
+        s.mem = Some(crate::model::MemReq::PerNode(1000));
+        s
+    };
+    let billed = 2.0 + 1000.0 * 2.0 / 1024.0;
+    let a = submit(&mut c, job("a"), ALICE, 0);
+    assert_eq!(c.jobs[&a].billing, Some(billed));
+    // GrpTRES=billing=5: one job (3 billed, truncated as Slurm counts) fits, two (6)
+    // do not; counting CPUs (2 + 2) both would have started.
+    modify(&mut c, Entity::Account, "lab", &["GrpTRES=billing=5"]);
+    let b = submit(&mut c, job("b"), ALICE, 0);
+    assert_eq!(pass(&mut c, 0), vec![a]);
+    assert_eq!(c.jobs[&b].reason.as_str(), "AssocGrpBilling");
+    assert_eq!(c.jobs[&a].billing, Some(billed));
+    // The ledger charges the same figure per second.
+    let run = c.running_usage();
+    assert_eq!(run.len(), 1);
+    assert!((run[0].billing - billed).abs() < 1e-9);
+    // GrpTRESMins=billing: 10 minutes of `a` used 39.5 billing-minutes.
+    modify(
+        &mut c,
+        Entity::Account,
+        "lab",
+        &["GrpTRES=billing=-1", "GrpTRESMins=billing=30"],
+    );
+    let mut fx = Effects::default();
+    c.accrue_usage(600, &mut fx);
+    let key = ("lab".to_string(), "u2001".to_string());
+    assert!((c.ledger.usage[&key] - billed * 600.0).abs() < 1e-6);
+    assert!(pass(&mut c, 600).is_empty());
+    assert_eq!(c.jobs[&b].reason.as_str(), "AssocGrpBillingMinutes");
+}
+
+/// A coordinator acts on the jobs of their accounts with the owner's rights, not an
+/// operator's (job_mgr.c `_update_job`: `operator` is validate_operator alone): their
+/// hold is a user hold, an admin hold is not theirs to release, a running job's time
+/// limit is not theirs to raise (a pending job's only up to the partition's MaxTime),
+/// no negative nice, no suspend; requeue and cancel they may.
+#[test]
+fn coordinators_have_the_owners_rights_not_an_operators() {
+    use crate::proto::JobUpdate;
+    let mut c = with_coordinator();
+    let root = super::super::state::Caller { uid: 0, gid: 0 };
+    let mut fx = Effects::default();
+    let mut s = sized("bobs", 1, 30);
+    s.account = Some("sub".into());
+    let bobs = submit(&mut c, s.clone(), BOB, 1);
+    // Pending: raised up to the partition's MaxTime (1 hour), not past it.
+    let limit = |m| [JobUpdate::TimeLimit(crate::model::TimeLimit::Minutes(m))];
+    c.update_job(bobs, None, &limit(60), ALICE, &mut fx)
+        .unwrap();
+    assert_eq!(
+        c.update_job(bobs, None, &limit(61), ALICE, &mut fx),
+        Err(SlurmError::AccessDenied)
+    );
+    assert_eq!(
+        c.update_job(bobs, None, &[JobUpdate::Nice(-5)], ALICE, &mut fx),
+        Err(SlurmError::AccessDenied)
+    );
+    c.update_job(bobs, None, &[JobUpdate::Nice(50)], ALICE, &mut fx)
+        .unwrap();
+    // An admin hold stays the operators'.
+    assert_eq!(c.hold(&[bobs], &[], false, root, &mut fx)[0].error, None);
+    assert_eq!(c.jobs[&bobs].reason, Reason::JobHeldAdmin);
+    assert_eq!(
+        c.release(&[bobs], &[], ALICE, 2, &mut fx)[0].error,
+        Some(SlurmError::AccessDenied)
+    );
+    assert_eq!(c.release(&[bobs], &[], root, 2, &mut fx)[0].error, None);
+    // Running: lowered yes, raised no; not suspended; requeued yes.
+    assert_eq!(pass(&mut c, 3), vec![bobs]);
+    c.update_job(bobs, None, &limit(20), ALICE, &mut fx)
+        .unwrap();
+    assert_eq!(
+        c.update_job(bobs, None, &limit(30), ALICE, &mut fx),
+        Err(SlurmError::AccessDenied)
+    );
+    assert_eq!(
+        c.suspend(&[bobs], &[], false, ALICE, 4, &mut fx)[0].error,
+        Some(SlurmError::AccessDenied)
+    );
+    assert_eq!(
+        c.requeue(&[bobs], &[], false, ALICE, 4, &mut fx)[0].error,
+        None
+    );
+}
+
+/// Coordinator rights go by the name the OS gives the caller's uid at each request
+/// (`GroupView::note_name`, fed at the controller's edge): a coordinator renamed or
+/// removed loses them at once, whoever now holds the name gains them.
+#[test]
+fn coordinator_rights_follow_the_callers_current_name() {
+    let mut c = with_coordinator();
+    let mut s = spec("bobs");
+    s.account = Some("sub".into());
+    s.hold = true;
+    let bobs = submit(&mut c, s, BOB, 1);
+    let mut fx = Effects::default();
+    assert!(c.manager(ALICE).may(&c.jobs[&bobs]));
+    // uid 2001 is renamed: the tree's coordinator u2001 is no longer this caller.
+    c.groups.note_name(ALICE.uid, Some("alice2".into()));
+    assert!(!c.manager(ALICE).may(&c.jobs[&bobs]));
+    assert_eq!(
+        c.release(&[bobs], &[], ALICE, 2, &mut fx)[0].error,
+        Some(SlurmError::AccessDenied)
+    );
+    // Removed (no name any more): nothing either.
+    c.groups.note_name(ALICE.uid, None);
+    assert!(!c.manager(ALICE).may(&c.jobs[&bobs]));
+    // Another uid now named u2001 is the coordinator.
+    c.groups.note_name(CAROL.uid, Some("u2001".into()));
+    assert!(c.manager(CAROL).may(&c.jobs[&bobs]));
+    assert_eq!(c.release(&[bobs], &[], CAROL, 2, &mut fx)[0].error, None);
+}

@@ -611,18 +611,24 @@ fn relative_time_limit_updates() {
     s.hold = true;
     let id = submit(&mut c, s, ALICE, 0);
     let mut fx = Effects::default();
-    // The owner may lower it; raising is for operators.
+    // The owner may lower it, and raise a pending job's up to the partition's
+    // MaxTime (1 hour); past that, raising is for operators.
     assert_eq!(
         c.update_job(id, None, &[JobUpdate::TimeLimitBy(-10)], ALICE, &mut fx),
         Ok(())
     );
     assert_eq!(c.jobs[&id].time_limit, TimeLimit::Minutes(20));
     assert_eq!(
+        c.update_job(id, None, &[JobUpdate::TimeLimitBy(40)], ALICE, &mut fx),
+        Ok(())
+    );
+    assert_eq!(c.jobs[&id].time_limit, TimeLimit::Minutes(60));
+    assert_eq!(
         c.update_job(id, None, &[JobUpdate::TimeLimitBy(5)], ALICE, &mut fx),
         Err(SlurmError::AccessDenied)
     );
     assert_eq!(
-        c.update_job(id, None, &[JobUpdate::TimeLimitBy(5)], ROOT, &mut fx),
+        c.update_job(id, None, &[JobUpdate::TimeLimitBy(-35)], ROOT, &mut fx),
         Ok(())
     );
     assert_eq!(c.jobs[&id].time_limit, TimeLimit::Minutes(25));

@@ -444,3 +444,23 @@ fn coordinators_are_added_removed_and_leave_with_their_account() {
     assert!(t.users["alice"].coord_accounts.is_empty());
     t.check().unwrap();
 }
+
+#[test]
+fn associations_get_ids_in_creation_order_never_reused() {
+    let mut t = AssocTree::default();
+    // slurmdbd's numbering: the root account, then root's user association.
+    assert_eq!(t.accounts[ROOT].id, 1);
+    assert_eq!(t.user_assocs[0].id, 2);
+    add(&mut t, Entity::Account, &["phys"], &[]).unwrap();
+    add(&mut t, Entity::User, &["alice"], &["Account=phys"]).unwrap();
+    add(&mut t, Entity::User, &["bob"], &["Account=phys"]).unwrap();
+    assert_eq!(t.accounts["phys"].id, 3);
+    let id = |t: &AssocTree, u: &str| t.user_assocs.iter().find(|a| a.user == u).unwrap().id;
+    assert_eq!((id(&t, "alice"), id(&t, "bob")), (4, 5));
+    // A change keeps the id; a removed association's id is not given again.
+    modify(&mut t, Entity::User, by_name(&["alice"]), &["MaxJobs=2"]).unwrap();
+    assert_eq!(id(&t, "alice"), 4);
+    delete(&mut t, Entity::User, by_name(&["bob"])).unwrap();
+    add(&mut t, Entity::User, &["carol"], &["Account=phys"]).unwrap();
+    assert_eq!(id(&t, "carol"), 6);
+}

@@ -192,32 +192,6 @@ fn ledger_decays_accrues_and_resets() {
 }
 
 #[test]
-fn billing_weights() {
-    use crate::model::job::GresAlloc;
-    let a = Allocation {
-        nodes: vec!["n1".into()],
-        cpus: vec![8],
-        mem_per_node: 4096,
-        gres: vec![vec![GresAlloc {
-            slot: 0,
-            name: "gpu".into(),
-            kind: None,
-            index: 0,
-            count: 2,
-        }]],
-        ..Default::default()
-    };
-    assert_eq!(Billing::default().rate(&a), 8.0);
-    let b = Billing::parse("CPU=1.0,Mem=0.5G,GRES/gpu=10").unwrap();
-    assert_eq!(b.rate(&a), 8.0 + 2.0 + 20.0);
-    let b = Billing::parse("mem=1").unwrap();
-    assert_eq!(b.mem_gib, 1024.0);
-    assert!(Billing::parse("license/x=1").is_err());
-    assert!(Billing::parse("cpu=-1").is_err());
-    assert!(Billing::parse("cpu").is_err());
-}
-
-#[test]
 fn tree_from_definitions() {
     let accounts = vec![
         AccountDef {

@@ -64,6 +64,7 @@ fn reason_used(
         Policy {
             fairshare: None,
             partition_qos: None,
+            billing: None,
             tree: t,
             enforce: e,
             used,
@@ -316,6 +317,7 @@ fn charge_counts_jobs_started_in_the_same_pass() {
         Policy {
             fairshare: None,
             partition_qos: None,
+            billing: None,
             tree: &t,
             enforce: enforce(),
             used: &used,
@@ -341,6 +343,7 @@ fn submit_limits_refuse_and_deny_on_limit_refuses_what_pends_otherwise() {
     let p = Policy {
         fairshare: None,
         partition_qos: None,
+        billing: None,
         tree: &t,
         enforce: enforce(),
         used: &used,
@@ -366,6 +369,7 @@ fn submit_limits_refuse_and_deny_on_limit_refuses_what_pends_otherwise() {
     let p = Policy {
         fairshare: None,
         partition_qos: None,
+        billing: None,
         tree: &t,
         enforce: enforce(),
         used: &used,
@@ -386,6 +390,7 @@ fn submit_limits_refuse_and_deny_on_limit_refuses_what_pends_otherwise() {
     let p = Policy {
         fairshare: None,
         partition_qos: None,
+        billing: None,
         tree: &t,
         enforce: enforce(),
         used: &used,
@@ -475,6 +480,7 @@ fn qos_min_tres_holds_jobs_asking_too_little() {
         Policy {
             fairshare: None,
             partition_qos: None,
+            billing: None,
             tree: &t,
             enforce: enforce(),
             used: &used,
@@ -507,6 +513,7 @@ fn usage_threshold_holds_associations_below_it() {
             Policy {
                 fairshare: Some(&fs),
                 partition_qos: None,
+                billing: None,
                 tree: t,
                 enforce: enforce(),
                 used: &used,
@@ -536,6 +543,7 @@ fn part_policy<'a>(
     Policy {
         fairshare: None,
         partition_qos: Some(parts),
+        billing: None,
         tree: t,
         enforce: enforce(),
         used,
@@ -784,6 +792,7 @@ fn time_out_ends_a_running_job_at_its_group_usage_limit() {
         let p = Policy {
             fairshare: None,
             partition_qos: None,
+            billing: None,
             tree: &t,
             enforce: e,
             used,
@@ -807,6 +816,7 @@ fn time_out_ends_a_running_job_at_its_group_usage_limit() {
     let p = Policy {
         fairshare: None,
         partition_qos: None,
+        billing: None,
         tree: &t2,
         enforce: enforce(),
         used: &UsedMins {

@@ -14,6 +14,7 @@ fn ctx() -> PriorityContext {
         max_part_factor: 1,
         fairshare: Default::default(),
         qos_norm: Default::default(),
+        billing: Default::default(),
     }
 }
 
@@ -102,6 +103,22 @@ fn small_relative_to_time_and_partition_and_tres() {
     assert_eq!(
         factors(&j, 1, &c, &cfg, 0).tres,
         vec![("cpu".to_string(), 25.0)]
+    );
+    // A billing weight compares the job's billing with the cluster's, both as the
+    // partition bills them: 8 CPUs + 2 GPUs × 4 = 16 of 32 + 4 × 4 = 48.
+    j.spec.gres = vec![crate::model::gres::parse_gres_item("gpu:2").unwrap()];
+    c.billing = crate::model::billing::BillingTable {
+        partitions: [(
+            j.partition.clone(),
+            crate::model::billing::BillingWeights::parse("CPU=1,GRES/gpu=4").unwrap(),
+        )]
+        .into(),
+        max_tres: false,
+    };
+    cfg.weight_tres = vec![("CPU".into(), 100.0), ("billing".into(), 300.0)];
+    assert_eq!(
+        factors(&j, 1, &c, &cfg, 0).tres,
+        vec![("CPU".to_string(), 25.0), ("billing".to_string(), 100.0)]
     );
 }
 

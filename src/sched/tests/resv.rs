@@ -141,6 +141,22 @@ fn inside_jobs_never_leave_the_reservation_nodes() {
 }
 
 #[test]
+fn flex_jobs_may_use_nodes_outside_the_reservation_and_run_past_it() {
+    let nodes = vec![node("n1", 1, 4000), node("n2", 4, 4000)];
+    let parts = vec![part("p", &["n1", "n2"])];
+    let mut r = resv("r", &["n1"], 0, 300, false);
+    r.flags.flex = true;
+    let a = in_resv(1, "r");
+    let b = in_resv(2, "r");
+    // Both start: the second on n2, outside the reservation's node; their 10-minute
+    // limits run past the 5-minute window.
+    let o = run_with(&[&a, &b], &nodes, &parts, &[r], 0);
+    assert_eq!(starts(&o.decisions), vec![1, 2]);
+    assert_eq!(alloc_of(&o.decisions, 1).nodes, vec!["n1".to_string()]);
+    assert_eq!(alloc_of(&o.decisions, 2).nodes, vec!["n2".to_string()]);
+}
+
+#[test]
 fn no_reservations_changes_nothing() {
     let nodes = vec![node("n1", 4, 4000)];
     let parts = vec![part("p", &["n1"])];
