@@ -750,6 +750,17 @@ impl Cluster {
                     .collect()
             },
             billing: self.billing.clone(),
+            partition_tres: self
+                .partitions
+                .iter()
+                .map(|p| {
+                    let nodes = self.nodes.iter().filter(|n| p.nodes.contains(&n.name));
+                    (
+                        p.name.clone(),
+                        crate::model::billing::nodes_tres(nodes, &self.licenses),
+                    )
+                })
+                .collect(),
         }
     }
 

@@ -164,6 +164,37 @@ impl BillingTable {
     }
 }
 
+/// The TRES a set of nodes holds, with the cluster's licenses: `cpu`, `node`, `mem`
+/// (MiB), each GRES by name and by `name:type`, and `license/<name>`. This is the
+/// whole a partition's TRES factor is normalised by (Slurm divides a job's TRES by
+/// its partition's `TRES=` counts in priority/multifactor).
+pub fn nodes_tres<'a>(
+    nodes: impl IntoIterator<Item = &'a super::Node>,
+    licenses: &[(String, u32)],
+) -> Tres {
+    let mut t = Tres::new();
+    let mut add = |k: String, v: u64| {
+        if v > 0 {
+            *t.entry(k).or_default() += v;
+        }
+    };
+    for n in nodes {
+        add("cpu".into(), u64::from(n.cpus));
+        add("node".into(), 1);
+        add("mem".into(), n.real_memory);
+        for g in &n.gres {
+            add(format!("gres/{}", g.name), u64::from(g.count));
+            if let Some(k) = &g.kind {
+                add(format!("gres/{}:{k}", g.name), u64::from(g.count));
+            }
+        }
+    }
+    for (name, count) in licenses {
+        add(format!("license/{name}"), u64::from(*count));
+    }
+    t
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

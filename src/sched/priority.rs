@@ -39,6 +39,11 @@ pub struct PriorityContext {
     /// How jobs are billed (`model::billing`), for a `billing` TRES weight: the
     /// factor is the job's billing over the cluster's billed whole.
     pub billing: crate::model::billing::BillingTable,
+    /// Each partition's TRES (`model::billing::nodes_tres` of its nodes, with the
+    /// cluster's licenses), by partition name: a job's TRES factors are its request
+    /// over its partition's whole, as in Slurm. A partition not listed is normalised by
+    /// the cluster totals above (cpu, node, mem, gres/gpu).
+    pub partition_tres: HashMap<String, crate::model::billing::Tres>,
 }
 
 impl PriorityContext {
@@ -121,25 +126,38 @@ pub fn factors(
         Vec::new()
     } else {
         let asked = super::limits::job_tres(job, &ctx.billing);
-        let whole: crate::model::billing::Tres = [
-            ("cpu", ctx.total_cpus),
-            ("node", ctx.total_nodes),
-            ("mem", ctx.total_mem),
-            ("gres/gpu", ctx.total_gpus),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
+        let cluster: crate::model::billing::Tres;
+        let whole = match ctx.partition_tres.get(&job.partition) {
+            Some(t) => t,
+            None => {
+                cluster = [
+                    ("cpu", ctx.total_cpus),
+                    ("node", ctx.total_nodes),
+                    ("mem", ctx.total_mem),
+                    ("gres/gpu", ctx.total_gpus),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect();
+                &cluster
+            }
+        };
         cfg.weight_tres
             .iter()
             .map(|(name, w)| {
                 let key = name.to_ascii_lowercase();
                 let total = match key.as_str() {
-                    "billing" => ctx.billing.billable(&job.partition, &whole),
+                    "billing" => ctx.billing.billable(&job.partition, whole),
                     k => whole.get(k).copied().unwrap_or(0) as f64,
                 };
                 let have = asked.get(&key).copied().unwrap_or(0) as f64;
-                (name.clone(), w * (have / total.max(1.0)).min(1.0))
+                // A TRES the whole lacks (none configured) adds nothing.
+                let f = if total > 0.0 {
+                    (have / total).min(1.0)
+                } else {
+                    0.0
+                };
+                (name.clone(), w * f)
             })
             .collect()
     };

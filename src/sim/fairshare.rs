@@ -114,6 +114,7 @@ impl FairShare {
             fairshare: Arc::new(tree),
             qos_norm: Default::default(),
             billing: self.billing.clone(),
+            partition_tres: Default::default(),
         };
         for &i in pending {
             jobs[i].priority = priority::factors(&jobs[i], 1, &ctx, p, now).priority();

@@ -985,3 +985,26 @@ fn allow_groups_admits_by_the_group_data_the_edge_looked_up() {
     ));
     assert!(!refused(&c, ROOT));
 }
+
+#[test]
+fn priority_tres_wholes_are_each_partitions_nodes_with_the_clusters_licenses() {
+    let c = crate::ctld::testutil::two_nodes(
+        r#"
+[licenses]
+matlab = 3
+[[partitions]]
+name = "one"
+nodes = "n1"
+default = true
+[[partitions]]
+name = "both"
+nodes = "n[1-2]"
+"#,
+    );
+    let ctx = c.priority_context(0);
+    let one = &ctx.partition_tres["one"];
+    let both = &ctx.partition_tres["both"];
+    assert_eq!((one["cpu"], one["node"], one["mem"]), (2, 1, 1000));
+    assert_eq!((both["cpu"], both["node"], both["mem"]), (4, 2, 2000));
+    assert_eq!((one["license/matlab"], both["license/matlab"]), (3, 3));
+}

@@ -15,6 +15,7 @@ fn ctx() -> PriorityContext {
         fairshare: Default::default(),
         qos_norm: Default::default(),
         billing: Default::default(),
+        partition_tres: Default::default(),
     }
 }
 
@@ -119,6 +120,63 @@ fn small_relative_to_time_and_partition_and_tres() {
     assert_eq!(
         factors(&j, 1, &c, &cfg, 0).tres,
         vec![("CPU".to_string(), 25.0), ("billing".to_string(), 100.0)]
+    );
+}
+
+#[test]
+fn tres_weights_cover_every_tres_over_the_partitions_whole() {
+    // Partition p: 2 nodes of 16 CPUs, 4 a100 GPUs each, and 10 matlab licenses.
+    let nodes: Vec<crate::model::Node> = (0..2)
+        .map(|i| {
+            let mut n = super::node(&format!("n{i}"), 16, 64000);
+            n.gres = (0..4)
+                .map(|k| crate::model::gres::GresDevice {
+                    name: "gpu".into(),
+                    kind: Some("a100".into()),
+                    index: k,
+                    count: 1,
+                    ..Default::default()
+                })
+                .collect();
+            n
+        })
+        .collect();
+    let whole = crate::model::billing::nodes_tres(&nodes, &[("matlab".into(), 10)]);
+    assert_eq!(
+        (whole["cpu"], whole["node"], whole["gres/gpu:a100"]),
+        (32, 2, 8)
+    );
+    assert_eq!(whole["license/matlab"], 10);
+    let mut c = ctx();
+    c.partition_tres.insert("p".into(), whole);
+    let cfg = PriorityConfig {
+        weight_tres: vec![
+            ("GRES/gpu:a100".into(), 800.0),
+            ("license/matlab".into(), 1000.0),
+            ("cpu".into(), 320.0),
+            ("gres/nic".into(), 50.0),
+        ],
+        ..PriorityConfig::default()
+    };
+    let mut j = job(1, 4, 400);
+    j.spec.gres = vec![crate::model::gres::parse_gres_item("gpu:a100:2").unwrap()];
+    j.spec.licenses = crate::model::gres::parse_licenses("matlab:5").unwrap();
+    // 2 of 8 typed GPUs, 5 of 10 licenses, 4 of the partition's 32 CPUs (not the
+    // context's cluster-wide 32 + 0), and nothing for a TRES the job does not ask for.
+    assert_eq!(
+        factors(&j, 1, &c, &cfg, 0).tres,
+        vec![
+            ("GRES/gpu:a100".to_string(), 200.0),
+            ("license/matlab".to_string(), 500.0),
+            ("cpu".to_string(), 40.0),
+            ("gres/nic".to_string(), 0.0),
+        ]
+    );
+    // Another partition without recorded totals falls back to the cluster's.
+    j.partition = "q".into();
+    assert_eq!(
+        factors(&j, 1, &c, &cfg, 0).tres[2],
+        ("cpu".to_string(), 40.0)
     );
 }
 
