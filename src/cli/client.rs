@@ -316,15 +316,21 @@ pub const JOBS_PAGE: u32 = 2000;
 /// to the controller log in the state directory.
 fn spawn_controller(cfg: &Config) -> std::io::Result<std::process::Child> {
     use std::os::unix::process::CommandExt;
-    std::fs::create_dir_all(&cfg.state_dir)?;
+    let named = |what: &str, path: &std::path::Path, e: std::io::Error| {
+        std::io::Error::new(e.kind(), format!("cannot {what} {}: {e}", path.display()))
+    };
+    std::fs::create_dir_all(&cfg.state_dir)
+        .map_err(|e| named("create state directory", &cfg.state_dir, e))?;
     let log = {
         use std::os::unix::fs::OpenOptionsExt;
         // The log names other users' files in system mode: private to the controller.
+        let path = cfg.state_dir.join("controller.log");
         std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .mode(0o600)
-            .open(cfg.state_dir.join("controller.log"))?
+            .open(&path)
+            .map_err(|e| named("open", &path, e))?
     };
     let exe = std::env::current_exe()?;
     let mut cmd = std::process::Command::new(exe);

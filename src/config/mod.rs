@@ -582,6 +582,12 @@ impl Config {
                     n.name
                 )));
             }
+            if n.memory == Some(0) {
+                return Err(invalid(format!(
+                    "node '{}': memory must be at least 1 (MiB)",
+                    n.name
+                )));
+            }
         }
         let mut partitions = Vec::new();
         for pc in fc.partitions {
@@ -1445,6 +1451,10 @@ push_binary = false
             ("[[nodes]]\nname='a'\n[[nodes]]\nname='a'\n", "twice"),
             ("bogus = 1\n", "unknown field"),
             ("[[nodes]]\nname='a'\ncpus=0\n", "at least 1"),
+            (
+                "[[nodes]]\nname='a'\nmemory=0\n",
+                "memory must be at least 1",
+            ),
             ("[[nodes]]\nname='a'\nssh='u@h:0'\n", "bad ssh address"),
             ("slurmd_timeout = 0\n", "slurmd_timeout"),
             (

@@ -221,10 +221,39 @@ impl Cluster {
         if matches!(op, AcctOp::Delete { .. }) {
             self.check_no_active_jobs(&copy)?;
         }
+        self.keep_owner_associated(&mut copy, c, user);
         if commit && out.changed {
             self.assoc = copy;
         }
         Ok(out)
+    }
+
+    /// The first change that defines the tree of a personal controller (one that runs
+    /// as its user, not root) turns enforcement on; its owner, who is that cluster's
+    /// administrator as root is a system cluster's, then gets what Slurm's root user
+    /// has: an Administrator user with an association under `root`, its default
+    /// account. Without it the owner's next `sbatch` would be refused "Invalid
+    /// account". Nothing changes when the owner already is a user in `after`.
+    fn keep_owner_associated(&self, after: &mut AssocTree, c: Caller, user: &str) {
+        use crate::model::assoc::{ROOT, User};
+        let owner = c.uid == self.owner_uid && c.uid != 0;
+        if !owner || self.assoc.is_defined() || !after.is_defined() {
+            return;
+        }
+        if after.users.contains_key(user) || self.enforce_cfg.is_some() {
+            return;
+        }
+        after.users.insert(
+            user.to_string(),
+            User {
+                name: user.to_string(),
+                default_account: ROOT.into(),
+                admin_level: AdminLevel::Administrator,
+                coord_accounts: Vec::new(),
+            },
+        );
+        after.user_assocs.push(UserAssoc::new(user, ROOT, None));
+        after.assign_ids();
     }
 
     /// Brings the accounts and users declared in the config (`[[accounts]]`) into the

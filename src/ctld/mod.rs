@@ -269,9 +269,11 @@ fn start_background(cfg: &Config) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("sluice controller: {e}");
-            if let Some(h) = e.hint() {
-                eprintln!("{h}");
+            // The hint names the cause; "Unable to contact slurm controller" before it
+            // would only mislead.
+            match e.hint() {
+                Some(h) => eprintln!("{h}"),
+                None => eprintln!("sluice controller: {e}"),
             }
             ExitCode::from(1)
         }
@@ -385,6 +387,27 @@ fn lock_state_dir(cfg: &Config) -> anyhow::Result<nix::fcntl::Flock<std::fs::Fil
     Ok(lock)
 }
 
+/// Holds an exclusive lock on the spool directory for the controller's lifetime: its
+/// local agent re-adopts (or ends) every job found there, so a second controller
+/// configured with the same `spool_dir` and another `state_dir` would end the first
+/// one's running jobs. Errors: the lock is held (another controller's spool).
+fn lock_spool_dir(cfg: &Config) -> anyhow::Result<nix::fcntl::Flock<std::fs::File>> {
+    let path = cfg.spool_dir.join("spool.lock");
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock).map_err(|(_, e)| {
+        anyhow::anyhow!(
+            "the spool directory {} is in use by another controller ({e}); give each \
+             controller its own spool_dir",
+            cfg.spool_dir.display()
+        )
+    })
+}
+
 /// Sets the state and spool directories' modes and records the controller's pid.
 /// The state directory is private (0700) in personal mode; in system mode it and the
 /// spool are traversable but not listable (0711) so that jobs can reach their own files,
@@ -421,6 +444,7 @@ const PID_FILE: &str = "controller.pid";
 pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
     let _lock = lock_state_dir(&cfg)?;
     prepare_dirs(&cfg)?;
+    let _spool_lock = lock_spool_dir(&cfg)?;
     let db_path = cfg.state_dir.join("sluice.db");
     let mut store = store::Store::open(&db_path)?;
     let now = crate::cli::timefmt::now();

@@ -209,7 +209,13 @@ impl Cluster {
                     .map(|p| p.display().to_string())
                     .unwrap_or_else(|| "(personal mode)".into()),
             ),
-            ("SlurmctldPort".into(), cfg.socket.display().to_string()),
+            // sluice listens on a Unix socket, not Slurm's TCP port: the port keeps
+            // the value SLURM_WORKING_CLUSTER reports, the socket has its own key.
+            (
+                "SlurmctldPort".into(),
+                crate::stepd::env::WORKING_CLUSTER_PORT.to_string(),
+            ),
+            ("SluiceSocket".into(), cfg.socket.display().to_string()),
             (
                 "StateSaveLocation".into(),
                 cfg.state_dir.display().to_string(),
@@ -226,7 +232,7 @@ impl Cluster {
             (
                 "SchedulerParameters".into(),
                 format!(
-                    "bf_window={},bf_resolution={},bf_max_job_test={},bf_max_job_user={},bf_interval={}{}{}",
+                    "bf_window={},bf_resolution={},bf_max_job_test={},bf_max_job_user={},bf_interval={}{}{}{}",
                     cfg.sched.bf_window / 60,
                     cfg.sched.bf_resolution,
                     cfg.sched.bf_max_job_test,
@@ -239,6 +245,11 @@ impl Cluster {
                     },
                     if cfg.sched.policy == sched::Policy::Easy {
                         ",easy"
+                    } else {
+                        ""
+                    },
+                    if cfg.kill_invalid_depend {
+                        ",kill_invalid_depend"
                     } else {
                         ""
                     },
@@ -293,14 +304,6 @@ impl Cluster {
                 "accounting_storage/sluice".into(),
             ),
             ("MaxArraySize".into(), cfg.max_array_size.to_string()),
-            (
-                "SchedulerParameters".into(),
-                if cfg.kill_invalid_depend {
-                    "kill_invalid_depend".into()
-                } else {
-                    "(null)".into()
-                },
-            ),
             ("SchedulerTimeSlice".into(), "30 sec".into()),
             ("PreemptMode".into(), cfg.sched.preempt.mode.as_str().into()),
             (
@@ -1221,13 +1224,38 @@ impl Cluster {
         let begin = job.spec.begin.unwrap_or(now).max(now);
         // The job is planned among the queue as it is, from its earliest begin.
         job.eligible_time = Some(now);
+        // First among the whole queue; when that gives no plan for it (behind
+        // bf_max_job_test jobs, say), among the running jobs only, as Slurm's will-run
+        // test does.
+        let queue = self.test_only_plan(&job, begin, true);
+        let (start, nodes, partition) = queue
+            .or_else(|| self.test_only_plan(&job, begin, false))
+            .unwrap_or((begin, String::new(), job.partition.clone()));
+        TestOnly {
+            job_id: self.next_id,
+            start,
+            nodes,
+            cpus: job.req_cpus,
+            partition,
+        }
+    }
+
+    /// The start, nodes (compressed) and partition a scheduling pass at `begin` plans
+    /// for `job` (id `u32::MAX`), among every active job (`with_queue`) or the running
+    /// ones only; `None` when the pass neither starts it nor estimates its start.
+    fn test_only_plan(
+        &self,
+        job: &Job,
+        begin: i64,
+        with_queue: bool,
+    ) -> Option<(i64, String, String)> {
         let mut jobs: Vec<&Job> = self
             .jobs
             .values()
-            .filter(|j| j.is_active())
+            .filter(|j| j.is_active() && (with_queue || j.state != JobState::Pending))
             .map(|j| &**j)
             .collect();
-        jobs.push(&job);
+        jobs.push(job);
         let out = sched::run(&sched::Input {
             jobs: &jobs,
             nodes: &self.nodes,
@@ -1242,29 +1270,25 @@ impl Cluster {
         let mine = out.decisions.iter().find(|d| {
             matches!(d, Decision::Start { job_id, .. } | Decision::Pending { job_id, .. } if *job_id == u32::MAX)
         });
-        let (start, nodes, partition) = match mine {
+        match mine {
             Some(Decision::Start {
                 alloc, partition, ..
-            }) => (
+            }) => Some((
                 begin,
                 hostlist::compress_sorted(&alloc.nodes),
                 partition.clone(),
-            ),
-            _ => match out.estimates.iter().find(|e| e.job_id == u32::MAX) {
-                Some(e) => (
-                    e.start,
-                    hostlist::compress_sorted(&e.nodes),
-                    e.partition.clone(),
-                ),
-                None => (begin, String::new(), job.partition.clone()),
-            },
-        };
-        TestOnly {
-            job_id: self.next_id,
-            start,
-            nodes,
-            cpus: job.req_cpus,
-            partition,
+            )),
+            _ => out
+                .estimates
+                .iter()
+                .find(|e| e.job_id == u32::MAX)
+                .map(|e| {
+                    (
+                        e.start,
+                        hostlist::compress_sorted(&e.nodes),
+                        e.partition.clone(),
+                    )
+                }),
         }
     }
 

@@ -372,3 +372,58 @@ fn simulate_refuses_an_unbounded_scenario_length() {
         );
     }
 }
+
+#[test]
+fn a_second_controller_on_the_same_spool_is_refused_and_leaves_the_running_job_alone() {
+    let c = TestCluster::start();
+    let id = c.submit(&["--wrap", "sleep 2"]);
+    c.wait_state(id, &["RUNNING"], std::time::Duration::from_secs(20));
+    // Another database and socket, but the first controller's spool directory.
+    let other = c.dir.path().join("other.toml");
+    std::fs::write(
+        &other,
+        format!(
+            "state_dir = \"{0}/state2\"\nsocket = \"{0}/run2/ctld.sock\"\nspool_dir = \"{0}/spool\"\n",
+            c.dir.path().canonicalize().unwrap().display()
+        ),
+    )
+    .unwrap();
+    for args in [&["controller", "--foreground"][..], &["controller"][..]] {
+        let o = Command::new(sluice_bin())
+            .args(args)
+            .env("SLUICE_CONF", &other)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let err = stderr(&o);
+        assert!(
+            err.contains("spool directory") && err.contains("in use by another controller"),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("Unable to contact"), "{err}");
+    }
+    assert_eq!(c.wait_done(id), "COMPLETED");
+}
+
+#[test]
+fn a_background_start_names_the_directory_it_cannot_create() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("bad.toml");
+    std::fs::write(
+        &conf,
+        "state_dir = \"/proc/sluice-no-such\"\nsocket = \"/proc/sluice-no-such/s.sock\"\n",
+    )
+    .unwrap();
+    let o = Command::new(sluice_bin())
+        .arg("controller")
+        .env("SLUICE_CONF", &conf)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.contains("cannot create state directory /proc/sluice-no-such"),
+        "{err}"
+    );
+    assert!(!err.contains("Unable to contact"), "{err}");
+}

@@ -84,6 +84,47 @@ fn explicit_enforce_none_accepts_unknown_users() {
 }
 
 #[test]
+fn a_personal_owner_keeps_an_association_when_the_tree_gets_defined() {
+    // The controller of cluster_with runs as uid 999 (not root): its owner adds an
+    // account, which turns enforcement on; the owner can still submit (under root,
+    // as Slurm's root user can), others without an association cannot.
+    let mut c = cluster_with(8, "");
+    let owner = super::super::state::Caller { uid: 999, gid: 999 };
+    c.acct_change(&op(Entity::Account, &["foo"], &[]), true, owner, "u999")
+        .unwrap();
+    assert_eq!(c.enforce().as_text(), "associations,limits,qos");
+    let u = c.assoc.user("u999").expect("the owner is a user");
+    assert_eq!(u.default_account, "root");
+    assert!(c.resolve(spec("mine"), owner, 1, &names).is_ok());
+    assert!(c.resolve(spec("alice"), ALICE, 1, &names).is_err());
+    // Once defined, later changes leave the owner's associations alone.
+    let before = c.assoc.user_assocs.len();
+    c.acct_change(&op(Entity::Account, &["bar"], &[]), true, owner, "u999")
+        .unwrap();
+    assert_eq!(c.assoc.user_assocs.len(), before);
+
+    // A preview adds no one; neither does root defining the tree.
+    let mut c = cluster_with(8, "");
+    c.acct_change(&op(Entity::Account, &["foo"], &[]), false, owner, "u999")
+        .unwrap();
+    assert!(c.assoc.user("u999").is_none(), "a preview changes nothing");
+    let mut c3 = cluster_with(8, "");
+    c3.acct_change(
+        &op(Entity::Account, &["foo"], &[]),
+        true,
+        ROOT_CALLER,
+        "root",
+    )
+    .unwrap();
+    assert!(
+        c3.assoc.user("u999").is_none(),
+        "root defining the tree adds no one"
+    );
+}
+
+const ROOT_CALLER: super::super::state::Caller = super::super::state::Caller { uid: 0, gid: 0 };
+
+#[test]
 fn only_admins_change_the_tree() {
     let mut c = with_lab("");
     let err = c

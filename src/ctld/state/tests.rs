@@ -1008,3 +1008,24 @@ nodes = "n[1-2]"
     assert_eq!((both["cpu"], both["node"], both["mem"]), (4, 2, 2000));
     assert_eq!((one["license/matlab"], both["license/matlab"]), (3, 3));
 }
+
+#[test]
+fn test_only_names_nodes_even_behind_more_jobs_than_backfill_tests() {
+    use crate::ctld::testutil::{cluster_with, pass, spec, submit};
+    let mut c = cluster_with(2, "[scheduler]\nbf_max_job_test = 2\n");
+    // Two running jobs fill the node; four more wait (backfill looks at two of them).
+    for i in 0..6 {
+        let mut s = spec(&format!("j{i}"));
+        s.ntasks = Some(1);
+        submit(&mut c, s, ALICE, 0);
+    }
+    assert_eq!(pass(&mut c, 0).len(), 2);
+    let job = c.resolve(spec("probe"), ALICE, 1, &names).unwrap();
+    let t = c.test_only(job, 1);
+    assert_eq!((t.nodes.as_str(), t.partition.as_str()), ("n1", "debug"));
+    assert!(
+        t.start > 1,
+        "it waits for a running job to end: {}",
+        t.start
+    );
+}
