@@ -6,6 +6,15 @@
 //! everything queued is written in one transaction (group commit), and only after the
 //! commit are the replies that waited on it released — so a job id a client sees is
 //! durable. Queries run after the writes queued before them, so they see them.
+//!
+//! Durability: a batch that releases a reply (an acknowledged submission, cancel,
+//! update…) commits with `synchronous=FULL`, so its WAL frames, and every frame before
+//! them, are fsynced before the client hears anything. A batch nobody waits for (job
+//! start and end transitions, usage, reservations, node down intervals) commits with
+//! `synchronous=NORMAL`: written to the WAL, not fsynced. A controller killed outright
+//! loses none of it (the WAL is in the OS's page cache); only a machine crash can lose
+//! such a tail, which the controller's reconciliation with the agents on restart
+//! repairs (DESIGN.md §4). The next acknowledged batch, or a checkpoint, fsyncs it.
 
 use crate::model::Job;
 use crate::model::assoc::{Account, AssocTree, Cluster as AcctCluster, Qos, User, UserAssoc};
@@ -105,6 +114,38 @@ const FS_USAGE_KEY: &str = "fairshare_usage";
 /// An open database.
 pub struct Store {
     conn: Connection,
+    /// Whether `PRAGMA synchronous` is FULL now (else NORMAL).
+    sync_full: bool,
+    /// Whether commits made with NORMAL may not be on disk yet.
+    unsynced: bool,
+}
+
+/// The writes of one batch, run inside its transaction by [`Store::commit_batch`].
+pub type BatchWrite<'a> = &'a mut dyn FnMut(&mut Store) -> Result<(), StoreError>;
+
+/// How [`run`] commits one batch of operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Commit {
+    /// Nothing to write and nothing to make durable.
+    Nothing,
+    /// Write with `synchronous=NORMAL`: nobody waits on this batch.
+    Lazy,
+    /// Write (or, with nothing to write, make earlier lazy commits durable) with
+    /// `synchronous=FULL` before replies are released.
+    Durable,
+}
+
+impl Commit {
+    /// The commit a batch needs: `writes` (it changes the database), `acknowledges`
+    /// (it releases a reply that promises the change is saved), `unsynced` (lazy commits
+    /// since the last durable one).
+    pub fn plan(writes: bool, acknowledges: bool, unsynced: bool) -> Commit {
+        match (writes, acknowledges) {
+            (_, true) if writes || unsynced => Commit::Durable,
+            (true, false) => Commit::Lazy,
+            _ => Commit::Nothing,
+        }
+    }
 }
 
 impl Store {
@@ -216,7 +257,64 @@ impl Store {
         )?;
         conn.pragma_update(None, "application_id", APP_ID)?;
         conn.pragma_update(None, "user_version", SCHEMA)?;
-        Ok(Store { conn })
+        Ok(Store {
+            conn,
+            sync_full: true,
+            unsynced: false,
+        })
+    }
+
+    /// Sets `PRAGMA synchronous` to FULL (`full`) or NORMAL, when it is not that already.
+    fn set_sync(&mut self, full: bool) -> Result<(), StoreError> {
+        if self.sync_full != full {
+            let v = if full { "FULL" } else { "NORMAL" };
+            self.conn.pragma_update(None, "synchronous", v)?;
+            self.sync_full = full;
+        }
+        Ok(())
+    }
+
+    /// Runs `write` in one transaction committed as `how` says; with
+    /// [`Commit::Durable`] and nothing to write (`write` is `None`), makes the earlier
+    /// lazy commits durable. A failed write rolls the transaction back.
+    ///
+    /// Errors: the database refused a write or the commit.
+    pub fn commit_batch(
+        &mut self,
+        how: Commit,
+        write: Option<BatchWrite<'_>>,
+    ) -> Result<(), StoreError> {
+        let durable = match how {
+            Commit::Nothing => return Ok(()),
+            Commit::Lazy => false,
+            Commit::Durable => true,
+        };
+        self.set_sync(durable)?;
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        let done = match write {
+            Some(w) => w(self),
+            // A one-page write (the schema version, unchanged) whose FULL commit
+            // fsyncs the WAL, and with it every frame the lazy commits left there.
+            None => self
+                .conn
+                .pragma_update(None, "user_version", SCHEMA)
+                .map_err(StoreError::from),
+        };
+        match done.and_then(|()| Ok(self.conn.execute_batch("COMMIT")?)) {
+            Ok(()) => {
+                self.unsynced = !durable;
+                Ok(())
+            }
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
+    /// Whether commits made without fsync may not be on disk yet.
+    pub fn unsynced(&self) -> bool {
+        self.unsynced
     }
 
     /// The saved fair-share usage (empty when none was saved).
@@ -333,9 +431,10 @@ impl Store {
         Ok(t)
     }
 
-    /// Replaces the stored association tree in one transaction.
+    /// Replaces the stored association tree in one transaction (a savepoint inside a
+    /// batch's transaction).
     pub fn put_assoc(&mut self, t: &AssocTree) -> Result<(), StoreError> {
-        let tx = self.conn.transaction()?;
+        let tx = self.conn.savepoint()?;
         tx.execute_batch(
             "DELETE FROM acct_clusters; DELETE FROM acct_accounts; DELETE FROM acct_users;
              DELETE FROM acct_assocs; DELETE FROM acct_qos;",
@@ -417,9 +516,10 @@ impl Store {
         Ok(())
     }
 
-    /// Writes job records in one transaction.
+    /// Writes job records in one transaction (a savepoint inside a batch's
+    /// transaction).
     pub fn put_all(&mut self, jobs: &[Box<Job>]) -> Result<(), StoreError> {
-        let tx = self.conn.transaction()?;
+        let tx = self.conn.savepoint()?;
         {
             let mut stmt = tx.prepare_cached(
                 "INSERT OR REPLACE INTO jobs (id, uid, submit, start, end, active, data, array_job_id)
@@ -461,9 +561,10 @@ impl Store {
         Ok(out)
     }
 
-    /// Replaces the live reservations.
+    /// Replaces the live reservations (in one transaction, or a savepoint inside a
+    /// batch's transaction).
     pub fn put_resvs(&mut self, list: &[Reservation]) -> Result<(), StoreError> {
-        let tx = self.conn.transaction()?;
+        let tx = self.conn.savepoint()?;
         tx.execute("DELETE FROM resvs", [])?;
         for r in list {
             let data = encode(r).map_err(|e| StoreError::Record {
@@ -596,25 +697,34 @@ fn ran_on_any(j: &Job, nodes: &[String]) -> bool {
     held(&j.alloc) || j.past_runs.iter().any(|r| held(&r.alloc))
 }
 
-/// The store thread's loop: block for one op, take everything else queued, write all
-/// puts in one transaction, then release replies and answer queries. Exits when every
-/// sender is gone. A failed commit is fatal for the controller (returns the error), so
-/// that no client is told a job exists that was not written.
+/// The store thread's loop: block for one op, take everything else queued, write all of
+/// it in one transaction (fsynced when it releases a reply, see [`Commit::plan`]), then
+/// release replies and answer queries. Exits when every sender is gone (closing the
+/// database then checkpoints and syncs whatever was committed lazily). A failed commit
+/// is fatal for the controller (returns the error), so that no client is told a job
+/// exists that was not written.
 pub fn run(mut store: Store, mut rx: mpsc::UnboundedReceiver<StoreOp>) -> Result<(), StoreError> {
     while let Some(first) = rx.blocking_recv() {
-        let mut batch = vec![first];
+        let mut queued = vec![first];
         while let Ok(op) = rx.try_recv() {
-            batch.push(op);
+            queued.push(op);
         }
+        // The job records, taken out of the batch (all its writes share one
+        // transaction, so their order relative to the other ops does not matter).
         let mut puts: Vec<Box<Job>> = Vec::new();
-        for op in &batch {
-            if let StoreOp::Put(j) = op {
+        let mut slot_of: std::collections::HashMap<u32, usize> = Default::default();
+        let mut batch = Vec::with_capacity(queued.len());
+        for op in queued {
+            match op {
                 // Later records of the same job replace earlier ones in this batch.
-                if let Some(slot) = puts.iter_mut().find(|p| p.id == j.id) {
-                    *slot = j.clone();
-                } else {
-                    puts.push(j.clone());
-                }
+                StoreOp::Put(j) => match slot_of.get(&j.id) {
+                    Some(&i) => puts[i] = j,
+                    None => {
+                        slot_of.insert(j.id, puts.len());
+                        puts.push(j);
+                    }
+                },
+                other => batch.push(other),
             }
         }
         // The last tree and usage of the batch are what counts.
@@ -626,7 +736,18 @@ pub fn run(mut store: Store, mut rx: mpsc::UnboundedReceiver<StoreOp>) -> Result
             StoreOp::PutFsUsage(l) => Some(l.as_ref()),
             _ => None,
         });
-        let mut written = (|| {
+        let writes = !puts.is_empty()
+            || assoc.is_some()
+            || ledger.is_some()
+            || batch.iter().any(|op| {
+                matches!(
+                    op,
+                    StoreOp::Resvs(_) | StoreOp::ResvHistory(_) | StoreOp::NodeDown(..)
+                )
+            });
+        let acknowledges = batch.iter().any(|op| matches!(op, StoreOp::Reply(..)));
+        let how = Commit::plan(writes, acknowledges, store.unsynced());
+        let mut write_all = |store: &mut Store| -> Result<(), StoreError> {
             if !puts.is_empty() {
                 store.put_all(&puts)?;
             }
@@ -636,26 +757,23 @@ pub fn run(mut store: Store, mut rx: mpsc::UnboundedReceiver<StoreOp>) -> Result
             if let Some(l) = ledger {
                 store.put_fs_usage(l)?;
             }
-            Ok::<(), StoreError>(())
-        })();
-        for op in &batch {
-            if written.is_err() {
-                break;
+            for op in &batch {
+                match op {
+                    StoreOp::Resvs(list) => store.put_resvs(list)?,
+                    StoreOp::ResvHistory(r) => store.put_resv_history(r)?,
+                    StoreOp::NodeDown(n, s, e) => {
+                        store.conn.execute(
+                            "INSERT INTO node_down (node, start, end) VALUES (?1, ?2, ?3)",
+                            params![n, s, e],
+                        )?;
+                    }
+                    _ => {}
+                }
             }
-            written = match op {
-                StoreOp::Resvs(list) => store.put_resvs(list),
-                StoreOp::ResvHistory(r) => store.put_resv_history(r),
-                StoreOp::NodeDown(n, s, e) => store
-                    .conn
-                    .execute(
-                        "INSERT INTO node_down (node, start, end) VALUES (?1, ?2, ?3)",
-                        params![n, s, e],
-                    )
-                    .map(|_| ())
-                    .map_err(StoreError::from),
-                _ => Ok(()),
-            };
-        }
+            Ok(())
+        };
+        let write: BatchWrite<'_> = &mut write_all;
+        let written = store.commit_batch(how, writes.then_some(write));
         if let Err(e) = written {
             // Fail-stop: nothing may be acknowledged that was not saved. Waiting
             // clients hear why; the controller stops once it sees the store gone.
@@ -792,5 +910,108 @@ mod tests {
         assert_eq!(s.load_legacy_usage().unwrap(), Some((used, 1234)));
         s.drop_legacy_usage().unwrap();
         assert_eq!(s.load_legacy_usage().unwrap(), None);
+    }
+}
+
+#[cfg(test)]
+mod durability_tests {
+    use super::*;
+    use crate::ctld::testutil::{ALICE, cluster_with, spec, submit};
+
+    /// Two job records as the controller holds them.
+    fn two_jobs() -> (Box<Job>, Box<Job>) {
+        let mut c = cluster_with(4, "");
+        let a = submit(&mut c, spec("a"), ALICE, 100);
+        let b = submit(&mut c, spec("b"), ALICE, 100);
+        (c.jobs[&a].clone(), c.jobs[&b].clone())
+    }
+
+    fn synchronous(s: &Store) -> i64 {
+        s.conn
+            .query_row("PRAGMA synchronous", [], |r| r.get(0))
+            .unwrap()
+    }
+
+    #[test]
+    fn only_batches_that_release_a_reply_commit_durably() {
+        use Commit::{Durable, Lazy, Nothing};
+        assert_eq!(Commit::plan(true, true, false), Durable);
+        assert_eq!(Commit::plan(true, true, true), Durable);
+        assert_eq!(Commit::plan(true, false, false), Lazy);
+        assert_eq!(Commit::plan(true, false, true), Lazy);
+        // A reply after lazy commits makes them durable first, with nothing new to write.
+        assert_eq!(Commit::plan(false, true, true), Durable);
+        assert_eq!(Commit::plan(false, true, false), Nothing);
+        assert_eq!(Commit::plan(false, false, true), Nothing);
+        assert_eq!(Commit::plan(false, false, false), Nothing);
+    }
+
+    #[test]
+    fn lazy_commits_are_saved_and_made_durable_by_the_next_acknowledged_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sluice.db");
+        let (a, b) = two_jobs();
+        let mut s = Store::open(&path).unwrap();
+        // FULL from the start: what the controller writes while starting up is durable.
+        assert_eq!(synchronous(&s), 2);
+        let mut put_a = |s: &mut Store| s.put_all(std::slice::from_ref(&a));
+        s.commit_batch(Commit::Lazy, Some(&mut put_a)).unwrap();
+        assert!(s.unsynced());
+        assert_eq!(synchronous(&s), 1, "a lazy batch commits with NORMAL");
+        let mut put_b = |s: &mut Store| s.put_all(std::slice::from_ref(&b));
+        s.commit_batch(Commit::Lazy, Some(&mut put_b)).unwrap();
+        s.commit_batch(Commit::Durable, None).unwrap();
+        assert!(!s.unsynced());
+        assert_eq!(synchronous(&s), 2);
+        // Nothing to do: no transaction at all.
+        s.commit_batch(Commit::Nothing, None).unwrap();
+        drop(s);
+        let s = Store::open(&path).unwrap();
+        let (jobs, next) = s.load(100, 0).unwrap();
+        assert_eq!(jobs, vec![*a.clone(), *b.clone()]);
+        assert_eq!(next, b.id + 1);
+    }
+
+    #[test]
+    fn a_failed_batch_is_rolled_back_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sluice.db");
+        let (a, _) = two_jobs();
+        let mut s = Store::open(&path).unwrap();
+        let mut half = |s: &mut Store| -> Result<(), StoreError> {
+            s.put_all(std::slice::from_ref(&a))?;
+            s.conn.execute("INSERT INTO no_such_table VALUES (1)", [])?;
+            Ok(())
+        };
+        assert!(s.commit_batch(Commit::Durable, Some(&mut half)).is_err());
+        assert_eq!(s.load(100, 0).unwrap().0, Vec::<Job>::new());
+        // The connection is usable again afterwards.
+        let mut put_a = |s: &mut Store| s.put_all(std::slice::from_ref(&a));
+        s.commit_batch(Commit::Durable, Some(&mut put_a)).unwrap();
+        assert_eq!(s.load(100, 0).unwrap().0, vec![*a.clone()]);
+    }
+
+    #[test]
+    fn the_store_thread_saves_the_last_record_of_a_job_before_it_replies() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sluice.db");
+        let (a, b) = two_jobs();
+        let mut later = a.clone();
+        later.spec.comment = Some("second record".into());
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (rtx, mut rrx) = oneshot::channel();
+        for op in [
+            StoreOp::Put(a.clone()),
+            StoreOp::Put(b.clone()),
+            StoreOp::Put(later.clone()),
+            StoreOp::Reply(rtx, Response::Ok),
+        ] {
+            tx.send(op).unwrap();
+        }
+        drop(tx);
+        run(Store::open(&path).unwrap(), rx).unwrap();
+        assert_eq!(rrx.try_recv().unwrap(), Response::Ok);
+        let (jobs, _) = Store::open(&path).unwrap().load(100, 0).unwrap();
+        assert_eq!(jobs, vec![*later, *b]);
     }
 }

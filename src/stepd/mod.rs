@@ -748,8 +748,9 @@ fn set_suspended(iso: &isolate::step::StepIsolation, pid: Pid, stop: bool) {
     }
 }
 
-/// One sample of the batch step: the shell's process group from /proc, raised to the
-/// job cgroup's counters, with the peaks of `last` kept.
+/// One sample of the batch step: the shell's process group (among the job cgroup's
+/// processes when there is one, else from all of /proc), raised to the job cgroup's
+/// counters, with the peaks of `last` kept.
 fn sample_batch(
     pid: Pid,
     node: &str,
@@ -757,7 +758,9 @@ fn sample_batch(
     last: &StepUsage,
     iso: &isolate::step::StepIsolation,
 ) -> StepUsage {
-    let (samples, pids) = usage::sample_groups(&[(0, pid.as_raw())], page_kib);
+    let among = iso.member_pids();
+    let (samples, pids) =
+        usage::sample_groups_among(&[(0, pid.as_raw())], page_kib, among.as_deref());
     let mut u = StepUsage::from_tasks(node, &samples);
     u.pids = pids;
     u.keep_peaks(last);

@@ -77,9 +77,21 @@ fn io_bytes(pid: i32) -> (u64, u64) {
 }
 
 /// Samples the tasks `(rank, leader pid)`: a process belongs to a task when its process
-/// group or its session is the leader's pid. Returns one sample per task and the pids
-/// seen.
+/// group or its session is the leader's pid. Every process in /proc is looked at.
+/// Returns one sample per task and the pids seen.
 pub fn sample_groups(tasks: &[(u32, i32)], page_kib: u64) -> (Vec<TaskSample>, Vec<u32>) {
+    sample_groups_among(tasks, page_kib, None)
+}
+
+/// [`sample_groups`] looking only at the processes `among` (the step's cgroup's list,
+/// which holds every process of its tasks), or at all of /proc when `None`. With a
+/// cgroup the cost is that of the job's own processes, not of every process on the
+/// node.
+pub fn sample_groups_among(
+    tasks: &[(u32, i32)],
+    page_kib: u64,
+    among: Option<&[i32]>,
+) -> (Vec<TaskSample>, Vec<u32>) {
     let mut samples: Vec<TaskSample> = tasks
         .iter()
         .map(|&(rank, _)| TaskSample {
@@ -92,11 +104,17 @@ pub fn sample_groups(tasks: &[(u32, i32)], page_kib: u64) -> (Vec<TaskSample>, V
         return (samples, pids);
     }
     let hz = clock_ticks();
-    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let name = e.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.parse::<i32>().ok()) else {
-            continue;
-        };
+    let all: Box<dyn Iterator<Item = i32>> = match among {
+        Some(pids) => Box::new(pids.iter().copied()),
+        None => Box::new(
+            std::fs::read_dir("/proc")
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<i32>().ok())),
+        ),
+    };
+    for pid in all {
         let Ok(line) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
             continue;
         };
@@ -183,6 +201,19 @@ mod tests {
         let (s, pids) = sample_groups(&[(0, pgrp)], page_kib());
         assert!(pids.contains(&(me as u32)), "{pids:?}");
         assert!(s[0].rss_kib > 0 && s[0].vsize_kib > 0);
+    }
+
+    #[test]
+    fn samples_only_the_listed_processes_of_the_group() {
+        let me = std::process::id() as i32;
+        let pgrp = nix::unistd::getpgrp().as_raw();
+        // pid 1 is listed but not in our group; a pid that does not exist is skipped.
+        let (s, pids) = sample_groups_among(&[(0, pgrp)], page_kib(), Some(&[1, me, i32::MAX]));
+        assert_eq!(pids, vec![me as u32]);
+        assert!(s[0].rss_kib > 0 && s[0].vsize_kib > 0);
+        let (s, pids) = sample_groups_among(&[(0, pgrp)], page_kib(), Some(&[]));
+        assert!(pids.is_empty());
+        assert_eq!(s[0].rss_kib, 0);
     }
 }
 

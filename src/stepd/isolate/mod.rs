@@ -464,6 +464,12 @@ fn kill_loop(
     pids: impl Fn() -> Vec<i32>,
     around: impl Fn(bool),
 ) -> Result<(), IsolateError> {
+    // Nothing left (the usual end of a job): no freeze and thaw either, which on
+    // cgroup v1 switches the kernel's freezer on and off again for the whole machine.
+    // An empty cgroup stays empty: only its own processes could add to it.
+    if pids().is_empty() {
+        return Ok(());
+    }
     let end = Instant::now() + timeout;
     loop {
         around(true);

@@ -187,6 +187,16 @@ impl StepIsolation {
         self.mgr.signal(self.level, sig)
     }
 
+    /// The processes of the step (of the job, for the batch step) as its cgroups list
+    /// them; `None` when the backend keeps no such list (without cgroups they are found
+    /// by scanning /proc).
+    pub fn member_pids(&self) -> Option<Vec<i32>> {
+        match self.mgr.backend() {
+            super::Backend::V1 | super::Backend::V2 => Some(self.mgr.pids(self.level)),
+            super::Backend::None | super::Backend::Fake => None,
+        }
+    }
+
     /// The step cgroup's counters now (memory peak and current, CPU user/system);
     /// fields are `None` where the backend has no such counter.
     pub fn usage(&self) -> Usage {

@@ -347,6 +347,25 @@ impl CgroupManager for V1 {
 
     fn create(&mut self, k: &Constraints) -> Result<(), IsolateError> {
         self.wanted = k.clone();
+        // As Slurm's task/cgroup: a cpuset cgroup only to confine cores, a devices one
+        // only to deny some (unconstrained, they would hold every CPU and device, and
+        // each costs a mkdir and rmdir per level per job). Memory, freezer and cpuacct
+        // track, suspend and measure every job.
+        let devices = !k.deny.is_empty() || k.deny_job.as_ref().is_some_and(|d| !d.is_empty());
+        let needed: Vec<(Ctrl, PathBuf)> = self
+            .bases
+            .iter()
+            .filter(|(c, _)| match c {
+                Ctrl::Cpuset => k.cpus.is_some(),
+                Ctrl::Devices => devices,
+                Ctrl::Memory | Ctrl::Freezer | Ctrl::Cpuacct => true,
+            })
+            .cloned()
+            .collect();
+        // Something must track the processes, even if only those two are mounted.
+        if !needed.is_empty() {
+            self.bases = needed;
+        }
         for (c, base) in self.bases.clone() {
             self.create_in(c, &base, k)?;
         }
@@ -577,12 +596,17 @@ mod tests {
     }
 
     #[test]
-    fn unconstrained_job_inherits_cpus_and_gets_no_memory_limit() {
+    fn unconstrained_job_gets_no_cpuset_devices_or_memory_limit() {
         let (t, mut m) = fixture();
         m.create(&Constraints::default()).unwrap();
         let s = m.scope.clone();
-        let job = t.path().join("cpuset").join(s.job_rel());
-        assert_eq!(rd(job.join("cpuset.cpus")), "0-7");
+        // No cores to confine and no device to deny: neither controller is used.
+        for c in ["cpuset", "devices"] {
+            assert!(!t.path().join(c).join(s.job_rel()).exists(), "{c}");
+        }
+        for c in ["memory", "freezer", "cpuacct"] {
+            assert!(t.path().join(c).join(s.task_rel(0)).is_dir(), "{c}");
+        }
         assert!(
             !t.path()
                 .join("memory")
@@ -590,6 +614,56 @@ mod tests {
                 .join("memory.limit_in_bytes")
                 .exists()
         );
+        assert_eq!(m.task_join(0).unwrap().cgroups(), 3);
+        assert!(m.degraded().is_empty(), "{:?}", m.degraded());
+        m.destroy().unwrap();
+        assert!(!t.path().join("memory").join(s.job_rel()).exists());
+    }
+
+    #[test]
+    fn killing_an_empty_job_does_not_freeze_it() {
+        let (t, mut m) = fixture();
+        m.create(&Constraints::default()).unwrap();
+        let s = m.scope.clone();
+        m.kill_all(Level::Job, Duration::from_secs(1)).unwrap();
+        let state = t
+            .path()
+            .join("freezer")
+            .join(s.job_rel())
+            .join("freezer.state");
+        assert!(!state.exists(), "freezer.state was written");
+        // With a process left, the job is frozen around the kill and thawed again
+        // (the fixture's process never goes away, so the loop times out).
+        std::fs::write(
+            t.path()
+                .join("freezer")
+                .join(s.task_rel(0))
+                .join("cgroup.procs"),
+            format!("{}\n", i32::MAX),
+        )
+        .unwrap();
+        assert!(m.kill_all(Level::Job, Duration::from_millis(50)).is_err());
+        assert_eq!(rd(state), "THAWED");
+    }
+
+    #[test]
+    fn denying_devices_to_the_job_alone_uses_the_devices_controller() {
+        let (t, mut m) = fixture();
+        let null = Device::from_path(Path::new("/dev/null")).unwrap();
+        let k = Constraints {
+            deny_job: Some(vec![null]),
+            ..Constraints::default()
+        };
+        m.create(&k).unwrap();
+        let s = m.scope.clone();
+        assert_eq!(
+            rd(t.path()
+                .join("devices")
+                .join(s.job_rel())
+                .join("devices.deny")),
+            "c 1:3 rwm"
+        );
+        assert!(!t.path().join("cpuset").join(s.job_rel()).exists());
     }
 
     #[test]
@@ -707,7 +781,11 @@ mod tests {
             .unwrap()
             .set_modified(old)
             .unwrap();
-        m.create(&Constraints::default()).unwrap();
+        m.create(&Constraints {
+            cpus: CpuList::parse("2-3"),
+            ..Constraints::default()
+        })
+        .unwrap();
         // job_1 runs, job_2 is starting; job_3 and our own job are not counted.
         assert_eq!(
             m.cpus_in_use(),
@@ -742,7 +820,8 @@ mod tests {
         std::fs::write(other.join("cgroup.procs"), "99\n").unwrap();
         m.create(&Constraints::default()).unwrap();
         m.destroy().unwrap();
-        for c in Ctrl::ALL {
+        // (An unconstrained job uses no cpuset or devices cgroup.)
+        for c in [Ctrl::Memory, Ctrl::Freezer, Ctrl::Cpuacct] {
             let b = t.path().join(c.name());
             assert!(!b.join(s.job_rel()).exists(), "{}", c.name());
             assert!(b.join("sluice").is_dir(), "the root stays");
@@ -750,7 +829,7 @@ mod tests {
         assert!(other.exists(), "other job untouched");
         assert!(t.path().join("memory").join(s.uid_rel()).exists());
         assert!(
-            !t.path().join("cpuset").join(s.uid_rel()).exists(),
+            !t.path().join("freezer").join(s.uid_rel()).exists(),
             "empty uid removed"
         );
     }
