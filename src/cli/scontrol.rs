@@ -1270,17 +1270,19 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
     }
     let cpt = spec.cpus_per_task.unwrap_or(1).max(1);
     l.push(format!(
-        "NumNodes={} NumCPUs={} NumTasks={} CPUs/Task={cpt} ReqB:S:C:T=0:0:*:*",
+        "NumNodes={} NumCPUs={} NumTasks={} CPUs/Task={cpt} ReqB:S:C:T=0:0:*:{}",
         jobfmt::node_count(job),
         jobfmt::cpu_count(job),
-        job.req_tasks.max(1)
+        job.req_tasks.max(1),
+        star(spec.threads_per_core)
     ));
     l.push(format!("TRES={}", jobfmt::tres_scontrol(job)));
     let ntpn = spec.ntasks_per_node.unwrap_or(0);
     l.push(format!(
-        "Socks/Node={} NtasksPerN:B:S:C={ntpn}:0:*:* CoreSpec=*",
+        "Socks/Node={} NtasksPerN:B:S:C={ntpn}:0:*:{} CoreSpec=*",
         spec.sockets_per_node
-            .map_or_else(|| "*".to_string(), |s| s.to_string())
+            .map_or_else(|| "*".to_string(), |s| s.to_string()),
+        star(spec.ntasks_per_core)
     ));
     // Allocations recorded before CPU ids were tracked have no detail to show.
     if details
@@ -1363,6 +1365,11 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
 
 /// `scontrol show job -d`'s allocation lines: `JOB_GRES=` and one
 /// `  Nodes=… CPU_IDs=… Mem=… GRES=…` line per node (two more spaces of indent).
+/// A count as scontrol prints an unset one: `*`.
+fn star(v: Option<u32>) -> String {
+    v.map_or_else(|| "*".to_string(), |n| n.to_string())
+}
+
 fn alloc_detail_lines(job: &Job, a: &crate::model::job::Allocation) -> Vec<String> {
     use crate::model::job::GresAlloc;
     let all: Vec<GresAlloc> = a.gres.iter().flatten().cloned().collect();

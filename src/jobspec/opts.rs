@@ -230,10 +230,13 @@ pub struct LaterOpts {
     /// (not supported yet) Minimum temporary disk
     #[arg(long = "tmp", value_name = "SIZE")]
     pub tmp: Option<String>,
-    /// (not supported yet) Threads per core
+    /// Nodes with at least N threads per core; tasks use N threads of each core
     #[arg(long = "threads-per-core", value_name = "N")]
     pub threads_per_core: Option<String>,
-    /// (not supported yet) Scheduling hint
+    /// At most N tasks on each core
+    #[arg(long = "ntasks-per-core", value_name = "N")]
+    pub ntasks_per_core: Option<String>,
+    /// Task layout hint: nomultithread, multithread, compute_bound, memory_bound
     #[arg(long = "hint", value_name = "TYPE")]
     pub hint: Option<String>,
     /// (not supported yet) Do not kill the job when a node fails
@@ -802,8 +805,6 @@ impl JobOpts {
             ("--time-min", l.time_min.is_some()),
             ("--mincpus", l.mincpus.is_some()),
             ("--tmp", l.tmp.is_some()),
-            ("--threads-per-core", l.threads_per_core.is_some()),
-            ("--hint", l.hint.is_some()),
             ("--no-kill", l.no_kill.is_some()),
             ("--container", l.container.is_some()),
         ];
@@ -974,6 +975,7 @@ impl JobOpts {
         }
 
         let gpu_opts = gpu_options(self)?;
+        let threads = thread_options(l)?;
         let (switches, switch_wait) = match &l.switches {
             Some(v) => {
                 let (s, w) = parse_switches(v)?;
@@ -1058,10 +1060,67 @@ impl JobOpts {
             reservation: non_empty(&l.reservation),
             switches,
             switch_wait,
+            threads_per_core: threads.threads_per_core,
+            ntasks_per_core: threads.ntasks_per_core,
+            hint: threads.hint,
             ..JobSpec::default()
         };
         Ok(Normalised { spec, warnings })
     }
+}
+
+/// `--hint`, `--threads-per-core` and `--ntasks-per-core`, resolved.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct ThreadOptions {
+    threads_per_core: Option<u32>,
+    ntasks_per_core: Option<u32>,
+    hint: Option<crate::model::job::Hint>,
+}
+
+/// Checks and resolves the thread options as Slurm's `verify_hint` (src/common/
+/// proc_args.c) does: `nomultithread` is one thread per core and one task per core,
+/// `compute_bound` and `memory_bound` one thread per core, `multithread` the
+/// default use of every thread. `--hint` cannot go with the other two.
+///
+/// Errors: a count that is not a positive number, an unknown hint, or `--hint`
+/// beside `--ntasks-per-core`/`--threads-per-core` ([`OptError::Conflict`], as
+/// slurm_opt.c refuses them).
+fn thread_options(l: &LaterOpts) -> Result<ThreadOptions, OptError> {
+    use crate::model::job::Hint;
+    let count = |opt: &'static str, v: &Option<String>| {
+        v.as_deref().map(|v| parse_count(opt, v)).transpose()
+    };
+    let threads_per_core = count("--threads-per-core", &l.threads_per_core)?;
+    let ntasks_per_core = count("--ntasks-per-core", &l.ntasks_per_core)?;
+    let Some(h) = l.hint.as_deref() else {
+        return Ok(ThreadOptions {
+            threads_per_core,
+            ntasks_per_core,
+            hint: None,
+        });
+    };
+    let hint = Hint::parse(h).ok_or_else(|| {
+        OptError::Fatal(format!(
+            "unrecognized --hint argument \"{h}\", see --hint=help"
+        ))
+    })?;
+    if threads_per_core.is_some() || ntasks_per_core.is_some() {
+        return Err(OptError::Conflict(
+            "Following options are mutually exclusive with --hint: --ntasks-per-core, \
+             --threads-per-core, -B and --cpu-bind (other than --cpu-bind=verbose)"
+                .into(),
+        ));
+    }
+    let (threads_per_core, ntasks_per_core) = match hint {
+        Hint::Nomultithread => (Some(1), Some(1)),
+        Hint::ComputeBound | Hint::MemoryBound => (Some(1), None),
+        Hint::Multithread => (None, None),
+    };
+    Ok(ThreadOptions {
+        threads_per_core,
+        ntasks_per_core,
+        hint: Some(hint),
+    })
 }
 
 /// The GPU placement options, checked.
@@ -1799,6 +1858,59 @@ mod tests {
             assert_eq!(e.render("sbatch"), *want, "{args:?}");
             assert_eq!(e.exit_code(), 255, "{args:?}");
         }
+    }
+
+    #[test]
+    fn thread_options_resolve_as_slurms_verify_hint() {
+        use crate::model::job::Hint;
+        for (args, tpc, npc, hint) in [
+            (
+                &["--hint=nomultithread"][..],
+                Some(1),
+                Some(1),
+                Some(Hint::Nomultithread),
+            ),
+            (
+                &["--hint=compute_bound"],
+                Some(1),
+                None,
+                Some(Hint::ComputeBound),
+            ),
+            (
+                &["--hint=memory_bound"],
+                Some(1),
+                None,
+                Some(Hint::MemoryBound),
+            ),
+            (&["--hint=multithread"], None, None, Some(Hint::Multithread)),
+            (&["--threads-per-core=2"], Some(2), None, None),
+            (
+                &["--ntasks-per-core=1", "--threads-per-core=1"],
+                Some(1),
+                Some(1),
+                None,
+            ),
+            (&[], None, None, None),
+        ] {
+            let s = spec(args).unwrap();
+            assert_eq!(
+                (s.threads_per_core, s.ntasks_per_core, s.hint),
+                (tpc, npc, hint),
+                "{args:?}"
+            );
+        }
+        let e = spec(&["--hint=fast"]).unwrap_err();
+        assert_eq!(
+            e.render("sbatch"),
+            "sbatch: error: unrecognized --hint argument \"fast\", see --hint=help\n"
+        );
+        let e = spec(&["--hint=nomultithread", "--threads-per-core=1"]).unwrap_err();
+        assert!(
+            matches!(&e, OptError::Conflict(m) if m.contains("mutually exclusive with --hint"))
+        );
+        assert_eq!(e.exit_code(), 1);
+        assert!(spec(&["--threads-per-core=0"]).is_err());
+        assert!(spec(&["--ntasks-per-core=x"]).is_err());
     }
 
     #[test]

@@ -719,6 +719,8 @@ fn fits_empty(pass: &Pass, pv: &PartView, req: &Req) -> bool {
         && req.gpus_per_task.is_none()
         && req.gpus_per_socket.is_none()
         && req.sockets_per_node.is_none()
+        && req.threads_per_core.is_none()
+        && req.ntasks_per_core.is_none()
         && req.constraint.is_none()
         && req.required.is_empty()
         && req.excluded.is_empty()

@@ -208,3 +208,69 @@ fn sprio_shows_factors_and_weights() {
         &[&run.to_string(), &p1.to_string(), &p2.to_string()],
     );
 }
+
+/// `--hint=nomultithread` on a node of two threads per core: whole cores are
+/// allocated and reported (SLURM_CPUS_ON_NODE, NumCPUs), scontrol shows the
+/// per-core request, and a job asking more threads per core than any node has is
+/// refused at submission.
+#[test]
+fn hint_nomultithread_allocates_whole_cores() {
+    let c = TestCluster::start_with(Setup {
+        cpus: 8,
+        node_extra: "sockets = 1\ncores_per_socket = 4\nthreads_per_core = 2",
+        ..Setup::default()
+    });
+    let env =
+        "echo $SLURM_CPUS_ON_NODE ${SLURM_NTASKS_PER_CORE:-unset} ${SLURM_THREADS_PER_CORE:-unset}";
+    let nomt = c.submit(&[
+        "--hint=nomultithread",
+        "-n2",
+        "-o",
+        "nomt.out",
+        "--wrap",
+        env,
+    ]);
+    let plain = c.submit(&["-n2", "-o", "plain.out", "--wrap", env]);
+    let tpc = c.submit(&[
+        "--threads-per-core=1",
+        "-c3",
+        "-o",
+        "tpc.out",
+        "--wrap",
+        env,
+    ]);
+    for id in [nomt, plain, tpc] {
+        assert_eq!(c.wait_done(id), "COMPLETED");
+    }
+    assert_eq!(c.wait_file("nomt.out", |s| s.ends_with('\n')), "4 1 1\n");
+    assert_eq!(
+        c.wait_file("plain.out", |s| s.ends_with('\n')),
+        "2 unset unset\n"
+    );
+    assert_eq!(c.wait_file("tpc.out", |s| s.ends_with('\n')), "6 unset 1\n");
+    assert_eq!(c.show_field(nomt, "NumCPUs"), "4");
+    assert_eq!(c.show_field(nomt, "ReqB:S:C:T"), "0:0:*:1");
+    assert_eq!(c.show_field(nomt, "NtasksPerN:B:S:C"), "0:0:*:1");
+    assert_eq!(c.show_field(plain, "ReqB:S:C:T"), "0:0:*:*");
+    // No node has four threads per core.
+    let (code, err) = c.fails_err("sbatch", &["--threads-per-core=4", "--wrap", "true"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("Requested node configuration is not available"),
+        "{err}"
+    );
+    let (code, err) = c.fails_err("sbatch", &["--hint=fast", "--wrap", "true"]);
+    assert_eq!(code, 255, "{err}");
+    assert!(
+        err.contains("unrecognized --hint argument \"fast\""),
+        "{err}"
+    );
+    // #SBATCH directives and SBATCH_HINT take the same path.
+    let s = c.script(
+        "h.sh",
+        &format!("#!/bin/sh\n#SBATCH --hint=nomultithread\n#SBATCH -n1\n{env}\n"),
+    );
+    let d = c.submit(&["-o", "dir.out", s.to_str().unwrap()]);
+    assert_eq!(c.wait_done(d), "COMPLETED");
+    assert_eq!(c.wait_file("dir.out", |s| s.ends_with('\n')), "2 1 1\n");
+}

@@ -355,3 +355,58 @@ fn gres_device_type_matching() {
     };
     assert!(d.matches("gpu", None));
 }
+
+fn smt_node(name: &str, cpus: u32, tpc: u32) -> Node {
+    let mut n = node(name, cpus, 64000);
+    n.threads_per_core = tpc;
+    n.cores_per_socket = cpus / tpc;
+    n
+}
+
+#[test]
+fn nomultithread_takes_whole_cores_and_threads_per_core_filters_nodes() {
+    // 8 CPUs = 4 cores of 2 threads.
+    let nodes = vec![smt_node("s1", 8, 2)];
+    let parts = vec![part("p", &["s1"])];
+    // --hint=nomultithread -n 3: three cores, six CPUs; a fourth such task fits in
+    // the last core, a fifth does not.
+    let mut a = job(1, 3, 10);
+    (a.spec.threads_per_core, a.spec.ntasks_per_core) = (Some(1), Some(1));
+    let al = alloc_of(&one(&[&a], &nodes, &parts), 1);
+    assert_eq!((al.cpus.clone(), al.tasks.clone()), (vec![6], vec![3]));
+    let mut b = job(2, 2, 10);
+    (b.spec.threads_per_core, b.spec.ntasks_per_core) = (Some(1), Some(1));
+    let d = one(&[&a, &b], &nodes, &parts);
+    assert_eq!(starts(&d), vec![1]);
+    assert_eq!(reason_of(&d, 2), Some(Reason::Resources));
+    // Without the hint three tasks take three CPUs.
+    let c = job(3, 3, 10);
+    assert_eq!(alloc_of(&one(&[&c], &nodes, &parts), 3).cpus, vec![3]);
+    // -c 3 --threads-per-core=1: three cores (six CPUs) for the task; two such
+    // tasks can never fit the node's four cores.
+    let mut e = job(4, 1, 10);
+    e.spec.cpus_per_task = Some(3);
+    e.spec.threads_per_core = Some(1);
+    assert_eq!(alloc_of(&one(&[&e], &nodes, &parts), 4).cpus, vec![6]);
+    e.req_tasks = 2;
+    assert_eq!(
+        static_reason(&e, &parts[0], &nodes),
+        Some(Reason::PartitionConfig)
+    );
+    // --ntasks-per-core=1 alone: a core per task.
+    let mut f = job(5, 4, 10);
+    f.spec.ntasks_per_core = Some(1);
+    assert_eq!(alloc_of(&one(&[&f], &nodes, &parts), 5).cpus, vec![8]);
+    // On a node of one thread per core nothing changes.
+    let flat = vec![smt_node("f1", 8, 1)];
+    let fparts = vec![part("p", &["f1"])];
+    assert_eq!(alloc_of(&one(&[&a], &flat, &fparts), 1).cpus, vec![3]);
+    // --threads-per-core=2 needs nodes with two threads per core: never on f1.
+    let mut g = job(6, 1, 10);
+    g.spec.threads_per_core = Some(2);
+    assert_eq!(
+        static_reason(&g, &fparts[0], &flat),
+        Some(Reason::PartitionConfig)
+    );
+    assert_eq!(alloc_of(&one(&[&g], &nodes, &parts), 6).cpus, vec![2]);
+}
