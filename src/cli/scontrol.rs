@@ -1299,7 +1299,7 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
     };
     l.push(format!(
         "MinCPUsNode={} {mem_key}={} MinTmpDiskNode=0",
-        cpt * ntpn.max(1),
+        (cpt * ntpn.max(1)).max(spec.mincpus.unwrap_or(0)),
         jobfmt::req_mem_text(job)
     ));
     l.push(format!(

@@ -224,7 +224,7 @@ pub struct LaterOpts {
     /// Overcommit CPUs: allocate as if one task per node
     #[arg(short = 'O', long = "overcommit")]
     pub overcommit: bool,
-    /// (not supported yet) Minimum CPUs per node
+    /// Minimum CPUs per node
     #[arg(long = "mincpus", value_name = "N")]
     pub mincpus: Option<String>,
     /// (not supported yet) Minimum temporary disk
@@ -803,7 +803,6 @@ impl JobOpts {
         let opt = [
             ("--priority", l.priority.is_some()),
             ("--time-min", l.time_min.is_some()),
-            ("--mincpus", l.mincpus.is_some()),
             ("--tmp", l.tmp.is_some()),
             ("--no-kill", l.no_kill.is_some()),
             ("--container", l.container.is_some()),
@@ -1063,6 +1062,11 @@ impl JobOpts {
             threads_per_core: threads.threads_per_core,
             ntasks_per_core: threads.ntasks_per_core,
             hint: threads.hint,
+            mincpus: l
+                .mincpus
+                .as_deref()
+                .map(|v| parse_count("--mincpus", v))
+                .transpose()?,
             ..JobSpec::default()
         };
         Ok(Normalised { spec, warnings })
@@ -1911,6 +1915,15 @@ mod tests {
         assert_eq!(e.exit_code(), 1);
         assert!(spec(&["--threads-per-core=0"]).is_err());
         assert!(spec(&["--ntasks-per-core=x"]).is_err());
+    }
+
+    #[test]
+    fn mincpus_is_a_positive_count() {
+        assert_eq!(spec(&["--mincpus=4"]).unwrap().mincpus, Some(4));
+        assert_eq!(spec(&[]).unwrap().mincpus, None);
+        let e = spec(&["--mincpus=0"]).unwrap_err();
+        assert_eq!(e.exit_code(), 255);
+        assert!(spec(&["--mincpus=x"]).is_err());
     }
 
     #[test]

@@ -341,6 +341,11 @@ pub struct JobSpec {
     /// `--hint` as given (its effect is in the two fields above).
     #[serde(default)]
     pub hint: Option<Hint>,
+    /// `--mincpus`: at least this many CPUs on each node of the job (Slurm's
+    /// `pn_min_cpus`): nodes with fewer free are passed over, and each node's
+    /// allocation is raised to it.
+    #[serde(default)]
+    pub mincpus: Option<u32>,
 }
 
 /// `--hint` values (cf. `verify_hint` in src/common/proc_args.c).

@@ -721,6 +721,7 @@ fn fits_empty(pass: &Pass, pv: &PartView, req: &Req) -> bool {
         && req.sockets_per_node.is_none()
         && req.threads_per_core.is_none()
         && req.ntasks_per_core.is_none()
+        && req.mincpus.is_none()
         && req.constraint.is_none()
         && req.required.is_empty()
         && req.excluded.is_empty()

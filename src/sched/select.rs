@@ -249,6 +249,8 @@ pub struct Req {
     pub threads_per_core: Option<u32>,
     /// `--ntasks-per-core`.
     pub ntasks_per_core: Option<u32>,
+    /// `--mincpus`: CPUs the job takes at least on each node.
+    pub mincpus: Option<u32>,
     /// Seconds (`None` = unlimited).
     pub time_limit: Option<u64>,
     /// At most this many leaf switches (or blocks): `--switches` while its wait lasts
@@ -364,6 +366,7 @@ impl Req {
             max_cpus_per_node: part.max_cpus_per_node,
             threads_per_core: spec.threads_per_core,
             ntasks_per_core: spec.ntasks_per_core,
+            mincpus: spec.mincpus,
             time_limit: job.time_limit.secs(),
             max_leaves: None,
         })
@@ -655,6 +658,10 @@ pub fn node_take(
         return None;
     }
     let tcpus = req.task_cpus(n);
+    let min_cpus = req.mincpus.unwrap_or(0);
+    if !req.exclusive && min_cpus > avail_cpus_of(req, cap) {
+        return None;
+    }
     if req.exclusive && (!cap.idle || cap.cpus < n.cpus) {
         return None;
     }
@@ -758,7 +765,7 @@ pub fn node_take(
             cpus = cpus.max((gpus_here * u64::from(cpg)).min(u64::from(u32::MAX)) as u32);
         }
         // At least one CPU on each socket the GPUs were taken for.
-        cpus = cpus.max(sockets.len() as u32);
+        cpus = cpus.max(sockets.len() as u32).max(min_cpus);
         if req.exclusive {
             cpus = n.cpus;
         }
@@ -792,6 +799,16 @@ pub fn node_take(
         k -= 1;
     }
     None
+}
+
+/// CPUs a node offers the job before its per-node cap (shared or free ones, within
+/// MaxCPUsPerNode).
+fn avail_cpus_of(req: &Req, cap: &Cap) -> u32 {
+    let a = match req.share {
+        Some(_) => cap.share_cpus,
+        None => cap.cpus,
+    };
+    req.max_cpus_per_node.map_or(a, |m| a.min(m))
 }
 
 /// Fits `req` on `cands` (node index, cap), already filtered to the partition and to

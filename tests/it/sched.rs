@@ -274,3 +274,25 @@ fn hint_nomultithread_allocates_whole_cores() {
     assert_eq!(c.wait_done(d), "COMPLETED");
     assert_eq!(c.wait_file("dir.out", |s| s.ends_with('\n')), "2 1 1\n");
 }
+
+/// `--mincpus=N`: the job holds at least N CPUs on its node, as its environment and
+/// scontrol report; more than any node has is refused at submission.
+#[test]
+fn mincpus_raises_the_allocation() {
+    let c = TestCluster::start();
+    let s = c.script(
+        "m.sh",
+        "#!/bin/sh\n#SBATCH --mincpus=3\necho $SLURM_CPUS_ON_NODE $SLURM_JOB_CPUS_PER_NODE\n",
+    );
+    let id = c.submit(&["-n1", "-o", "m.out", s.to_str().unwrap()]);
+    assert_eq!(c.wait_done(id), "COMPLETED");
+    assert_eq!(c.wait_file("m.out", |s| s.ends_with('\n')), "3 3\n");
+    assert_eq!(c.show_field(id, "MinCPUsNode"), "3");
+    assert_eq!(c.show_field(id, "NumCPUs"), "3");
+    let (code, err) = c.fails_err("sbatch", &["--mincpus=5", "--wrap", "true"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("Requested node configuration is not available"),
+        "{err}"
+    );
+}

@@ -410,3 +410,30 @@ fn nomultithread_takes_whole_cores_and_threads_per_core_filters_nodes() {
     );
     assert_eq!(alloc_of(&one(&[&g], &nodes, &parts), 6).cpus, vec![2]);
 }
+
+#[test]
+fn mincpus_raises_each_nodes_allocation_and_skips_small_nodes() {
+    let nodes = vec![node("a", 2, 64000), node("b", 8, 64000)];
+    let parts = vec![part("p", &["a", "b"])];
+    // -n1 --mincpus=4: node a has too few CPUs; b gives four.
+    let mut j = job(1, 1, 10);
+    j.spec.mincpus = Some(4);
+    let al = alloc_of(&one(&[&j], &nodes, &parts), 1);
+    assert_eq!(
+        (al.nodes.clone(), al.cpus.clone()),
+        (vec!["b".to_string()], vec![4])
+    );
+    // Two nodes of at least 4: never possible here.
+    let mut k = job(2, 2, 10);
+    k.spec.mincpus = Some(4);
+    k.req_nodes = 2;
+    k.spec.nodes_min = Some(2);
+    assert_eq!(
+        static_reason(&k, &parts[0], &nodes),
+        Some(Reason::PartitionConfig)
+    );
+    // Once b holds 5 CPUs, a --mincpus=4 job waits for Resources.
+    let busy = running(3, "b", 5, 0);
+    let d = one(&[&busy, &j], &nodes, &parts);
+    assert_eq!(reason_of(&d, 1), Some(Reason::Resources));
+}
