@@ -1298,9 +1298,11 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
         MemReq::PerNode(_) => "MinMemoryNode",
     };
     l.push(format!(
-        "MinCPUsNode={} {mem_key}={} MinTmpDiskNode=0",
+        "MinCPUsNode={} {mem_key}={} MinTmpDiskNode={}",
         (cpt * ntpn.max(1)).max(spec.mincpus.unwrap_or(0)),
-        jobfmt::req_mem_text(job)
+        jobfmt::req_mem_text(job),
+        spec.tmp_disk
+            .map_or_else(|| "0".into(), jobfmt::fmt_mem_exact)
     ));
     l.push(format!(
         "Features={} DelayBoot=00:00:00",
@@ -1446,9 +1448,10 @@ pub fn node_lines(n: &Node) -> Vec<String> {
         n.sockets
     ));
     l.push(format!(
-        "State={} ThreadsPerCore={} TmpDisk=0 Weight={} Owner=N/A MCS_label=N/A",
+        "State={} ThreadsPerCore={} TmpDisk={} Weight={} Owner=N/A MCS_label=N/A",
         n.state_scontrol(),
         n.threads_per_core,
+        n.tmp_disk,
         n.weight
     ));
     l.push(format!("Partitions={} ", n.partitions.join(",")));

@@ -87,6 +87,10 @@ pub struct NodeConf {
     pub features: Vec<String>,
     #[serde(default)]
     pub weight: Option<u32>,
+    /// Temporary disk space in MiB (slurm.conf `TmpDisk=`; default 0), what
+    /// `--tmp` asks of a node.
+    #[serde(default)]
+    pub tmp_disk: Option<u64>,
     /// Generic resources (`gpu:h100:8,mps:100`), as gres.conf would declare them.
     #[serde(default)]
     pub gres: Option<String>,

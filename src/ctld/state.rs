@@ -185,6 +185,7 @@ impl Cluster {
                 let mut n = Node::new(&nc.name, nc.cpus.unwrap_or(0), nc.memory.unwrap_or(0));
                 n.features = nc.features.clone();
                 n.weight = nc.weight.unwrap_or(1);
+                n.tmp_disk = nc.tmp_disk.unwrap_or(0);
                 n.gres = nc.gres_devices().unwrap_or_default();
                 n.alloc_gres = vec![0; n.gres.len()];
                 n.sockets = nc.sockets.unwrap_or(1);

@@ -227,7 +227,7 @@ pub struct LaterOpts {
     /// Minimum CPUs per node
     #[arg(long = "mincpus", value_name = "N")]
     pub mincpus: Option<String>,
-    /// (not supported yet) Minimum temporary disk
+    /// Minimum temporary disk per node (units K, M, G, T; default M)
     #[arg(long = "tmp", value_name = "SIZE")]
     pub tmp: Option<String>,
     /// Nodes with at least N threads per core; tasks use N threads of each core
@@ -803,7 +803,6 @@ impl JobOpts {
         let opt = [
             ("--priority", l.priority.is_some()),
             ("--time-min", l.time_min.is_some()),
-            ("--tmp", l.tmp.is_some()),
             ("--no-kill", l.no_kill.is_some()),
             ("--container", l.container.is_some()),
         ];
@@ -1067,6 +1066,10 @@ impl JobOpts {
                 .as_deref()
                 .map(|v| parse_count("--mincpus", v))
                 .transpose()?,
+            tmp_disk: match &l.tmp {
+                Some(t) => Some(parse_mem_mb(t).map_err(|_| OptError::InvalidSpec("--tmp"))?),
+                None => None,
+            },
             ..JobSpec::default()
         };
         Ok(Normalised { spec, warnings })
@@ -1915,6 +1918,15 @@ mod tests {
         assert_eq!(e.exit_code(), 1);
         assert!(spec(&["--threads-per-core=0"]).is_err());
         assert!(spec(&["--ntasks-per-core=x"]).is_err());
+    }
+
+    #[test]
+    fn tmp_takes_memory_units_in_mib() {
+        assert_eq!(spec(&["--tmp=100"]).unwrap().tmp_disk, Some(100));
+        assert_eq!(spec(&["--tmp=2G"]).unwrap().tmp_disk, Some(2048));
+        let e = spec(&["--tmp=lots"]).unwrap_err();
+        assert_eq!(e, OptError::InvalidSpec("--tmp"));
+        assert_eq!(e.exit_code(), 255);
     }
 
     #[test]

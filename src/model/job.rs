@@ -346,6 +346,10 @@ pub struct JobSpec {
     /// allocation is raised to it.
     #[serde(default)]
     pub mincpus: Option<u32>,
+    /// `--tmp`, MiB: nodes need at least this much temporary disk (`TmpDisk=`; not
+    /// consumed, as in Slurm).
+    #[serde(default)]
+    pub tmp_disk: Option<u64>,
 }
 
 /// `--hint` values (cf. `verify_hint` in src/common/proc_args.c).

@@ -722,6 +722,7 @@ fn fits_empty(pass: &Pass, pv: &PartView, req: &Req) -> bool {
         && req.threads_per_core.is_none()
         && req.ntasks_per_core.is_none()
         && req.mincpus.is_none()
+        && req.tmp_disk.is_none()
         && req.constraint.is_none()
         && req.required.is_empty()
         && req.excluded.is_empty()

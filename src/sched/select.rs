@@ -34,6 +34,8 @@ pub struct NodeInfo {
     pub sockets: u32,
     /// Hardware threads per core (at least 1).
     pub threads_per_core: u32,
+    /// Temporary disk, MiB.
+    pub tmp_disk: u64,
     /// MiB.
     pub mem: u64,
     pub weight: u32,
@@ -68,6 +70,7 @@ impl NodeInfo {
             },
             sockets: n.sockets.max(1),
             threads_per_core: n.threads_per_core.max(1),
+            tmp_disk: n.tmp_disk,
             mem: if unknown && n.real_memory == 0 {
                 u64::MAX / 4
             } else {
@@ -251,6 +254,8 @@ pub struct Req {
     pub ntasks_per_core: Option<u32>,
     /// `--mincpus`: CPUs the job takes at least on each node.
     pub mincpus: Option<u32>,
+    /// `--tmp`, MiB: nodes with less `TmpDisk` are not candidates.
+    pub tmp_disk: Option<u64>,
     /// Seconds (`None` = unlimited).
     pub time_limit: Option<u64>,
     /// At most this many leaf switches (or blocks): `--switches` while its wait lasts
@@ -367,6 +372,7 @@ impl Req {
             threads_per_core: spec.threads_per_core,
             ntasks_per_core: spec.ntasks_per_core,
             mincpus: spec.mincpus,
+            tmp_disk: spec.tmp_disk,
             time_limit: job.time_limit.secs(),
             max_leaves: None,
         })
@@ -654,7 +660,9 @@ pub fn node_take(
     if req.sockets_per_node.is_some_and(|s| n.sockets < s) {
         return None;
     }
-    if req.threads_per_core.is_some_and(|t| n.threads_per_core < t) {
+    if req.threads_per_core.is_some_and(|t| n.threads_per_core < t)
+        || req.tmp_disk.is_some_and(|t| n.tmp_disk < t)
+    {
         return None;
     }
     let tcpus = req.task_cpus(n);

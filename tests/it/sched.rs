@@ -296,3 +296,26 @@ fn mincpus_raises_the_allocation() {
         "{err}"
     );
 }
+
+/// `--tmp`: the node's configured `tmp_disk` is shown as `TmpDisk=` and sinfo `%d`;
+/// a job asking for more than any node has is refused, one within it runs and shows
+/// `MinTmpDiskNode=`.
+#[test]
+fn tmp_disk_is_a_node_minimum() {
+    let c = TestCluster::start_with(Setup {
+        node_extra: "tmp_disk = 2048",
+        ..Setup::default()
+    });
+    let node = c.ok("scontrol", &["show", "node", &c.node()]);
+    assert!(node.contains(" TmpDisk=2048 "), "{node}");
+    assert_eq!(c.ok("sinfo", &["-h", "-o", "%d"]).trim(), "2048");
+    let id = c.submit(&["--tmp=2G", "-o", "/dev/null", "--wrap", "true"]);
+    assert_eq!(c.wait_done(id), "COMPLETED");
+    assert_eq!(c.show_field(id, "MinTmpDiskNode"), "2G");
+    let (code, err) = c.fails_err("sbatch", &["--tmp=3G", "--wrap", "true"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("Requested node configuration is not available"),
+        "{err}"
+    );
+}

@@ -437,3 +437,27 @@ fn mincpus_raises_each_nodes_allocation_and_skips_small_nodes() {
     let d = one(&[&busy, &j], &nodes, &parts);
     assert_eq!(reason_of(&d, 1), Some(Reason::Resources));
 }
+
+#[test]
+fn tmp_disk_filters_nodes_without_consuming() {
+    let mut small = node("a", 4, 64000);
+    small.tmp_disk = 100;
+    let mut big = node("b", 4, 64000);
+    big.tmp_disk = 4096;
+    let nodes = vec![small, big];
+    let parts = vec![part("p", &["a", "b"])];
+    let mut j = job(1, 1, 10);
+    j.spec.tmp_disk = Some(1024);
+    let mut k = job(2, 1, 10);
+    k.spec.tmp_disk = Some(4096);
+    let d = one(&[&j, &k], &nodes, &parts);
+    // Both go to b: --tmp is a per-node minimum, not a consumable.
+    assert_eq!(alloc_of(&d, 1).nodes, ["b"]);
+    assert_eq!(alloc_of(&d, 2).nodes, ["b"]);
+    let mut x = job(3, 1, 10);
+    x.spec.tmp_disk = Some(5000);
+    assert_eq!(
+        static_reason(&x, &parts[0], &nodes),
+        Some(Reason::PartitionConfig)
+    );
+}
