@@ -239,7 +239,7 @@ pub struct LaterOpts {
     /// Task layout hint: nomultithread, multithread, compute_bound, memory_bound
     #[arg(long = "hint", value_name = "TYPE")]
     pub hint: Option<String>,
-    /// (not supported yet) Do not kill the job when a node fails
+    /// Do not kill the job when a node fails (`=off`: the default behaviour)
     #[arg(short = 'k', long = "no-kill", value_name = "off", num_args = 0..=1,
           require_equals = true, default_missing_value = "")]
     pub no_kill: Option<String>,
@@ -803,7 +803,6 @@ impl JobOpts {
         let opt = [
             ("--priority", l.priority.is_some()),
             ("--time-min", l.time_min.is_some()),
-            ("--no-kill", l.no_kill.is_some()),
             ("--container", l.container.is_some()),
         ];
         let mut v: Vec<&'static str> = opt.iter().filter(|(_, s)| *s).map(|(n, _)| *n).collect();
@@ -1066,6 +1065,12 @@ impl JobOpts {
                 .as_deref()
                 .map(|v| parse_count("--mincpus", v))
                 .transpose()?,
+            // slurm_opt.c: `--no-kill=off` restores the default; any other value, or
+            // none, sets it.
+            no_kill: l
+                .no_kill
+                .as_deref()
+                .is_some_and(|v| !v.eq_ignore_ascii_case("off")),
             tmp_disk: match &l.tmp {
                 Some(t) => Some(parse_mem_mb(t).map_err(|_| OptError::InvalidSpec("--tmp"))?),
                 None => None,
@@ -1927,6 +1932,20 @@ mod tests {
         let e = spec(&["--tmp=lots"]).unwrap_err();
         assert_eq!(e, OptError::InvalidSpec("--tmp"));
         assert_eq!(e.exit_code(), 255);
+    }
+
+    #[test]
+    fn no_kill_is_recorded_and_off_restores_the_default() {
+        for (args, want) in [
+            (&["-k"][..], true),
+            (&["--no-kill"], true),
+            (&["--no-kill=yes"], true),
+            (&["--no-kill=off"], false),
+            (&["--no-kill=OFF"], false),
+            (&[], false),
+        ] {
+            assert_eq!(spec(args).unwrap().no_kill, want, "{args:?}");
+        }
     }
 
     #[test]

@@ -350,6 +350,11 @@ pub struct JobSpec {
     /// consumed, as in Slurm).
     #[serde(default)]
     pub tmp_disk: Option<u64>,
+    /// `-k/--no-kill`: Slurm keeps the job on its other nodes when one fails. sluice
+    /// records it; a job whose node fails ends NODE_FAIL (or is requeued) as without
+    /// it, which is Slurm's behaviour for a job on one node and for the batch host.
+    #[serde(default)]
+    pub no_kill: bool,
 }
 
 /// `--hint` values (cf. `verify_hint` in src/common/proc_args.c).

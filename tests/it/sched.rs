@@ -319,3 +319,24 @@ fn tmp_disk_is_a_node_minimum() {
         "{err}"
     );
 }
+
+/// `-k/--no-kill` is accepted (command line, `#SBATCH`, `SBATCH_NO_KILL`) and the job
+/// runs as any other.
+#[test]
+fn no_kill_is_accepted() {
+    let c = TestCluster::start();
+    let s = c.script("k.sh", "#!/bin/sh\n#SBATCH --no-kill=off\ntrue\n");
+    let a = c.submit(&["-k", "-o", "/dev/null", "--wrap", "true"]);
+    let b = c.submit(&["-o", "/dev/null", s.to_str().unwrap()]);
+    let o = c
+        .cmd("sbatch")
+        .env("SBATCH_NO_KILL", "")
+        .args(["--parsable", "-o", "/dev/null", "--wrap", "true"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e: u32 = stdout(&o).trim().parse().unwrap();
+    for id in [a, b, e] {
+        assert_eq!(c.wait_done(id), "COMPLETED");
+    }
+}

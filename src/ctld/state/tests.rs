@@ -1008,3 +1008,27 @@ nodes = "n[1-2]"
     assert_eq!((both["cpu"], both["node"], both["mem"]), (4, 2, 2000));
     assert_eq!((one["license/matlab"], both["license/matlab"]), (3, 3));
 }
+
+#[test]
+fn no_kill_job_on_a_failed_node_ends_node_fail_as_in_slurm() {
+    // Slurm keeps a --no-kill job only on the nodes that still answer; a job whose
+    // one node (its batch host) failed ends NODE_FAIL all the same.
+    let mut c = cluster();
+    let mut s = spec("nokill");
+    s.requeue = Some(false);
+    s.no_kill = true;
+    let a = submit(&mut c, s, ALICE, 10);
+    assert!(c.jobs[&a].spec.no_kill);
+    let mut fx = Effects::default();
+    c.schedule(10, &mut fx);
+    assert_eq!(launches(&fx), vec![a]);
+    let mut fx = Effects::default();
+    assert_eq!(c.nodes_failed(&["n1".to_string()], 50, &mut fx), vec![a]);
+    let ja = &c.jobs[&a];
+    assert_eq!(
+        (ja.state, &ja.reason),
+        (JobState::NodeFail, &Reason::NodeDown)
+    );
+    assert_eq!(c.nodes[0].alloc_cpus, 0);
+    c.sanity_check().unwrap();
+}
