@@ -1208,9 +1208,13 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
         l.push(format!("DerivedExitCode={}", job.derived_exit));
     }
     l.push(format!(
-        "RunTime={} TimeLimit={} TimeMin=N/A",
+        "RunTime={} TimeLimit={} TimeMin={}",
         crate::model::time::fmt_hms(job.run_secs(now)),
-        job.time_limit.to_hms()
+        job.time_limit.to_hms(),
+        spec.time_min.map_or_else(
+            || "N/A".to_string(),
+            |m| crate::model::TimeLimit::Minutes(m).to_hms()
+        )
     ));
     // A job waiting on other jobs (or on its array's throttle) is not eligible yet.
     let blocked = pending

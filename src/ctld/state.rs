@@ -490,6 +490,12 @@ impl Cluster {
             }
         }
         let time_limit = spec.time_limit.unwrap_or_else(|| part.default_limit());
+        // slurmctld refuses a time-min above the limit the job gets.
+        if let (Some(m), Some(l)) = (spec.time_min, time_limit.secs())
+            && u64::from(m) * 60 > l
+        {
+            return Err(SlurmError::InvalidTimeLimit);
+        }
         let cpt = spec.cpus_per_task.unwrap_or(1).max(1);
         let nodes_min = spec.nodes_min.unwrap_or(1).max(1);
         // Counts come from the user: products that overflow are requests no node can
@@ -1497,6 +1503,7 @@ impl Cluster {
                     job_id,
                     partition,
                     alloc,
+                    time_limit,
                 } => {
                     let job_id = alias.get(&job_id).copied().unwrap_or(job_id);
                     let id = match plan.get_mut(&job_id) {
@@ -1523,6 +1530,10 @@ impl Cluster {
                                 het_started.push(id);
                             }
                         }
+                    }
+                    // Backfill cut the limit towards --time-min (scontrol shows it).
+                    if let (Some(l), Some(j)) = (time_limit, self.jobs.get_mut(&id)) {
+                        j.time_limit = l;
                     }
                     self.start_job(id, partition, alloc, launch, now, fx);
                     if let Some(j) = self.jobs.get_mut(&id) {

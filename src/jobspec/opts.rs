@@ -25,7 +25,7 @@ use crate::jobspec::export;
 use crate::jobspec::units::{parse_mem_mb, parse_time_limit};
 use crate::model::constraint::Constraint;
 use crate::model::gres::{GresReq, parse_gpus, parse_gres_list, parse_licenses};
-use crate::model::{JobSpec, MemReq, SignalSpec};
+use crate::model::{JobSpec, MemReq, SignalSpec, TimeLimit};
 use chrono::{DateTime, Datelike, Duration, FixedOffset, NaiveDate, NaiveTime, TimeZone};
 use clap::{ArgAction, Args, Parser};
 use std::collections::BTreeMap;
@@ -212,7 +212,7 @@ pub struct LaterOpts {
     /// (not supported yet) Explicit priority
     #[arg(long = "priority", value_name = "N")]
     pub priority: Option<String>,
-    /// (not supported yet) Minimum time limit
+    /// Minimum time limit: backfill may shorten the limit down to it
     #[arg(long = "time-min", value_name = "TIME")]
     pub time_min: Option<String>,
     /// Task distribution: block, cyclic, plane=N
@@ -802,7 +802,6 @@ impl JobOpts {
         let l = &self.later;
         let opt = [
             ("--priority", l.priority.is_some()),
-            ("--time-min", l.time_min.is_some()),
             ("--container", l.container.is_some()),
         ];
         let mut v: Vec<&'static str> = opt.iter().filter(|(_, s)| *s).map(|(n, _)| *n).collect();
@@ -1067,6 +1066,24 @@ impl JobOpts {
                 .transpose()?,
             // slurm_opt.c: `--no-kill=off` restores the default; any other value, or
             // none, sets it.
+            time_min: match l.time_min.as_deref().map(parse_time_limit) {
+                None => None,
+                Some(Ok(TimeLimit::Minutes(m)))
+                    if time_limit.is_none_or(|t| match t {
+                        TimeLimit::Minutes(l) => m <= l,
+                        _ => true,
+                    }) =>
+                {
+                    Some(m)
+                }
+                Some(Ok(TimeLimit::Minutes(_))) => {
+                    return Err(OptError::Fatal(
+                        "Invalid time-min specification (exceeds job's time or other limits)"
+                            .into(),
+                    ));
+                }
+                Some(_) => return Err(OptError::InvalidSpec("--time-min")),
+            },
             no_kill: l
                 .no_kill
                 .as_deref()
@@ -1949,6 +1966,31 @@ mod tests {
     }
 
     #[test]
+    fn time_min_is_minutes_within_the_limit() {
+        assert_eq!(spec(&["--time-min=5"]).unwrap().time_min, Some(5));
+        assert_eq!(
+            spec(&["--time-min=1:00:00", "-t", "2:00:00"])
+                .unwrap()
+                .time_min,
+            Some(60)
+        );
+        let e = spec(&["--time-min=30", "-t", "10"]).unwrap_err();
+        assert!(
+            e.render("sbatch")
+                .contains("Invalid time-min specification"),
+            "{e:?}"
+        );
+        assert_eq!(
+            spec(&["--time-min=soon"]).unwrap_err(),
+            OptError::InvalidSpec("--time-min")
+        );
+        assert_eq!(
+            spec(&["--time-min=0"]).unwrap_err(),
+            OptError::InvalidSpec("--time-min")
+        );
+    }
+
+    #[test]
     fn mincpus_is_a_positive_count() {
         assert_eq!(spec(&["--mincpus=4"]).unwrap().mincpus, Some(4));
         assert_eq!(spec(&[]).unwrap().mincpus, None);
@@ -1960,8 +2002,8 @@ mod tests {
     #[test]
     fn later_options_are_refused_not_ignored() {
         for (args, name) in [
-            (&["--time-min=5"][..], "--time-min"),
-            (&["--exclusive=user"], "--exclusive=<mode>"),
+            (&["--exclusive=user"][..], "--exclusive=<mode>"),
+            (&["--priority=5"], "--priority"),
         ] {
             let e = spec(args).unwrap_err();
             assert_eq!(e, OptError::Unsupported(name.into()), "{args:?}");

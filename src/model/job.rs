@@ -355,6 +355,11 @@ pub struct JobSpec {
     /// it, which is Slurm's behaviour for a job on one node and for the batch host.
     #[serde(default)]
     pub no_kill: bool,
+    /// `--time-min`, minutes: backfill may start the job with its time limit cut down
+    /// as far as this when the full limit would not end before a reservation for a
+    /// higher-priority job (Slurm's `time_min`).
+    #[serde(default)]
+    pub time_min: Option<u32>,
 }
 
 /// `--hint` values (cf. `verify_hint` in src/common/proc_args.c).

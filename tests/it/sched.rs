@@ -340,3 +340,49 @@ fn no_kill_is_accepted() {
         assert_eq!(c.wait_done(id), "COMPLETED");
     }
 }
+
+/// `--time-min`: backfill starts a job whose full limit would delay a reserved one
+/// with its limit cut to end before that start, as Slurm does; scontrol shows the
+/// cut `TimeLimit=` and `TimeMin=`.
+#[test]
+fn time_min_backfills_with_a_shorter_limit() {
+    let c = TestCluster::start();
+    let long = c.submit(&["-n3", "-t", "10", "-o", "/dev/null", "--wrap", "sleep 300"]);
+    c.wait_state(long, &["RUNNING"], WAIT);
+    let big = c.submit(&["-n4", "-t", "5", "-o", "/dev/null", "--wrap", "true"]);
+    let stiff = c.submit(&["-t", "30", "-o", "/dev/null", "--wrap", "sleep 300"]);
+    let flex = c.submit(&[
+        "-t",
+        "30",
+        "--time-min=5",
+        "-o",
+        "/dev/null",
+        "--wrap",
+        "sleep 300",
+    ]);
+    assert_eq!(c.show_field(flex, "TimeMin"), "00:05:00");
+    assert_eq!(c.show_field(stiff, "TimeMin"), "N/A");
+    c.wait_state(flex, &["RUNNING"], WAIT);
+    wait_reason(&c, big, "Resources");
+    // The long job ends within 10 minutes of its start: flex was cut to the whole
+    // minutes left (9 or 10), never below its minimum.
+    let limit = c.show_field(flex, "TimeLimit");
+    assert!(
+        ["00:09:00", "00:10:00"].contains(&limit.as_str()),
+        "{limit}"
+    );
+    assert_eq!(c.state(stiff).as_deref(), Some("PENDING"));
+    // A time-min above the limit is refused.
+    let (code, err) = c.fails_err("sbatch", &["-t", "5", "--time-min=10", "--wrap", "true"]);
+    assert_eq!(code, 255, "{err}");
+    assert!(err.contains("Invalid time-min specification"), "{err}");
+    c.ok(
+        "scancel",
+        &[
+            &long.to_string(),
+            &flex.to_string(),
+            &stiff.to_string(),
+            &big.to_string(),
+        ],
+    );
+}
