@@ -572,7 +572,8 @@ impl Cluster {
             ..Job::default()
         };
         self.set_billing(&mut job);
-        if job.spec.nice < 0 && !self.is_operator(caller) {
+        // slurmctld lets only operators set a negative nice or a priority.
+        if (job.spec.nice < 0 || job.spec.priority.is_some()) && !self.is_operator(caller) {
             return Err(SlurmError::AccessDenied);
         }
         self.check_job_resv(&job, caller)?;
@@ -592,11 +593,19 @@ impl Cluster {
         // Account, QOS and limits (AccountingStorageEnforce).
         self.acct_resolve(&mut job, now)?;
         job.priority = self.priority_of(&job, now);
+        if let Some(p) = job.spec.priority {
+            job.priority = p;
+            job.priority_set = p > 0;
+            if p == 0 && !job.spec.hold {
+                job.hold = Some(HoldKind::Admin);
+                job.reason = Reason::JobHeldAdmin;
+            }
+        }
         if job.spec.hold {
             job.hold = Some(HoldKind::User);
             job.priority = 0;
             job.reason = Reason::JobHeldUser;
-        } else {
+        } else if job.hold.is_none() {
             job.eligible_time = Some(job.spec.begin.unwrap_or(now).max(now));
         }
         if !self.enforce_part_limits {

@@ -209,7 +209,7 @@ pub struct LaterOpts {
     /// Licenses: NAME[:COUNT],...
     #[arg(short = 'L', long = "licenses", value_name = "LIST")]
     pub licenses: Option<String>,
-    /// (not supported yet) Explicit priority
+    /// Fixed priority (operators only)
     #[arg(long = "priority", value_name = "N")]
     pub priority: Option<String>,
     /// Minimum time limit: backfill may shorten the limit down to it
@@ -800,10 +800,7 @@ impl JobOpts {
     /// Long names of the options that are set but not implemented yet.
     pub fn unsupported(&self) -> Vec<&'static str> {
         let l = &self.later;
-        let opt = [
-            ("--priority", l.priority.is_some()),
-            ("--container", l.container.is_some()),
-        ];
+        let opt = [("--container", l.container.is_some())];
         let mut v: Vec<&'static str> = opt.iter().filter(|(_, s)| *s).map(|(n, _)| *n).collect();
         if matches!(self.exclusive.as_deref(), Some(m) if !m.is_empty()) {
             v.push("--exclusive=<mode>");
@@ -1083,6 +1080,19 @@ impl JobOpts {
                     ));
                 }
                 Some(_) => return Err(OptError::InvalidSpec("--time-min")),
+            },
+            priority: match l.priority.as_deref().map(str::trim) {
+                None => None,
+                Some(t) if t.eq_ignore_ascii_case("top") => {
+                    return Err(OptError::Unsupported("--priority=TOP".into()));
+                }
+                // slurm_opt.c: a number below NO_VAL - 1.
+                Some(t) => Some(
+                    t.parse::<u32>()
+                        .ok()
+                        .filter(|p| *p < u32::MAX - 1)
+                        .ok_or_else(|| OptError::Fatal(format!("Invalid priority: {t}")))?,
+                ),
             },
             no_kill: l
                 .no_kill
@@ -1991,6 +2001,20 @@ mod tests {
     }
 
     #[test]
+    fn priority_is_a_number() {
+        assert_eq!(spec(&["--priority=4242"]).unwrap().priority, Some(4242));
+        assert_eq!(spec(&["--priority=0"]).unwrap().priority, Some(0));
+        assert_eq!(spec(&[]).unwrap().priority, None);
+        let e = spec(&["--priority=high"]).unwrap_err();
+        assert_eq!(
+            e.render("sbatch"),
+            "sbatch: error: Invalid priority: high\n"
+        );
+        assert_eq!(e.exit_code(), 255);
+        assert!(spec(&["--priority=-1"]).is_err());
+    }
+
+    #[test]
     fn mincpus_is_a_positive_count() {
         assert_eq!(spec(&["--mincpus=4"]).unwrap().mincpus, Some(4));
         assert_eq!(spec(&[]).unwrap().mincpus, None);
@@ -2003,7 +2027,7 @@ mod tests {
     fn later_options_are_refused_not_ignored() {
         for (args, name) in [
             (&["--exclusive=user"][..], "--exclusive=<mode>"),
-            (&["--priority=5"], "--priority"),
+            (&["--priority=top"], "--priority=TOP"),
         ] {
             let e = spec(args).unwrap_err();
             assert_eq!(e, OptError::Unsupported(name.into()), "{args:?}");

@@ -360,6 +360,11 @@ pub struct JobSpec {
     /// higher-priority job (Slurm's `time_min`).
     #[serde(default)]
     pub time_min: Option<u32>,
+    /// `--priority`: operators (root, the controller's user) fix the job's priority
+    /// at this value, no longer recomputed (Slurm's `direct_set_prio`); 0 holds it.
+    /// Others are refused at submission.
+    #[serde(default)]
+    pub priority: Option<u32>,
 }
 
 /// `--hint` values (cf. `verify_hint` in src/common/proc_args.c).

@@ -386,3 +386,19 @@ fn time_min_backfills_with_a_shorter_limit() {
         ],
     );
 }
+
+/// `--priority=N` from an operator (the controller's own user here) fixes the job's
+/// priority; a bad value is refused by sbatch.
+#[test]
+fn priority_set_at_submission() {
+    let c = TestCluster::start();
+    let s = c.script("p.sh", "#!/bin/sh\n#SBATCH --priority=4242\ntrue\n");
+    let id = c.submit(&["--begin=now+1hour", "-o", "/dev/null", s.to_str().unwrap()]);
+    assert_eq!(c.show_field(id, "Priority"), "4242");
+    let held = c.submit(&["--priority=0", "-o", "/dev/null", "--wrap", "true"]);
+    assert_eq!(c.show_field(held, "Reason"), "JobHeldAdmin");
+    let (code, err) = c.fails_err("sbatch", &["--priority=high", "--wrap", "true"]);
+    assert_eq!(code, 255, "{err}");
+    assert!(err.contains("Invalid priority: high"), "{err}");
+    c.ok("scancel", &[&id.to_string(), &held.to_string()]);
+}

@@ -1032,3 +1032,31 @@ fn no_kill_job_on_a_failed_node_ends_node_fail_as_in_slurm() {
     assert_eq!(c.nodes[0].alloc_cpus, 0);
     c.sanity_check().unwrap();
 }
+
+#[test]
+fn priority_at_submit_is_for_operators_and_stays_fixed() {
+    let mut c = cluster();
+    let mut s = spec("p");
+    s.priority = Some(4242);
+    // slurmctld: only operators may set a job's priority.
+    assert_eq!(
+        c.resolve(s.clone(), ALICE, 0, &names).unwrap_err(),
+        SlurmError::AccessDenied
+    );
+    let id = submit(&mut c, s, ROOT, 0);
+    let j = &c.jobs[&id];
+    assert_eq!((j.priority, j.priority_set, j.hold), (4242, true, None));
+    // A later recomputation leaves it alone.
+    let mut fx = Effects::default();
+    c.schedule(500, &mut fx);
+    assert_eq!(c.jobs[&id].priority, 4242);
+    // 0 holds the job, as an operator's hold.
+    let mut z = spec("z");
+    z.priority = Some(0);
+    let id = submit(&mut c, z, ROOT, 0);
+    let j = &c.jobs[&id];
+    assert_eq!(
+        (j.priority, j.hold, &j.reason),
+        (0, Some(HoldKind::Admin), &Reason::JobHeldAdmin)
+    );
+}
