@@ -1320,6 +1320,8 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
         "OverSubscribe={} Contiguous={} Licenses={} Network=(null)",
         if spec.exclusive {
             "NO"
+        } else if spec.exclusive_user {
+            "USER"
         } else if spec.oversubscribe {
             "YES"
         } else {

@@ -801,11 +801,7 @@ impl JobOpts {
     pub fn unsupported(&self) -> Vec<&'static str> {
         let l = &self.later;
         let opt = [("--container", l.container.is_some())];
-        let mut v: Vec<&'static str> = opt.iter().filter(|(_, s)| *s).map(|(n, _)| *n).collect();
-        if matches!(self.exclusive.as_deref(), Some(m) if !m.is_empty()) {
-            v.push("--exclusive=<mode>");
-        }
-        v
+        opt.iter().filter(|(_, s)| *s).map(|(n, _)| *n).collect()
     }
 
     /// Long names of the set options that sluice accepts and ignores.
@@ -968,6 +964,21 @@ impl JobOpts {
         }
 
         let gpu_opts = gpu_options(self)?;
+        let exclusive = match self.exclusive.as_deref().map(str::trim) {
+            None => None,
+            Some("") => Some(Exclusive::Nodes),
+            Some(m) if m.eq_ignore_ascii_case("user") => Some(Exclusive::User),
+            // slurmctld with MCSPlugin=mcs/none: sluice has no MCS labels to share by.
+            Some(m) if m.eq_ignore_ascii_case("mcs") => {
+                return Err(OptError::Verify(
+                    "--exclusive=mcs needs an MCS plugin (MCSPlugin), which sluice does not have"
+                        .into(),
+                ));
+            }
+            Some(m) => {
+                return Err(OptError::Fatal(format!("invalid exclusive option {m}")));
+            }
+        };
         let threads = thread_options(l)?;
         let (switches, switch_wait) = match &l.switches {
             Some(v) => {
@@ -1010,7 +1021,8 @@ impl JobOpts {
             mem,
             nodelist: non_empty(&self.nodelist),
             exclude: non_empty(&self.exclude),
-            exclusive: self.exclusive.is_some(),
+            exclusive: exclusive == Some(Exclusive::Nodes),
+            exclusive_user: exclusive == Some(Exclusive::User),
             environment: environment.into(),
             export: self.export.clone(),
             hold: self.hold,
@@ -1106,6 +1118,15 @@ impl JobOpts {
         };
         Ok(Normalised { spec, warnings })
     }
+}
+
+/// What `--exclusive[=user|mcs]` asked for (mcs is refused).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Exclusive {
+    /// Whole nodes.
+    Nodes,
+    /// Nodes shared only with the same user's jobs.
+    User,
 }
 
 /// `--hint`, `--threads-per-core` and `--ntasks-per-core`, resolved.
@@ -2015,6 +2036,22 @@ mod tests {
     }
 
     #[test]
+    fn exclusive_modes() {
+        let s = spec(&["--exclusive"]).unwrap();
+        assert_eq!((s.exclusive, s.exclusive_user), (true, false));
+        let s = spec(&["--exclusive=user"]).unwrap();
+        assert_eq!((s.exclusive, s.exclusive_user), (false, true));
+        let e = spec(&["--exclusive=mcs"]).unwrap_err();
+        assert_eq!(e.exit_code(), 1);
+        assert!(e.render("sbatch").contains("MCS plugin"), "{e:?}");
+        let e = spec(&["--exclusive=team"]).unwrap_err();
+        assert_eq!(
+            e.render("sbatch"),
+            "sbatch: error: invalid exclusive option team\n"
+        );
+    }
+
+    #[test]
     fn mincpus_is_a_positive_count() {
         assert_eq!(spec(&["--mincpus=4"]).unwrap().mincpus, Some(4));
         assert_eq!(spec(&[]).unwrap().mincpus, None);
@@ -2026,8 +2063,8 @@ mod tests {
     #[test]
     fn later_options_are_refused_not_ignored() {
         for (args, name) in [
-            (&["--exclusive=user"][..], "--exclusive=<mode>"),
-            (&["--priority=top"], "--priority=TOP"),
+            (&["--priority=top"][..], "--priority=TOP"),
+            (&["--container=/b"], "--container"),
         ] {
             let e = spec(args).unwrap_err();
             assert_eq!(e, OptError::Unsupported(name.into()), "{args:?}");

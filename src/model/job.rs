@@ -365,6 +365,10 @@ pub struct JobSpec {
     /// Others are refused at submission.
     #[serde(default)]
     pub priority: Option<u32>,
+    /// `--exclusive=user`: the job's nodes are shared only with jobs of the same
+    /// user (as in an ExclusiveUser partition); `exclusive` stays false.
+    #[serde(default)]
+    pub exclusive_user: bool,
 }
 
 /// `--hint` values (cf. `verify_hint` in src/common/proc_args.c).

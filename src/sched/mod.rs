@@ -326,10 +326,11 @@ impl<'a> Pass<'a> {
         let lic_names: Vec<&str> = input.licenses.iter().map(|l| l.0.as_str()).collect();
         let mut lic_free: Vec<u32> = input.licenses.iter().map(|l| l.1).collect();
         let locked = |j: &Job| {
-            input
-                .partitions
-                .iter()
-                .any(|p| p.name == j.partition && p.exclusive_user)
+            j.spec.exclusive_user
+                || input
+                    .partitions
+                    .iter()
+                    .any(|p| p.name == j.partition && p.exclusive_user)
         };
         let mut inside = resv::InsideUse::default();
         for j in input.jobs.iter().filter(|j| holds_resources(j)) {

@@ -355,7 +355,7 @@ impl Req {
                 .or(part.def_cpu_per_gpu.filter(|_| has_gpus)),
             exclusive,
             share: if exclusive { None } else { share },
-            user_lock: part.exclusive_user,
+            user_lock: part.exclusive_user || spec.exclusive_user,
             overcommit: spec.overcommit,
             required: names(&spec.nodelist)?,
             excluded: names(&spec.exclude)?,

@@ -402,3 +402,21 @@ fn priority_set_at_submission() {
     assert!(err.contains("Invalid priority: high"), "{err}");
     c.ok("scancel", &[&id.to_string(), &held.to_string()]);
 }
+
+/// `--exclusive=user`: the job shares its node with the same user's jobs (both run at
+/// once here) and scontrol shows `OverSubscribe=USER`; `--exclusive=mcs` is refused
+/// since sluice has no MCS plugin.
+#[test]
+fn exclusive_user_and_mcs() {
+    let c = TestCluster::start();
+    let a = c.submit(&["--exclusive=user", "-o", "/dev/null", "--wrap", "sleep 300"]);
+    let b = c.submit(&["-o", "/dev/null", "--wrap", "sleep 300"]);
+    c.wait_state(a, &["RUNNING"], WAIT);
+    c.wait_state(b, &["RUNNING"], WAIT);
+    assert_eq!(c.show_field(a, "OverSubscribe"), "USER");
+    assert_eq!(c.show_field(b, "OverSubscribe"), "OK");
+    let (code, err) = c.fails_err("sbatch", &["--exclusive=mcs", "--wrap", "true"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("MCS plugin"), "{err}");
+    c.ok("scancel", &[&a.to_string(), &b.to_string()]);
+}

@@ -461,3 +461,40 @@ fn tmp_disk_filters_nodes_without_consuming() {
         Some(Reason::PartitionConfig)
     );
 }
+
+#[test]
+fn exclusive_user_shares_nodes_only_with_the_same_user() {
+    let nodes = vec![node("a", 4, 64000), node("b", 4, 64000)];
+    let parts = vec![part("p", &["a", "b"])];
+    let mut mine = job(1, 1, 10);
+    mine.uid = 1;
+    mine.spec.exclusive_user = true;
+    let mut also_mine = job(2, 1, 10);
+    also_mine.uid = 1;
+    let mut other = job(3, 1, 10);
+    other.uid = 2;
+    let d = one(&[&mine, &also_mine, &other], &nodes, &parts);
+    assert_eq!(alloc_of(&d, 1).nodes, ["a"]);
+    // The same user's job joins a; another user's goes to b.
+    assert_eq!(alloc_of(&d, 2).nodes, ["a"]);
+    assert_eq!(alloc_of(&d, 3).nodes, ["b"]);
+    // An --exclusive=user job never joins a node where another user runs.
+    let busy_a = {
+        let mut r = running(8, "a", 1, 0);
+        r.uid = 2;
+        r
+    };
+    let busy_b = {
+        let mut r = running(9, "b", 1, 0);
+        r.uid = 3;
+        r
+    };
+    let d = one(&[&busy_a, &busy_b, &mine], &nodes, &parts);
+    assert_eq!(reason_of(&d, 1), Some(Reason::Resources));
+    // A running --exclusive=user job keeps other users off its node.
+    let mut held = running(7, "a", 1, 0);
+    held.uid = 1;
+    held.spec.exclusive_user = true;
+    let d = one(&[&held, &other], &nodes, &parts);
+    assert_eq!(alloc_of(&d, 3).nodes, ["b"]);
+}
