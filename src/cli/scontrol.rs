@@ -84,6 +84,8 @@ pub enum Command {
     },
     Ping,
     Version,
+    /// `reconfigure`: the controller reads its config file again.
+    Reconfigure,
     /// `create reservation …` (see `scontrol_resv`).
     CreateResv(crate::model::reservation::ResvSpec),
     /// `update ReservationName=…`.
@@ -252,16 +254,17 @@ pub fn parse_command(words: &[String]) -> Result<Command, String> {
     if abbrev(w, "ping", 2) {
         return Ok(Command::Ping);
     }
+    if abbrev(w, "reconfigure", 5) {
+        return match rest {
+            [] => Ok(Command::Reconfigure),
+            _ => Err("too many arguments for keyword:reconfigure".into()),
+        };
+    }
     if abbrev(w, "version", 4) {
         return Ok(Command::Version);
     }
     // Slurm keywords sluice does not have yet are named as such, not as unknown words.
     for (kw, min, hint) in [
-        (
-            "reconfigure",
-            5,
-            "; restart the controller (sluice controller --stop, then any command) to read a changed config",
-        ),
         ("shutdown", 8, "; use sluice controller --stop"),
         ("takeover", 8, ""),
         ("reboot", 6, ""),
@@ -583,6 +586,12 @@ pub fn execute(
             Ok(Response::Error(e)) => Output::err(format!("delete_reservation {name}: {e}\n")),
             Ok(_) => Output::err(format!("delete_reservation {name}: unexpected answer\n")),
             Err(e) => client_failure(&format!("delete_reservation {name}"), &e),
+        },
+        Command::Reconfigure => match req(&Request::Reconfigure) {
+            Ok(Response::Ok) => Output::default(),
+            Ok(Response::Error(e)) => Output::err(format!("slurm_reconfigure error: {e}\n")),
+            Ok(_) => Output::err("slurm_reconfigure error: unexpected answer\n".into()),
+            Err(e) => client_failure("slurm_reconfigure", &e),
         },
         Command::Ping => match req(&Request::Ping) {
             Ok(_) => Output::ok(format!("Slurmctld(primary) at {host} is UP\n")),
@@ -2242,13 +2251,22 @@ mod tests {
     fn keywords_and_bad_input() {
         let (o, _) = exec_with("bogus", Response::Ok);
         assert_eq!((o.code, o.stderr.as_str()), (1, "invalid keyword: bogus\n"));
-        let (o, seen) = exec_with("reconfigure", Response::Ok);
-        assert_eq!(o.code, 1);
+        let (o, seen) = exec_with("reconfig", Response::Ok);
+        assert_eq!((o.code, o.stdout.as_str(), o.stderr.as_str()), (0, "", ""));
         assert!(
-            o.stderr
-                .starts_with("reconfigure is not supported yet by sluice"),
-            "{o:?}"
+            matches!(seen.as_slice(), [Request::Reconfigure]),
+            "{seen:?}"
         );
+        let (o, _) = exec_with(
+            "reconfigure",
+            Response::Error(SlurmError::Other("bad config".into())),
+        );
+        assert_eq!(
+            (o.code, o.stderr.as_str()),
+            (1, "slurm_reconfigure error: bad config\n")
+        );
+        let (o, seen) = exec_with("reconfigure now", Response::Ok);
+        assert_eq!(o.code, 1);
         assert!(seen.is_empty());
         let (o, _) = exec_with("--bogus show job", Response::Ok);
         assert_eq!(o.code, 1);

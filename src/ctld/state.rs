@@ -113,6 +113,9 @@ pub struct Cluster {
     pub cgroup: crate::config::CgroupConf,
     /// Extra `scontrol show config` entries.
     pub config_entries: Vec<(String, String)>,
+    /// The config file the cluster was built from (`None` in personal mode), which
+    /// `scontrol reconfigure` reads again.
+    pub config_source: Option<std::path::PathBuf>,
     /// Scheduler and priority parameters.
     pub sched_cfg: SchedConfig,
     /// Cluster licenses (name, total).
@@ -336,6 +339,7 @@ impl Cluster {
             warned: Default::default(),
             cgroup: cfg.cgroup.clone(),
             config_entries,
+            config_source: cfg.source.clone(),
             sched_cfg: cfg.sched.clone(),
             licenses: cfg.licenses.clone(),
             enforce_part_limits: cfg.enforce_part_limits,
@@ -3136,6 +3140,7 @@ mod suspend;
 mod fs_tests;
 mod isolation;
 mod nodefail;
+mod reconfig;
 mod scripts;
 #[cfg(test)]
 mod tests;

@@ -1060,3 +1060,57 @@ fn priority_at_submit_is_for_operators_and_stays_fixed() {
         (0, Some(HoldKind::Admin), &Reason::JobHeldAdmin)
     );
 }
+
+#[test]
+fn reconfigure_replaces_partitions_and_declarations_keeping_jobs() {
+    let mut c = cluster();
+    let id = submit(&mut c, spec("r"), ALICE, 0);
+    let mut fx = Effects::default();
+    c.schedule(0, &mut fx);
+    assert_eq!(c.jobs[&id].state, JobState::Running);
+    let text = |extra: &str| {
+        format!(
+            "[[nodes]]\nname = \"n1\"\ncpus = 4\nmemory = 4000\nfeatures = [\"fast\"]\n\
+             tmp_disk = 512\n[[partitions]]\nname = \"debug\"\nnodes = \"n1\"\n\
+             default = true\nmax_time = \"2:00:00\"\n{extra}"
+        )
+    };
+    let p = Path::new("/etc/sluice/sluice.toml");
+    let cfg = Config::from_toml(
+        &text("[[partitions]]\nname = \"long\"\nnodes = \"n1\"\n"),
+        p,
+    )
+    .unwrap();
+    c.reconfigure(&cfg).unwrap();
+    let names: Vec<&str> = c.partitions.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["debug", "long"]);
+    assert_eq!(c.partitions[0].max_time, TimeLimit::Minutes(120));
+    let n = &c.nodes[0];
+    assert_eq!(
+        (n.features.clone(), n.tmp_disk),
+        (vec!["fast".to_string()], 512)
+    );
+    assert_eq!(n.partitions, ["debug", "long"]);
+    // The running job and its node's allocation are untouched.
+    assert_eq!(c.jobs[&id].state, JobState::Running);
+    assert_eq!(c.nodes[0].alloc_cpus, 1);
+    c.sanity_check().unwrap();
+
+    // Refused, changing nothing: a node added, a busy partition removed, a renamed
+    // cluster.
+    let added = Config::from_toml(&format!("{}[[nodes]]\nname = \"n2\"\n", text("")), p).unwrap();
+    let e = c.reconfigure(&added).unwrap_err();
+    assert!(e.contains("added: n2; removed: none"), "{e}");
+    let gone =
+        Config::from_toml(&text("").replace("name = \"debug\"", "name = \"other\""), p).unwrap();
+    let e = c.reconfigure(&gone).unwrap_err();
+    assert!(e.contains("partition debug still has job"), "{e}");
+    let renamed = Config::from_toml(&format!("cluster_name = \"x\"\n{}", text("")), p).unwrap();
+    assert!(
+        c.reconfigure(&renamed)
+            .unwrap_err()
+            .contains("cluster_name")
+    );
+    assert_eq!(c.partitions.len(), 2);
+    c.sanity_check().unwrap();
+}
