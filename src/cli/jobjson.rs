@@ -208,7 +208,10 @@ fn job_object(job: &Job, cluster: &str, cores_per_socket: &dyn Fn(&str) -> Optio
             "minimum_cpus_per_node",
             (job.req_cpus / job.req_nodes.max(1)).max(1).into(),
         ),
-        ("minimum_tmp_disk_per_node", 0.into()),
+        (
+            "minimum_tmp_disk_per_node",
+            job.spec.tmp_disk.unwrap_or(0).into(),
+        ),
         ("preempt_time", 0.into()),
         ("pre_sus_time", 0.into()),
         ("priority", job.priority.into()),

@@ -84,6 +84,8 @@ pub enum Command {
     },
     Ping,
     Version,
+    /// `reconfigure`: the controller reads its config file again.
+    Reconfigure,
     /// `create reservation …` (see `scontrol_resv`).
     CreateResv(crate::model::reservation::ResvSpec),
     /// `update ReservationName=…`.
@@ -252,16 +254,17 @@ pub fn parse_command(words: &[String]) -> Result<Command, String> {
     if abbrev(w, "ping", 2) {
         return Ok(Command::Ping);
     }
+    if abbrev(w, "reconfigure", 5) {
+        return match rest {
+            [] => Ok(Command::Reconfigure),
+            _ => Err("too many arguments for keyword:reconfigure".into()),
+        };
+    }
     if abbrev(w, "version", 4) {
         return Ok(Command::Version);
     }
     // Slurm keywords sluice does not have yet are named as such, not as unknown words.
     for (kw, min, hint) in [
-        (
-            "reconfigure",
-            5,
-            "; restart the controller (sluice controller --stop, then any command) to read a changed config",
-        ),
         ("shutdown", 8, "; use sluice controller --stop"),
         ("takeover", 8, ""),
         ("reboot", 6, ""),
@@ -583,6 +586,12 @@ pub fn execute(
             Ok(Response::Error(e)) => Output::err(format!("delete_reservation {name}: {e}\n")),
             Ok(_) => Output::err(format!("delete_reservation {name}: unexpected answer\n")),
             Err(e) => client_failure(&format!("delete_reservation {name}"), &e),
+        },
+        Command::Reconfigure => match req(&Request::Reconfigure) {
+            Ok(Response::Ok) => Output::default(),
+            Ok(Response::Error(e)) => Output::err(format!("slurm_reconfigure error: {e}\n")),
+            Ok(_) => Output::err("slurm_reconfigure error: unexpected answer\n".into()),
+            Err(e) => client_failure("slurm_reconfigure", &e),
         },
         Command::Ping => match req(&Request::Ping) {
             Ok(_) => Output::ok(format!("Slurmctld(primary) at {host} is UP\n")),
@@ -1208,9 +1217,13 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
         l.push(format!("DerivedExitCode={}", job.derived_exit));
     }
     l.push(format!(
-        "RunTime={} TimeLimit={} TimeMin=N/A",
+        "RunTime={} TimeLimit={} TimeMin={}",
         crate::model::time::fmt_hms(job.run_secs(now)),
-        job.time_limit.to_hms()
+        job.time_limit.to_hms(),
+        spec.time_min.map_or_else(
+            || "N/A".to_string(),
+            |m| crate::model::TimeLimit::Minutes(m).to_hms()
+        )
     ));
     // A job waiting on other jobs (or on its array's throttle) is not eligible yet.
     let blocked = pending
@@ -1270,17 +1283,19 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
     }
     let cpt = spec.cpus_per_task.unwrap_or(1).max(1);
     l.push(format!(
-        "NumNodes={} NumCPUs={} NumTasks={} CPUs/Task={cpt} ReqB:S:C:T=0:0:*:*",
+        "NumNodes={} NumCPUs={} NumTasks={} CPUs/Task={cpt} ReqB:S:C:T=0:0:*:{}",
         jobfmt::node_count(job),
         jobfmt::cpu_count(job),
-        job.req_tasks.max(1)
+        job.req_tasks.max(1),
+        star(spec.threads_per_core)
     ));
     l.push(format!("TRES={}", jobfmt::tres_scontrol(job)));
     let ntpn = spec.ntasks_per_node.unwrap_or(0);
     l.push(format!(
-        "Socks/Node={} NtasksPerN:B:S:C={ntpn}:0:*:* CoreSpec=*",
+        "Socks/Node={} NtasksPerN:B:S:C={ntpn}:0:*:{} CoreSpec=*",
         spec.sockets_per_node
-            .map_or_else(|| "*".to_string(), |s| s.to_string())
+            .map_or_else(|| "*".to_string(), |s| s.to_string()),
+        star(spec.ntasks_per_core)
     ));
     // Allocations recorded before CPU ids were tracked have no detail to show.
     if details
@@ -1296,9 +1311,11 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
         MemReq::PerNode(_) => "MinMemoryNode",
     };
     l.push(format!(
-        "MinCPUsNode={} {mem_key}={} MinTmpDiskNode=0",
-        cpt * ntpn.max(1),
-        jobfmt::req_mem_text(job)
+        "MinCPUsNode={} {mem_key}={} MinTmpDiskNode={}",
+        (cpt * ntpn.max(1)).max(spec.mincpus.unwrap_or(0)),
+        jobfmt::req_mem_text(job),
+        spec.tmp_disk
+            .map_or_else(|| "0".into(), jobfmt::fmt_mem_exact)
     ));
     l.push(format!(
         "Features={} DelayBoot=00:00:00",
@@ -1312,6 +1329,8 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
         "OverSubscribe={} Contiguous={} Licenses={} Network=(null)",
         if spec.exclusive {
             "NO"
+        } else if spec.exclusive_user {
+            "USER"
         } else if spec.oversubscribe {
             "YES"
         } else {
@@ -1363,6 +1382,11 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
 
 /// `scontrol show job -d`'s allocation lines: `JOB_GRES=` and one
 /// `  Nodes=… CPU_IDs=… Mem=… GRES=…` line per node (two more spaces of indent).
+/// A count as scontrol prints an unset one: `*`.
+fn star(v: Option<u32>) -> String {
+    v.map_or_else(|| "*".to_string(), |n| n.to_string())
+}
+
 fn alloc_detail_lines(job: &Job, a: &crate::model::job::Allocation) -> Vec<String> {
     use crate::model::job::GresAlloc;
     let all: Vec<GresAlloc> = a.gres.iter().flatten().cloned().collect();
@@ -1439,9 +1463,10 @@ pub fn node_lines(n: &Node) -> Vec<String> {
         n.sockets
     ));
     l.push(format!(
-        "State={} ThreadsPerCore={} TmpDisk=0 Weight={} Owner=N/A MCS_label=N/A",
+        "State={} ThreadsPerCore={} TmpDisk={} Weight={} Owner=N/A MCS_label=N/A",
         n.state_scontrol(),
         n.threads_per_core,
+        n.tmp_disk,
         n.weight
     ));
     l.push(format!("Partitions={} ", n.partitions.join(",")));
@@ -2226,13 +2251,22 @@ mod tests {
     fn keywords_and_bad_input() {
         let (o, _) = exec_with("bogus", Response::Ok);
         assert_eq!((o.code, o.stderr.as_str()), (1, "invalid keyword: bogus\n"));
-        let (o, seen) = exec_with("reconfigure", Response::Ok);
-        assert_eq!(o.code, 1);
+        let (o, seen) = exec_with("reconfig", Response::Ok);
+        assert_eq!((o.code, o.stdout.as_str(), o.stderr.as_str()), (0, "", ""));
         assert!(
-            o.stderr
-                .starts_with("reconfigure is not supported yet by sluice"),
-            "{o:?}"
+            matches!(seen.as_slice(), [Request::Reconfigure]),
+            "{seen:?}"
         );
+        let (o, _) = exec_with(
+            "reconfigure",
+            Response::Error(SlurmError::Other("bad config".into())),
+        );
+        assert_eq!(
+            (o.code, o.stderr.as_str()),
+            (1, "slurm_reconfigure error: bad config\n")
+        );
+        let (o, seen) = exec_with("reconfigure now", Response::Ok);
+        assert_eq!(o.code, 1);
         assert!(seen.is_empty());
         let (o, _) = exec_with("--bogus show job", Response::Ok);
         assert_eq!(o.code, 1);

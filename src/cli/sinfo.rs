@@ -542,7 +542,7 @@ pub fn node_fields<'a>() -> (Vec<Field<Group<'a>>>, Vec<bool>) {
         ),
         (
             Field::new(Some('d'), &["disk"], "TMP_DISK", |g: G| {
-                g.node_val(|_| "0".into())
+                g.node_val(|n| n.tmp_disk.to_string())
             }),
             false,
         ),

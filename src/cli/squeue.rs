@@ -634,7 +634,14 @@ pub fn job_fields<'a>() -> Vec<Field<JobRow<'a>>> {
             r.job.group.clone()
         }),
         Field::new(Some('h'), &["oversubscribe"], "OVER_SUBSCRIBE", |r: R| {
-            if r.job.spec.exclusive { "NO" } else { "OK" }.into()
+            if r.job.spec.exclusive {
+                "NO"
+            } else if r.job.spec.exclusive_user {
+                "USER"
+            } else {
+                "OK"
+            }
+            .into()
         }),
         Field::new(Some('i'), &["jobarrayid"], "JOBID", |r: R| match r.task {
             Some(t) => format!("{}_{t}", r.job.array_job_id),

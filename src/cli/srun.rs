@@ -11,7 +11,7 @@ use super::client::{Client, ClientError};
 use super::sbatch;
 use super::stepio::{self, StreamOpts};
 use crate::jobspec::opts::{self, OptError, SrunArgs};
-use crate::model::step::{CpuBind, Distribution, StdinMode, StepGpus, StepSpec};
+use crate::model::step::{CpuBind, CpuBindKind, Distribution, StdinMode, StepGpus, StepSpec};
 use crate::model::{ExitStatus, JobSpec, JobState, Reason};
 use crate::proto::codec::SyncFramed;
 use crate::proto::{Request, Response, SlurmError};
@@ -209,6 +209,15 @@ fn plan_part(
         Some(b) => CpuBind::parse(b).ok_or(OptError::InvalidSpec("--cpu-bind"))?,
         None => CpuBind::default(),
     };
+    // slurm_opt.c refuses a binding beside --hint (other than verbose alone).
+    if spec.hint.is_some() && s.cpu_bind.is_some() && cpu_bind.kind != CpuBindKind::None {
+        return Err(OptError::Conflict(
+            "Following options are mutually exclusive with --hint: --ntasks-per-core, \
+             --threads-per-core, -B and --cpu-bind (other than --cpu-bind=verbose)"
+                .into(),
+        )
+        .into());
+    }
     let env_num = |k: &str| ctx.env.get(k).and_then(|v| v.trim().parse::<u32>().ok());
     match job_id {
         None => opts::verify_allocation(&spec)?,
@@ -358,7 +367,9 @@ fn plan_part(
         overlap,
         distribution,
         distribution_set: args.job.later.distribution.is_some(),
+        cpu_bind_set: s.cpu_bind.is_some(),
         cpu_bind,
+        threads_per_core: spec.threads_per_core,
         label: s.label,
         unbuffered: s.unbuffered,
         pty: s.pty,

@@ -87,6 +87,10 @@ pub struct NodeConf {
     pub features: Vec<String>,
     #[serde(default)]
     pub weight: Option<u32>,
+    /// Temporary disk space in MiB (slurm.conf `TmpDisk=`; default 0), what
+    /// `--tmp` asks of a node.
+    #[serde(default)]
+    pub tmp_disk: Option<u64>,
     /// Generic resources (`gpu:h100:8,mps:100`), as gres.conf would declare them.
     #[serde(default)]
     pub gres: Option<String>,
@@ -546,7 +550,7 @@ impl Config {
         let socket = abs(fc
             .socket
             .unwrap_or_else(|| "/run/sluice/sluice.sock".into()));
-        let mut nodes = fc.nodes;
+        let mut nodes = expand_node_decls(fc.nodes).map_err(&invalid)?;
         if nodes.is_empty() {
             nodes.push(local_node_conf());
         }
@@ -903,6 +907,54 @@ const KEY_FILE: &str = "id_ed25519";
 /// Slurm's default SlurmdTimeout, seconds.
 const DEFAULT_SLURMD_TIMEOUT: u32 = 300;
 
+/// Expands `[[nodes]]` entries whose `name` is a hostlist expression (`gpu[01-16]`,
+/// slurm.conf `NodeName=gpu[01-16]`) into one identical [`NodeConf`] per name, in
+/// expression order. When such an entry also sets `ssh`, the address is a hostlist
+/// expression too and is matched to the names by position, as slurm.conf's
+/// `NodeAddr=`/`NodeHostname=` are (`ssh = "root@gpu[01-16].lab"`); a single address
+/// for several nodes is refused, since each node needs its own agent.
+///
+/// Errors: a bad expression, an entry that expands to no name, or an `ssh` list whose
+/// length differs from the names'. Duplicate names are caught by the caller.
+fn expand_node_decls(decls: Vec<NodeConf>) -> Result<Vec<NodeConf>, String> {
+    let mut out = Vec::with_capacity(decls.len());
+    for d in decls {
+        if !d.name.contains(['[', ']', ',']) {
+            out.push(d);
+            continue;
+        }
+        let names = hostlist::expand(&d.name).map_err(|e| format!("node '{}': {e}", d.name))?;
+        if names.is_empty() {
+            return Err(format!("node '{}' names no node", d.name));
+        }
+        let addrs = match &d.ssh {
+            None => None,
+            Some(a) if names.len() == 1 => Some(vec![a.clone()]),
+            Some(a) => {
+                let v = hostlist::expand(a).map_err(|e| format!("node '{}': ssh: {e}", d.name))?;
+                if v.len() != names.len() {
+                    return Err(format!(
+                        "node '{}' declares {} nodes but ssh = \"{a}\" gives {} address(es); \
+                         use one hostlist expression with an address per node",
+                        d.name,
+                        names.len(),
+                        v.len()
+                    ));
+                }
+                Some(v)
+            }
+        };
+        for (i, name) in names.into_iter().enumerate() {
+            out.push(NodeConf {
+                name,
+                ssh: addrs.as_ref().map(|v| v[i].clone()),
+                ..d.clone()
+            });
+        }
+    }
+    Ok(out)
+}
+
 fn local_node_conf() -> NodeConf {
     NodeConf::named(&short_hostname())
 }
@@ -1211,7 +1263,7 @@ switches = [
   { name = "s1", nodes = "n[3-4]", link_speed = 5 },
 ]
 "#
-        .replace("name = \"n[1-6]\"", "name = \"n1\"\n[[nodes]]\nname = \"n2\"\n[[nodes]]\nname = \"n3\"\n[[nodes]]\nname = \"n4\"\n[[nodes]]\nname = \"n5\"\n[[nodes]]\nname = \"n6\"");
+        .to_string();
         let c = Config::from_toml(&text, &dir.path().join("sluice.toml")).unwrap();
         let t = &c.sched.topology;
         assert_eq!(c.sched.max_switch_wait, 42);
@@ -1441,6 +1493,59 @@ push_binary = false
     }
 
     #[test]
+    fn a_hostlist_name_declares_several_identical_nodes() {
+        let c = Config::from_toml(
+            r#"
+[[nodes]]
+name = "head"
+[[nodes]]
+name = "gpu[01-03],big7"
+cpus = 8
+memory = 1000
+features = ["a100"]
+ssh = "root@g[1-3].lab:2222,root@h4"
+[[gres]]
+nodes = "gpu[02-03]"
+name = "gpu"
+count = 2
+[[partitions]]
+name = "p"
+nodes = "gpu[01-03]"
+"#,
+            Path::new("/x.toml"),
+        )
+        .unwrap();
+        let names: Vec<&str> = c.nodes.iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(names, ["head", "gpu01", "gpu02", "gpu03", "big7"]);
+        for n in &c.nodes[1..] {
+            assert_eq!((n.cpus, n.memory), (Some(8), Some(1000)));
+            assert_eq!(n.features, ["a100"]);
+        }
+        let ssh: Vec<_> = c.nodes.iter().map(|n| n.ssh.as_deref()).collect();
+        assert_eq!(
+            ssh,
+            [
+                None,
+                Some("root@g1.lab:2222"),
+                Some("root@g2.lab:2222"),
+                Some("root@g3.lab:2222"),
+                Some("root@h4")
+            ]
+        );
+        assert!(c.nodes[1].gres_declared.is_none());
+        assert_eq!(c.nodes[2].gres_declared.as_ref().map(Vec::len), Some(2));
+        assert_eq!(c.partitions[0].nodes, ["gpu01", "gpu02", "gpu03"]);
+        // One name in brackets is one node, and its address is taken whole.
+        let one = Config::from_toml(
+            "[[nodes]]\nname='n[7]'\nssh='u@[::1]:22'\n",
+            Path::new("/x.toml"),
+        )
+        .unwrap();
+        assert_eq!(one.nodes[0].name, "n7");
+        assert_eq!(one.nodes[0].ssh.as_deref(), Some("u@[::1]:22"));
+    }
+
+    #[test]
     fn rejects_bad_configs() {
         let p = Path::new("/x.toml");
         let cases = [
@@ -1449,6 +1554,17 @@ push_binary = false
                 "not declared",
             ),
             ("[[nodes]]\nname='a'\n[[nodes]]\nname='a'\n", "twice"),
+            (
+                "[[nodes]]\nname='a[1-3]'\n[[nodes]]\nname='a2'\n",
+                "node 'a2' is declared twice",
+            ),
+            ("[[nodes]]\nname='a[1-3'\n", "unbalanced brackets"),
+            ("[[nodes]]\nname='a[3-1]'\n", "invalid range '3-1'"),
+            ("[[nodes]]\nname='a[x]'\n", "invalid range 'x'"),
+            (
+                "[[nodes]]\nname='a[1-2]'\nssh='root@h'\n",
+                "declares 2 nodes but ssh = \"root@h\" gives 1 address",
+            ),
             ("bogus = 1\n", "unknown field"),
             ("[[nodes]]\nname='a'\ncpus=0\n", "at least 1"),
             (

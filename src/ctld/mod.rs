@@ -704,6 +704,28 @@ struct Actor {
 }
 
 impl Actor {
+    /// `scontrol reconfigure`: reads the config file again and applies it
+    /// ([`Cluster::reconfigure`]); the node declarations agents register against
+    /// take the new features, weight and tmp_disk.
+    ///
+    /// Errors: personal mode (no file), a file that does not load, or a change that
+    /// needs a restart; nothing changes then.
+    fn reconfigure(&mut self) -> Result<(), String> {
+        let Some(path) = self.cluster.config_source.clone() else {
+            return Err("personal mode has no config file to read".into());
+        };
+        let cfg = Config::from_file(&path).map_err(|e| e.to_string())?;
+        self.cluster.reconfigure(&cfg)?;
+        for n in &cfg.nodes {
+            if let Some(d) = self.declared.get_mut(&n.name) {
+                d.features.clone_from(&n.features);
+                d.weight = n.weight;
+                d.tmp_disk = n.tmp_disk;
+            }
+        }
+        Ok(())
+    }
+
     fn handle(&mut self, msg: Msg, fx: &mut Effects) {
         let now = crate::cli::timefmt::now();
         match msg {
@@ -1163,6 +1185,22 @@ impl Actor {
                     .store
                     .send(StoreOp::Usage(start, end, Box::new(rep), reply));
                 return;
+            }
+            Request::Reconfigure => {
+                if self.cluster.is_operator(c) {
+                    match self.reconfigure() {
+                        Ok(()) => {
+                            fx.schedule = true;
+                            Response::Ok
+                        }
+                        Err(e) => {
+                            tracing::warn!("reconfigure refused: {e}");
+                            Response::Error(SlurmError::Other(e))
+                        }
+                    }
+                } else {
+                    Response::Error(SlurmError::AccessDenied)
+                }
             }
             Request::Shutdown => {
                 if self.cluster.is_operator(c) {

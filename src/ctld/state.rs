@@ -113,6 +113,9 @@ pub struct Cluster {
     pub cgroup: crate::config::CgroupConf,
     /// Extra `scontrol show config` entries.
     pub config_entries: Vec<(String, String)>,
+    /// The config file the cluster was built from (`None` in personal mode), which
+    /// `scontrol reconfigure` reads again.
+    pub config_source: Option<std::path::PathBuf>,
     /// Scheduler and priority parameters.
     pub sched_cfg: SchedConfig,
     /// Cluster licenses (name, total).
@@ -185,6 +188,7 @@ impl Cluster {
                 let mut n = Node::new(&nc.name, nc.cpus.unwrap_or(0), nc.memory.unwrap_or(0));
                 n.features = nc.features.clone();
                 n.weight = nc.weight.unwrap_or(1);
+                n.tmp_disk = nc.tmp_disk.unwrap_or(0);
                 n.gres = nc.gres_devices().unwrap_or_default();
                 n.alloc_gres = vec![0; n.gres.len()];
                 n.sockets = nc.sockets.unwrap_or(1);
@@ -338,6 +342,7 @@ impl Cluster {
             warned: Default::default(),
             cgroup: cfg.cgroup.clone(),
             config_entries,
+            config_source: cfg.source.clone(),
             sched_cfg: cfg.sched.clone(),
             licenses: cfg.licenses.clone(),
             enforce_part_limits: cfg.enforce_part_limits,
@@ -492,6 +497,12 @@ impl Cluster {
             }
         }
         let time_limit = spec.time_limit.unwrap_or_else(|| part.default_limit());
+        // slurmctld refuses a time-min above the limit the job gets.
+        if let (Some(m), Some(l)) = (spec.time_min, time_limit.secs())
+            && u64::from(m) * 60 > l
+        {
+            return Err(SlurmError::InvalidTimeLimit);
+        }
         let cpt = spec.cpus_per_task.unwrap_or(1).max(1);
         let nodes_min = spec.nodes_min.unwrap_or(1).max(1);
         // Counts come from the user: products that overflow are requests no node can
@@ -568,7 +579,8 @@ impl Cluster {
             ..Job::default()
         };
         self.set_billing(&mut job);
-        if job.spec.nice < 0 && !self.is_operator(caller) {
+        // slurmctld lets only operators set a negative nice or a priority.
+        if (job.spec.nice < 0 || job.spec.priority.is_some()) && !self.is_operator(caller) {
             return Err(SlurmError::AccessDenied);
         }
         self.check_job_resv(&job, caller)?;
@@ -588,11 +600,19 @@ impl Cluster {
         // Account, QOS and limits (AccountingStorageEnforce).
         self.acct_resolve(&mut job, now)?;
         job.priority = self.priority_of(&job, now);
+        if let Some(p) = job.spec.priority {
+            job.priority = p;
+            job.priority_set = p > 0;
+            if p == 0 && !job.spec.hold {
+                job.hold = Some(HoldKind::Admin);
+                job.reason = Reason::JobHeldAdmin;
+            }
+        }
         if job.spec.hold {
             job.hold = Some(HoldKind::User);
             job.priority = 0;
             job.reason = Reason::JobHeldUser;
-        } else {
+        } else if job.hold.is_none() {
             job.eligible_time = Some(job.spec.begin.unwrap_or(now).max(now));
         }
         if !self.enforce_part_limits {
@@ -1520,6 +1540,7 @@ impl Cluster {
                     job_id,
                     partition,
                     alloc,
+                    time_limit,
                 } => {
                     let job_id = alias.get(&job_id).copied().unwrap_or(job_id);
                     let id = match plan.get_mut(&job_id) {
@@ -1546,6 +1567,10 @@ impl Cluster {
                                 het_started.push(id);
                             }
                         }
+                    }
+                    // Backfill cut the limit towards --time-min (scontrol shows it).
+                    if let (Some(l), Some(j)) = (time_limit, self.jobs.get_mut(&id)) {
+                        j.time_limit = l;
                     }
                     self.start_job(id, partition, alloc, launch, now, fx);
                     if let Some(j) = self.jobs.get_mut(&id) {
@@ -3139,6 +3164,7 @@ mod suspend;
 mod fs_tests;
 mod isolation;
 mod nodefail;
+mod reconfig;
 mod scripts;
 #[cfg(test)]
 mod tests;

@@ -25,7 +25,7 @@ use crate::jobspec::export;
 use crate::jobspec::units::{parse_mem_mb, parse_time_limit};
 use crate::model::constraint::Constraint;
 use crate::model::gres::{GresReq, parse_gpus, parse_gres_list, parse_licenses};
-use crate::model::{JobSpec, MemReq, SignalSpec};
+use crate::model::{JobSpec, MemReq, SignalSpec, TimeLimit};
 use chrono::{DateTime, Datelike, Duration, FixedOffset, NaiveDate, NaiveTime, TimeZone};
 use clap::{ArgAction, Args, Parser};
 use std::collections::BTreeMap;
@@ -209,10 +209,10 @@ pub struct LaterOpts {
     /// Licenses: NAME[:COUNT],...
     #[arg(short = 'L', long = "licenses", value_name = "LIST")]
     pub licenses: Option<String>,
-    /// (not supported yet) Explicit priority
+    /// Fixed priority (operators only)
     #[arg(long = "priority", value_name = "N")]
     pub priority: Option<String>,
-    /// (not supported yet) Minimum time limit
+    /// Minimum time limit: backfill may shorten the limit down to it
     #[arg(long = "time-min", value_name = "TIME")]
     pub time_min: Option<String>,
     /// Task distribution: block, cyclic, plane=N
@@ -224,19 +224,22 @@ pub struct LaterOpts {
     /// Overcommit CPUs: allocate as if one task per node
     #[arg(short = 'O', long = "overcommit")]
     pub overcommit: bool,
-    /// (not supported yet) Minimum CPUs per node
+    /// Minimum CPUs per node
     #[arg(long = "mincpus", value_name = "N")]
     pub mincpus: Option<String>,
-    /// (not supported yet) Minimum temporary disk
+    /// Minimum temporary disk per node (units K, M, G, T; default M)
     #[arg(long = "tmp", value_name = "SIZE")]
     pub tmp: Option<String>,
-    /// (not supported yet) Threads per core
+    /// Nodes with at least N threads per core; tasks use N threads of each core
     #[arg(long = "threads-per-core", value_name = "N")]
     pub threads_per_core: Option<String>,
-    /// (not supported yet) Scheduling hint
+    /// At most N tasks on each core
+    #[arg(long = "ntasks-per-core", value_name = "N")]
+    pub ntasks_per_core: Option<String>,
+    /// Task layout hint: nomultithread, multithread, compute_bound, memory_bound
     #[arg(long = "hint", value_name = "TYPE")]
     pub hint: Option<String>,
-    /// (not supported yet) Do not kill the job when a node fails
+    /// Do not kill the job when a node fails (`=off`: the default behaviour)
     #[arg(short = 'k', long = "no-kill", value_name = "off", num_args = 0..=1,
           require_equals = true, default_missing_value = "")]
     pub no_kill: Option<String>,
@@ -797,21 +800,8 @@ impl JobOpts {
     /// Long names of the options that are set but not implemented yet.
     pub fn unsupported(&self) -> Vec<&'static str> {
         let l = &self.later;
-        let opt = [
-            ("--priority", l.priority.is_some()),
-            ("--time-min", l.time_min.is_some()),
-            ("--mincpus", l.mincpus.is_some()),
-            ("--tmp", l.tmp.is_some()),
-            ("--threads-per-core", l.threads_per_core.is_some()),
-            ("--hint", l.hint.is_some()),
-            ("--no-kill", l.no_kill.is_some()),
-            ("--container", l.container.is_some()),
-        ];
-        let mut v: Vec<&'static str> = opt.iter().filter(|(_, s)| *s).map(|(n, _)| *n).collect();
-        if matches!(self.exclusive.as_deref(), Some(m) if !m.is_empty()) {
-            v.push("--exclusive=<mode>");
-        }
-        v
+        let opt = [("--container", l.container.is_some())];
+        opt.iter().filter(|(_, s)| *s).map(|(n, _)| *n).collect()
     }
 
     /// Long names of the set options that sluice accepts and ignores.
@@ -974,6 +964,22 @@ impl JobOpts {
         }
 
         let gpu_opts = gpu_options(self)?;
+        let exclusive = match self.exclusive.as_deref().map(str::trim) {
+            None => None,
+            Some("") => Some(Exclusive::Nodes),
+            Some(m) if m.eq_ignore_ascii_case("user") => Some(Exclusive::User),
+            // slurmctld with MCSPlugin=mcs/none: sluice has no MCS labels to share by.
+            Some(m) if m.eq_ignore_ascii_case("mcs") => {
+                return Err(OptError::Verify(
+                    "--exclusive=mcs needs an MCS plugin (MCSPlugin), which sluice does not have"
+                        .into(),
+                ));
+            }
+            Some(m) => {
+                return Err(OptError::Fatal(format!("invalid exclusive option {m}")));
+            }
+        };
+        let threads = thread_options(l)?;
         let (switches, switch_wait) = match &l.switches {
             Some(v) => {
                 let (s, w) = parse_switches(v)?;
@@ -1015,7 +1021,8 @@ impl JobOpts {
             mem,
             nodelist: non_empty(&self.nodelist),
             exclude: non_empty(&self.exclude),
-            exclusive: self.exclusive.is_some(),
+            exclusive: exclusive == Some(Exclusive::Nodes),
+            exclusive_user: exclusive == Some(Exclusive::User),
             environment: environment.into(),
             export: self.export.clone(),
             hold: self.hold,
@@ -1058,10 +1065,122 @@ impl JobOpts {
             reservation: non_empty(&l.reservation),
             switches,
             switch_wait,
+            threads_per_core: threads.threads_per_core,
+            ntasks_per_core: threads.ntasks_per_core,
+            hint: threads.hint,
+            mincpus: l
+                .mincpus
+                .as_deref()
+                .map(|v| parse_count("--mincpus", v))
+                .transpose()?,
+            // slurm_opt.c: `--no-kill=off` restores the default; any other value, or
+            // none, sets it.
+            time_min: match l.time_min.as_deref().map(parse_time_limit) {
+                None => None,
+                Some(Ok(TimeLimit::Minutes(m)))
+                    if time_limit.is_none_or(|t| match t {
+                        TimeLimit::Minutes(l) => m <= l,
+                        _ => true,
+                    }) =>
+                {
+                    Some(m)
+                }
+                Some(Ok(TimeLimit::Minutes(_))) => {
+                    return Err(OptError::Fatal(
+                        "Invalid time-min specification (exceeds job's time or other limits)"
+                            .into(),
+                    ));
+                }
+                Some(_) => return Err(OptError::InvalidSpec("--time-min")),
+            },
+            priority: match l.priority.as_deref().map(str::trim) {
+                None => None,
+                Some(t) if t.eq_ignore_ascii_case("top") => {
+                    return Err(OptError::Unsupported("--priority=TOP".into()));
+                }
+                // slurm_opt.c: a number below NO_VAL - 1.
+                Some(t) => Some(
+                    t.parse::<u32>()
+                        .ok()
+                        .filter(|p| *p < u32::MAX - 1)
+                        .ok_or_else(|| OptError::Fatal(format!("Invalid priority: {t}")))?,
+                ),
+            },
+            no_kill: l
+                .no_kill
+                .as_deref()
+                .is_some_and(|v| !v.eq_ignore_ascii_case("off")),
+            tmp_disk: match &l.tmp {
+                Some(t) => Some(parse_mem_mb(t).map_err(|_| OptError::InvalidSpec("--tmp"))?),
+                None => None,
+            },
             ..JobSpec::default()
         };
         Ok(Normalised { spec, warnings })
     }
+}
+
+/// What `--exclusive[=user|mcs]` asked for (mcs is refused).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Exclusive {
+    /// Whole nodes.
+    Nodes,
+    /// Nodes shared only with the same user's jobs.
+    User,
+}
+
+/// `--hint`, `--threads-per-core` and `--ntasks-per-core`, resolved.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct ThreadOptions {
+    threads_per_core: Option<u32>,
+    ntasks_per_core: Option<u32>,
+    hint: Option<crate::model::job::Hint>,
+}
+
+/// Checks and resolves the thread options as Slurm's `verify_hint` (src/common/
+/// proc_args.c) does: `nomultithread` is one thread per core and one task per core,
+/// `compute_bound` and `memory_bound` one thread per core, `multithread` the
+/// default use of every thread. `--hint` cannot go with the other two.
+///
+/// Errors: a count that is not a positive number, an unknown hint, or `--hint`
+/// beside `--ntasks-per-core`/`--threads-per-core` ([`OptError::Conflict`], as
+/// slurm_opt.c refuses them).
+fn thread_options(l: &LaterOpts) -> Result<ThreadOptions, OptError> {
+    use crate::model::job::Hint;
+    let count = |opt: &'static str, v: &Option<String>| {
+        v.as_deref().map(|v| parse_count(opt, v)).transpose()
+    };
+    let threads_per_core = count("--threads-per-core", &l.threads_per_core)?;
+    let ntasks_per_core = count("--ntasks-per-core", &l.ntasks_per_core)?;
+    let Some(h) = l.hint.as_deref() else {
+        return Ok(ThreadOptions {
+            threads_per_core,
+            ntasks_per_core,
+            hint: None,
+        });
+    };
+    let hint = Hint::parse(h).ok_or_else(|| {
+        OptError::Fatal(format!(
+            "unrecognized --hint argument \"{h}\", see --hint=help"
+        ))
+    })?;
+    if threads_per_core.is_some() || ntasks_per_core.is_some() {
+        return Err(OptError::Conflict(
+            "Following options are mutually exclusive with --hint: --ntasks-per-core, \
+             --threads-per-core, -B and --cpu-bind (other than --cpu-bind=verbose)"
+                .into(),
+        ));
+    }
+    let (threads_per_core, ntasks_per_core) = match hint {
+        Hint::Nomultithread => (Some(1), Some(1)),
+        Hint::ComputeBound | Hint::MemoryBound => (Some(1), None),
+        Hint::Multithread => (None, None),
+    };
+    Ok(ThreadOptions {
+        threads_per_core,
+        ntasks_per_core,
+        hint: Some(hint),
+    })
 }
 
 /// The GPU placement options, checked.
@@ -1802,10 +1921,150 @@ mod tests {
     }
 
     #[test]
+    fn thread_options_resolve_as_slurms_verify_hint() {
+        use crate::model::job::Hint;
+        for (args, tpc, npc, hint) in [
+            (
+                &["--hint=nomultithread"][..],
+                Some(1),
+                Some(1),
+                Some(Hint::Nomultithread),
+            ),
+            (
+                &["--hint=compute_bound"],
+                Some(1),
+                None,
+                Some(Hint::ComputeBound),
+            ),
+            (
+                &["--hint=memory_bound"],
+                Some(1),
+                None,
+                Some(Hint::MemoryBound),
+            ),
+            (&["--hint=multithread"], None, None, Some(Hint::Multithread)),
+            (&["--threads-per-core=2"], Some(2), None, None),
+            (
+                &["--ntasks-per-core=1", "--threads-per-core=1"],
+                Some(1),
+                Some(1),
+                None,
+            ),
+            (&[], None, None, None),
+        ] {
+            let s = spec(args).unwrap();
+            assert_eq!(
+                (s.threads_per_core, s.ntasks_per_core, s.hint),
+                (tpc, npc, hint),
+                "{args:?}"
+            );
+        }
+        let e = spec(&["--hint=fast"]).unwrap_err();
+        assert_eq!(
+            e.render("sbatch"),
+            "sbatch: error: unrecognized --hint argument \"fast\", see --hint=help\n"
+        );
+        let e = spec(&["--hint=nomultithread", "--threads-per-core=1"]).unwrap_err();
+        assert!(
+            matches!(&e, OptError::Conflict(m) if m.contains("mutually exclusive with --hint"))
+        );
+        assert_eq!(e.exit_code(), 1);
+        assert!(spec(&["--threads-per-core=0"]).is_err());
+        assert!(spec(&["--ntasks-per-core=x"]).is_err());
+    }
+
+    #[test]
+    fn tmp_takes_memory_units_in_mib() {
+        assert_eq!(spec(&["--tmp=100"]).unwrap().tmp_disk, Some(100));
+        assert_eq!(spec(&["--tmp=2G"]).unwrap().tmp_disk, Some(2048));
+        let e = spec(&["--tmp=lots"]).unwrap_err();
+        assert_eq!(e, OptError::InvalidSpec("--tmp"));
+        assert_eq!(e.exit_code(), 255);
+    }
+
+    #[test]
+    fn no_kill_is_recorded_and_off_restores_the_default() {
+        for (args, want) in [
+            (&["-k"][..], true),
+            (&["--no-kill"], true),
+            (&["--no-kill=yes"], true),
+            (&["--no-kill=off"], false),
+            (&["--no-kill=OFF"], false),
+            (&[], false),
+        ] {
+            assert_eq!(spec(args).unwrap().no_kill, want, "{args:?}");
+        }
+    }
+
+    #[test]
+    fn time_min_is_minutes_within_the_limit() {
+        assert_eq!(spec(&["--time-min=5"]).unwrap().time_min, Some(5));
+        assert_eq!(
+            spec(&["--time-min=1:00:00", "-t", "2:00:00"])
+                .unwrap()
+                .time_min,
+            Some(60)
+        );
+        let e = spec(&["--time-min=30", "-t", "10"]).unwrap_err();
+        assert!(
+            e.render("sbatch")
+                .contains("Invalid time-min specification"),
+            "{e:?}"
+        );
+        assert_eq!(
+            spec(&["--time-min=soon"]).unwrap_err(),
+            OptError::InvalidSpec("--time-min")
+        );
+        assert_eq!(
+            spec(&["--time-min=0"]).unwrap_err(),
+            OptError::InvalidSpec("--time-min")
+        );
+    }
+
+    #[test]
+    fn priority_is_a_number() {
+        assert_eq!(spec(&["--priority=4242"]).unwrap().priority, Some(4242));
+        assert_eq!(spec(&["--priority=0"]).unwrap().priority, Some(0));
+        assert_eq!(spec(&[]).unwrap().priority, None);
+        let e = spec(&["--priority=high"]).unwrap_err();
+        assert_eq!(
+            e.render("sbatch"),
+            "sbatch: error: Invalid priority: high\n"
+        );
+        assert_eq!(e.exit_code(), 255);
+        assert!(spec(&["--priority=-1"]).is_err());
+    }
+
+    #[test]
+    fn exclusive_modes() {
+        let s = spec(&["--exclusive"]).unwrap();
+        assert_eq!((s.exclusive, s.exclusive_user), (true, false));
+        let s = spec(&["--exclusive=user"]).unwrap();
+        assert_eq!((s.exclusive, s.exclusive_user), (false, true));
+        let e = spec(&["--exclusive=mcs"]).unwrap_err();
+        assert_eq!(e.exit_code(), 1);
+        assert!(e.render("sbatch").contains("MCS plugin"), "{e:?}");
+        let e = spec(&["--exclusive=team"]).unwrap_err();
+        assert_eq!(
+            e.render("sbatch"),
+            "sbatch: error: invalid exclusive option team\n"
+        );
+    }
+
+    #[test]
+    fn mincpus_is_a_positive_count() {
+        assert_eq!(spec(&["--mincpus=4"]).unwrap().mincpus, Some(4));
+        assert_eq!(spec(&[]).unwrap().mincpus, None);
+        let e = spec(&["--mincpus=0"]).unwrap_err();
+        assert_eq!(e.exit_code(), 255);
+        assert!(spec(&["--mincpus=x"]).is_err());
+    }
+
+    #[test]
     fn later_options_are_refused_not_ignored() {
         for (args, name) in [
-            (&["--time-min=5"][..], "--time-min"),
-            (&["--exclusive=user"], "--exclusive=<mode>"),
+            (&["--priority=top"][..], "--priority=TOP"),
+            (&["--container=/b"], "--container"),
         ] {
             let e = spec(args).unwrap_err();
             assert_eq!(e, OptError::Unsupported(name.into()), "{args:?}");

@@ -329,6 +329,117 @@ pub struct JobSpec {
     /// `max_switch_wait`, which also caps it (Slurm's `wait4switch`).
     #[serde(default)]
     pub switch_wait: Option<u32>,
+    /// `--threads-per-core` (or 1 from `--hint=nomultithread|compute_bound|
+    /// memory_bound`): nodes need at least this many threads per core, and the job's
+    /// tasks use this many threads of each core they get; cores are allocated whole.
+    #[serde(default)]
+    pub threads_per_core: Option<u32>,
+    /// `--ntasks-per-core` (or 1 from `--hint=nomultithread`): at most this many
+    /// tasks share one core.
+    #[serde(default)]
+    pub ntasks_per_core: Option<u32>,
+    /// `--hint` as given (its effect is in the two fields above).
+    #[serde(default)]
+    pub hint: Option<Hint>,
+    /// `--mincpus`: at least this many CPUs on each node of the job (Slurm's
+    /// `pn_min_cpus`): nodes with fewer free are passed over, and each node's
+    /// allocation is raised to it.
+    #[serde(default)]
+    pub mincpus: Option<u32>,
+    /// `--tmp`, MiB: nodes need at least this much temporary disk (`TmpDisk=`; not
+    /// consumed, as in Slurm).
+    #[serde(default)]
+    pub tmp_disk: Option<u64>,
+    /// `-k/--no-kill`: Slurm keeps the job on its other nodes when one fails. sluice
+    /// records it; a job whose node fails ends NODE_FAIL (or is requeued) as without
+    /// it, which is Slurm's behaviour for a job on one node and for the batch host.
+    #[serde(default)]
+    pub no_kill: bool,
+    /// `--time-min`, minutes: backfill may start the job with its time limit cut down
+    /// as far as this when the full limit would not end before a reservation for a
+    /// higher-priority job (Slurm's `time_min`).
+    #[serde(default)]
+    pub time_min: Option<u32>,
+    /// `--priority`: operators (root, the controller's user) fix the job's priority
+    /// at this value, no longer recomputed (Slurm's `direct_set_prio`); 0 holds it.
+    /// Others are refused at submission.
+    #[serde(default)]
+    pub priority: Option<u32>,
+    /// `--exclusive=user`: the job's nodes are shared only with jobs of the same
+    /// user (as in an ExclusiveUser partition); `exclusive` stays false.
+    #[serde(default)]
+    pub exclusive_user: bool,
+}
+
+/// `--hint` values (cf. `verify_hint` in src/common/proc_args.c).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Hint {
+    /// All cores of each socket, one thread per core.
+    ComputeBound,
+    /// One core of each socket, one thread per core (sluice: one thread per core).
+    MemoryBound,
+    /// Use every hardware thread (the default).
+    Multithread,
+    /// Whole cores, one thread and one task per core.
+    Nomultithread,
+}
+
+impl Hint {
+    /// Parses Slurm's spelling (case-insensitive); `None` for anything else.
+    pub fn parse(s: &str) -> Option<Hint> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "compute_bound" => Some(Hint::ComputeBound),
+            "memory_bound" => Some(Hint::MemoryBound),
+            "multithread" => Some(Hint::Multithread),
+            "nomultithread" => Some(Hint::Nomultithread),
+            _ => None,
+        }
+    }
+
+    /// Slurm's spelling (`SLURM_HINT`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Hint::ComputeBound => "compute_bound",
+            Hint::MemoryBound => "memory_bound",
+            Hint::Multithread => "multithread",
+            Hint::Nomultithread => "nomultithread",
+        }
+    }
+
+    /// Whether a step should use only one thread of each core.
+    pub fn one_thread(self) -> bool {
+        self != Hint::Multithread
+    }
+}
+
+/// CPUs one task takes on a node with `node_tpc` threads per core, given the job's
+/// `-c` (`cpt`) and its `--threads-per-core`/`--ntasks-per-core` (cf. cons_tres
+/// `_get_res_usage`/`_allocate_sc`: with those options cores are allocated whole).
+/// Without either option, or on a node of one thread per core, it is `cpt`.
+///
+/// With `threads_per_core = u`, a task needs `ceil(cpt / u)` cores and takes all
+/// their threads; with `ntasks_per_core = m < node_tpc`, a task takes at least
+/// `node_tpc / m` (rounded up) CPUs, in whole multiples of it.
+pub fn task_cpus_on(
+    cpt: u32,
+    threads_per_core: Option<u32>,
+    ntasks_per_core: Option<u32>,
+    node_tpc: u32,
+) -> u32 {
+    let t = node_tpc.max(1);
+    let cpt = cpt.max(1);
+    let mut out = cpt;
+    if t > 1 {
+        if let Some(u) = threads_per_core {
+            let u = u.clamp(1, t);
+            out = out.max(cpt.div_ceil(u).saturating_mul(t));
+        }
+        if let Some(m) = ntasks_per_core.filter(|&m| m < t) {
+            let slice = t.div_ceil(m.max(1));
+            out = out.max(cpt.div_ceil(slice).saturating_mul(slice));
+        }
+    }
+    out
 }
 
 /// slurmctld's words (gres_job_state_validate) for `--ntasks-per-gpu` with neither
@@ -1223,6 +1334,35 @@ pub(crate) fn sample_running(id: u32, name: &str, cpus: Vec<u32>) -> Job {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn task_cpus_take_whole_cores_only_when_asked() {
+        // (cpt, threads_per_core, ntasks_per_core, node threads) -> CPUs per task
+        for (cpt, tpc, npc, t, want) in [
+            (1, None, None, 2, 1),
+            (3, None, None, 2, 3),
+            (1, Some(1), None, 1, 1),
+            (1, Some(1), Some(1), 2, 2),
+            (2, Some(1), None, 2, 4),
+            (3, Some(2), None, 2, 4),
+            (3, Some(4), None, 2, 4),
+            (1, None, Some(1), 4, 4),
+            (1, None, Some(2), 4, 2),
+            (3, None, Some(2), 4, 4),
+            (1, None, Some(4), 4, 1),
+            (2, Some(1), None, 4, 8),
+        ] {
+            assert_eq!(
+                task_cpus_on(cpt, tpc, npc, t),
+                want,
+                "{cpt} {tpc:?} {npc:?} {t}"
+            );
+        }
+        assert_eq!(Hint::parse("NoMultiThread"), Some(Hint::Nomultithread));
+        assert_eq!(Hint::parse("fast"), None);
+        assert_eq!(Hint::ComputeBound.as_str(), "compute_bound");
+    }
+
     use super::*;
 
     #[test]

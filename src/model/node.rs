@@ -33,6 +33,9 @@ pub struct Node {
     pub real_memory: u64,
     pub features: Vec<String>,
     pub weight: u32,
+    /// Temporary disk space, MiB (`TmpDisk=`, as configured).
+    #[serde(default)]
+    pub tmp_disk: u64,
     /// Generic resources (GPUs, …), one entry per device.
     #[serde(default)]
     pub gres: Vec<super::gres::GresDevice>,
@@ -102,6 +105,7 @@ impl Node {
             real_memory,
             features: Vec::new(),
             weight: 1,
+            tmp_disk: 0,
             gres: Vec::new(),
             alloc_gres: Vec::new(),
             state: NodeState::Unknown,

@@ -241,6 +241,14 @@ pub struct StepSpec {
     pub distribution_set: bool,
     #[serde(default)]
     pub cpu_bind: CpuBind,
+    /// Whether `--cpu-bind` was given; when not, a step that uses one thread per core
+    /// binds its tasks to threads (Slurm's `--hint`/`--threads-per-core` default).
+    #[serde(default)]
+    pub cpu_bind_set: bool,
+    /// `--threads-per-core` (1 from `--hint=nomultithread` and the like) of the step;
+    /// `None` takes the job's.
+    #[serde(default)]
+    pub threads_per_core: Option<u32>,
     /// `-l/--label` (for SLURM_LABELIO; srun does the labelling).
     #[serde(default)]
     pub label: bool,

@@ -410,6 +410,9 @@ pub enum Request {
         step_id: u32,
         received: u64,
     },
+    /// `scontrol reconfigure`: the controller re-reads its config file (operators
+    /// only); [`Response::Ok`], or [`SlurmError::Other`] saying why nothing changed.
+    Reconfigure,
 }
 
 /// A user-facing error from the controller; `Display` is Slurm's text.

@@ -37,7 +37,7 @@ pub mod usage;
 use crate::model::depend::DepStatus;
 use crate::model::gres::LicenseReq;
 use crate::model::job::Allocation;
-use crate::model::{HoldKind, Job, JobState, Node, Partition, PartitionState, Reason};
+use crate::model::{HoldKind, Job, JobState, Node, Partition, PartitionState, Reason, TimeLimit};
 use select::{Cap, FitError, NodeInfo, Placement, Req, ReqError, Take};
 use std::collections::{HashMap, HashSet};
 use timeline::{FOREVER, LicenseLine, NodeLine};
@@ -51,6 +51,9 @@ pub enum Decision {
         job_id: u32,
         partition: String,
         alloc: Allocation,
+        /// The job's time limit cut down by backfill towards its `--time-min`
+        /// (`None`: it keeps its own).
+        time_limit: Option<TimeLimit>,
     },
     /// Leave it pending for this reason.
     Pending { job_id: u32, reason: Reason },
@@ -323,10 +326,11 @@ impl<'a> Pass<'a> {
         let lic_names: Vec<&str> = input.licenses.iter().map(|l| l.0.as_str()).collect();
         let mut lic_free: Vec<u32> = input.licenses.iter().map(|l| l.1).collect();
         let locked = |j: &Job| {
-            input
-                .partitions
-                .iter()
-                .any(|p| p.name == j.partition && p.exclusive_user)
+            j.spec.exclusive_user
+                || input
+                    .partitions
+                    .iter()
+                    .any(|p| p.name == j.partition && p.exclusive_user)
         };
         let mut inside = resv::InsideUse::default();
         for j in input.jobs.iter().filter(|j| holds_resources(j)) {
@@ -553,7 +557,7 @@ pub fn run_marked(input: &Input, main_done: &mut dyn FnMut()) -> Outcome {
     // ---- backfill
     // Keyed by record address: the controller may pass several copies of one array
     // record (same id), each standing for a task that may start.
-    let mut bf_started: HashMap<*const Job, (String, Allocation)> = HashMap::new();
+    let mut bf_started: HashMap<*const Job, BfStart> = HashMap::new();
     if input.backfill && policy != Policy::Fifo {
         backfill(&mut pass, &pending, &mut reasons, &mut bf_started, &mut out);
     }
@@ -572,12 +576,14 @@ pub fn run_marked(input: &Input, main_done: &mut dyn FnMut()) -> Outcome {
                 job_id: job.id,
                 partition: part.clone(),
                 alloc: alloc.clone(),
+                time_limit: None,
             });
-        } else if let Some((part, alloc)) = bf_started.remove(&(*job as *const Job)) {
+        } else if let Some((part, alloc, time_limit)) = bf_started.remove(&(*job as *const Job)) {
             out.decisions.push(Decision::Start {
                 job_id: job.id,
                 partition: part,
                 alloc,
+                time_limit,
             });
         } else {
             out.decisions.push(Decision::Pending {
@@ -588,6 +594,9 @@ pub fn run_marked(input: &Input, main_done: &mut dyn FnMut()) -> Outcome {
     }
     out
 }
+
+/// A job backfill starts: its partition, allocation and any cut-down time limit.
+type BfStart = (String, Allocation, Option<TimeLimit>);
 
 /// Tries one job in the main cycle; starts it or returns its reason.
 fn main_one<'a>(
@@ -719,6 +728,10 @@ fn fits_empty(pass: &Pass, pv: &PartView, req: &Req) -> bool {
         && req.gpus_per_task.is_none()
         && req.gpus_per_socket.is_none()
         && req.sockets_per_node.is_none()
+        && req.threads_per_core.is_none()
+        && req.ntasks_per_core.is_none()
+        && req.mincpus.is_none()
+        && req.tmp_disk.is_none()
         && req.constraint.is_none()
         && req.required.is_empty()
         && req.excluded.is_empty()
@@ -859,7 +872,7 @@ fn backfill<'a>(
     pass: &mut Pass<'a>,
     pending: &[&'a Job],
     reasons: &mut [Reason],
-    bf_started: &mut HashMap<*const Job, (String, Allocation)>,
+    bf_started: &mut HashMap<*const Job, BfStart>,
     out: &mut Outcome,
 ) {
     let input = pass.input;
@@ -993,6 +1006,57 @@ fn backfill<'a>(
                 best = Some((t, pv.part.name.as_str(), req, p));
             }
         }
+        // --time-min: a job that cannot start now for its whole limit may start now
+        // for less, down to its time-min, as long as it then ends in time (Slurm's
+        // backfill tries the time-min, then stretches the limit as far as it fits).
+        let mut cut: Option<TimeLimit> = None;
+        if best.as_ref().is_none_or(|b| b.0 != now)
+            && let Some(tmin) = job.spec.time_min.map(|m| u64::from(m) * 60)
+            && job.time_limit.secs().is_none_or(|l| tmin < l)
+        {
+            for pname in job_partitions(job) {
+                let Some(pv) = pass.parts.get(pname) else {
+                    continue;
+                };
+                let Ok(req) = partition_reason(pass, job, pv) else {
+                    continue;
+                };
+                let Some(lic) = pass.lic_req(&job.spec.licenses) else {
+                    continue;
+                };
+                let fits_for = |mins: u64| {
+                    let mut r = req.clone();
+                    r.time_limit = Some(mins * 60);
+                    earliest(
+                        pass, pv, &r, &lines, &agg, &lic_line, &lic, now, now, true, acc,
+                    )
+                    .map(|(_, p)| (r, p))
+                };
+                let lo_min = tmin / 60;
+                let Some(mut found) = fits_for(lo_min) else {
+                    continue;
+                };
+                // The longest whole-minute limit that still fits, by bisection.
+                let full_min = req.time_limit.map_or(
+                    (horizon.saturating_sub(now).max(0) as u64).div_ceil(60),
+                    |l| l / 60,
+                );
+                let (mut lo, mut hi) = (lo_min, full_min.max(lo_min));
+                while lo < hi {
+                    let mid = lo + (hi - lo).div_ceil(2);
+                    match fits_for(mid) {
+                        Some(f) => {
+                            lo = mid;
+                            found = f;
+                        }
+                        None => hi = mid - 1,
+                    }
+                }
+                cut = Some(TimeLimit::Minutes(lo.min(u64::from(u32::MAX)) as u32));
+                best = Some((now, pv.part.name.as_str(), found.0, found.1));
+                break;
+            }
+        }
         let Some((t, pname, req, p)) = best else {
             continue;
         };
@@ -1017,7 +1081,7 @@ fn backfill<'a>(
             pass.charge_limits(job);
             out.backfilled.push(job.id);
             out.stats.bf_started += 1;
-            bf_started.insert(*job as *const Job, (pname.to_string(), alloc));
+            bf_started.insert(*job as *const Job, (pname.to_string(), alloc, cut));
             continue;
         }
         out.estimates.push(Estimate {

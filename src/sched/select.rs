@@ -32,6 +32,10 @@ pub struct NodeInfo {
     pub cpus: u32,
     /// Sockets (at least 1); CPU ids are numbered socket by socket.
     pub sockets: u32,
+    /// Hardware threads per core (at least 1).
+    pub threads_per_core: u32,
+    /// Temporary disk, MiB.
+    pub tmp_disk: u64,
     /// MiB.
     pub mem: u64,
     pub weight: u32,
@@ -65,6 +69,8 @@ impl NodeInfo {
                 n.cpus
             },
             sockets: n.sockets.max(1),
+            threads_per_core: n.threads_per_core.max(1),
+            tmp_disk: n.tmp_disk,
             mem: if unknown && n.real_memory == 0 {
                 u64::MAX / 4
             } else {
@@ -240,6 +246,16 @@ pub struct Req {
     pub contiguous: bool,
     pub dist: Dist,
     pub max_cpus_per_node: Option<u32>,
+    /// `--threads-per-core`: nodes with fewer threads per core are not candidates;
+    /// with [`Req::ntasks_per_core`] it sizes tasks in whole cores
+    /// ([`crate::model::job::task_cpus_on`]).
+    pub threads_per_core: Option<u32>,
+    /// `--ntasks-per-core`.
+    pub ntasks_per_core: Option<u32>,
+    /// `--mincpus`: CPUs the job takes at least on each node.
+    pub mincpus: Option<u32>,
+    /// `--tmp`, MiB: nodes with less `TmpDisk` are not candidates.
+    pub tmp_disk: Option<u64>,
     /// Seconds (`None` = unlimited).
     pub time_limit: Option<u64>,
     /// At most this many leaf switches (or blocks): `--switches` while its wait lasts
@@ -339,7 +355,7 @@ impl Req {
                 .or(part.def_cpu_per_gpu.filter(|_| has_gpus)),
             exclusive,
             share: if exclusive { None } else { share },
-            user_lock: part.exclusive_user,
+            user_lock: part.exclusive_user || spec.exclusive_user,
             overcommit: spec.overcommit,
             required: names(&spec.nodelist)?,
             excluded: names(&spec.exclude)?,
@@ -353,6 +369,10 @@ impl Req {
                 Some(d) => parse_dist(d).ok_or(ReqError::BadDistribution)?,
             },
             max_cpus_per_node: part.max_cpus_per_node,
+            threads_per_core: spec.threads_per_core,
+            ntasks_per_core: spec.ntasks_per_core,
+            mincpus: spec.mincpus,
+            tmp_disk: spec.tmp_disk,
             time_limit: job.time_limit.secs(),
             max_leaves: None,
         })
@@ -362,6 +382,17 @@ impl Req {
     /// selection must see free CPU ids ([`Cap::free_ids`]).
     pub fn needs_ids(&self) -> bool {
         self.binding == GresBinding::Enforce || self.gpus_per_socket.is_some()
+    }
+
+    /// CPUs one task takes on node `n` (`-c`, widened to whole cores by
+    /// `--threads-per-core`/`--ntasks-per-core` where the node has several threads).
+    pub fn task_cpus(&self, n: &NodeInfo) -> u32 {
+        crate::model::job::task_cpus_on(
+            self.cpt,
+            self.threads_per_core,
+            self.ntasks_per_core,
+            n.threads_per_core,
+        )
     }
 
     /// CPUs the job needs in total (a lower bound used for quick rejections).
@@ -629,6 +660,16 @@ pub fn node_take(
     if req.sockets_per_node.is_some_and(|s| n.sockets < s) {
         return None;
     }
+    if req.threads_per_core.is_some_and(|t| n.threads_per_core < t)
+        || req.tmp_disk.is_some_and(|t| n.tmp_disk < t)
+    {
+        return None;
+    }
+    let tcpus = req.task_cpus(n);
+    let min_cpus = req.mincpus.unwrap_or(0);
+    if !req.exclusive && min_cpus > avail_cpus_of(req, cap) {
+        return None;
+    }
     if req.exclusive && (!cap.idle || cap.cpus < n.cpus) {
         return None;
     }
@@ -690,8 +731,8 @@ pub fn node_take(
         k = k.min(p);
     }
     if !req.overcommit {
-        k = k.min(avail_cpus / req.cpt);
-    } else if avail_cpus < req.cpt {
+        k = k.min(avail_cpus / tcpus);
+    } else if avail_cpus < tcpus {
         return None;
     }
     if let (Some((_, per)), Some(free)) = (gpt, free_gpt) {
@@ -727,12 +768,12 @@ pub fn node_take(
             .filter(|(s, _)| n.gres[*s].0 == "gpu")
             .map(|(_, c)| u64::from(*c))
             .sum();
-        let mut cpus = if req.overcommit { req.cpt } else { k * req.cpt };
+        let mut cpus = if req.overcommit { tcpus } else { k * tcpus };
         if let Some(cpg) = req.cpus_per_gpu {
             cpus = cpus.max((gpus_here * u64::from(cpg)).min(u64::from(u32::MAX)) as u32);
         }
         // At least one CPU on each socket the GPUs were taken for.
-        cpus = cpus.max(sockets.len() as u32);
+        cpus = cpus.max(sockets.len() as u32).max(min_cpus);
         if req.exclusive {
             cpus = n.cpus;
         }
@@ -766,6 +807,16 @@ pub fn node_take(
         k -= 1;
     }
     None
+}
+
+/// CPUs a node offers the job before its per-node cap (shared or free ones, within
+/// MaxCPUsPerNode).
+fn avail_cpus_of(req: &Req, cap: &Cap) -> u32 {
+    let a = match req.share {
+        Some(_) => cap.share_cpus,
+        None => cap.cpus,
+    };
+    req.max_cpus_per_node.map_or(a, |m| a.min(m))
 }
 
 /// Fits `req` on `cands` (node index, cap), already filtered to the partition and to

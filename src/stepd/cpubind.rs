@@ -94,6 +94,26 @@ pub fn step_cpus(ids: &[u32], job_ids: &[u32], usable: &[usize], confined: bool)
     out
 }
 
+/// The CPUs of `base` a step that uses `per_core` threads of each core keeps: the
+/// first `per_core` of each core's threads among `base`, in `base` order (cf.
+/// task/affinity with `--hint=nomultithread` or `--threads-per-core`: one task
+/// thread per core). CPUs whose siblings are unknown count as cores of their own.
+/// Never empty when `base` is not.
+pub fn threads_per_core(base: &[usize], topo: &Topology, per_core: usize) -> Vec<usize> {
+    let per_core = per_core.max(1);
+    let mut out: Vec<usize> = Vec::new();
+    for &c in base {
+        let kept = match topo.siblings.get(&c) {
+            Some(sib) => out.iter().filter(|k| sib.contains(k)).count(),
+            None => 0,
+        };
+        if kept < per_core {
+            out.push(c);
+        }
+    }
+    if out.is_empty() { base.to_vec() } else { out }
+}
+
 /// Slurm's text for a bind request that cannot be satisfied (ESLURMD_CPU_BIND_ERROR).
 pub const CPU_BIND_ERROR: &str = "Unable to satisfy cpu bind request";
 
@@ -287,6 +307,23 @@ mod tests {
             t.ldom.insert(c, s);
         }
         t
+    }
+
+    #[test]
+    fn one_thread_of_each_core() {
+        let t = topo();
+        // The step holds cores {0,4} and {1,5}: one thread of each.
+        assert_eq!(threads_per_core(&[0, 1, 4, 5], &t, 1), vec![0, 1]);
+        assert_eq!(threads_per_core(&[4, 0, 5, 1], &t, 1), vec![4, 5]);
+        assert_eq!(threads_per_core(&[0, 1, 4, 5], &t, 2), vec![0, 1, 4, 5]);
+        // Unknown siblings: every CPU is its own core.
+        let none = Topology::default();
+        assert_eq!(threads_per_core(&[0, 4], &none, 1), vec![0, 4]);
+        // Tasks bound to threads then take one CPU of distinct cores each.
+        let base = threads_per_core(&[0, 1, 4, 5], &t, 1);
+        let th = bind("threads");
+        assert_eq!(task_cpus(&th, &base, 0, 1, &t), Some(vec![0]));
+        assert_eq!(task_cpus(&th, &base, 1, 1, &t), Some(vec![1]));
     }
 
     #[test]

@@ -59,6 +59,8 @@ pub const STALE_JOB_VARS: &[&str] = &[
     "SLURM_NTASKS",
     "SLURM_NPROCS",
     "SLURM_NTASKS_PER_NODE",
+    "SLURM_NTASKS_PER_CORE",
+    "SLURM_THREADS_PER_CORE",
     "SLURM_CPUS_PER_TASK",
     "SLURM_MEM_PER_CPU",
     "SLURM_MEM_PER_NODE",
@@ -347,6 +349,14 @@ pub fn batch_env_with_array(
     }
     if let Some(n) = spec.ntasks_per_gpu {
         set("SLURM_NTASKS_PER_GPU", n.to_string());
+    }
+    // sbatch(1) OUTPUT ENVIRONMENT: set only when asked for (here also through
+    // --hint, which stands for them).
+    if let Some(n) = spec.ntasks_per_core {
+        set("SLURM_NTASKS_PER_CORE", n.to_string());
+    }
+    if let Some(n) = spec.threads_per_core {
+        set("SLURM_THREADS_PER_CORE", n.to_string());
     }
     if let Some(b) = &spec.gpu_bind {
         set("SLURM_GPU_BIND", b.clone());

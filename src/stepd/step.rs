@@ -240,13 +240,26 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         linger(&mut link, &sfd, done, linger_for(&ls));
         return Ok(());
     }
-    let topo = if matches!(
-        ls.spec.cpu_bind.kind,
-        CpuBindKind::Cores | CpuBindKind::Sockets | CpuBindKind::Ldoms
-    ) {
+    // One thread of each core (--hint=nomultithread, --threads-per-core): the step's
+    // CPUs shrink to those threads and, unless --cpu-bind was given, tasks are bound
+    // to threads, as Slurm's task/affinity does.
+    let per_core = ls.spec.threads_per_core.or(ls.job.spec.threads_per_core);
+    let mut cpu_bind = ls.spec.cpu_bind.clone();
+    if per_core.is_some() && !ls.spec.cpu_bind_set && cpu_bind.kind == CpuBindKind::None {
+        cpu_bind.kind = CpuBindKind::Threads;
+    }
+    let topo = if per_core.is_some()
+        || matches!(
+            cpu_bind.kind,
+            CpuBindKind::Cores | CpuBindKind::Sockets | CpuBindKind::Ldoms
+        ) {
         super::cpubind::Topology::read(Path::new("/sys"), &base)
     } else {
         super::cpubind::Topology::default()
+    };
+    let base = match per_core {
+        Some(u) => super::cpubind::threads_per_core(&base, &topo, u as usize),
+        None => base,
     };
 
     let mut tasks: Vec<Task> = Vec::new();
@@ -291,7 +304,7 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
     for (local, &rank) in ranks.iter().enumerate() {
         let mut env = env::task_env(&base_env, rank, local as u32, ls.node_id());
         let cpus = super::cpubind::task_cpus(
-            &ls.spec.cpu_bind,
+            &cpu_bind,
             &base,
             local as u32,
             ls.spec.cpus_per_task.unwrap_or(1).max(1) as usize,
@@ -355,7 +368,7 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
             taken.extend(c.iter().copied());
         }
         if let Some(c) = &cpus {
-            env.extend(env::cpu_bind_env(&ls.spec.cpu_bind, c));
+            env.extend(env::cpu_bind_env(&cpu_bind, c));
         }
         let mut preamble = Vec::new();
         let mut prolog_failed = None;
@@ -395,7 +408,7 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
                 if ls.spec.cpu_bind.verbose {
                     // Unbound tasks report what they may use (the job's CPUs).
                     let shown = cpus.clone().unwrap_or_else(|| online.clone());
-                    let mut b = ls.spec.cpu_bind.clone();
+                    let mut b = cpu_bind.clone();
                     if cpus.is_none() {
                         b.kind = CpuBindKind::None;
                     }

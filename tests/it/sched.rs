@@ -208,3 +208,215 @@ fn sprio_shows_factors_and_weights() {
         &[&run.to_string(), &p1.to_string(), &p2.to_string()],
     );
 }
+
+/// `--hint=nomultithread` on a node of two threads per core: whole cores are
+/// allocated and reported (SLURM_CPUS_ON_NODE, NumCPUs), scontrol shows the
+/// per-core request, and a job asking more threads per core than any node has is
+/// refused at submission.
+#[test]
+fn hint_nomultithread_allocates_whole_cores() {
+    let c = TestCluster::start_with(Setup {
+        cpus: 8,
+        node_extra: "sockets = 1\ncores_per_socket = 4\nthreads_per_core = 2",
+        ..Setup::default()
+    });
+    let env =
+        "echo $SLURM_CPUS_ON_NODE ${SLURM_NTASKS_PER_CORE:-unset} ${SLURM_THREADS_PER_CORE:-unset}";
+    let nomt = c.submit(&[
+        "--hint=nomultithread",
+        "-n2",
+        "-o",
+        "nomt.out",
+        "--wrap",
+        env,
+    ]);
+    let plain = c.submit(&["-n2", "-o", "plain.out", "--wrap", env]);
+    let tpc = c.submit(&[
+        "--threads-per-core=1",
+        "-c3",
+        "-o",
+        "tpc.out",
+        "--wrap",
+        env,
+    ]);
+    for id in [nomt, plain, tpc] {
+        assert_eq!(c.wait_done(id), "COMPLETED");
+    }
+    assert_eq!(c.wait_file("nomt.out", |s| s.ends_with('\n')), "4 1 1\n");
+    assert_eq!(
+        c.wait_file("plain.out", |s| s.ends_with('\n')),
+        "2 unset unset\n"
+    );
+    assert_eq!(c.wait_file("tpc.out", |s| s.ends_with('\n')), "6 unset 1\n");
+    assert_eq!(c.show_field(nomt, "NumCPUs"), "4");
+    assert_eq!(c.show_field(nomt, "ReqB:S:C:T"), "0:0:*:1");
+    assert_eq!(c.show_field(nomt, "NtasksPerN:B:S:C"), "0:0:*:1");
+    assert_eq!(c.show_field(plain, "ReqB:S:C:T"), "0:0:*:*");
+    // No node has four threads per core.
+    let (code, err) = c.fails_err("sbatch", &["--threads-per-core=4", "--wrap", "true"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("Requested node configuration is not available"),
+        "{err}"
+    );
+    let (code, err) = c.fails_err("sbatch", &["--hint=fast", "--wrap", "true"]);
+    assert_eq!(code, 255, "{err}");
+    assert!(
+        err.contains("unrecognized --hint argument \"fast\""),
+        "{err}"
+    );
+    // #SBATCH directives and SBATCH_HINT take the same path.
+    let s = c.script(
+        "h.sh",
+        &format!("#!/bin/sh\n#SBATCH --hint=nomultithread\n#SBATCH -n1\n{env}\n"),
+    );
+    let d = c.submit(&["-o", "dir.out", s.to_str().unwrap()]);
+    assert_eq!(c.wait_done(d), "COMPLETED");
+    assert_eq!(c.wait_file("dir.out", |s| s.ends_with('\n')), "2 1 1\n");
+}
+
+/// `--mincpus=N`: the job holds at least N CPUs on its node, as its environment and
+/// scontrol report; more than any node has is refused at submission.
+#[test]
+fn mincpus_raises_the_allocation() {
+    let c = TestCluster::start();
+    let s = c.script(
+        "m.sh",
+        "#!/bin/sh\n#SBATCH --mincpus=3\necho $SLURM_CPUS_ON_NODE $SLURM_JOB_CPUS_PER_NODE\n",
+    );
+    let id = c.submit(&["-n1", "-o", "m.out", s.to_str().unwrap()]);
+    assert_eq!(c.wait_done(id), "COMPLETED");
+    assert_eq!(c.wait_file("m.out", |s| s.ends_with('\n')), "3 3\n");
+    assert_eq!(c.show_field(id, "MinCPUsNode"), "3");
+    assert_eq!(c.show_field(id, "NumCPUs"), "3");
+    let (code, err) = c.fails_err("sbatch", &["--mincpus=5", "--wrap", "true"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("Requested node configuration is not available"),
+        "{err}"
+    );
+}
+
+/// `--tmp`: the node's configured `tmp_disk` is shown as `TmpDisk=` and sinfo `%d`;
+/// a job asking for more than any node has is refused, one within it runs and shows
+/// `MinTmpDiskNode=`.
+#[test]
+fn tmp_disk_is_a_node_minimum() {
+    let c = TestCluster::start_with(Setup {
+        node_extra: "tmp_disk = 2048",
+        ..Setup::default()
+    });
+    let node = c.ok("scontrol", &["show", "node", &c.node()]);
+    assert!(node.contains(" TmpDisk=2048 "), "{node}");
+    assert_eq!(c.ok("sinfo", &["-h", "-o", "%d"]).trim(), "2048");
+    let id = c.submit(&["--tmp=2G", "-o", "/dev/null", "--wrap", "true"]);
+    assert_eq!(c.wait_done(id), "COMPLETED");
+    assert_eq!(c.show_field(id, "MinTmpDiskNode"), "2G");
+    let (code, err) = c.fails_err("sbatch", &["--tmp=3G", "--wrap", "true"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("Requested node configuration is not available"),
+        "{err}"
+    );
+}
+
+/// `-k/--no-kill` is accepted (command line, `#SBATCH`, `SBATCH_NO_KILL`) and the job
+/// runs as any other.
+#[test]
+fn no_kill_is_accepted() {
+    let c = TestCluster::start();
+    let s = c.script("k.sh", "#!/bin/sh\n#SBATCH --no-kill=off\ntrue\n");
+    let a = c.submit(&["-k", "-o", "/dev/null", "--wrap", "true"]);
+    let b = c.submit(&["-o", "/dev/null", s.to_str().unwrap()]);
+    let o = c
+        .cmd("sbatch")
+        .env("SBATCH_NO_KILL", "")
+        .args(["--parsable", "-o", "/dev/null", "--wrap", "true"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e: u32 = stdout(&o).trim().parse().unwrap();
+    for id in [a, b, e] {
+        assert_eq!(c.wait_done(id), "COMPLETED");
+    }
+}
+
+/// `--time-min`: backfill starts a job whose full limit would delay a reserved one
+/// with its limit cut to end before that start, as Slurm does; scontrol shows the
+/// cut `TimeLimit=` and `TimeMin=`.
+#[test]
+fn time_min_backfills_with_a_shorter_limit() {
+    let c = TestCluster::start();
+    let long = c.submit(&["-n3", "-t", "10", "-o", "/dev/null", "--wrap", "sleep 300"]);
+    c.wait_state(long, &["RUNNING"], WAIT);
+    let big = c.submit(&["-n4", "-t", "5", "-o", "/dev/null", "--wrap", "true"]);
+    let stiff = c.submit(&["-t", "30", "-o", "/dev/null", "--wrap", "sleep 300"]);
+    let flex = c.submit(&[
+        "-t",
+        "30",
+        "--time-min=5",
+        "-o",
+        "/dev/null",
+        "--wrap",
+        "sleep 300",
+    ]);
+    assert_eq!(c.show_field(flex, "TimeMin"), "00:05:00");
+    assert_eq!(c.show_field(stiff, "TimeMin"), "N/A");
+    c.wait_state(flex, &["RUNNING"], WAIT);
+    wait_reason(&c, big, "Resources");
+    // The long job ends within 10 minutes of its start: flex was cut to the whole
+    // minutes left (9 or 10), never below its minimum.
+    let limit = c.show_field(flex, "TimeLimit");
+    assert!(
+        ["00:09:00", "00:10:00"].contains(&limit.as_str()),
+        "{limit}"
+    );
+    assert_eq!(c.state(stiff).as_deref(), Some("PENDING"));
+    // A time-min above the limit is refused.
+    let (code, err) = c.fails_err("sbatch", &["-t", "5", "--time-min=10", "--wrap", "true"]);
+    assert_eq!(code, 255, "{err}");
+    assert!(err.contains("Invalid time-min specification"), "{err}");
+    c.ok(
+        "scancel",
+        &[
+            &long.to_string(),
+            &flex.to_string(),
+            &stiff.to_string(),
+            &big.to_string(),
+        ],
+    );
+}
+
+/// `--priority=N` from an operator (the controller's own user here) fixes the job's
+/// priority; a bad value is refused by sbatch.
+#[test]
+fn priority_set_at_submission() {
+    let c = TestCluster::start();
+    let s = c.script("p.sh", "#!/bin/sh\n#SBATCH --priority=4242\ntrue\n");
+    let id = c.submit(&["--begin=now+1hour", "-o", "/dev/null", s.to_str().unwrap()]);
+    assert_eq!(c.show_field(id, "Priority"), "4242");
+    let held = c.submit(&["--priority=0", "-o", "/dev/null", "--wrap", "true"]);
+    assert_eq!(c.show_field(held, "Reason"), "JobHeldAdmin");
+    let (code, err) = c.fails_err("sbatch", &["--priority=high", "--wrap", "true"]);
+    assert_eq!(code, 255, "{err}");
+    assert!(err.contains("Invalid priority: high"), "{err}");
+    c.ok("scancel", &[&id.to_string(), &held.to_string()]);
+}
+
+/// `--exclusive=user`: the job shares its node with the same user's jobs (both run at
+/// once here) and scontrol shows `OverSubscribe=USER`; `--exclusive=mcs` is refused
+/// since sluice has no MCS plugin.
+#[test]
+fn exclusive_user_and_mcs() {
+    let c = TestCluster::start();
+    let a = c.submit(&["--exclusive=user", "-o", "/dev/null", "--wrap", "sleep 300"]);
+    let b = c.submit(&["-o", "/dev/null", "--wrap", "sleep 300"]);
+    c.wait_state(a, &["RUNNING"], WAIT);
+    c.wait_state(b, &["RUNNING"], WAIT);
+    assert_eq!(c.show_field(a, "OverSubscribe"), "USER");
+    assert_eq!(c.show_field(b, "OverSubscribe"), "OK");
+    let (code, err) = c.fails_err("sbatch", &["--exclusive=mcs", "--wrap", "true"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("MCS plugin"), "{err}");
+    c.ok("scancel", &[&a.to_string(), &b.to_string()]);
+}

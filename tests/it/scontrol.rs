@@ -333,3 +333,50 @@ fn bad_input_and_unknown_entities() {
     assert_eq!(c.show_field(id, "Partition"), "debug");
     assert_eq!(c.show_field(id, "TimeLimit"), "01:00:00");
 }
+
+/// `scontrol reconfigure` re-reads the config file: a new partition and a node's
+/// tmp_disk take effect while a job keeps running; a change that needs a restart is
+/// reported and changes nothing.
+#[test]
+fn reconfigure_rereads_the_config() {
+    let c = TestCluster::start();
+    let id = c.submit(&["-o", "/dev/null", "--wrap", "sleep 300"]);
+    c.wait_state(id, &["RUNNING"], Duration::from_secs(30));
+    let orig = std::fs::read_to_string(&c.conf).unwrap();
+    let node = c.node();
+    let changed = orig.replace(
+        &format!("name = \"{node}\"\n"),
+        &format!("name = \"{node}\"\ntmp_disk = 777\n"),
+    ) + &format!("\n[[partitions]]\nname = \"extra\"\nnodes = \"{node}\"\n");
+    // The appended partition must not land inside [cgroup]: put it before.
+    let changed = match changed.split_once("[cgroup]") {
+        Some((a, b)) => {
+            let (b, part) = b.split_once("\n[[partitions]]\nname = \"extra\"").unwrap();
+            format!("{a}[[partitions]]\nname = \"extra\"{part}\n[cgroup]{b}")
+        }
+        None => changed,
+    };
+    std::fs::write(&c.conf, &changed).unwrap();
+    let o = c.run("scontrol", &["reconfigure"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let parts = c.ok("sinfo", &["-h", "-o", "%P"]);
+    assert!(parts.lines().any(|l| l.trim() == "extra"), "{parts}");
+    let n = c.ok("scontrol", &["show", "node", &node]);
+    assert!(n.contains(" TmpDisk=777 "), "{n}");
+    assert_eq!(c.state(id).as_deref(), Some("RUNNING"));
+    // A change that needs a restart (a node added): an error, and the running
+    // configuration stays.
+    let more = changed.replacen("[[nodes]]", "[[nodes]]\nname = \"ghost\"\n[[nodes]]", 1);
+    std::fs::write(&c.conf, &more).unwrap();
+    let (code, err) = c.fails_err("scontrol", &["reconfigure"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.starts_with("slurm_reconfigure error: adding or removing nodes"),
+        "{err}"
+    );
+    assert!(err.contains("added: ghost"), "{err}");
+    std::fs::write(&c.conf, &changed).unwrap();
+    let parts = c.ok("sinfo", &["-h", "-o", "%P"]);
+    assert!(parts.lines().any(|l| l.trim() == "extra"), "{parts}");
+    c.ok("scancel", &[&id.to_string()]);
+}

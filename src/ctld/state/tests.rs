@@ -1029,3 +1029,108 @@ fn test_only_names_nodes_even_behind_more_jobs_than_backfill_tests() {
         t.start
     );
 }
+
+fn no_kill_job_on_a_failed_node_ends_node_fail_as_in_slurm() {
+    // Slurm keeps a --no-kill job only on the nodes that still answer; a job whose
+    // one node (its batch host) failed ends NODE_FAIL all the same.
+    let mut c = cluster();
+    let mut s = spec("nokill");
+    s.requeue = Some(false);
+    s.no_kill = true;
+    let a = submit(&mut c, s, ALICE, 10);
+    assert!(c.jobs[&a].spec.no_kill);
+    let mut fx = Effects::default();
+    c.schedule(10, &mut fx);
+    assert_eq!(launches(&fx), vec![a]);
+    let mut fx = Effects::default();
+    assert_eq!(c.nodes_failed(&["n1".to_string()], 50, &mut fx), vec![a]);
+    let ja = &c.jobs[&a];
+    assert_eq!(
+        (ja.state, &ja.reason),
+        (JobState::NodeFail, &Reason::NodeDown)
+    );
+    assert_eq!(c.nodes[0].alloc_cpus, 0);
+    c.sanity_check().unwrap();
+}
+
+#[test]
+fn priority_at_submit_is_for_operators_and_stays_fixed() {
+    let mut c = cluster();
+    let mut s = spec("p");
+    s.priority = Some(4242);
+    // slurmctld: only operators may set a job's priority.
+    assert_eq!(
+        c.resolve(s.clone(), ALICE, 0, &names).unwrap_err(),
+        SlurmError::AccessDenied
+    );
+    let id = submit(&mut c, s, ROOT, 0);
+    let j = &c.jobs[&id];
+    assert_eq!((j.priority, j.priority_set, j.hold), (4242, true, None));
+    // A later recomputation leaves it alone.
+    let mut fx = Effects::default();
+    c.schedule(500, &mut fx);
+    assert_eq!(c.jobs[&id].priority, 4242);
+    // 0 holds the job, as an operator's hold.
+    let mut z = spec("z");
+    z.priority = Some(0);
+    let id = submit(&mut c, z, ROOT, 0);
+    let j = &c.jobs[&id];
+    assert_eq!(
+        (j.priority, j.hold, &j.reason),
+        (0, Some(HoldKind::Admin), &Reason::JobHeldAdmin)
+    );
+}
+
+#[test]
+fn reconfigure_replaces_partitions_and_declarations_keeping_jobs() {
+    let mut c = cluster();
+    let id = submit(&mut c, spec("r"), ALICE, 0);
+    let mut fx = Effects::default();
+    c.schedule(0, &mut fx);
+    assert_eq!(c.jobs[&id].state, JobState::Running);
+    let text = |extra: &str| {
+        format!(
+            "[[nodes]]\nname = \"n1\"\ncpus = 4\nmemory = 4000\nfeatures = [\"fast\"]\n\
+             tmp_disk = 512\n[[partitions]]\nname = \"debug\"\nnodes = \"n1\"\n\
+             default = true\nmax_time = \"2:00:00\"\n{extra}"
+        )
+    };
+    let p = Path::new("/etc/sluice/sluice.toml");
+    let cfg = Config::from_toml(
+        &text("[[partitions]]\nname = \"long\"\nnodes = \"n1\"\n"),
+        p,
+    )
+    .unwrap();
+    c.reconfigure(&cfg).unwrap();
+    let names: Vec<&str> = c.partitions.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["debug", "long"]);
+    assert_eq!(c.partitions[0].max_time, TimeLimit::Minutes(120));
+    let n = &c.nodes[0];
+    assert_eq!(
+        (n.features.clone(), n.tmp_disk),
+        (vec!["fast".to_string()], 512)
+    );
+    assert_eq!(n.partitions, ["debug", "long"]);
+    // The running job and its node's allocation are untouched.
+    assert_eq!(c.jobs[&id].state, JobState::Running);
+    assert_eq!(c.nodes[0].alloc_cpus, 1);
+    c.sanity_check().unwrap();
+
+    // Refused, changing nothing: a node added, a busy partition removed, a renamed
+    // cluster.
+    let added = Config::from_toml(&format!("{}[[nodes]]\nname = \"n2\"\n", text("")), p).unwrap();
+    let e = c.reconfigure(&added).unwrap_err();
+    assert!(e.contains("added: n2; removed: none"), "{e}");
+    let gone =
+        Config::from_toml(&text("").replace("name = \"debug\"", "name = \"other\""), p).unwrap();
+    let e = c.reconfigure(&gone).unwrap_err();
+    assert!(e.contains("partition debug still has job"), "{e}");
+    let renamed = Config::from_toml(&format!("cluster_name = \"x\"\n{}", text("")), p).unwrap();
+    assert!(
+        c.reconfigure(&renamed)
+            .unwrap_err()
+            .contains("cluster_name")
+    );
+    assert_eq!(c.partitions.len(), 2);
+    c.sanity_check().unwrap();
+}

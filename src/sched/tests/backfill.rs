@@ -161,3 +161,41 @@ fn bf_window_bounds_the_plan() {
     let o = pass(&[&big, &r], &n, &p, &[], &c, 0);
     assert_eq!(est(&o, 1), Some(3 * 86400));
 }
+
+#[test]
+fn time_min_lets_backfill_cut_the_limit_to_end_before_a_reservation() {
+    let (n, p, r) = setup();
+    let big = limited(1, 4, 10, 300);
+    // 20 minutes would overlap big's start at 600; 5 to 20 minutes are acceptable,
+    // so it starts now for the 10 minutes left before 600.
+    let mut flex = limited(2, 1, 20, 200);
+    flex.spec.time_min = Some(5);
+    // Its minimum (15) does not fit before 600 either: it waits.
+    let mut stiff = limited(3, 1, 30, 100);
+    stiff.spec.time_min = Some(15);
+    for policy in [Policy::Conservative, Policy::Easy] {
+        let o = pass(&[&big, &flex, &stiff, &r], &n, &p, &[], &cfg(policy), 0);
+        assert_eq!(starts(&o.decisions), vec![2], "{policy:?}");
+        let cut = o.decisions.iter().find_map(|d| match d {
+            Decision::Start {
+                job_id: 2,
+                time_limit,
+                ..
+            } => Some(*time_limit),
+            _ => None,
+        });
+        assert_eq!(cut, Some(Some(TimeLimit::Minutes(10))), "{policy:?}");
+        assert_eq!(est(&o, 1), Some(600), "{policy:?}");
+        assert_ne!(est(&o, 3), Some(0), "{policy:?}");
+    }
+    // With nothing in the way the full limit is kept.
+    let o = pass(&[&flex], &n, &p, &[], &cfg(Policy::Conservative), 0);
+    assert!(o.decisions.iter().any(|d| matches!(
+        d,
+        Decision::Start {
+            job_id: 2,
+            time_limit: None,
+            ..
+        }
+    )));
+}

@@ -355,3 +355,146 @@ fn gres_device_type_matching() {
     };
     assert!(d.matches("gpu", None));
 }
+
+fn smt_node(name: &str, cpus: u32, tpc: u32) -> Node {
+    let mut n = node(name, cpus, 64000);
+    n.threads_per_core = tpc;
+    n.cores_per_socket = cpus / tpc;
+    n
+}
+
+#[test]
+fn nomultithread_takes_whole_cores_and_threads_per_core_filters_nodes() {
+    // 8 CPUs = 4 cores of 2 threads.
+    let nodes = vec![smt_node("s1", 8, 2)];
+    let parts = vec![part("p", &["s1"])];
+    // --hint=nomultithread -n 3: three cores, six CPUs; a fourth such task fits in
+    // the last core, a fifth does not.
+    let mut a = job(1, 3, 10);
+    (a.spec.threads_per_core, a.spec.ntasks_per_core) = (Some(1), Some(1));
+    let al = alloc_of(&one(&[&a], &nodes, &parts), 1);
+    assert_eq!((al.cpus.clone(), al.tasks.clone()), (vec![6], vec![3]));
+    let mut b = job(2, 2, 10);
+    (b.spec.threads_per_core, b.spec.ntasks_per_core) = (Some(1), Some(1));
+    let d = one(&[&a, &b], &nodes, &parts);
+    assert_eq!(starts(&d), vec![1]);
+    assert_eq!(reason_of(&d, 2), Some(Reason::Resources));
+    // Without the hint three tasks take three CPUs.
+    let c = job(3, 3, 10);
+    assert_eq!(alloc_of(&one(&[&c], &nodes, &parts), 3).cpus, vec![3]);
+    // -c 3 --threads-per-core=1: three cores (six CPUs) for the task; two such
+    // tasks can never fit the node's four cores.
+    let mut e = job(4, 1, 10);
+    e.spec.cpus_per_task = Some(3);
+    e.spec.threads_per_core = Some(1);
+    assert_eq!(alloc_of(&one(&[&e], &nodes, &parts), 4).cpus, vec![6]);
+    e.req_tasks = 2;
+    assert_eq!(
+        static_reason(&e, &parts[0], &nodes),
+        Some(Reason::PartitionConfig)
+    );
+    // --ntasks-per-core=1 alone: a core per task.
+    let mut f = job(5, 4, 10);
+    f.spec.ntasks_per_core = Some(1);
+    assert_eq!(alloc_of(&one(&[&f], &nodes, &parts), 5).cpus, vec![8]);
+    // On a node of one thread per core nothing changes.
+    let flat = vec![smt_node("f1", 8, 1)];
+    let fparts = vec![part("p", &["f1"])];
+    assert_eq!(alloc_of(&one(&[&a], &flat, &fparts), 1).cpus, vec![3]);
+    // --threads-per-core=2 needs nodes with two threads per core: never on f1.
+    let mut g = job(6, 1, 10);
+    g.spec.threads_per_core = Some(2);
+    assert_eq!(
+        static_reason(&g, &fparts[0], &flat),
+        Some(Reason::PartitionConfig)
+    );
+    assert_eq!(alloc_of(&one(&[&g], &nodes, &parts), 6).cpus, vec![2]);
+}
+
+#[test]
+fn mincpus_raises_each_nodes_allocation_and_skips_small_nodes() {
+    let nodes = vec![node("a", 2, 64000), node("b", 8, 64000)];
+    let parts = vec![part("p", &["a", "b"])];
+    // -n1 --mincpus=4: node a has too few CPUs; b gives four.
+    let mut j = job(1, 1, 10);
+    j.spec.mincpus = Some(4);
+    let al = alloc_of(&one(&[&j], &nodes, &parts), 1);
+    assert_eq!(
+        (al.nodes.clone(), al.cpus.clone()),
+        (vec!["b".to_string()], vec![4])
+    );
+    // Two nodes of at least 4: never possible here.
+    let mut k = job(2, 2, 10);
+    k.spec.mincpus = Some(4);
+    k.req_nodes = 2;
+    k.spec.nodes_min = Some(2);
+    assert_eq!(
+        static_reason(&k, &parts[0], &nodes),
+        Some(Reason::PartitionConfig)
+    );
+    // Once b holds 5 CPUs, a --mincpus=4 job waits for Resources.
+    let busy = running(3, "b", 5, 0);
+    let d = one(&[&busy, &j], &nodes, &parts);
+    assert_eq!(reason_of(&d, 1), Some(Reason::Resources));
+}
+
+#[test]
+fn tmp_disk_filters_nodes_without_consuming() {
+    let mut small = node("a", 4, 64000);
+    small.tmp_disk = 100;
+    let mut big = node("b", 4, 64000);
+    big.tmp_disk = 4096;
+    let nodes = vec![small, big];
+    let parts = vec![part("p", &["a", "b"])];
+    let mut j = job(1, 1, 10);
+    j.spec.tmp_disk = Some(1024);
+    let mut k = job(2, 1, 10);
+    k.spec.tmp_disk = Some(4096);
+    let d = one(&[&j, &k], &nodes, &parts);
+    // Both go to b: --tmp is a per-node minimum, not a consumable.
+    assert_eq!(alloc_of(&d, 1).nodes, ["b"]);
+    assert_eq!(alloc_of(&d, 2).nodes, ["b"]);
+    let mut x = job(3, 1, 10);
+    x.spec.tmp_disk = Some(5000);
+    assert_eq!(
+        static_reason(&x, &parts[0], &nodes),
+        Some(Reason::PartitionConfig)
+    );
+}
+
+#[test]
+fn exclusive_user_shares_nodes_only_with_the_same_user() {
+    let nodes = vec![node("a", 4, 64000), node("b", 4, 64000)];
+    let parts = vec![part("p", &["a", "b"])];
+    let mut mine = job(1, 1, 10);
+    mine.uid = 1;
+    mine.spec.exclusive_user = true;
+    let mut also_mine = job(2, 1, 10);
+    also_mine.uid = 1;
+    let mut other = job(3, 1, 10);
+    other.uid = 2;
+    let d = one(&[&mine, &also_mine, &other], &nodes, &parts);
+    assert_eq!(alloc_of(&d, 1).nodes, ["a"]);
+    // The same user's job joins a; another user's goes to b.
+    assert_eq!(alloc_of(&d, 2).nodes, ["a"]);
+    assert_eq!(alloc_of(&d, 3).nodes, ["b"]);
+    // An --exclusive=user job never joins a node where another user runs.
+    let busy_a = {
+        let mut r = running(8, "a", 1, 0);
+        r.uid = 2;
+        r
+    };
+    let busy_b = {
+        let mut r = running(9, "b", 1, 0);
+        r.uid = 3;
+        r
+    };
+    let d = one(&[&busy_a, &busy_b, &mine], &nodes, &parts);
+    assert_eq!(reason_of(&d, 1), Some(Reason::Resources));
+    // A running --exclusive=user job keeps other users off its node.
+    let mut held = running(7, "a", 1, 0);
+    held.uid = 1;
+    held.spec.exclusive_user = true;
+    let d = one(&[&held, &other], &nodes, &parts);
+    assert_eq!(alloc_of(&d, 3).nodes, ["b"]);
+}

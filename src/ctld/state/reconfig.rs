@@ -1,0 +1,85 @@
+//! `scontrol reconfigure` (cf. slurmctld `read_slurm_conf(reconfig=1)`): a config read
+//! again replaces the cluster's partitions, node declarations (features, weight,
+//! tmp_disk, partition membership), licenses, scheduler and priority parameters,
+//! limits and scripts, keeping every job, step, reservation and node state.
+//!
+//! Invariant: a refused config changes nothing. As in Slurm 22.05, adding or removing
+//! nodes needs a controller restart; so do changes to what a node is (CPUs, memory,
+//! GRES, how it is reached), which its agent reports when it registers.
+
+use super::Cluster;
+use crate::config::Config;
+use crate::model::JobState;
+
+impl Cluster {
+    /// Applies `cfg`, read again from the cluster's config file.
+    ///
+    /// Errors (nothing changed): a different `cluster_name`; nodes added or removed;
+    /// a partition removed while a pending or running job is in it.
+    pub fn reconfigure(&mut self, cfg: &Config) -> Result<(), String> {
+        if cfg.cluster_name != self.cluster_name {
+            return Err(format!(
+                "cluster_name changed ({} to {}): restart the controller",
+                self.cluster_name, cfg.cluster_name
+            ));
+        }
+        let mut old: Vec<&str> = self.nodes.iter().map(|n| n.name.as_str()).collect();
+        let mut new: Vec<&str> = cfg.nodes.iter().map(|n| n.name.as_str()).collect();
+        old.sort_unstable();
+        new.sort_unstable();
+        if old != new {
+            let added: Vec<&str> = new.iter().filter(|n| !old.contains(n)).copied().collect();
+            let gone: Vec<&str> = old.iter().filter(|n| !new.contains(n)).copied().collect();
+            return Err(format!(
+                "adding or removing nodes needs a controller restart (added: {}; removed: {})",
+                list(&added),
+                list(&gone)
+            ));
+        }
+        for j in self.jobs.values() {
+            let active = matches!(j.state, JobState::Pending | JobState::Running) || j.completing;
+            if active && !cfg.partitions.iter().any(|p| p.name == j.partition) {
+                return Err(format!(
+                    "partition {} still has job {}: it cannot be removed",
+                    j.partition, j.id
+                ));
+            }
+        }
+        let fresh = Cluster::new(cfg, self.owner_uid);
+        for n in &mut self.nodes {
+            if let Some(f) = fresh.nodes.iter().find(|f| f.name == n.name) {
+                n.features.clone_from(&f.features);
+                n.weight = f.weight;
+                n.tmp_disk = f.tmp_disk;
+                n.partitions.clone_from(&f.partitions);
+            }
+        }
+        self.partitions = fresh.partitions;
+        self.partition_qos = fresh.partition_qos;
+        self.billing = fresh.billing;
+        self.sched_cfg = fresh.sched_cfg;
+        self.licenses = fresh.licenses;
+        self.enforce_part_limits = fresh.enforce_part_limits;
+        self.enforce_cfg = fresh.enforce_cfg;
+        self.min_job_age = fresh.min_job_age;
+        self.kill_wait = fresh.kill_wait;
+        self.max_array_size = fresh.max_array_size;
+        self.kill_invalid_depend = fresh.kill_invalid_depend;
+        self.over_time_limit = fresh.over_time_limit;
+        self.scripts = fresh.scripts;
+        self.cgroup = fresh.cgroup;
+        self.config_entries = fresh.config_entries;
+        self.sched_interval = fresh.sched_interval;
+        // Fair-share weights may have changed.
+        *self.fs_cache.borrow_mut() = None;
+        Ok(())
+    }
+}
+
+fn list(v: &[&str]) -> String {
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.join(",")
+    }
+}
