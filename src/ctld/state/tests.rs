@@ -1030,6 +1030,7 @@ fn test_only_names_nodes_even_behind_more_jobs_than_backfill_tests() {
     );
 }
 
+#[test]
 fn no_kill_job_on_a_failed_node_ends_node_fail_as_in_slurm() {
     // Slurm keeps a --no-kill job only on the nodes that still answer; a job whose
     // one node (its batch host) failed ends NODE_FAIL all the same.
