@@ -221,15 +221,11 @@ fn plan_part(
     let env_num = |k: &str| ctx.env.get(k).and_then(|v| v.trim().parse::<u32>().ok());
     match job_id {
         None => opts::verify_allocation(&spec)?,
-        // Slurm applies --gres-flags to --exact steps too, and -B to a step's layout;
-        // sluice chooses a step's CPUs among the job's without regard to GPU affinity
-        // or sockets (a step's --gpus-per-socket counts every socket of its nodes).
-        Some(_) if spec.gres_flags != crate::model::gres::GresBinding::Default => {
-            return Err(OptError::Unsupported(
-                "--gres-flags for a step inside an allocation".into(),
-            )
-            .into());
-        }
+        // --gres-flags binds a job allocation's CPUs to its GPUs; a step inside the job
+        // runs on what the job holds, so the flag changes nothing there (srun accepts
+        // it, as Slurm's does). -B shapes a step's layout in Slurm; sluice chooses a
+        // step's CPUs among the job's without regard to sockets (a step's
+        // --gpus-per-socket counts every socket of its nodes), so it refuses that.
         Some(_) if spec.sockets_per_node.is_some() => {
             return Err(OptError::Unsupported(
                 "--sockets-per-node for a step inside an allocation".into(),

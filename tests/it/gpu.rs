@@ -576,6 +576,15 @@ fn gres_flags_bind_cpus_to_the_gpus_or_not() {
     let out = std::fs::read_to_string(c.work.join(format!("slurm-{e}.out"))).unwrap();
     assert_eq!(out.trim(), "gpus=2");
     cancel(&c, j1);
+    // A step inside the job takes --gres-flags as Slurm's srun does: the flag is the
+    // allocation's, so the step runs on what the job holds.
+    let s = c.submit(&[
+        "-c1",
+        "--gres=gpu:1",
+        "--wrap",
+        "srun --gres-flags=enforce-binding -n1 true",
+    ]);
+    assert_eq!(c.wait_done(s), "COMPLETED");
     // A request no GPU's CPUs can hold is refused at submission, as impossible.
     let (code, err) = c.fails_err(
         "sbatch",
