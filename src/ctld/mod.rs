@@ -368,23 +368,30 @@ fn stop_controller(cfg: &Config) -> ExitCode {
 fn lock_state_dir(cfg: &Config) -> anyhow::Result<nix::fcntl::Flock<std::fs::File>> {
     std::fs::create_dir_all(&cfg.state_dir)
         .with_context(|| format!("cannot create state directory {}", cfg.state_dir.display()))?;
-    let path = cfg.state_dir.join("controller.lock");
+    lock_file(&cfg.state_dir.join("controller.lock"), |e| {
+        format!(
+            "{} {} ({e})",
+            crate::cli::client::LOCK_HELD,
+            cfg.state_dir.display()
+        )
+    })
+}
+
+/// Takes an exclusive, non-blocking `flock` on `path` (created if missing), held until
+/// the returned guard drops. Errors: the file cannot be opened, or the lock is held
+/// (then the message is `held(errno)`).
+fn lock_file(
+    path: &std::path::Path,
+    held: impl FnOnce(nix::errno::Errno) -> String,
+) -> anyhow::Result<nix::fcntl::Flock<std::fs::File>> {
     let f = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(&path)
+        .open(path)
         .with_context(|| format!("cannot open {}", path.display()))?;
-    let lock = nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock).map_err(
-        |(_, e)| {
-            anyhow::anyhow!(
-                "{} {} ({e})",
-                crate::cli::client::LOCK_HELD,
-                cfg.state_dir.display()
-            )
-        },
-    )?;
-    Ok(lock)
+    nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock)
+        .map_err(|(_, e)| anyhow::anyhow!(held(e)))
 }
 
 /// Holds an exclusive lock on the spool directory for the controller's lifetime: its
@@ -392,15 +399,8 @@ fn lock_state_dir(cfg: &Config) -> anyhow::Result<nix::fcntl::Flock<std::fs::Fil
 /// configured with the same `spool_dir` and another `state_dir` would end the first
 /// one's running jobs. Errors: the lock is held (another controller's spool).
 fn lock_spool_dir(cfg: &Config) -> anyhow::Result<nix::fcntl::Flock<std::fs::File>> {
-    let path = cfg.spool_dir.join("spool.lock");
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .with_context(|| format!("cannot open {}", path.display()))?;
-    nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock).map_err(|(_, e)| {
-        anyhow::anyhow!(
+    lock_file(&cfg.spool_dir.join("spool.lock"), |e| {
+        format!(
             "the spool directory {} is in use by another controller ({e}); give each \
              controller its own spool_dir",
             cfg.spool_dir.display()

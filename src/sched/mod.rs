@@ -630,6 +630,21 @@ fn main_one<'a>(
 }
 
 /// Why a job cannot be considered in a partition at all (state, limits, request).
+/// The partitions of `job` it may run in, in its order, each with the request as that
+/// partition shapes it and the job's licenses as indices (partitions whose limits
+/// refuse the job, and every partition when a license is unknown, left out).
+fn usable_partitions<'b, 'a>(
+    pass: &'b Pass<'a>,
+    job: &'b Job,
+) -> impl Iterator<Item = (&'b PartView<'a>, Req, Vec<(usize, u32)>)> + 'b {
+    job_partitions(job).into_iter().filter_map(move |pname| {
+        let pv = pass.parts.get(pname)?;
+        let req = partition_reason(pass, job, pv).ok()?;
+        let lic = pass.lic_req(&job.spec.licenses)?;
+        Some((pv, req, lic))
+    })
+}
+
 fn partition_reason(pass: &Pass, job: &Job, pv: &PartView) -> Result<Req, Reason> {
     match pv.part.state {
         PartitionState::Down => return Err(Reason::PartitionDown),
@@ -987,16 +1002,7 @@ fn backfill<'a>(
         }
         // EASY: once a partition holds its reservation, later jobs may only start now.
         let mut best: Option<(i64, &str, Req, Placement)> = None;
-        for pname in job_partitions(job) {
-            let Some(pv) = pass.parts.get(pname) else {
-                continue;
-            };
-            let Ok(req) = partition_reason(pass, job, pv) else {
-                continue;
-            };
-            let Some(lic) = pass.lic_req(&job.spec.licenses) else {
-                continue;
-            };
+        for (pv, req, lic) in usable_partitions(pass, job) {
             let only_now = input.config.policy == Policy::Easy
                 && reserved_parts.contains(pv.part.name.as_str());
             let limit = best.as_ref().map_or(horizon, |b| b.0 - 1).min(horizon);
@@ -1014,16 +1020,7 @@ fn backfill<'a>(
             && let Some(tmin) = job.spec.time_min.map(|m| u64::from(m) * 60)
             && job.time_limit.secs().is_none_or(|l| tmin < l)
         {
-            for pname in job_partitions(job) {
-                let Some(pv) = pass.parts.get(pname) else {
-                    continue;
-                };
-                let Ok(req) = partition_reason(pass, job, pv) else {
-                    continue;
-                };
-                let Some(lic) = pass.lic_req(&job.spec.licenses) else {
-                    continue;
-                };
+            for (pv, req, lic) in usable_partitions(pass, job) {
                 let fits_for = |mins: u64| {
                     let mut r = req.clone();
                     r.time_limit = Some(mins * 60);

@@ -143,6 +143,15 @@ fn bad_sbatch_input_names_the_problem_and_creates_no_job() {
 }
 
 /// A config whose socket nobody listens on.
+/// Runs `sluice ARGS` (a `controller …` command line) with `SLUICE_CONF=conf`.
+fn controller_with(conf: &std::path::Path, args: &[&str]) -> std::process::Output {
+    Command::new(sluice_bin())
+        .args(args)
+        .env("SLUICE_CONF", conf)
+        .output()
+        .unwrap()
+}
+
 fn dead_config(dir: &std::path::Path) -> std::path::PathBuf {
     let conf = dir.join("dead.toml");
     std::fs::write(
@@ -220,11 +229,7 @@ fn an_unreachable_controller_is_reported_in_one_line_plus_how_to_start_it() {
     // Nothing was started by those calls (system mode never auto-starts)...
     assert!(!sock.exists());
     // ...and the suggested command does start it, in the background.
-    let o = Command::new(sluice_bin())
-        .arg("controller")
-        .env("SLUICE_CONF", &conf)
-        .output()
-        .unwrap();
+    let o = controller_with(&conf, &["controller"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let o = Command::new(sluice_bin())
         .args(["squeue", "-h"])
@@ -232,11 +237,7 @@ fn an_unreachable_controller_is_reported_in_one_line_plus_how_to_start_it() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    let o = Command::new(sluice_bin())
-        .args(["controller", "--stop"])
-        .env("SLUICE_CONF", &conf)
-        .output()
-        .unwrap();
+    let o = controller_with(&conf, &["controller", "--stop"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(!sock.exists());
 }
@@ -257,11 +258,7 @@ fn a_foreign_database_is_refused_and_left_untouched() {
         .unwrap();
     }
     let before = std::fs::read(&db).unwrap();
-    let o = Command::new(sluice_bin())
-        .args(["controller", "--foreground"])
-        .env("SLUICE_CONF", &conf)
-        .output()
-        .unwrap();
+    let o = controller_with(&conf, &["controller", "--foreground"]);
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
     assert!(
@@ -270,11 +267,7 @@ fn a_foreign_database_is_refused_and_left_untouched() {
         "{err}"
     );
     // Started in the background, the refusal reaches the caller too.
-    let o = Command::new(sluice_bin())
-        .arg("controller")
-        .env("SLUICE_CONF", &conf)
-        .output()
-        .unwrap();
+    let o = controller_with(&conf, &["controller"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
         stderr(&o).contains("is not a sluice database"),
@@ -389,11 +382,7 @@ fn a_second_controller_on_the_same_spool_is_refused_and_leaves_the_running_job_a
     )
     .unwrap();
     for args in [&["controller", "--foreground"][..], &["controller"][..]] {
-        let o = Command::new(sluice_bin())
-            .args(args)
-            .env("SLUICE_CONF", &other)
-            .output()
-            .unwrap();
+        let o = controller_with(&other, args);
         assert_eq!(o.status.code(), Some(1), "{args:?}");
         let err = stderr(&o);
         assert!(
@@ -414,11 +403,7 @@ fn a_background_start_names_the_directory_it_cannot_create() {
         "state_dir = \"/proc/sluice-no-such\"\nsocket = \"/proc/sluice-no-such/s.sock\"\n",
     )
     .unwrap();
-    let o = Command::new(sluice_bin())
-        .arg("controller")
-        .env("SLUICE_CONF", &conf)
-        .output()
-        .unwrap();
+    let o = controller_with(&conf, &["controller"]);
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
     assert!(
