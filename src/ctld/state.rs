@@ -1242,8 +1242,10 @@ impl Cluster {
     pub fn test_only(&self, mut job: Job, now: i64) -> TestOnly {
         job.id = u32::MAX;
         let begin = job.spec.begin.unwrap_or(now).max(now);
-        // The job is planned among the queue as it is, from its earliest begin.
+        // The job is planned among the queue as it is, from its earliest begin; a
+        // hold (-H) is left out, as Slurm's will-run test ignores it.
         job.eligible_time = Some(now);
+        job.hold = None;
         // First among the whole queue; when that gives no plan for it (behind
         // bf_max_job_test jobs, say), among the running jobs only, as Slurm's will-run
         // test does.

@@ -300,6 +300,7 @@ pub struct BatchOpts {
     about = "Submit a batch script to sluice (Slurm-compatible)",
     infer_long_args = true,
     args_override_self = true,
+    allow_negative_numbers = true,
     disable_version_flag = true,
     override_usage = "sbatch [OPTIONS...] [executable [args...]]"
 )]
@@ -371,6 +372,7 @@ pub struct StepOpts {
     about = "Run parallel tasks under sluice (Slurm-compatible)",
     infer_long_args = true,
     args_override_self = true,
+    allow_negative_numbers = true,
     disable_version_flag = true,
     override_usage = "srun [OPTIONS...] executable [args...]"
 )]
@@ -394,6 +396,7 @@ pub struct SrunArgs {
     about = "Obtain a job allocation under sluice (Slurm-compatible)",
     infer_long_args = true,
     args_override_self = true,
+    allow_negative_numbers = true,
     disable_version_flag = true,
     override_usage = "salloc [OPTIONS...] [command [args...]]"
 )]
@@ -2117,6 +2120,12 @@ mod tests {
             (
                 &["--sockets-per-node=0"],
                 "sbatch: error: Invalid numeric value \"0\" for --sockets-per-node.\n",
+                255,
+            ),
+            // A negative number is the option's value, as getopt takes it, not an option.
+            (
+                &["-n", "-3"],
+                "sbatch: error: Invalid numeric value \"-3\" for --ntasks.\n",
                 255,
             ),
             (

@@ -254,6 +254,13 @@ fn output_contract_parsable_quiet_verbose_test_only_and_wait() {
     );
     assert_eq!(stdout(&o), "");
     assert_eq!(c.job_ids(), before);
+    // A held job is placed as if released (Slurm's will-run ignores the hold).
+    let o = c.run("sbatch", &["--test-only", "-H", "--wrap", "true"]);
+    assert!(
+        stderr(&o).contains(&format!("on nodes {} in partition debug", c.node())),
+        "{}",
+        stderr(&o)
+    );
 
     // --wait: returns when the job ends, with its exit code.
     let o = c.run("sbatch", &["--wait", "--wrap", "exit 3"]);

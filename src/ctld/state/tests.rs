@@ -1020,7 +1020,10 @@ fn test_only_names_nodes_even_behind_more_jobs_than_backfill_tests() {
         submit(&mut c, s, ALICE, 0);
     }
     assert_eq!(pass(&mut c, 0).len(), 2);
-    let job = c.resolve(spec("probe"), ALICE, 1, &names).unwrap();
+    let mut held = spec("probe");
+    held.hold = true;
+    let job = c.resolve(held, ALICE, 1, &names).unwrap();
+    assert!(job.hold.is_some());
     let t = c.test_only(job, 1);
     assert_eq!((t.nodes.as_str(), t.partition.as_str()), ("n1", "debug"));
     assert!(
