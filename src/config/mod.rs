@@ -779,7 +779,10 @@ impl Config {
             Some(v) => over_time_limit(v, "over_time_limit").map_err(&invalid)?,
             None => 0,
         };
-        let mut sched = sched_config(&fc.scheduler, &fc.priority).map_err(invalid)?;
+        let mut sched = sched_config(&fc.scheduler, &fc.priority).map_err(&invalid)?;
+        for (name, _) in &sched.priority.weight_tres {
+            check_weight_tres_name(name, &fc.licenses).map_err(&invalid)?;
+        }
         let imported = match &fc.topology_conf {
             None => None,
             Some(p) => {
@@ -1087,6 +1090,29 @@ fn preempt_config(s: &SchedulerConf) -> Result<crate::model::preempt::PreemptCon
 }
 
 /// Resolves `[scheduler]` and `[priority]`.
+/// Checks a `weight_tres` TRES name as slurmctld checks PriorityWeightTRES: a TRES it
+/// counts (`cpu`, `mem`, `node`, `billing`, `gres/<name>[:<type>]`) or a license the
+/// config declares (`license/<name>`), any case. Errors name the TRES.
+fn check_weight_tres_name(
+    name: &str,
+    licenses: &std::collections::BTreeMap<String, u32>,
+) -> Result<(), String> {
+    let lower = name.to_ascii_lowercase();
+    let ok = match lower.split_once('/') {
+        None => matches!(lower.as_str(), "cpu" | "mem" | "node" | "billing"),
+        Some(("gres", g)) => !g.is_empty(),
+        Some(("license", l)) => licenses.keys().any(|k| k.eq_ignore_ascii_case(l)),
+        Some(_) => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "weight_tres names '{name}', which is not a TRES of this cluster (cpu, mem, node, billing, gres/<name>, or a license under [licenses])"
+        ))
+    }
+}
+
 fn sched_config(s: &SchedulerConf, p: &PriorityConf) -> Result<sched::SchedConfig, String> {
     let mut c = sched::SchedConfig::default();
     if let Some(v) = &s.policy {
@@ -1127,15 +1153,16 @@ fn sched_config(s: &SchedulerConf, p: &PriorityConf) -> Result<sched::SchedConfi
     set(&mut w.weight_jobsize, p.weight_jobsize);
     set(&mut w.weight_partition, p.weight_partition);
     set(&mut w.weight_qos, p.weight_qos);
-    if let Some(t) = &p.weight_tres {
+    if let Some(t) = p.weight_tres.as_deref().filter(|t| !t.trim().is_empty()) {
         w.weight_tres = t
             .split(',')
-            .filter(|x| !x.is_empty())
             .map(|kv| {
-                let (k, v) = kv
-                    .split_once('=')
-                    .ok_or_else(|| format!("bad weight_tres '{kv}'"))?;
-                let v: f64 = v.parse().map_err(|_| format!("bad weight_tres '{kv}'"))?;
+                let bad = || format!("bad weight_tres '{kv}' (want TRES=weight, weight >= 0)");
+                let (k, v) = kv.split_once('=').ok_or_else(bad)?;
+                let v: f64 = v.trim().parse().map_err(|_| bad())?;
+                if k.trim().is_empty() || !v.is_finite() || v < 0.0 {
+                    return Err(bad());
+                }
                 Ok((k.trim().to_string(), v))
             })
             .collect::<Result<_, String>>()?;
@@ -1570,6 +1597,22 @@ nodes = "gpu[01-03]"
             (
                 "[[nodes]]\nname='a'\nmemory=0\n",
                 "memory must be at least 1",
+            ),
+            (
+                "[priority]\nweight_tres='cpu=-5'\n",
+                "bad weight_tres 'cpu=-5'",
+            ),
+            (
+                "[priority]\nweight_tres='cpu=1,,mem=2'\n",
+                "bad weight_tres ''",
+            ),
+            (
+                "[priority]\nweight_tres='license/nosuch=5'\n",
+                "'license/nosuch', which is not a TRES",
+            ),
+            (
+                "[priority]\nweight_tres='disk=5'\n",
+                "'disk', which is not a TRES",
             ),
             ("[[nodes]]\nname='a'\nssh='u@h:0'\n", "bad ssh address"),
             ("slurmd_timeout = 0\n", "slurmd_timeout"),

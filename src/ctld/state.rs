@@ -265,7 +265,6 @@ impl Cluster {
                 "EnforcePartLimits".into(),
                 if cfg.enforce_part_limits { "ALL" } else { "NO" }.into(),
             ),
-            ("PriorityType".into(), "priority/multifactor".into()),
             (
                 "PriorityMaxAge".into(),
                 crate::model::time::fmt_hms(cfg.sched.priority.max_age.max(0) as u64),
@@ -289,6 +288,42 @@ impl Cluster {
                     f.push("NO_FAIR_TREE");
                 }
                 f.join(",")
+            }),
+            ("PriorityType".into(), "priority/multifactor".into()),
+            (
+                "PriorityWeightAge".into(),
+                cfg.sched.priority.weight_age.to_string(),
+            ),
+            (
+                "PriorityWeightAssoc".into(),
+                cfg.sched.priority.weight_assoc.to_string(),
+            ),
+            (
+                "PriorityWeightFairShare".into(),
+                cfg.sched.priority.weight_fairshare.to_string(),
+            ),
+            (
+                "PriorityWeightJobSize".into(),
+                cfg.sched.priority.weight_jobsize.to_string(),
+            ),
+            (
+                "PriorityWeightPartition".into(),
+                cfg.sched.priority.weight_partition.to_string(),
+            ),
+            (
+                "PriorityWeightQOS".into(),
+                cfg.sched.priority.weight_qos.to_string(),
+            ),
+            ("PriorityWeightTRES".into(), {
+                let t = &cfg.sched.priority.weight_tres;
+                if t.is_empty() {
+                    "(null)".into()
+                } else {
+                    t.iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                }
             }),
             (
                 "Licenses".into(),
@@ -682,8 +717,15 @@ impl Cluster {
     }
 
     fn check_request(&self, spec: &JobSpec, part: &Partition, c: Caller) -> Result<(), SlurmError> {
+        // An unknown license, or more of one than the cluster has (a job that could
+        // never run), is refused as slurmctld's license_validate refuses it.
         for l in &spec.licenses {
-            if !self.licenses.iter().any(|(n, _)| *n == l.name) {
+            let total = self
+                .licenses
+                .iter()
+                .find(|(n, _)| *n == l.name)
+                .map(|(_, t)| *t);
+            if total.is_none_or(|t| l.count > t) {
                 return Err(SlurmError::Other("Invalid license specification".into()));
             }
         }

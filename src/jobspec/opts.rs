@@ -126,7 +126,7 @@ pub struct JobOpts {
     pub exclude: Option<String>,
     /// Do not share nodes with other jobs
     #[arg(long = "exclusive", value_name = "user|mcs", num_args = 0..=1,
-          require_equals = true, default_missing_value = "")]
+          require_equals = true, default_missing_value = EXCLUSIVE_BARE)]
     pub exclusive: Option<String>,
     /// Nodes with consecutive names
     #[arg(long = "contiguous")]
@@ -969,7 +969,7 @@ impl JobOpts {
         let gpu_opts = gpu_options(self)?;
         let exclusive = match self.exclusive.as_deref().map(str::trim) {
             None => None,
-            Some("") => Some(Exclusive::Nodes),
+            Some(EXCLUSIVE_BARE) => Some(Exclusive::Nodes),
             Some(m) if m.eq_ignore_ascii_case("user") => Some(Exclusive::User),
             // slurmctld with MCSPlugin=mcs/none: sluice has no MCS labels to share by.
             Some(m) if m.eq_ignore_ascii_case("mcs") => {
@@ -1140,6 +1140,20 @@ struct ThreadOptions {
     hint: Option<crate::model::job::Hint>,
 }
 
+/// What `--exclusive` without a value stands for (whole nodes); `--exclusive=` with
+/// an empty value is not that, and is refused as Slurm refuses it.
+const EXCLUSIVE_BARE: &str = "\u{0}nodes";
+
+/// `--hint=help`: the hints sluice knows, on stdout, exit 0 (as Slurm lists them).
+const HINT_HELP: &str = "Application hint options:
+    --hint=             Bind tasks according to application hints
+        compute_bound   use all cores of each socket, one thread per core
+        memory_bound    use one thread per core (sluice does not spread over sockets)
+        multithread     use every hardware thread of each core
+        nomultithread   use one thread per core
+        help            show this help message
+";
+
 /// Checks and resolves the thread options as Slurm's `verify_hint` (src/common/
 /// proc_args.c) does: `nomultithread` is one thread per core and one task per core,
 /// `compute_bound` and `memory_bound` one thread per core, `multithread` the
@@ -1162,6 +1176,9 @@ fn thread_options(l: &LaterOpts) -> Result<ThreadOptions, OptError> {
             hint: None,
         });
     };
+    if h.trim().eq_ignore_ascii_case("help") {
+        return Err(OptError::Help(HINT_HELP.into()));
+    }
     let hint = Hint::parse(h).ok_or_else(|| {
         OptError::Fatal(format!(
             "unrecognized --hint argument \"{h}\", see --hint=help"
@@ -2052,6 +2069,23 @@ mod tests {
             e.render("sbatch"),
             "sbatch: error: invalid exclusive option team\n"
         );
+        // An empty value is not the bare option.
+        let e = spec(&["--exclusive="]).unwrap_err();
+        assert_eq!(
+            e.render("sbatch"),
+            "sbatch: error: invalid exclusive option \n"
+        );
+    }
+
+    #[test]
+    fn hint_help_lists_the_hints_and_exits_zero() {
+        let e = spec(&["--hint=help"]).unwrap_err();
+        assert_eq!(e.exit_code(), 0);
+        let t = e.render("sbatch");
+        assert!(t.starts_with("Application hint options:"), "{t}");
+        for h in ["compute_bound", "memory_bound", "nomultithread"] {
+            assert!(t.contains(h), "{t}");
+        }
     }
 
     #[test]

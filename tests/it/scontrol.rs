@@ -72,9 +72,21 @@ fn show_job_node_partition_config_and_hostlists() {
         "KillWait                = 2 sec\n",
         "MinJobAge               = 300 sec\n",
         "SLURM_VERSION           = 23.02.7\n",
+        "PriorityWeightFairShare = ",
+        "PriorityWeightTRES      = (null)\n",
+        "SlurmctldPort           = 6817\n",
     ] {
         assert!(out.contains(want), "{want:?} not in\n{out}");
     }
+    // Each key once (scripts split these lines into a map).
+    let mut keys: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.split_once(" = ").map(|(k, _)| k.trim()))
+        .collect();
+    let all = keys.len();
+    keys.sort_unstable();
+    keys.dedup();
+    assert_eq!(keys.len(), all, "a key repeats in\n{out}");
     // Hostlists: expand (prefix `hostname` accepted), compress in input order, sorted.
     assert_eq!(
         c.ok("scontrol", &["show", "hostnames", "node-[001-003,007]"]),
@@ -375,6 +387,24 @@ fn reconfigure_rereads_the_config() {
         "{err}"
     );
     assert!(err.contains("added: ghost"), "{err}");
+    // So does a change to what a node is (its CPUs), even beside an allowed change.
+    let cpus_line = changed
+        .lines()
+        .find(|l| l.starts_with("cpus = "))
+        .unwrap()
+        .to_string();
+    let more = changed
+        .replacen(&cpus_line, "cpus = 99", 1)
+        .replace("name = \"extra\"", "name = \"extra2\"");
+    std::fs::write(&c.conf, &more).unwrap();
+    let (code, err) = c.fails_err("scontrol", &["reconfigure"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains(&format!("node {node}: cpus changed")) && err.contains("restart"),
+        "{err}"
+    );
+    let parts = c.ok("sinfo", &["-h", "-o", "%P"]);
+    assert!(!parts.contains("extra2"), "nothing applied: {parts}");
     std::fs::write(&c.conf, &changed).unwrap();
     let parts = c.ok("sinfo", &["-h", "-o", "%P"]);
     assert!(parts.lines().any(|l| l.trim() == "extra"), "{parts}");

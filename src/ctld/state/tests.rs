@@ -1138,3 +1138,18 @@ fn reconfigure_replaces_partitions_and_declarations_keeping_jobs() {
     assert_eq!(c.partitions.len(), 2);
     c.sanity_check().unwrap();
 }
+
+#[test]
+fn more_licenses_than_the_cluster_has_are_refused_at_submit() {
+    let c = crate::ctld::testutil::cluster_with(2, "[licenses]\nmatlab = 4\n");
+    let with = |n: u32| {
+        let mut s = spec("lic");
+        s.licenses = crate::model::gres::parse_licenses(&format!("matlab:{n}")).unwrap();
+        c.resolve(s, ALICE, 1, &names)
+    };
+    assert!(with(4).is_ok());
+    assert_eq!(
+        with(5).unwrap_err().to_string(),
+        "Invalid license specification"
+    );
+}
