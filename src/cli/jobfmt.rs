@@ -288,6 +288,16 @@ fn fill_pattern(p: &str, job: &Job) -> String {
     out
 }
 
+/// The minimum CPUs per node a job asks for (Slurm's `pn_min_cpus`): its CPUs per task
+/// times its tasks per node, or `--mincpus` when larger; at least 1. What scontrol's
+/// `MinCPUsNode=`, squeue's `%c` and the JSON `minimum_cpus_per_node` show.
+pub fn min_cpus_per_node(job: &Job) -> u32 {
+    let s = &job.spec;
+    let cpt = s.cpus_per_task.unwrap_or(1).max(1);
+    let ntpn = s.ntasks_per_node.unwrap_or(0).max(1);
+    cpt.saturating_mul(ntpn).max(s.mincpus.unwrap_or(0)).max(1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -206,7 +206,7 @@ fn job_object(job: &Job, cluster: &str, cores_per_socket: &dyn Fn(&str) -> Optio
         ("memory_per_cpu", or_null(mem_per_cpu)),
         (
             "minimum_cpus_per_node",
-            (job.req_cpus / job.req_nodes.max(1)).max(1).into(),
+            crate::cli::jobfmt::min_cpus_per_node(job).into(),
         ),
         (
             "minimum_tmp_disk_per_node",
@@ -253,8 +253,8 @@ fn job_object(job: &Job, cluster: &str, cores_per_socket: &dyn Fn(&str) -> Optio
         ("suspend_time", 0.into()),
         ("system_comment", "".into()),
         ("time_limit", time_limit),
-        ("time_minimum", 0.into()),
-        ("threads_per_core", J::Null),
+        ("time_minimum", spec.time_min.unwrap_or(0).into()),
+        ("threads_per_core", or_null(spec.threads_per_core)),
         ("tres_bind", "".into()),
         ("tres_freq", "".into()),
         (

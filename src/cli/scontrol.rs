@@ -1312,7 +1312,7 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
     };
     l.push(format!(
         "MinCPUsNode={} {mem_key}={} MinTmpDiskNode={}",
-        (cpt * ntpn.max(1)).max(spec.mincpus.unwrap_or(0)),
+        jobfmt::min_cpus_per_node(job),
         jobfmt::req_mem_text(job),
         spec.tmp_disk
             .map_or_else(|| "0".into(), jobfmt::fmt_mem_exact)

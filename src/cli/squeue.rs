@@ -623,10 +623,14 @@ pub fn job_fields<'a>() -> Vec<Field<JobRow<'a>>> {
             r.job.spec.tres_per_node()
         }),
         Field::new(Some('c'), &["mincpus"], "MIN_CPUS", |r: R| {
-            r.job.spec.cpus_per_task.unwrap_or(1).to_string()
+            crate::cli::jobfmt::min_cpus_per_node(r.job).to_string()
         }),
-        Field::new(Some('d'), &["mintmpdisk"], "MIN_TMP_DISK", |_: R| {
-            "0".into()
+        Field::new(Some('d'), &["mintmpdisk"], "MIN_TMP_DISK", |r: R| {
+            r.job
+                .spec
+                .tmp_disk
+                .filter(|t| *t > 0)
+                .map_or_else(|| "0".into(), |t| mem_text(t, r.noconvert))
         }),
         Field::new(Some('e'), &["endtime"], "END_TIME", |r: R| end_text(r.job)),
         Field::new(Some('f'), &["feature"], "FEATURES", |_: R| "(null)".into()),
@@ -723,12 +727,12 @@ pub fn job_fields<'a>() -> Vec<Field<JobRow<'a>>> {
         Field::new(Some('G'), &["groupid"], "GROUP", |r: R| {
             r.job.gid.to_string()
         }),
-        Field::new(Some('H'), &["sockets"], "SOCKETS_PER_NODE", |_: R| {
-            "*".into()
+        Field::new(Some('H'), &["sockets"], "SOCKETS_PER_NODE", |r: R| {
+            star(r.job.spec.sockets_per_node)
         }),
         Field::new(Some('I'), &["cores"], "CORES_PER_SOCKET", |_: R| "*".into()),
-        Field::new(Some('J'), &["threads"], "THREADS_PER_CORE", |_: R| {
-            "*".into()
+        Field::new(Some('J'), &["threads"], "THREADS_PER_CORE", |r: R| {
+            star(r.job.spec.threads_per_core)
         }),
         Field::new(Some('K'), &["arraytaskid"], "ARRAY_TASK_ID", |r: R| match (
             r.task.or(r.job.array_task_id),
@@ -1769,4 +1773,9 @@ mod tests {
             "JOBID NAME STATE REASON DEPENDENCY\n213 dep_chain PENDING Dependency afterok:209(unfulfilled)\n"
         );
     }
+}
+
+/// A per-node count as squeue prints it: `*` when the job did not ask.
+fn star(v: Option<u32>) -> String {
+    v.map_or_else(|| "*".into(), |n| n.to_string())
 }

@@ -288,6 +288,12 @@ fn mincpus_raises_the_allocation() {
     assert_eq!(c.wait_done(id), "COMPLETED");
     assert_eq!(c.wait_file("m.out", |s| s.ends_with('\n')), "3 3\n");
     assert_eq!(c.show_field(id, "MinCPUsNode"), "3");
+    let sid = id.to_string();
+    assert_eq!(
+        c.ok("squeue", &["-h", "-t", "all", "-j", &sid, "-o", "%c"])
+            .trim(),
+        "3"
+    );
     assert_eq!(c.show_field(id, "NumCPUs"), "3");
     let (code, err) = c.fails_err("sbatch", &["--mincpus=5", "--wrap", "true"]);
     assert_eq!(code, 1, "{err}");
@@ -312,6 +318,12 @@ fn tmp_disk_is_a_node_minimum() {
     let id = c.submit(&["--tmp=2G", "-o", "/dev/null", "--wrap", "true"]);
     assert_eq!(c.wait_done(id), "COMPLETED");
     assert_eq!(c.show_field(id, "MinTmpDiskNode"), "2G");
+    let sid = id.to_string();
+    assert_eq!(
+        c.ok("squeue", &["-h", "-t", "all", "-j", &sid, "-o", "%d"])
+            .trim(),
+        "2G"
+    );
     let (code, err) = c.fails_err("sbatch", &["--tmp=3G", "--wrap", "true"]);
     assert_eq!(code, 1, "{err}");
     assert!(
