@@ -284,10 +284,11 @@ pub fn merge(
             )));
         }
     }
-    let env_opts = env_words(env);
+    let mut env_opts = env_words(env);
     for w in &env_opts {
         parse_sbatch_argv(["sbatch", w.as_str()])?;
     }
+    drop_env_hint_conflicts(directives, cli, &mut env_opts)?;
     let argv: Vec<String> = std::iter::once("sbatch".to_string())
         .chain(directives.iter().flat_map(|d| d.words.iter().cloned()))
         .chain(env_opts)
@@ -295,6 +296,35 @@ pub fn merge(
         .collect();
     let args = parse_sbatch_argv(&argv)?;
     Ok(Merged { args, argv })
+}
+
+/// `--hint` and `--threads-per-core`/`--ntasks-per-core` exclude each other, but only
+/// when both are given in the script or on the command line: one of them coming from
+/// an input variable (`SBATCH_HINT`, `SBATCH_THREADS_PER_CORE`, …) gives way to the
+/// other given explicitly, as slurm_opt.c's hint validation drops it.
+fn drop_env_hint_conflicts(
+    directives: &[Directive],
+    cli: &[String],
+    env_opts: &mut Vec<String>,
+) -> Result<(), OptError> {
+    let own = std::iter::once("sbatch")
+        .chain(
+            directives
+                .iter()
+                .flat_map(|d| d.words.iter().map(String::as_str)),
+        )
+        .chain(cli.iter().map(String::as_str));
+    let l = parse_sbatch_argv(own)?.job.later;
+    let own_threads = l.threads_per_core.is_some() || l.ntasks_per_core.is_some();
+    let env_word = |w: &str, opt: &str| w.strip_prefix(opt).is_some_and(|r| r.starts_with('='));
+    if own_threads {
+        env_opts.retain(|w| !env_word(w, "--hint"));
+    }
+    if l.hint.is_some() {
+        env_opts
+            .retain(|w| !env_word(w, "--threads-per-core") && !env_word(w, "--ntasks-per-core"));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -432,6 +462,31 @@ mod tests {
 
     fn merged(script: &str, e: &[(&str, &str)], cli: &[&str]) -> Result<SbatchArgs, OptError> {
         merge(&extract(script)?, &env(e), &strings(cli)).map(|m| m.args)
+    }
+
+    #[test]
+    fn a_hint_from_the_environment_gives_way_to_explicit_thread_options() {
+        let script = "#!/bin/bash\ntrue\n";
+        let e = [("SBATCH_HINT", "nomultithread")];
+        let a = merged(script, &e, &["--threads-per-core=2", "job.sh"]).unwrap();
+        assert_eq!(
+            (a.job.later.hint, a.job.later.threads_per_core.as_deref()),
+            (None, Some("2"))
+        );
+        let e = [("SBATCH_THREADS_PER_CORE", "1")];
+        let a = merged(script, &e, &["--hint=multithread", "job.sh"]).unwrap();
+        assert_eq!(
+            (a.job.later.hint.as_deref(), a.job.later.threads_per_core),
+            (Some("multithread"), None)
+        );
+        // Both explicit: still the conflict Slurm reports, when the spec is built.
+        let a = merged(
+            "#!/bin/bash\n#SBATCH --hint=nomultithread\ntrue\n",
+            &[],
+            &["--threads-per-core=2", "job.sh"],
+        )
+        .unwrap();
+        assert!(a.job.later.hint.is_some() && a.job.later.threads_per_core.is_some());
     }
 
     #[test]
