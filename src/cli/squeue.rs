@@ -1202,6 +1202,11 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
     }
 }
 
+/// A per-node count as squeue prints it: `*` when the job did not ask.
+fn star(v: Option<u32>) -> String {
+    v.map_or_else(|| "*".into(), |n| n.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1773,9 +1778,4 @@ mod tests {
             "JOBID NAME STATE REASON DEPENDENCY\n213 dep_chain PENDING Dependency afterok:209(unfulfilled)\n"
         );
     }
-}
-
-/// A per-node count as squeue prints it: `*` when the job did not ask.
-fn star(v: Option<u32>) -> String {
-    v.map_or_else(|| "*".into(), |n| n.to_string())
 }
