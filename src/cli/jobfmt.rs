@@ -288,6 +288,11 @@ fn fill_pattern(p: &str, job: &Job) -> String {
     out
 }
 
+/// A per-node count as scontrol and squeue print it: `*` when the job did not ask.
+pub fn star(v: Option<u32>) -> String {
+    v.map_or_else(|| "*".into(), |n| n.to_string())
+}
+
 /// The minimum CPUs per node a job asks for (Slurm's `pn_min_cpus`): its CPUs per task
 /// times its tasks per node, or `--mincpus` when larger; at least 1. What scontrol's
 /// `MinCPUsNode=`, squeue's `%c` and the JSON `minimum_cpus_per_node` show.

@@ -1287,15 +1287,14 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
         jobfmt::node_count(job),
         jobfmt::cpu_count(job),
         job.req_tasks.max(1),
-        star(spec.threads_per_core)
+        jobfmt::star(spec.threads_per_core)
     ));
     l.push(format!("TRES={}", jobfmt::tres_scontrol(job)));
     let ntpn = spec.ntasks_per_node.unwrap_or(0);
     l.push(format!(
         "Socks/Node={} NtasksPerN:B:S:C={ntpn}:0:*:{} CoreSpec=*",
-        spec.sockets_per_node
-            .map_or_else(|| "*".to_string(), |s| s.to_string()),
-        star(spec.ntasks_per_core)
+        jobfmt::star(spec.sockets_per_node),
+        jobfmt::star(spec.ntasks_per_core)
     ));
     // Allocations recorded before CPU ids were tracked have no detail to show.
     if details
@@ -1382,11 +1381,6 @@ pub fn job_lines(job: &Job, now: i64, details: bool) -> Vec<String> {
 
 /// `scontrol show job -d`'s allocation lines: `JOB_GRES=` and one
 /// `  Nodes=… CPU_IDs=… Mem=… GRES=…` line per node (two more spaces of indent).
-/// A count as scontrol prints an unset one: `*`.
-fn star(v: Option<u32>) -> String {
-    v.map_or_else(|| "*".to_string(), |n| n.to_string())
-}
-
 fn alloc_detail_lines(job: &Job, a: &crate::model::job::Allocation) -> Vec<String> {
     use crate::model::job::GresAlloc;
     let all: Vec<GresAlloc> = a.gres.iter().flatten().cloned().collect();

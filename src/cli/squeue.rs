@@ -728,11 +728,11 @@ pub fn job_fields<'a>() -> Vec<Field<JobRow<'a>>> {
             r.job.gid.to_string()
         }),
         Field::new(Some('H'), &["sockets"], "SOCKETS_PER_NODE", |r: R| {
-            star(r.job.spec.sockets_per_node)
+            crate::cli::jobfmt::star(r.job.spec.sockets_per_node)
         }),
         Field::new(Some('I'), &["cores"], "CORES_PER_SOCKET", |_: R| "*".into()),
         Field::new(Some('J'), &["threads"], "THREADS_PER_CORE", |r: R| {
-            star(r.job.spec.threads_per_core)
+            crate::cli::jobfmt::star(r.job.spec.threads_per_core)
         }),
         Field::new(Some('K'), &["arraytaskid"], "ARRAY_TASK_ID", |r: R| match (
             r.task.or(r.job.array_task_id),
@@ -1200,11 +1200,6 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
             ExitCode::from(1)
         }
     }
-}
-
-/// A per-node count as squeue prints it: `*` when the job did not ask.
-fn star(v: Option<u32>) -> String {
-    v.map_or_else(|| "*".into(), |n| n.to_string())
 }
 
 #[cfg(test)]

@@ -290,30 +290,6 @@ impl Cluster {
                 f.join(",")
             }),
             ("PriorityType".into(), "priority/multifactor".into()),
-            (
-                "PriorityWeightAge".into(),
-                cfg.sched.priority.weight_age.to_string(),
-            ),
-            (
-                "PriorityWeightAssoc".into(),
-                cfg.sched.priority.weight_assoc.to_string(),
-            ),
-            (
-                "PriorityWeightFairShare".into(),
-                cfg.sched.priority.weight_fairshare.to_string(),
-            ),
-            (
-                "PriorityWeightJobSize".into(),
-                cfg.sched.priority.weight_jobsize.to_string(),
-            ),
-            (
-                "PriorityWeightPartition".into(),
-                cfg.sched.priority.weight_partition.to_string(),
-            ),
-            (
-                "PriorityWeightQOS".into(),
-                cfg.sched.priority.weight_qos.to_string(),
-            ),
             ("PriorityWeightTRES".into(), {
                 let t = &cfg.sched.priority.weight_tres;
                 if t.is_empty() {
@@ -355,6 +331,24 @@ impl Cluster {
             ),
         ];
         let mut config_entries = config_entries;
+        // The integer PriorityWeight* lines, just before PriorityWeightTRES.
+        let w = &cfg.sched.priority;
+        let at = config_entries
+            .iter()
+            .position(|(k, _)| k == "PriorityWeightTRES")
+            .unwrap_or(config_entries.len());
+        config_entries.splice(
+            at..at,
+            [
+                ("PriorityWeightAge", w.weight_age),
+                ("PriorityWeightAssoc", w.weight_assoc),
+                ("PriorityWeightFairShare", w.weight_fairshare),
+                ("PriorityWeightJobSize", w.weight_jobsize),
+                ("PriorityWeightPartition", w.weight_partition),
+                ("PriorityWeightQOS", w.weight_qos),
+            ]
+            .map(|(k, v)| (k.to_string(), v.to_string())),
+        );
         config_entries.extend(scripts::config_entries(&cfg.scripts));
         config_entries.push((
             "OverTimeLimit".into(),
@@ -815,17 +809,22 @@ impl Cluster {
                     .collect()
             },
             billing: self.billing.clone(),
-            partition_tres: self
-                .partitions
-                .iter()
-                .map(|p| {
-                    let nodes = self.nodes.iter().filter(|n| p.nodes.contains(&n.name));
-                    (
-                        p.name.clone(),
-                        crate::model::billing::nodes_tres(nodes, &self.licenses),
-                    )
-                })
-                .collect(),
+            // Only TRES weights read the partitions' wholes: no work on each pass
+            // without them.
+            partition_tres: if self.sched_cfg.priority.weight_tres.is_empty() {
+                Default::default()
+            } else {
+                self.partitions
+                    .iter()
+                    .map(|p| {
+                        let nodes = self.nodes.iter().filter(|n| n.partitions.contains(&p.name));
+                        (
+                            p.name.clone(),
+                            crate::model::billing::nodes_tres(nodes, &self.licenses),
+                        )
+                    })
+                    .collect()
+            },
         }
     }
 
@@ -3209,6 +3208,7 @@ mod fs_tests;
 mod isolation;
 mod nodefail;
 mod reconfig;
+pub(crate) use reconfig::node_identity_unchanged;
 mod scripts;
 #[cfg(test)]
 mod tests;

@@ -76,6 +76,42 @@ impl Cluster {
     }
 }
 
+/// Refuses a reconfigured node declaration that changes what the node is (CPUs and
+/// their layout, memory, GRES, how it is reached): the agent registers those, so they
+/// change with a controller restart, as in Slurm 22.05. Errors name the first field
+/// that differs, old and new.
+pub(crate) fn node_identity_unchanged(
+    old: &crate::config::NodeConf,
+    new: &crate::config::NodeConf,
+) -> Result<(), String> {
+    let show = |v: &dyn std::fmt::Debug| format!("{v:?}");
+    let fields: [(&str, String, String); 8] = [
+        ("cpus", show(&old.cpus), show(&new.cpus)),
+        ("memory", show(&old.memory), show(&new.memory)),
+        ("sockets", show(&old.sockets), show(&new.sockets)),
+        (
+            "cores_per_socket",
+            show(&old.cores_per_socket),
+            show(&new.cores_per_socket),
+        ),
+        (
+            "threads_per_core",
+            show(&old.threads_per_core),
+            show(&new.threads_per_core),
+        ),
+        ("gres", show(&old.gres), show(&new.gres)),
+        ("gres_cores", show(&old.gres_cores), show(&new.gres_cores)),
+        ("ssh", show(&old.ssh), show(&new.ssh)),
+    ];
+    match fields.iter().find(|(_, a, b)| a != b) {
+        Some((key, a, b)) => Err(format!(
+            "node {}: {key} changed ({a} to {b}); changing what a node is needs a controller restart",
+            old.name
+        )),
+        None => Ok(()),
+    }
+}
+
 fn list(v: &[&str]) -> String {
     if v.is_empty() {
         "none".into()

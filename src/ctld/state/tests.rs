@@ -990,6 +990,8 @@ fn allow_groups_admits_by_the_group_data_the_edge_looked_up() {
 fn priority_tres_wholes_are_each_partitions_nodes_with_the_clusters_licenses() {
     let c = crate::ctld::testutil::two_nodes(
         r#"
+[priority]
+weight_tres = "cpu=1"
 [licenses]
 matlab = 3
 [[partitions]]
