@@ -14,6 +14,7 @@ pub mod depend;
 pub mod downtime;
 pub mod gres_detect;
 pub mod het;
+pub mod names;
 mod relay;
 pub mod resv;
 pub mod state;
@@ -238,7 +239,12 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
                 _ = term.recv() => {},
             }
         };
-        run(cfg, shutdown).await
+        // The actor runs as a task on a worker, not on this thread: a request's task
+        // wakes it on the same worker (tokio's LIFO slot) instead of across threads.
+        match tokio::spawn(run(cfg, shutdown)).await {
+            Ok(r) => r,
+            Err(e) => Err(anyhow::anyhow!("controller task failed: {e}")),
+        }
     });
     match res {
         Ok(()) => ExitCode::SUCCESS,
@@ -475,7 +481,7 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
         "controller starting"
     );
 
-    let (store_tx, store_rx) = mpsc::unbounded_channel::<StoreOp>();
+    let (store_tx, store_rx) = mpsc::unbounded_channel::<Vec<StoreOp>>();
     let store_thread = std::thread::Builder::new()
         .name("store".into())
         .spawn(move || store::run(store, store_rx))
@@ -548,7 +554,7 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
     let health = agents::Health::new(&cluster.nodes, cfg.slurmd_timeout, owner, now);
     let mut actor = Actor {
         cluster,
-        store: store_tx,
+        store: store::Outbox::new(store_tx),
         agents: HashMap::new(),
         declared,
         stop: stop_tx,
@@ -596,7 +602,7 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
                 actor.cluster.resv_tick(now, &mut fx);
                 actor.downlog.observe(&actor.cluster.nodes, now);
                 for (node, start, end) in actor.downlog.take_closed() {
-                    let _ = actor.store.send(StoreOp::NodeDown(node, start, end));
+                    actor.store.send(StoreOp::NodeDown(node, start, end));
                 }
                 if now - actor.cluster.ledger.accrued_at >= PRIORITY_CALC_PERIOD {
                     actor.cluster.accrue_usage(now, &mut fx);
@@ -614,6 +620,9 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
                 }
             }
         }
+        // What this burst's requests wrote (and the replies waiting on it) goes to the
+        // store now, so that its commit overlaps the scheduling pass below.
+        actor.store.flush();
         if fx.schedule {
             fx.schedule = false;
             // Cheap passes (a short queue) run at once, so a submission's reply is
@@ -628,6 +637,9 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
         }
         if sched_due.is_some_and(|d| tokio::time::Instant::now() >= d) {
             sched_due = None;
+            // Replies sent above woke their connections' tasks into this worker's
+            // next-task slot, which no other worker takes: they go out before the pass.
+            tokio::task::yield_now().await;
             let t0 = tokio::time::Instant::now();
             actor.cluster.schedule(crate::cli::timefmt::now(), &mut fx);
             last_end = tokio::time::Instant::now();
@@ -681,7 +693,8 @@ fn jobs_page(
 
 struct Actor {
     cluster: Cluster,
-    store: mpsc::UnboundedSender<StoreOp>,
+    /// Store ops of this iteration, sent to the store thread in one batch.
+    store: store::Outbox,
     agents: HashMap<String, mpsc::UnboundedSender<ToAgent>>,
     declared: HashMap<String, crate::config::NodeConf>,
     stop: mpsc::Sender<()>,
@@ -965,8 +978,7 @@ impl Actor {
                         Err(e) => Response::Error(e),
                         Ok(id) => {
                             self.apply_persist(fx);
-                            let _ = self
-                                .store
+                            self.store
                                 .send(StoreOp::Reply(reply, Response::Submitted { job_id: id }));
                             return;
                         }
@@ -987,8 +999,7 @@ impl Actor {
                         let id = self.cluster.submit(job, fx);
                         // The reply waits for the commit of this job's record.
                         self.apply_persist(fx);
-                        let _ = self
-                            .store
+                        self.store
                             .send(StoreOp::Reply(reply, Response::Submitted { job_id: id }));
                         return;
                     }
@@ -1055,7 +1066,7 @@ impl Actor {
             Request::Acct(q) => {
                 // Answered by the store after the writes queued so far.
                 self.apply_persist(fx);
-                let _ = self.store.send(StoreOp::Query(q, reply, now));
+                self.store.send(StoreOp::Query(q, reply, now));
                 return;
             }
             Request::Config => Response::Config(self.config_pairs()),
@@ -1143,9 +1154,8 @@ impl Actor {
                         fx.schedule = true;
                         self.apply_persist(fx);
                         let tree = Box::new(self.cluster.assoc.clone());
-                        let _ = self.store.send(StoreOp::PutAssoc(tree));
-                        let _ = self
-                            .store
+                        self.store.send(StoreOp::PutAssoc(tree));
+                        self.store
                             .send(StoreOp::Reply(reply, Response::AcctChanged(out)));
                         return;
                     }
@@ -1186,8 +1196,7 @@ impl Actor {
                     now,
                     ..Default::default()
                 };
-                let _ = self
-                    .store
+                self.store
                     .send(StoreOp::Usage(start, end, Box::new(rep), reply));
                 return;
             }
@@ -1219,12 +1228,12 @@ impl Actor {
         // Replies to requests that changed state also wait for their records' commit.
         if self.persist_resvs() {
             self.apply_persist(fx);
-            let _ = self.store.send(StoreOp::Reply(reply, resp));
+            self.store.send(StoreOp::Reply(reply, resp));
         } else if fx.persist.is_empty() {
             let _ = reply.send(resp);
         } else {
             self.apply_persist(fx);
-            let _ = self.store.send(StoreOp::Reply(reply, resp));
+            self.store.send(StoreOp::Reply(reply, resp));
         }
     }
 
@@ -1281,10 +1290,10 @@ impl Actor {
 
     fn apply_persist(&mut self, fx: &mut Effects) {
         for j in fx.persist.drain(..) {
-            let _ = self.store.send(StoreOp::Put(Box::new(j)));
+            self.store.send(StoreOp::Put(Box::new(j)));
         }
         if let Some(l) = fx.usage.take() {
-            let _ = self.store.send(StoreOp::PutFsUsage(l));
+            self.store.send(StoreOp::PutFsUsage(l));
         }
     }
 
@@ -1292,11 +1301,11 @@ impl Actor {
     fn persist_resvs(&mut self) -> bool {
         let mut any = false;
         if let Some(list) = self.cluster.resv.take_dirty() {
-            let _ = self.store.send(StoreOp::Resvs(list));
+            self.store.send(StoreOp::Resvs(list));
             any = true;
         }
         for r in self.cluster.resv.take_history() {
-            let _ = self.store.send(StoreOp::ResvHistory(r));
+            self.store.send(StoreOp::ResvHistory(r));
             any = true;
         }
         any
@@ -1306,8 +1315,9 @@ impl Actor {
         self.apply_persist(&mut fx);
         self.persist_resvs();
         for (reply, resp) in self.deferred.drain(..) {
-            let _ = self.store.send(StoreOp::Reply(reply, resp));
+            self.store.send(StoreOp::Reply(reply, resp));
         }
+        self.store.flush();
         for (token, ev) in fx.to_client.drain(..) {
             let last = matches!(ev, StepEvent::Done { .. } | StepEvent::Error(_));
             if let Some(l) = self.client_logs.get_mut(&token) {
@@ -1395,33 +1405,23 @@ fn refresh_groups(cluster: &mut Cluster, c: Caller) {
 }
 
 /// The user name of `uid` as the OS (NSS) gives it now; `None` when it has none.
-/// Looked up for every request, off the actor, so that permission checks by name
-/// (coordinators, AdminLevel) follow a user who is renamed or removed.
+/// Looked up for every request, so that permission checks by name (coordinators,
+/// AdminLevel) follow a user who is renamed or removed; a cached answer ([`names`]) is
+/// used at once, and a lookup that may block runs off the runtime's workers.
 async fn caller_name(uid: u32) -> Option<String> {
-    tokio::task::spawn_blocking(move || {
-        nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
-            .ok()
-            .flatten()
-            .map(|u| u.name)
-    })
-    .await
-    .ok()
-    .flatten()
+    if let Some(hit) = names::cached_user_name(uid) {
+        return hit;
+    }
+    tokio::task::spawn_blocking(move || names::user_name(uid))
+        .await
+        .ok()
+        .flatten()
 }
 
 /// Looks up user and group names for a uid/gid (numbers when unknown).
 fn user_group_names(uid: u32, gid: u32) -> (String, String) {
-    use nix::unistd::{Gid, Group, Uid, User};
-    let user = User::from_uid(Uid::from_raw(uid))
-        .ok()
-        .flatten()
-        .map(|u| u.name)
-        .unwrap_or_else(|| uid.to_string());
-    let group = Group::from_gid(Gid::from_raw(gid))
-        .ok()
-        .flatten()
-        .map(|g| g.name)
-        .unwrap_or_else(|| gid.to_string());
+    let user = names::user_name(uid).unwrap_or_else(|| uid.to_string());
+    let group = names::group_name(gid).unwrap_or_else(|| gid.to_string());
     (user, group)
 }
 

@@ -108,6 +108,43 @@ pub enum StoreOp {
     PutFsUsage(Box<UsageLedger>),
 }
 
+/// The actor's side of the store channel: ops are collected and sent as one batch per
+/// [`Outbox::flush`], so that a job's record and the reply that promises it is saved
+/// reach the store thread together and share one transaction (and one fsync), instead
+/// of the thread waking for the record alone and committing twice.
+pub struct Outbox {
+    tx: mpsc::UnboundedSender<Vec<StoreOp>>,
+    pending: Vec<StoreOp>,
+}
+
+impl Outbox {
+    /// An empty outbox sending to the store thread's channel.
+    pub fn new(tx: mpsc::UnboundedSender<Vec<StoreOp>>) -> Outbox {
+        Outbox {
+            tx,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Queues `op` for the next [`Outbox::flush`].
+    pub fn send(&mut self, op: StoreOp) {
+        self.pending.push(op);
+    }
+
+    /// Hands everything queued to the store thread (nothing when the queue is empty; a
+    /// store thread that is gone drops the ops, and [`Outbox::is_closed`] says so).
+    pub fn flush(&mut self) {
+        if !self.pending.is_empty() {
+            let _ = self.tx.send(std::mem::take(&mut self.pending));
+        }
+    }
+
+    /// Whether the store thread has stopped.
+    pub fn is_closed(&self) -> bool {
+        self.tx.is_closed()
+    }
+}
+
 /// Key of the fair-share usage ledger in the `kv` table.
 const FS_USAGE_KEY: &str = "fairshare_usage";
 
@@ -697,17 +734,19 @@ fn ran_on_any(j: &Job, nodes: &[String]) -> bool {
     held(&j.alloc) || j.past_runs.iter().any(|r| held(&r.alloc))
 }
 
-/// The store thread's loop: block for one op, take everything else queued, write all of
-/// it in one transaction (fsynced when it releases a reply, see [`Commit::plan`]), then
+/// The store thread's loop: block for one batch of ops (all an actor iteration queued,
+/// see [`Outbox`]), take every other batch queued, write all of it in one transaction (fsynced when it releases a reply, see [`Commit::plan`]), then
 /// release replies and answer queries. Exits when every sender is gone (closing the
 /// database then checkpoints and syncs whatever was committed lazily). A failed commit
 /// is fatal for the controller (returns the error), so that no client is told a job
 /// exists that was not written.
-pub fn run(mut store: Store, mut rx: mpsc::UnboundedReceiver<StoreOp>) -> Result<(), StoreError> {
-    while let Some(first) = rx.blocking_recv() {
-        let mut queued = vec![first];
-        while let Ok(op) = rx.try_recv() {
-            queued.push(op);
+pub fn run(
+    mut store: Store,
+    mut rx: mpsc::UnboundedReceiver<Vec<StoreOp>>,
+) -> Result<(), StoreError> {
+    while let Some(mut queued) = rx.blocking_recv() {
+        while let Ok(more) = rx.try_recv() {
+            queued.extend(more);
         }
         // The job records, taken out of the batch (all its writes share one
         // transaction, so their order relative to the other ops does not matter).
@@ -1000,15 +1039,14 @@ mod durability_tests {
         later.spec.comment = Some("second record".into());
         let (tx, rx) = mpsc::unbounded_channel();
         let (rtx, mut rrx) = oneshot::channel();
-        for op in [
-            StoreOp::Put(a.clone()),
-            StoreOp::Put(b.clone()),
-            StoreOp::Put(later.clone()),
-            StoreOp::Reply(rtx, Response::Ok),
-        ] {
-            tx.send(op).unwrap();
-        }
-        drop(tx);
+        let mut out = Outbox::new(tx);
+        out.send(StoreOp::Put(a.clone()));
+        out.send(StoreOp::Put(b.clone()));
+        out.flush();
+        out.send(StoreOp::Put(later.clone()));
+        out.send(StoreOp::Reply(rtx, Response::Ok));
+        out.flush();
+        drop(out);
         run(Store::open(&path).unwrap(), rx).unwrap();
         assert_eq!(rrx.try_recv().unwrap(), Response::Ok);
         let (jobs, _) = Store::open(&path).unwrap().load(100, 0).unwrap();
