@@ -70,23 +70,47 @@ pub fn main() -> ExitCode {
     dispatch(&cmd, args)
 }
 
+/// Re-opens any of stdin, stdout and stderr that is closed on `/dev/null`, so that a
+/// file opened later cannot take its number (what Rust's runtime set-up does, which
+/// the binary skips; see `main.rs`). Nothing to report when it fails.
+pub fn open_standard_fds() {
+    use nix::fcntl::{FcntlArg, OFlag, fcntl, open};
+    for fd in 0..3 {
+        if fcntl(fd, FcntlArg::F_GETFD) == Err(nix::errno::Errno::EBADF) {
+            // The lowest free number is `fd` itself; it stays open for the process.
+            let _ = open("/dev/null", OFlag::O_RDWR, nix::sys::stat::Mode::empty());
+        }
+    }
+}
+
+/// The exit status `code` stands for (`ExitCode` keeps its number private; it is one
+/// of 0–255 and compares equal to the code made from it).
+pub fn exit_status(code: ExitCode) -> i32 {
+    (0..=u8::MAX)
+        .find(|&n| ExitCode::from(n) == code)
+        .map_or(1, i32::from)
+}
+
 /// Front-ends die quietly on a closed pipe (`squeue | head -1`), as C programs do;
-/// daemons keep Rust's default (SIGPIPE ignored, EPIPE returned) since a client that
-/// hangs up must not kill them.
+/// daemons ignore SIGPIPE (EPIPE returned instead), since a client that hangs up must
+/// not kill them. Children get SIGPIPE back at its default (std's `Command` resets it).
 #[allow(unsafe_code)]
-fn default_sigpipe() {
+fn set_sigpipe(daemon: bool) {
     use nix::sys::signal::{SigHandler, Signal, signal};
+    let handler = if daemon {
+        SigHandler::SigIgn
+    } else {
+        SigHandler::SigDfl
+    };
     // SAFETY: called once at start-up on the main thread before any other thread exists;
-    // SIG_DFL installs no Rust handler.
+    // SIG_DFL and SIG_IGN install no Rust handler.
     unsafe {
-        let _ = signal(Signal::SIGPIPE, SigHandler::SigDfl);
+        let _ = signal(Signal::SIGPIPE, handler);
     }
 }
 
 fn dispatch(cmd: &str, args: Vec<OsString>) -> ExitCode {
-    if !matches!(cmd, "controller" | "stepd" | "agent") {
-        default_sigpipe();
-    }
+    set_sigpipe(matches!(cmd, "controller" | "stepd" | "agent"));
     match cmd {
         "sbatch" => sbatch::run(args),
         "squeue" => squeue::run(args),
