@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Regenerates link/front-end.order: the functions the everyday front-end calls run (the
-# most frequent calls' first), which build.rs hands to the linker (lld's
-# --symbol-ordering-file) so that they sit together at the start of the code.
+# Regenerates link/front-end.order: the functions the everyday front-end calls and a
+# job's stepd run (the most frequent calls' first), which build.rs hands to the linker
+# (lld's --symbol-ordering-file) so that they sit together at the start of the code.
 #
 #   scripts/link-order.sh          (builds target/release/sluice first)
 #
-# A fresh `sbatch` or `squeue` touches a few hundred functions spread over 14 MB of
-# code; each 64 KiB window it touches costs a page fault that maps 16 pages, and the
+# A fresh `sbatch`, `squeue` or stepd touches a few hundred functions spread over 14 MB
+# of code; each 64 KiB window it touches costs a page fault that maps 16 pages, and the
 # exit unmaps them all. Packed together, the same calls take about a quarter fewer
 # faults. Run this after changes to the front-ends, the protocol or the dependencies
 # (names the file lists that no longer exist are skipped by the linker, so a stale
@@ -60,10 +60,20 @@ scontrol show job 1
 scancel 2
 sacct
 CALLS
+# Then a job's stepd: the spool directory of a launched job, copied once the job is
+# gone, run again (a fork of stepd writes its own profile, cg.N.PID).
+jid=$("$tmp/bin/sbatch" --parsable -o /dev/null --wrap 'sleep 1')
+for _ in $(seq 200); do [ -f "$tmp/spool/job_$jid/launch" ] && break; sleep 0.05; done
+mkdir "$tmp/stepd"
+cp "$tmp/spool/job_$jid/launch" "$tmp/spool/job_$jid/script" "$tmp/stepd/"
+"$tmp/bin/scancel" "$jid"
+while [ -n "$("$tmp/bin/squeue" -h -j "$jid" -t R,CG -o %i 2>/dev/null)" ]; do sleep 0.1; done
+(cd "$tmp/stepd" && valgrind --tool=callgrind --demangle=no \
+	--callgrind-out-file="$tmp/cg.$((i + 1)).%p" "$bin" stepd "$tmp/stepd" >/dev/null 2>&1) || true
 python3 - "$bin" "$top/link/front-end.order" "$tmp"/cg.* <<'PY'
 import re, sys
 binary, out_path, files = sys.argv[1], sys.argv[2], sys.argv[3:]
-files.sort(key=lambda f: int(f.rsplit(".", 1)[1]))
+files.sort(key=lambda f: [int(n) for n in f.rsplit("/cg.", 1)[1].split(".")])
 order, seen = [], set()
 for f in files:
     # callgrind names objects and functions once, then by number: ob=(n) name, fn=(n) name.
