@@ -16,29 +16,8 @@ bin=${1:-$top/target/release/sluice}
 runs=${2:-11}
 if [ ! -x "$bin" ]; then (cd "$top" && cargo build --release --locked); fi
 bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
-tmp=$(mktemp -d /tmp/sluice-bench.XXXXXX)
-node=$(hostname -s 2>/dev/null || hostname); node=${node%%.*}
-cat >"$tmp/sluice.toml" <<TOML
-cluster_name = "bench"
-state_dir = "$tmp/state"
-spool_dir = "$tmp/spool"
-socket = "$tmp/ctld.sock"
-max_array_size = 100001
-[[nodes]]
-name = "$node"
-[[partitions]]
-name = "debug"
-nodes = "$node"
-default = true
-TOML
-mkdir -p "$tmp/bin" "$tmp/work"
-for c in sbatch squeue scancel sinfo sacct scontrol; do ln -s "$bin" "$tmp/bin/$c"; done
-export SLUICE_CONF=$tmp/sluice.toml PATH=$tmp/bin:$PATH
-cd "$tmp/work"
-"$bin" controller --foreground >"$tmp/controller.log" 2>&1 &
-ctld=$!
-trap 'kill $ctld 2>/dev/null; wait $ctld 2>/dev/null; rm -rf "$tmp"' EXIT
-for _ in $(seq 100); do sinfo -h >/dev/null 2>&1 && break; sleep 0.1; done
+. "$top/scripts/private-controller.sh"
+start_private_controller "$bin" "max_array_size = 100001"
 rss() { awk '/^VmRSS/ {print $2}' "/proc/$ctld/status"; }
 drain() { while [ -n "$(squeue -h -t PD,R,CG -o %i | head -n1)" ]; do sleep 0.05; done; }
 

@@ -17,35 +17,8 @@ bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
 if ! command -v hyperfine >/dev/null; then
 	if [ "$(id -u)" = 0 ]; then apt-get install -y -qq hyperfine >/dev/null; else echo "install hyperfine first"; exit 1; fi
 fi
-tmp=$(mktemp -d /tmp/sluice-bench-srun.XXXXXX)
-node=$(hostname -s 2>/dev/null || hostname); node=${node%%.*}
-cat >"$tmp/sluice.toml" <<TOML
-cluster_name = "bench"
-state_dir = "$tmp/state"
-spool_dir = "$tmp/spool"
-socket = "$tmp/ctld.sock"
-[[nodes]]
-name = "$node"
-cpus = 8
-[[partitions]]
-name = "debug"
-nodes = "$node"
-default = true
-TOML
-mkdir -p "$tmp/bin" "$tmp/work"
-for c in sbatch srun squeue scancel sinfo; do ln -s "$bin" "$tmp/bin/$c"; done
-export SLUICE_CONF=$tmp/sluice.toml PATH=$tmp/bin:$PATH
-cd "$tmp/work"
-"$bin" controller --foreground >"$tmp/controller.log" 2>&1 &
-ctld=$!
-cleanup() {
-	kill "$ctld" 2>/dev/null
-	wait "$ctld" 2>/dev/null
-	for f in "$tmp"/spool/job_*/job.pid; do [ -f "$f" ] && kill -9 -- "-$(cat "$f")" 2>/dev/null; done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-for _ in $(seq 100); do sinfo -h >/dev/null 2>&1 && break; sleep 0.1; done
+. "$top/scripts/private-controller.sh"
+start_private_controller "$bin" "" "cpus = 8"
 job=$(sbatch --parsable -n8 -o /dev/null --wrap 'sleep 3600')
 for _ in $(seq 100); do [ "$(squeue -h -j "$job" -o %T)" = RUNNING ] && break; sleep 0.1; done
 export SLURM_JOB_ID=$job

@@ -17,28 +17,8 @@ bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
 if ! command -v hyperfine >/dev/null; then
 	if [ "$(id -u)" = 0 ]; then apt-get install -y -qq hyperfine >/dev/null; else echo "install hyperfine first"; exit 1; fi
 fi
-tmp=$(mktemp -d /tmp/sluice-bench.XXXXXX)
-node=$(hostname -s 2>/dev/null || hostname); node=${node%%.*}
-cat >"$tmp/sluice.toml" <<TOML
-cluster_name = "bench"
-state_dir = "$tmp/state"
-spool_dir = "$tmp/spool"
-socket = "$tmp/ctld.sock"
-[[nodes]]
-name = "$node"
-[[partitions]]
-name = "debug"
-nodes = "$node"
-default = true
-TOML
-mkdir -p "$tmp/bin" "$tmp/work"
-for c in sbatch squeue scancel sinfo sacct scontrol; do ln -s "$bin" "$tmp/bin/$c"; done
-export SLUICE_CONF=$tmp/sluice.toml PATH=$tmp/bin:$PATH
-cd "$tmp/work"
-"$bin" controller --foreground >"$tmp/controller.log" 2>&1 &
-ctld=$!
-trap 'kill $ctld 2>/dev/null; wait $ctld 2>/dev/null; rm -rf "$tmp"' EXIT
-for _ in $(seq 100); do sinfo -h >/dev/null 2>&1 && break; sleep 0.1; done
+. "$top/scripts/private-controller.sh"
+start_private_controller "$bin"
 
 echo "== 1. sbatch --wrap true, 200 runs (held, so the node stays idle)"
 hyperfine -N --warmup 10 --runs 200 --export-json "$tmp/h.json" "$tmp/bin/sbatch -H --wrap true" | sed -n '1,4p'

@@ -19,28 +19,8 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 command -v valgrind >/dev/null || { echo "install valgrind first"; exit 1; }
 (cd "$top" && cargo build --release --locked --quiet)
 bin=$top/target/release/sluice
-tmp=$(mktemp -d /tmp/sluice-order.XXXXXX)
-node=$(hostname -s 2>/dev/null || hostname); node=${node%%.*}
-cat >"$tmp/sluice.toml" <<TOML
-cluster_name = "order"
-state_dir = "$tmp/state"
-spool_dir = "$tmp/spool"
-socket = "$tmp/ctld.sock"
-[[nodes]]
-name = "$node"
-[[partitions]]
-name = "debug"
-nodes = "$node"
-default = true
-TOML
-mkdir -p "$tmp/bin" "$tmp/work"
-for c in sbatch squeue scancel sinfo sacct scontrol; do ln -s "$bin" "$tmp/bin/$c"; done
-export SLUICE_CONF=$tmp/sluice.toml
-cd "$tmp/work"
-"$bin" controller --foreground >"$tmp/controller.log" 2>&1 &
-ctld=$!
-trap 'kill $ctld 2>/dev/null; wait $ctld 2>/dev/null; rm -rf "$tmp"' EXIT
-for _ in $(seq 100); do "$tmp/bin/sinfo" -h >/dev/null 2>&1 && break; sleep 0.1; done
+. "$top/scripts/private-controller.sh"
+start_private_controller "$bin"
 "$tmp/bin/sbatch" -Q --wrap 'sleep 300' >/dev/null
 "$tmp/bin/sbatch" -Q -H --wrap true >/dev/null
 # The calls, most frequent first: their functions come first in the file.
@@ -77,7 +57,7 @@ files.sort(key=lambda f: [int(n) for n in f.rsplit("/cg.", 1)[1].split(".")])
 order, seen = [], set()
 for f in files:
     # callgrind names objects and functions once, then by number: ob=(n) name, fn=(n) name.
-    objs, fns, cur = {}, {}, None
+    objs, fns, cur, new = {}, {}, None, []
     for line in open(f):
         m = re.match(r"^(ob|cob)=\((\d+)\)(?: (.*))?$", line.rstrip("\n"))
         if m:
@@ -95,7 +75,10 @@ for f in files:
             real = " " not in name and not name.startswith(("(", "0x"))
             if m.group(1) == "fn" and cur == binary and real and name not in seen:
                 seen.add(name)
-                order.append(name)
+                new.append(name)
+    # callgrind's listing order varies from run to run; sorted, the file changes only
+    # when the code does.
+    order.extend(sorted(new))
 with open(out_path, "w") as o:
     o.write("# Written by scripts/link-order.sh: the functions the front-ends run.\n")
     o.write("\n".join(order) + "\n")

@@ -15,27 +15,8 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 (cd "$top" && cargo build --release --quiet && cargo bench --no-run --quiet --bench queue_rss 2>/dev/null)
 bin=$top/target/release/sluice
 fill=$(ls -t "$top"/target/release/deps/queue_rss-* | grep -v '\.d$' | head -1)
-tmp=$(mktemp -d /tmp/sluice-rss.XXXXXX)
-node=$(hostname -s 2>/dev/null || hostname); node=${node%%.*}
-cat >"$tmp/sluice.toml" <<TOML
-cluster_name = "rss"
-state_dir = "$tmp/state"
-spool_dir = "$tmp/spool"
-socket = "$tmp/ctld.sock"
-[[nodes]]
-name = "$node"
-cpus = 1
-[[partitions]]
-name = "debug"
-nodes = "$node"
-default = true
-TOML
-export SLUICE_CONF=$tmp/sluice.toml
-mkdir -p "$tmp/work" && cd "$tmp/work"
-"$bin" controller --foreground >"$tmp/controller.log" 2>&1 &
-ctld=$!
-trap 'kill $ctld 2>/dev/null; wait $ctld 2>/dev/null; rm -rf "$tmp"' EXIT
-for _ in $(seq 100); do "$bin" sinfo -h >/dev/null 2>&1 && break; sleep 0.1; done
+. "$top/scripts/private-controller.sh"
+start_private_controller "$bin" "" "cpus = 1"
 "$bin" sbatch -Q -o /dev/null --wrap 'sleep 3600'
 rss() { awk '/^(VmRSS|VmHWM)/ {printf "%s %.1f MiB  ", $1, $2/1024}' /proc/$ctld/status; echo; }
 echo "idle controller:          $(rss)"
