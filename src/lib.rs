@@ -4,6 +4,29 @@
 //! `transport`; `sched` is pure and imports only `model` and `config`; the roles `ctld`,
 //! `agent`, `stepd` meet only through `proto`; `cli` sits on top.
 
+/// Prints to stderr like std's `eprintln!`, but a write that fails is ignored, as
+/// Slurm's commands ignore a stderr they cannot write (`2>/dev/full`): std's macro
+/// panics (exit 101) instead. Being defined here, before the modules, it takes the
+/// place of std's throughout the crate.
+macro_rules! eprintln {
+    () => {{
+        let _ = std::io::Write::write_all(&mut std::io::stderr(), b"\n");
+    }};
+    ($($arg:tt)*) => {{
+        let _ = std::io::Write::write_fmt(
+            &mut std::io::stderr().lock(),
+            format_args!("{}\n", format_args!($($arg)*)),
+        );
+    }};
+}
+
+/// Prints to stderr like std's `eprint!`, ignoring a failed write (see `eprintln!`).
+macro_rules! eprint {
+    ($($arg:tt)*) => {{
+        let _ = std::io::Write::write_fmt(&mut std::io::stderr(), format_args!($($arg)*));
+    }};
+}
+
 pub mod agent;
 pub mod cli;
 pub mod config;

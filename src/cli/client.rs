@@ -110,7 +110,7 @@ impl Client {
     /// none answers (personal auto-start, and `sluice controller` in either mode).
     ///
     /// Errors: `Unreachable` with a hint when the controller cannot be spawned, exits
-    /// (its last log line is quoted), or does not answer within 10 s.
+    /// (the error it stopped with is quoted from its log), or does not answer within 10 s.
     pub fn start_controller(cfg: &Config) -> Result<Client, ClientError> {
         if let Ok(c) = Client::try_connect(cfg) {
             return Ok(c);
@@ -126,7 +126,7 @@ impl Client {
                 Ok(c) => return Ok(c),
                 Err(e) if Instant::now() >= deadline => {
                     let why = if failed {
-                        last_line(&log).unwrap_or_else(|| "it exited".into())
+                        controller_error(&log).unwrap_or_else(|| "it exited".into())
                     } else {
                         e.hint()
                             .map(str::to_string)
@@ -146,7 +146,7 @@ impl Client {
             // start (a bad database, say): then wait a little, not the full 10 s.
             if !failed && matches!(child.try_wait(), Ok(Some(st)) if !st.success()) {
                 failed = true;
-                let lost_race = last_line(&log).is_some_and(|l| l.contains(LOCK_HELD));
+                let lost_race = controller_error(&log).is_some_and(|l| l.contains(LOCK_HELD));
                 if !lost_race {
                     deadline = deadline.min(Instant::now() + Duration::from_secs(2));
                 }
@@ -349,10 +349,36 @@ fn spawn_controller(cfg: &Config) -> std::io::Result<std::process::Child> {
 /// What a controller that finds the state directory locked says (`ctld::run`).
 pub const LOCK_HELD: &str = "another controller already uses";
 
-/// The last non-empty line of a log file.
-fn last_line(path: &std::path::Path) -> Option<String> {
+/// The error a controller stopped with, from its log: the last `sluice controller: …`
+/// message (the one `ctld::cli_main` prints on a fatal error; a message of several
+/// lines is joined), since other lines (an agent noticing the shutdown) may follow it;
+/// else the log's last non-empty line.
+fn controller_error(path: &std::path::Path) -> Option<String> {
     let text = std::fs::read_to_string(path).ok()?;
-    text.lines()
+    fatal_message(&text)
+}
+
+fn fatal_message(text: &str) -> Option<String> {
+    const PREFIX: &str = "sluice controller: ";
+    let lines: Vec<&str> = text.lines().collect();
+    // Tracing lines start with an RFC 3339 time ("2026-12-04T07:07:35…").
+    let is_log_line = |l: &str| {
+        let b = l.as_bytes();
+        b.len() > 10 && b[..4].iter().all(u8::is_ascii_digit) && b[4] == b'-' && b[10] == b'T'
+    };
+    if let Some(i) = lines.iter().rposition(|l| l.starts_with(PREFIX)) {
+        let mut parts = vec![lines[i][PREFIX.len()..].trim()];
+        parts.extend(
+            lines[i + 1..]
+                .iter()
+                .take_while(|l| !is_log_line(l) && !l.starts_with(PREFIX))
+                .map(|l| l.trim())
+                .filter(|l| !l.is_empty()),
+        );
+        return Some(parts.join(" "));
+    }
+    lines
+        .iter()
         .rev()
         .find(|l| !l.trim().is_empty())
         .map(|l| l.trim().to_string())
@@ -362,6 +388,36 @@ fn last_line(path: &std::path::Path) -> Option<String> {
 /// Slurm front-ends print for it.
 pub fn error_text(e: &SlurmError) -> String {
     e.to_string()
+}
+
+#[cfg(test)]
+mod fatal_tests {
+    use super::fatal_message;
+
+    #[test]
+    fn the_fatal_error_is_quoted_not_the_last_line() {
+        let log = "2026-12-04T07:07:35.1Z  INFO sluice::ctld: controller starting\n\
+                   sluice controller: cannot listen on /tmp/s/sluice.sock: refusing to use it\n\
+                   2026-12-04T07:07:35.7Z ERROR sluice::ctld: local agent stopped: broken pipe\n";
+        assert_eq!(
+            fatal_message(log).as_deref(),
+            Some("cannot listen on /tmp/s/sluice.sock: refusing to use it")
+        );
+        let multi = "sluice controller: /s/sluice.db is corrupt: integrity check failed:\n\
+                     Tree 6 page 6: btreeInitPage() returns error code 11\n";
+        assert_eq!(
+            fatal_message(multi).as_deref(),
+            Some(
+                "/s/sluice.db is corrupt: integrity check failed: \
+                 Tree 6 page 6: btreeInitPage() returns error code 11"
+            )
+        );
+        assert_eq!(
+            fatal_message("one\nlast line\n\n").as_deref(),
+            Some("last line")
+        );
+        assert_eq!(fatal_message(""), None);
+    }
 }
 
 #[cfg(test)]

@@ -273,7 +273,7 @@ pub fn prepare(
 pub fn verbose_lines(argv: &[String]) -> Vec<String> {
     use clap::CommandFactory;
     use clap::parser::ValueSource;
-    let cmd = SbatchArgs::command();
+    let cmd = crate::jobspec::opts::getopt_values(SbatchArgs::command());
     let Ok(m) = cmd.clone().try_get_matches_from(argv) else {
         return Vec::new();
     };

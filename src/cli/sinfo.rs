@@ -1160,7 +1160,7 @@ fn emit(out: &Output) -> ExitCode {
 
 /// Runs `sinfo` with its full argv (argv[0] included).
 pub fn run(args: Vec<OsString>) -> ExitCode {
-    let mut cmd = Args::command();
+    let mut cmd = crate::jobspec::opts::getopt_values(Args::command());
     let opts = match cmd
         .try_get_matches_from_mut(&args)
         .and_then(|m| Args::from_arg_matches(&m))

@@ -1080,7 +1080,7 @@ fn emit(out: &Output) -> ExitCode {
 
 /// Runs `squeue` with its full argv (argv[0] included).
 pub fn run(args: Vec<OsString>) -> ExitCode {
-    let mut cmd = Args::command();
+    let mut cmd = crate::jobspec::opts::getopt_values(Args::command());
     let matches = match cmd.try_get_matches_from_mut(&args) {
         Ok(m) => m,
         Err(e) => {

@@ -543,7 +543,10 @@ impl Config {
             path: path.to_path_buf(),
             msg,
         };
-        let base = path.parent().unwrap_or(Path::new("/"));
+        // Relative to the file, resolved now: the controller leaves its working
+        // directory when it detaches, and re-reads the file on reconfigure.
+        let full = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let base = full.parent().unwrap_or(Path::new("/"));
         let abs = |p: PathBuf| if p.is_absolute() { p } else { base.join(p) };
         let state_dir = abs(fc.state_dir.unwrap_or_else(|| "/var/lib/sluice".into()));
         let spool_dir = abs(fc.spool_dir.unwrap_or_else(|| state_dir.join("spool")));
@@ -798,7 +801,7 @@ impl Config {
         fairshare_accounts(&fc.accounts, &mut sched.priority).map_err(invalid)?;
         Ok(Config {
             mode: Mode::System,
-            source: Some(path.to_path_buf()),
+            source: Some(full.clone()),
             cluster_name: fc.cluster_name.unwrap_or_else(|| "sluice".into()),
             state_dir,
             spool_dir,

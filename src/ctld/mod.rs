@@ -214,6 +214,9 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
     if detached {
         // Leave the caller's session so that its terminal and signals are not ours.
         let _ = nix::unistd::setsid();
+        // Nor its working directory, which would stay busy (unmountable) for as long
+        // as the controller runs; every path it uses is absolute by now.
+        let _ = std::env::set_current_dir("/");
     }
     // Job scripts, environments and the database are private to the controller.
     nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));

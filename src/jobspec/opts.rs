@@ -438,7 +438,7 @@ where
 {
     let mut out: Vec<SrunArgs> = Vec::new();
     for words in het_groups(argv) {
-        let mut a = SrunArgs::try_parse_from(words).map_err(|e| OptError::from_clap(&e))?;
+        let mut a: SrunArgs = parse_getopt(words).map_err(|e| OptError::from_clap(&e))?;
         if let Some(prev) = out.last() {
             propagate(&prev.job, &mut a.job);
             a.step.label |= prev.step.label;
@@ -566,7 +566,7 @@ where
     let groups = het_groups(argv);
     let n = groups.len();
     for (k, words) in groups.into_iter().enumerate() {
-        let mut a = SallocArgs::try_parse_from(words).map_err(|e| OptError::from_clap(&e))?;
+        let mut a: SallocArgs = parse_getopt(words).map_err(|e| OptError::from_clap(&e))?;
         if k + 1 < n && !a.command.is_empty() {
             return Err(OptError::Verify(format!(
                 "the command ({}) must follow the options of the last heterogeneous job component",
@@ -717,6 +717,35 @@ impl std::fmt::Display for OptError {
 
 impl std::error::Error for OptError {}
 
+/// `cmd` with getopt_long's rule for an option's required value: the next word is the
+/// value whatever it starts with (`squeue -S -i`, `sbatch -J -x`), where clap would
+/// take a leading `-` for the next option. Options with an optional value (which
+/// getopt takes only as `--opt=value`) or several values are left as they are.
+pub fn getopt_values(cmd: clap::Command) -> clap::Command {
+    cmd.mut_args(|a| {
+        let one_value = a
+            .get_num_args()
+            .is_none_or(|r| r.min_values() == 1 && r.max_values() == 1);
+        if !a.is_positional() && a.get_action().takes_values() && one_value {
+            a.allow_hyphen_values(true)
+        } else {
+            a
+        }
+    })
+}
+
+/// Parses `words` (argv[0] included) with `T`'s command under [`getopt_values`].
+fn parse_getopt<T, I>(words: I) -> Result<T, clap::Error>
+where
+    T: clap::CommandFactory + clap::FromArgMatches,
+    I: IntoIterator,
+    I::Item: Into<std::ffi::OsString> + Clone,
+{
+    let mut cmd = getopt_values(T::command());
+    let mut m = cmd.try_get_matches_from_mut(words)?;
+    T::from_arg_matches_mut(&mut m).map_err(|e| e.format(&mut cmd))
+}
+
 /// Parses `argv` (argv[0] included) with the sbatch command, mapping clap errors to
 /// Slurm's text.
 ///
@@ -742,7 +771,7 @@ where
         return Ok(hit);
     }
     let mut cmd = lock(&SBATCH_COMMAND).take().unwrap_or_else(|| {
-        let mut c = SbatchArgs::command();
+        let mut c = getopt_values(SbatchArgs::command());
         c.build();
         c
     });

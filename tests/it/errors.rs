@@ -412,3 +412,53 @@ fn a_background_start_names_the_directory_it_cannot_create() {
     );
     assert!(!err.contains("Unable to contact"), "{err}");
 }
+
+/// A stderr that cannot be written (`2>/dev/full`) changes nothing: the front-end
+/// exits as it would have (Slurm's commands ignore the failed write), not 101 from a
+/// panic in the printing.
+#[test]
+fn an_unwritable_stderr_keeps_the_exit_status() {
+    let c = TestCluster::start();
+    let cases: &[(&str, &[&str], i32)] = &[
+        ("sbatch", &["-t", "bad", "--wrap", "true"], 255),
+        ("sbatch", &["-p", "nosuch", "--wrap", "true"], 1),
+        ("scancel", &["abc"], 1),
+        ("squeue", &["-u", "nosuchuser"], 0),
+        ("sinfo", &["--bogus"], 1),
+    ];
+    for (cmd, args, code) in cases {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let out = c.cmd(cmd).args(*args).stderr(full).output().unwrap();
+        assert_eq!(out.status.code(), Some(*code), "{cmd} {args:?}");
+    }
+}
+
+/// An option's value is the next word whatever it starts with, as getopt_long takes it
+/// (`-J -dash`, `squeue -S -i`).
+#[test]
+fn option_values_may_start_with_a_dash() {
+    let c = TestCluster::start();
+    let out = c.run(
+        "sbatch",
+        &["--parsable", "-H", "-J", "-dash", "--wrap", "true"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let first = stdout(&out).trim().to_string();
+    let out = c.run(
+        "sbatch",
+        &["--parsable", "-H", "-J", "plain", "--wrap", "true"],
+    );
+    let second = stdout(&out).trim().to_string();
+    let out = c.run("squeue", &["-h", "-S", "-i", "-o", "%i %j"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        format!("{second} plain\n{first} -dash\n"),
+        "sorted by descending id"
+    );
+    let out = c.run("squeue", &["-h", "-n", "-dash", "-o", "%i"]);
+    assert_eq!(stdout(&out), format!("{first}\n"));
+}
