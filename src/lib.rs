@@ -27,6 +27,28 @@ macro_rules! eprint {
     }};
 }
 
+/// Prints to stdout like std's `println!`, ignoring a failed write (`>/dev/full`), as
+/// Slurm's commands do; see `eprintln!`. (A closed pipe still ends a front-end by
+/// SIGPIPE, as for C programs.)
+macro_rules! println {
+    () => {{
+        let _ = std::io::Write::write_all(&mut std::io::stdout(), b"\n");
+    }};
+    ($($arg:tt)*) => {{
+        let _ = std::io::Write::write_fmt(
+            &mut std::io::stdout().lock(),
+            format_args!("{}\n", format_args!($($arg)*)),
+        );
+    }};
+}
+
+/// Prints to stdout like std's `print!`, ignoring a failed write (see `println!`).
+macro_rules! print {
+    ($($arg:tt)*) => {{
+        let _ = std::io::Write::write_fmt(&mut std::io::stdout(), format_args!($($arg)*));
+    }};
+}
+
 pub mod agent;
 pub mod cli;
 pub mod config;

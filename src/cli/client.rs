@@ -116,6 +116,8 @@ impl Client {
             return Ok(c);
         }
         let log = cfg.state_dir.join("controller.log");
+        // The log is appended to across starts: only what this start wrote counts.
+        let from = std::fs::metadata(&log).map_or(0, |m| m.len());
         let mut child = spawn_controller(cfg).map_err(|e| ClientError::Unreachable {
             hint: Some(format!("sluice: could not start a controller: {e}")),
         })?;
@@ -126,7 +128,7 @@ impl Client {
                 Ok(c) => return Ok(c),
                 Err(e) if Instant::now() >= deadline => {
                     let why = if failed {
-                        controller_error(&log).unwrap_or_else(|| "it exited".into())
+                        controller_error(&log, from).unwrap_or_else(|| "it exited".into())
                     } else {
                         e.hint()
                             .map(str::to_string)
@@ -146,7 +148,7 @@ impl Client {
             // start (a bad database, say): then wait a little, not the full 10 s.
             if !failed && matches!(child.try_wait(), Ok(Some(st)) if !st.success()) {
                 failed = true;
-                let lost_race = controller_error(&log).is_some_and(|l| l.contains(LOCK_HELD));
+                let lost_race = controller_error(&log, from).is_some_and(|l| l.contains(LOCK_HELD));
                 if !lost_race {
                     deadline = deadline.min(Instant::now() + Duration::from_secs(2));
                 }
@@ -353,9 +355,14 @@ pub const LOCK_HELD: &str = "another controller already uses";
 /// message (the one `ctld::cli_main` prints on a fatal error; a message of several
 /// lines is joined), since other lines (an agent noticing the shutdown) may follow it;
 /// else the log's last non-empty line.
-fn controller_error(path: &std::path::Path) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
-    fatal_message(&text)
+/// Only the log from byte `from` on is read (what this start wrote).
+fn controller_error(path: &std::path::Path, from: u64) -> Option<String> {
+    use std::io::{Read, Seek};
+    let mut f = std::fs::File::open(path).ok()?;
+    f.seek(std::io::SeekFrom::Start(from)).ok()?;
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes).ok()?;
+    fatal_message(&String::from_utf8_lossy(&bytes))
 }
 
 fn fatal_message(text: &str) -> Option<String> {

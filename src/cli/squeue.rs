@@ -67,12 +67,14 @@ pub struct Args {
     /// Do not print a header line.
     #[arg(short = 'h', long = "noheader")]
     pub noheader: bool,
-    /// Comma separated list of job ids to view.
+    /// Comma separated list of job ids to view (optional, as Slurm's `j::`: `squeue -j`
+    /// alone lists every job).
     #[arg(
         short = 'j',
         long = "jobs",
         visible_alias = "job",
-        value_name = "JOB_ID"
+        value_name = "JOB_ID",
+        num_args = 0..=1
     )]
     pub jobs: Vec<String>,
     /// Long report (adds STATE and TIME_LIMIT, and a time banner).

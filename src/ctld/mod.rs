@@ -217,6 +217,7 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
         // Nor its working directory, which would stay busy (unmountable) for as long
         // as the controller runs; every path it uses is absolute by now.
         let _ = std::env::set_current_dir("/");
+        close_inherited_fds();
     }
     // Job scripts, environments and the database are private to the controller.
     nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
@@ -255,6 +256,23 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
             eprintln!("sluice controller: {e:#}");
             ExitCode::from(1)
         }
+    }
+}
+
+/// Closes every descriptor above stderr that the detached controller inherited from
+/// whoever started it (a shell's `7>&1` pipe would otherwise stay open, and its reader
+/// wait, for as long as the controller runs), as Slurm's daemons do when they detach.
+fn close_inherited_fds() {
+    let fds: Vec<i32> = std::fs::read_dir("/proc/self/fd")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .filter(|&fd| fd > 2)
+        .collect();
+    // The listing's own descriptor is closed by now; closing it again fails harmlessly.
+    for fd in fds {
+        let _ = nix::unistd::close(fd);
     }
 }
 

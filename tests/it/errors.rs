@@ -434,6 +434,24 @@ fn an_unwritable_stderr_keeps_the_exit_status() {
         let out = c.cmd(cmd).args(*args).stderr(full).output().unwrap();
         assert_eq!(out.status.code(), Some(*code), "{cmd} {args:?}");
     }
+    // The same for stdout (`sacct >/dev/full`, `sinfo --version >/dev/full`).
+    for (cmd, args) in [
+        ("sacct", &[][..]),
+        ("sinfo", &["--version"][..]),
+        ("scontrol", &["ping"][..]),
+    ] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let out = c.cmd(cmd).args(args).stdout(full).output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{cmd} {args:?}: {}",
+            stderr(&out)
+        );
+    }
 }
 
 /// An option's value is the next word whatever it starts with, as getopt_long takes it
@@ -461,4 +479,8 @@ fn option_values_may_start_with_a_dash() {
     );
     let out = c.run("squeue", &["-h", "-n", "-dash", "-o", "%i"]);
     assert_eq!(stdout(&out), format!("{first}\n"));
+    // `-j` takes a list only when one follows (Slurm's optional `j::`).
+    let out = c.run("squeue", &["-j", "-h", "-o", "%i"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).lines().count(), 2);
 }
