@@ -4,49 +4,41 @@
 //! `transport`; `sched` is pure and imports only `model` and `config`; the roles `ctld`,
 //! `agent`, `stepd` meet only through `proto`; `cli` sits on top.
 
-/// Prints to stderr like std's `eprintln!`, but a write that fails is ignored, as
-/// Slurm's commands ignore a stderr they cannot write (`2>/dev/full`): std's macro
-/// panics (exit 101) instead. Being defined here, before the modules, it takes the
-/// place of std's throughout the crate.
+/// Writes `format_args!(...)` to `stream`, ignoring a failed write: Slurm's commands
+/// ignore a stdout or stderr they cannot write (`>/dev/full`), where std's print
+/// macros panic (exit 101). The four print macros below are built on it; being
+/// defined here, before the modules, they take the place of std's throughout the
+/// crate. (A closed pipe still ends a front-end by SIGPIPE, as for C programs.)
+macro_rules! write_or_ignore {
+    ($stream:expr, $($arg:tt)*) => {{
+        let _ = std::io::Write::write_fmt(&mut $stream, format_args!($($arg)*));
+    }};
+}
+
+/// std's `eprintln!`, ignoring a failed write (see `write_or_ignore!`).
 macro_rules! eprintln {
-    () => {{
-        let _ = std::io::Write::write_all(&mut std::io::stderr(), b"\n");
-    }};
-    ($($arg:tt)*) => {{
-        let _ = std::io::Write::write_fmt(
-            &mut std::io::stderr().lock(),
-            format_args!("{}\n", format_args!($($arg)*)),
-        );
-    }};
+    () => { write_or_ignore!(std::io::stderr(), "\n") };
+    ($($arg:tt)*) => {
+        write_or_ignore!(std::io::stderr().lock(), "{}\n", format_args!($($arg)*))
+    };
 }
 
-/// Prints to stderr like std's `eprint!`, ignoring a failed write (see `eprintln!`).
+/// std's `eprint!`, ignoring a failed write (see `write_or_ignore!`).
 macro_rules! eprint {
-    ($($arg:tt)*) => {{
-        let _ = std::io::Write::write_fmt(&mut std::io::stderr(), format_args!($($arg)*));
-    }};
+    ($($arg:tt)*) => { write_or_ignore!(std::io::stderr(), $($arg)*) };
 }
 
-/// Prints to stdout like std's `println!`, ignoring a failed write (`>/dev/full`), as
-/// Slurm's commands do; see `eprintln!`. (A closed pipe still ends a front-end by
-/// SIGPIPE, as for C programs.)
+/// std's `println!`, ignoring a failed write (see `write_or_ignore!`).
 macro_rules! println {
-    () => {{
-        let _ = std::io::Write::write_all(&mut std::io::stdout(), b"\n");
-    }};
-    ($($arg:tt)*) => {{
-        let _ = std::io::Write::write_fmt(
-            &mut std::io::stdout().lock(),
-            format_args!("{}\n", format_args!($($arg)*)),
-        );
-    }};
+    () => { write_or_ignore!(std::io::stdout(), "\n") };
+    ($($arg:tt)*) => {
+        write_or_ignore!(std::io::stdout().lock(), "{}\n", format_args!($($arg)*))
+    };
 }
 
-/// Prints to stdout like std's `print!`, ignoring a failed write (see `println!`).
+/// std's `print!`, ignoring a failed write (see `write_or_ignore!`).
 macro_rules! print {
-    ($($arg:tt)*) => {{
-        let _ = std::io::Write::write_fmt(&mut std::io::stdout(), format_args!($($arg)*));
-    }};
+    ($($arg:tt)*) => { write_or_ignore!(std::io::stdout(), $($arg)*) };
 }
 
 pub mod agent;
