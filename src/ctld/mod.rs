@@ -10,6 +10,7 @@
 pub mod acct;
 pub mod agents;
 pub mod array;
+pub mod conns;
 pub mod depend;
 pub mod downtime;
 pub mod gres_detect;
@@ -36,6 +37,7 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::future::Future;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 use store::StoreOp;
 use tokio::sync::{mpsc, oneshot};
@@ -509,6 +511,7 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
         .context("cannot start store thread")?;
 
     let (tx, rx) = mpsc::channel::<Msg>(4096);
+    let limits = Arc::new(conns::ConnLimits::standard(connection_cap(), owner));
     let exe = std::env::current_exe().context("cannot find own executable")?;
     let heartbeat = agents::heartbeat_secs(cfg.slurmd_timeout);
     // The local node's agent runs in-process over an in-memory pipe speaking the same
@@ -537,8 +540,9 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
             }
         });
         let ltx = tx.clone();
+        let llimits = limits.clone();
         tokio::spawn(async move {
-            if let Err(e) = agent_link(Framed::new(ctld_end), ltx, None).await {
+            if let Err(e) = agent_link(Framed::new(ctld_end), ltx, None, llimits).await {
                 tracing::error!("local agent link: {e:#}");
             }
         });
@@ -556,15 +560,17 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
             spec,
             tx.clone(),
             Duration::from_secs(cfg.reconnect_max.into()),
+            limits.clone(),
         ));
     }
 
     let listener = transport::bind_unix(&cfg.socket, cfg.mode == Mode::System)
         .with_context(|| format!("cannot listen on {}", cfg.socket.display()))?;
     let (stop_tx, mut stop_rx) = mpsc::channel::<()>(1);
-    spawn_accept(listener, tx.clone());
+    spawn_accept(listener, tx.clone(), limits.clone());
     // Kept to re-create the socket if something deletes it (a tmp cleaner, a logout).
     let rebind_tx = tx.clone();
+    let rebind_limits = limits.clone();
     drop(tx);
 
     let declared: HashMap<String, crate::config::NodeConf> = cfg
@@ -611,7 +617,7 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
                     match transport::bind_unix(&cfg.socket, cfg.mode == Mode::System) {
                         Ok(l) => {
                             tracing::warn!(socket = %cfg.socket.display(), "socket was removed; listening again");
-                            spawn_accept(l, rebind_tx.clone());
+                            spawn_accept(l, rebind_tx.clone(), rebind_limits.clone());
                         }
                         Err(e) => tracing::error!(socket = %cfg.socket.display(), "socket was removed and cannot be re-created: {e}"),
                     }
@@ -1367,15 +1373,21 @@ impl Actor {
     }
 }
 
-/// Serves front-end connections from `listener` until the process ends.
-fn spawn_accept(listener: tokio::net::UnixListener, tx: mpsc::Sender<Msg>) {
+/// Serves front-end connections from `listener` until the process ends, within
+/// `limits`: a connection past them is told why, and the log names its user.
+fn spawn_accept(
+    listener: tokio::net::UnixListener,
+    tx: mpsc::Sender<Msg>,
+    limits: Arc<conns::ConnLimits>,
+) {
     tokio::spawn(async move {
         loop {
             match listener.accept().await {
                 Ok((stream, _)) => {
                     let tx = tx.clone();
+                    let limits = limits.clone();
                     tokio::spawn(async move {
-                        if let Err(e) = serve_client(stream, tx).await {
+                        if let Err(e) = serve_client(stream, tx, limits).await {
                             tracing::debug!("client connection: {e}");
                         }
                     });
@@ -1387,6 +1399,24 @@ fn spawn_accept(listener: tokio::net::UnixListener, tx: mpsc::Sender<Msg>) {
             }
         }
     });
+}
+
+/// How many front-end connections the controller serves at once: its file descriptor
+/// limit, raised to the hard limit (at most 65,536), less a reserve for its database,
+/// agents and logs.
+fn connection_cap() -> usize {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    const RESERVE: u64 = 128;
+    let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
+        return 1024 - RESERVE as usize;
+    };
+    let want = hard.min(65_536).max(soft);
+    let soft = if want > soft && setrlimit(Resource::RLIMIT_NOFILE, want, hard).is_ok() {
+        want
+    } else {
+        soft
+    };
+    soft.saturating_sub(RESERVE).max(16) as usize
 }
 
 /// Looks up, for partitions' AllowGroups, the gid of each group name they list and
@@ -1446,9 +1476,13 @@ fn user_group_names(uid: u32, gid: u32) -> (String, String) {
     (user, group)
 }
 
-async fn serve_client(stream: tokio::net::UnixStream, tx: mpsc::Sender<Msg>) -> anyhow::Result<()> {
+async fn serve_client(
+    stream: tokio::net::UnixStream,
+    tx: mpsc::Sender<Msg>,
+    limits: Arc<conns::ConnLimits>,
+) -> anyhow::Result<()> {
     let cred = transport::peer_cred(&stream)?;
-    serve_stream(stream, cred, tx, false).await
+    serve_stream(stream, cred, tx, false, &limits).await
 }
 
 /// Serves one front-end connection whose peer is `cred`: the controller's own socket, or
@@ -1458,11 +1492,30 @@ async fn serve_stream<S>(
     cred: PeerCred,
     tx: mpsc::Sender<Msg>,
     relayed: bool,
+    limits: &Arc<conns::ConnLimits>,
 ) -> anyhow::Result<()>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
-    let mut framed = Framed::new(stream);
+    let mut framed = Framed::with_limits(stream, limits.frame_limits(cred.uid));
+    let _guard = match limits.admit(cred.uid) {
+        Ok(g) => g,
+        Err(why) => {
+            tracing::warn!(uid = cred.uid, pid = ?cred.pid, relayed, "connection refused: {why}");
+            // Tell the front-end, within a bound: its hello, then its first request.
+            let _ = tokio::time::timeout(Duration::from_secs(2), async {
+                framed.handshake(Role::Controller, &[Role::Client]).await?;
+                let _ = framed.recv::<Request>().await?;
+                framed
+                    .send(&Response::Error(SlurmError::Other(format!(
+                        "controller refused the connection: {why}"
+                    ))))
+                    .await
+            })
+            .await;
+            return Ok(());
+        }
+    };
     framed.handshake(Role::Controller, &[Role::Client]).await?;
     // Allocation-only jobs this connection owns (cancelled if it closes first).
     let mut owned: Vec<u32> = Vec::new();
@@ -1488,6 +1541,12 @@ where
             Ok(r) => r,
             Err(crate::proto::ProtoError::Closed) => return Ok(()),
             Err(e) => {
+                if matches!(
+                    e,
+                    crate::proto::ProtoError::SlowPeer(_) | crate::proto::ProtoError::Io(_)
+                ) {
+                    tracing::warn!(uid = cred.uid, pid = ?cred.pid, "client connection closed: {e}");
+                }
                 // Answer garbage with an error rather than hanging up silently.
                 let _ = framed
                     .send(&Response::Error(SlurmError::Other(format!(
@@ -1657,6 +1716,7 @@ async fn agent_link<S>(
     mut link: Framed<S>,
     tx: mpsc::Sender<Msg>,
     expect: Option<String>,
+    limits: Arc<conns::ConnLimits>,
 ) -> anyhow::Result<()>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
@@ -1692,7 +1752,7 @@ where
     }
     // Relayed front-end connections have their own outgoing queue, so that the link
     // still ends when the actor drops `atx`.
-    let (mut relays, mut relay_out) = relay::Relays::new();
+    let (mut relays, mut relay_out) = relay::Relays::new(limits);
     loop {
         tokio::select! {
             m = link.recv::<FromAgent>() => match m {
