@@ -13,6 +13,7 @@ pub mod array;
 pub mod conns;
 pub mod depend;
 pub mod downtime;
+pub mod failpoint;
 pub mod gres_detect;
 pub mod het;
 pub mod names;
@@ -593,7 +594,9 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
         remote,
         downlog: Default::default(),
         client_logs: HashMap::new(),
+        submissions: HashMap::new(),
     };
+    actor.remember_submissions();
     let mut rx = rx;
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -741,9 +744,56 @@ struct Actor {
     downlog: downtime::DownLog,
     /// Relayed step streams by token.
     client_logs: HashMap<u64, ClientLog>,
+    /// The job each (uid, `JobSpec::submit_token`) submission made, so that a
+    /// submission sbatch retries after losing the answer is answered with the same job
+    /// (rebuilt from the job records at start; pruned as jobs are purged).
+    submissions: HashMap<(u32, u64), u32>,
+}
+
+/// The id a submission of `j` was answered with: its array's or heterogeneous
+/// job's id for a task or component, else its own.
+fn submitted_id(j: &Job) -> u32 {
+    if j.array_job_id != 0 {
+        j.array_job_id
+    } else {
+        j.het.map_or(j.id, |h| h.job_id)
+    }
 }
 
 impl Actor {
+    /// Fills [`Actor::submissions`] from the jobs the controller holds.
+    fn remember_submissions(&mut self) {
+        self.submissions = self
+            .cluster
+            .jobs
+            .values()
+            .filter(|j| j.spec.submit_token != 0)
+            .map(|j| ((j.uid, j.spec.submit_token), submitted_id(j)))
+            .collect();
+    }
+
+    /// Notes the job a submission made; forgets those of purged jobs now and then, so
+    /// the map stays within twice the job count.
+    fn note_submission(&mut self, uid: u32, token: u64, id: u32) {
+        if token == 0 {
+            return;
+        }
+        self.submissions.insert((uid, token), id);
+        if self.submissions.len() > 2 * self.cluster.jobs.len() + 1024 {
+            let jobs = &self.cluster.jobs;
+            self.submissions.retain(|_, id| jobs.contains_key(id));
+        }
+    }
+
+    /// The job an earlier copy of this submission already made, if it is still known.
+    fn resubmitted(&self, uid: u32, token: u64) -> Option<u32> {
+        if token == 0 {
+            return None;
+        }
+        let id = *self.submissions.get(&(uid, token))?;
+        self.cluster.jobs.contains_key(&id).then_some(id)
+    }
+
     /// `scontrol reconfigure`: reads the config file again and applies it
     /// ([`Cluster::reconfigure`]); the node declarations agents register against
     /// take the new features, weight and tmp_disk.
@@ -980,12 +1030,29 @@ impl Actor {
         let resp = match req {
             Request::Ping => Response::Ok,
             Request::Submit {
+                spec, test_only, ..
+            } if !test_only && self.resubmitted(c.uid, spec.submit_token).is_some() => {
+                // A retry of a submission whose answer was lost: the same job again.
+                let id = self
+                    .resubmitted(c.uid, spec.submit_token)
+                    .unwrap_or_default();
+                tracing::info!(
+                    job_id = id,
+                    uid = c.uid,
+                    "submission retried; answered with the job it made"
+                );
+                self.store
+                    .send(StoreOp::Reply(reply, Response::Submitted { job_id: id }));
+                return;
+            }
+            Request::Submit {
                 spec,
                 test_only,
                 het,
             } if !het.is_empty() => {
                 let mut jobs = Vec::new();
                 let mut err = None;
+                let token = spec.submit_token;
                 refresh_groups(&mut self.cluster, c);
                 for s in std::iter::once(*spec).chain(het) {
                     match self.cluster.resolve(s, c, now, &user_group_names) {
@@ -1004,6 +1071,7 @@ impl Actor {
                     None => match self.cluster.submit_het(jobs, fx) {
                         Err(e) => Response::Error(e),
                         Ok(id) => {
+                            self.note_submission(c.uid, token, id);
                             self.apply_persist(fx);
                             self.store
                                 .send(StoreOp::Reply(reply, Response::Submitted { job_id: id }));
@@ -1023,7 +1091,9 @@ impl Actor {
                         Response::Error(SlurmError::CannotStartImmediately)
                     }
                     Ok(job) => {
+                        let token = job.spec.submit_token;
                         let id = self.cluster.submit(job, fx);
+                        self.note_submission(c.uid, token, id);
                         // The reply waits for the commit of this job's record.
                         self.apply_persist(fx);
                         self.store
@@ -1344,6 +1414,18 @@ impl Actor {
         for (reply, resp) in self.deferred.drain(..) {
             self.store.send(StoreOp::Reply(reply, resp));
         }
+        // Agents hear of this iteration's launches and signals only after its records
+        // (and everything before them) are committed: see `StoreOp::Forward`.
+        let mut forward = Vec::with_capacity(fx.to_agent.len());
+        for (node, msg) in fx.to_agent.drain(..) {
+            match self.agents.get(&node) {
+                Some(tx) => forward.push((tx.clone(), msg)),
+                None => tracing::warn!(node, ?msg, "no agent link for node; message dropped"),
+            }
+        }
+        if !forward.is_empty() {
+            self.store.send(StoreOp::Forward(forward));
+        }
         self.store.flush();
         for (token, ev) in fx.to_client.drain(..) {
             let last = matches!(ev, StepEvent::Done { .. } | StepEvent::Error(_));
@@ -1355,14 +1437,6 @@ impl Actor {
             }
             if last {
                 self.streams.remove(&token);
-            }
-        }
-        for (node, msg) in fx.to_agent {
-            match self.agents.get(&node) {
-                Some(tx) => {
-                    let _ = tx.send(msg);
-                }
-                None => tracing::warn!(node, ?msg, "no agent link for node; message dropped"),
             }
         }
         if cfg!(debug_assertions)
