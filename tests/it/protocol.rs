@@ -141,7 +141,8 @@ fn oversized_requests_are_refused_before_they_are_buffered() {
         // 200 MiB announced, 1 KiB sent: before the bounds this held 200 MiB per
         // connection.
         s.write_all(&(200u32 << 20).to_be_bytes()).unwrap();
-        s.write_all(&[0u8; 1024]).unwrap();
+        // The controller may hang up before this arrives (a broken pipe here).
+        let _ = s.write_all(&[0u8; 1024]);
         hostile.push(s);
     }
     for s in &mut hostile {
