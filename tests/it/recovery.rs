@@ -295,3 +295,75 @@ fn crashes_lose_duplicate_or_misreport_nothing() {
         failed.len()
     );
 }
+
+/// The pid of the stepd supervising batch job `id`, from the spool directory.
+fn stepd_pid(c: &TestCluster, id: u32) -> i32 {
+    let want = format!("job_{id}");
+    let find = || -> Option<i32> {
+        let mut dirs = vec![c.dir.path().join("spool")];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).ok()?.flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    if e.file_name() == want.as_str() {
+                        return std::fs::read_to_string(p.join("stepd.pid"))
+                            .ok()?
+                            .trim()
+                            .parse()
+                            .ok();
+                    }
+                    dirs.push(p);
+                }
+            }
+        }
+        None
+    };
+    wait_until("stepd pid", Duration::from_secs(20), find)
+}
+
+/// A stepd killed outright ends its job FAILED at once, keeps the output written so
+/// far, and says in the job's output and the controller's log what happened; a job
+/// that asked for `--requeue` goes back to the queue and runs again (issue #25).
+#[test]
+fn a_killed_stepd_fails_its_job_at_once_or_requeues_it() {
+    let c = TestCluster::start();
+    let script = "#!/bin/sh\necho \"run $SLURM_RESTART_COUNT\"\nif [ \"${SLURM_RESTART_COUNT:-0}\" = 0 ]; then sleep 60; fi\n";
+    c.script("long.sh", script);
+    let plain = c.submit(&["-o", "plain.out", "long.sh"]);
+    let again = c.submit(&[
+        "--requeue",
+        "-o",
+        "again.out",
+        "--open-mode=append",
+        "long.sh",
+    ]);
+    for (id, out) in [(plain, "plain.out"), (again, "again.out")] {
+        c.wait_file(out, |s| s.contains("run"));
+        let pid = stepd_pid(&c, id);
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap();
+    }
+    assert_eq!(c.wait_done(plain), "FAILED");
+    let out = c.wait_file("plain.out", |s| s.contains("STEPD"));
+    assert!(
+        out.starts_with("run \n") || out.starts_with("run\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("error: *** JOB {plain} ON "))
+            && out.contains("DUE TO THE DEATH OF ITS STEPD ***"),
+        "{out}"
+    );
+    assert!(
+        c.controller_log()
+            .contains(&format!("stepd of job {plain}"))
+    );
+    // The requeued one runs a second time and completes.
+    let out = c.wait_file("again.out", |s| s.contains("run 1"));
+    assert!(out.contains("DUE TO THE DEATH OF ITS STEPD"), "{out}");
+    assert_eq!(c.wait_done(again), "COMPLETED");
+    assert_eq!(c.show_field(again, "Restarts"), "1");
+}
