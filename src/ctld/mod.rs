@@ -561,6 +561,11 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
 
     let listener = transport::bind_unix(&cfg.socket, cfg.mode == Mode::System)
         .with_context(|| format!("cannot listen on {}", cfg.socket.display()))?;
+    if cfg.mode == Mode::Personal {
+        // Commands from another environment (no XDG_RUNTIME_DIR) find it from here.
+        crate::config::personal::record_socket(&cfg.state_dir, &cfg.socket)
+            .context("cannot record the controller's socket in its state directory")?;
+    }
     let (stop_tx, mut stop_rx) = mpsc::channel::<()>(1);
     spawn_accept(listener, tx.clone());
     // Kept to re-create the socket if something deletes it (a tmp cleaner, a logout).
