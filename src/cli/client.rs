@@ -106,6 +106,13 @@ impl Client {
         Client::start_controller(cfg)
     }
 
+    /// Connects to the controller of `cfg` if one answers; never starts one.
+    ///
+    /// Errors: `Unreachable` (with the OS's reason as hint) when none answers.
+    pub fn connect_existing(cfg: &Config) -> Result<Client, ClientError> {
+        Client::try_connect(cfg)
+    }
+
     /// Connects to the controller of `cfg`, starting it in the background first when
     /// none answers (personal auto-start, and `sluice controller` in either mode).
     ///
@@ -359,6 +366,10 @@ fn spawn_controller(cfg: &Config) -> std::io::Result<std::process::Child> {
         .stderr(log);
     if let Some(src) = &cfg.source {
         cmd.env("SLUICE_CONF", src);
+    }
+    if cfg.mode == Mode::Personal {
+        // The state directory this command found, whatever else the environment says.
+        cmd.env(crate::config::personal::STATE_DIR_VAR, &cfg.state_dir);
     }
     cmd.spawn()
 }

@@ -840,7 +840,11 @@ impl Config {
     /// local node with detected resources, one default partition `debug` without a time
     /// limit.
     pub fn personal() -> Config {
-        let state_dir = personal::state_dir();
+        Config::personal_at(personal::state_dir())
+    }
+
+    /// [`Config::personal`] with the state directory `state_dir` (`sluice ci`'s).
+    pub fn personal_at(state_dir: PathBuf) -> Config {
         let id = personal::controller_id(&state_dir);
         let socket = personal::socket(&state_dir, &id);
         let node = local_node_conf();

@@ -27,6 +27,10 @@ use std::path::{Path, PathBuf};
 /// it wins over `XDG_STATE_HOME`).
 pub const STATE_DIR_VAR: &str = "SLUICE_STATE_DIR";
 
+/// File in the state directory that a controller holds an exclusive `flock` on for its
+/// lifetime (any mode): free again once it has exited.
+pub const CONTROLLER_LOCK: &str = "controller.lock";
+
 /// File in the state directory naming the socket the controller listens on (one line,
 /// the absolute path).
 pub const SOCKET_RECORD: &str = "controller.socket";

@@ -373,7 +373,7 @@ fn stop_controller(cfg: &Config) -> ExitCode {
     // Wait until the controller has exited, i.e. released its lock on the state
     // directory (the socket goes away earlier, while the store still commits), so that
     // a controller started right after this returns does not find the lock taken.
-    let lock = cfg.state_dir.join("controller.lock");
+    let lock = cfg.state_dir.join(crate::config::personal::CONTROLLER_LOCK);
     for _ in 0..400 {
         let released = match std::fs::File::open(&lock) {
             Ok(f) => {
@@ -395,13 +395,16 @@ fn stop_controller(cfg: &Config) -> ExitCode {
 fn lock_state_dir(cfg: &Config) -> anyhow::Result<nix::fcntl::Flock<std::fs::File>> {
     std::fs::create_dir_all(&cfg.state_dir)
         .with_context(|| format!("cannot create state directory {}", cfg.state_dir.display()))?;
-    lock_file(&cfg.state_dir.join("controller.lock"), |e| {
-        format!(
-            "{} {} ({e})",
-            crate::cli::client::LOCK_HELD,
-            cfg.state_dir.display()
-        )
-    })
+    lock_file(
+        &cfg.state_dir.join(crate::config::personal::CONTROLLER_LOCK),
+        |e| {
+            format!(
+                "{} {} ({e})",
+                crate::cli::client::LOCK_HELD,
+                cfg.state_dir.display()
+            )
+        },
+    )
 }
 
 /// Takes an exclusive, non-blocking `flock` on `path` (created if missing), held until

@@ -31,7 +31,7 @@ fn concurrent_auto_starts_start_one_controller_and_stop_cleanly() {
         );
         return;
     }
-    let home = tempfile::tempdir().unwrap();
+    let home = Home::new();
     let h = home.path();
     let a = personal_cmd(h).arg("controller").spawn().unwrap();
     let b = personal_cmd(h).arg("controller").spawn().unwrap();
@@ -69,10 +69,9 @@ fn the_first_front_end_starts_a_personal_controller_with_the_detected_node() {
         );
         return;
     }
-    let home = tempfile::tempdir().unwrap();
+    let home = Home::new();
     let h = home.path();
     let work = h.join("work");
-    std::fs::create_dir(&work).unwrap();
     // `sbatch --wait` as README's first command does: starts the controller, runs the
     // job, returns its exit code.
     let o = personal_cmd(h)
@@ -410,4 +409,105 @@ fn commands_from_any_environment_reach_the_same_controller() {
         assert_eq!(log.matches("controller starting").count(), 1, "{log}");
         assert!(!log.contains("another controller"), "{log}");
     }
+}
+
+/// Three CI pipelines side by side on one runner, of one user, each under `sluice ci`:
+/// their job ids overlap, each sees only its own queue, `sbatch --wait` and `srun` exit
+/// codes reach the pipeline and the pipeline's reaches the runner, and each is torn down
+/// (the job it left running killed, the controller's directory and cgroups gone).
+#[test]
+fn three_ci_pipelines_run_side_by_side_and_clean_up() {
+    let bin = tempfile::tempdir().unwrap();
+    for name in ["sbatch", "srun", "squeue"] {
+        std::os::unix::fs::symlink(sluice_bin(), bin.path().join(name)).unwrap();
+    }
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into())
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let tmp_dir = tmp.path().canonicalize().unwrap();
+    let top = tempfile::tempdir().unwrap();
+    // Each waits (at most 2 minutes) for `go`, so that all three are up at once.
+    let script = r#"
+        set -u
+        echo "$SLUICE_STATE_DIR" > state_dir
+        touch ready
+        n=0; while [ ! -e ../go ] && [ $n -lt 1200 ]; do sleep 0.1; n=$((n+1)); done
+        sbatch --wait -o job.out --wrap "exit $((10 + I))" > /dev/null; echo "sbatch=$?" >> codes
+        srun sh -c "exit $((20 + I))" 2> /dev/null; echo "srun=$?" >> codes
+        sbatch -o left.out --wrap 'echo $$ > left.pid; exec sleep 300' > /dev/null
+        n=0; while [ ! -s left.pid ] && [ $n -lt 1200 ]; do sleep 0.1; n=$((n+1)); done
+        squeue -h -o '%i %T' > queue
+        exit $((30 + I))
+    "#;
+    let work: Vec<_> = (0..3).map(|i| top.path().join(format!("p{i}"))).collect();
+    let runs: Vec<_> = (0..3)
+        .map(|i| {
+            std::fs::create_dir(&work[i]).unwrap();
+            Command::new(sluice_bin())
+                .args(["ci", "--", "sh", "-c", script])
+                .env_remove("SLUICE_CONF")
+                .env_remove("SLUICE_STATE_DIR")
+                .env("PATH", &path)
+                .env("TMPDIR", &tmp_dir)
+                .env("I", i.to_string())
+                .current_dir(&work[i])
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    wait_until("three pipelines up", Duration::from_secs(120), || {
+        work.iter().all(|w| w.join("ready").exists()).then_some(())
+    });
+    std::fs::write(top.path().join("go"), "").unwrap();
+    for (i, mut p) in runs.into_iter().enumerate() {
+        let st = p.wait().unwrap();
+        let w = &work[i];
+        assert_eq!(st.code(), Some(30 + i as i32), "pipeline {i}");
+        assert_eq!(
+            std::fs::read_to_string(w.join("codes")).unwrap(),
+            format!("sbatch={}\nsrun={}\n", 10 + i, 20 + i),
+            "pipeline {i}"
+        );
+        // Its own jobs only: 1 (sbatch --wait) and 2 (srun) are done, 3 runs.
+        assert_eq!(
+            std::fs::read_to_string(w.join("queue")).unwrap(),
+            "3 RUNNING\n",
+            "pipeline {i}"
+        );
+        let state = std::fs::read_to_string(w.join("state_dir")).unwrap();
+        let state = std::path::Path::new(state.trim());
+        assert!(state.starts_with(&tmp_dir), "{}", state.display());
+        assert!(
+            !state.parent().unwrap().exists(),
+            "{} left",
+            state.display()
+        );
+        let pid: i32 = std::fs::read_to_string(w.join("left.pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        assert!(
+            !cmdline.starts_with(b"sleep"),
+            "pipeline {i}'s job process {pid} survived"
+        );
+        let id = sluice::config::personal::controller_id(state);
+        let root = sluice::config::personal::cgroup_root(&id);
+        for h in std::fs::read_dir("/sys/fs/cgroup")
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            assert!(
+                !h.path().join(&root).exists(),
+                "{root} left in {:?}",
+                h.path()
+            );
+        }
+    }
+    assert_eq!(std::fs::read_dir(&tmp_dir).unwrap().count(), 0);
 }
