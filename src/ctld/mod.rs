@@ -309,7 +309,16 @@ fn start_background(cfg: &Config) -> ExitCode {
 
 /// Stops a controller whose socket does not answer, from the pid it recorded, if that
 /// process is still a sluice controller holding the state directory.
+///
+/// The pid file is believed only while the state directory's lock is held: a stale
+/// file (the controller is gone, its pid reused, perhaps by another user's or another
+/// state directory's controller) never leads to a signal.
 fn stop_by_pid(cfg: &Config) -> ExitCode {
+    let lock_held =
+        std::fs::File::open(cfg.state_dir.join(crate::config::personal::CONTROLLER_LOCK))
+            .is_ok_and(|f| {
+                nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock).is_err()
+            });
     let pid = std::fs::read_to_string(cfg.state_dir.join(PID_FILE))
         .ok()
         .and_then(|s| s.trim().parse::<i32>().ok());
@@ -322,7 +331,7 @@ fn stop_by_pid(cfg: &Config) -> ExitCode {
             .unwrap_or(false)
     };
     match pid {
-        Some(pid) if alive_controller(pid) => {
+        Some(pid) if lock_held && alive_controller(pid) => {
             eprintln!(
                 "sluice controller: no answer on {}; stopping pid {pid} by signal",
                 cfg.socket.display()

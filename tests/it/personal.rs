@@ -511,3 +511,29 @@ fn three_ci_pipelines_run_side_by_side_and_clean_up() {
     }
     assert_eq!(std::fs::read_dir(&tmp_dir).unwrap().count(), 0);
 }
+
+/// `sluice controller --stop` of a state directory whose controller is gone, but whose
+/// pid file names a live controller (a reused pid: here another state directory's
+/// controller), signals nothing: the pid file is believed only while the state
+/// directory's lock is held.
+#[test]
+fn a_stale_pid_file_never_stops_another_controller() {
+    let (a, b) = (Home::new(), Home::new());
+    b.ok(&["sbatch", "-H", "--wrap", "true"]);
+    let b_state = b.path().join("state/sluice");
+    let pid = std::fs::read_to_string(b_state.join("controller.pid")).unwrap();
+    let a_state = a.path().join("state/sluice");
+    std::fs::create_dir_all(&a_state).unwrap();
+    std::fs::write(a_state.join("controller.pid"), &pid).unwrap();
+    let o = a.cmd(&["controller", "--stop"]).output().unwrap();
+    assert!(o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("not running"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // b's controller still answers, with its job.
+    assert_eq!(b.ok(&["squeue", "-h", "-o", "%i"]), "1\n");
+    let log = std::fs::read_to_string(b_state.join("controller.log")).unwrap();
+    assert_eq!(log.matches("controller starting").count(), 1, "{log}");
+}
