@@ -243,6 +243,15 @@ root = "{cg_root}"
         });
     }
 
+    /// Sets (`Some`) or removes (`None`) one variable of the controller's environment,
+    /// from its next start on.
+    pub fn set_controller_env(&mut self, key: &str, value: Option<&str>) {
+        self.ctld_env.retain(|(k, _)| k != key);
+        if let Some(v) = value {
+            self.ctld_env.push((key.to_string(), v.to_string()));
+        }
+    }
+
     /// The controller's log so far.
     pub fn controller_log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("controller.log")).unwrap_or_default()
