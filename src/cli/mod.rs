@@ -2,6 +2,7 @@
 //! Front-ends parse options, make one or two requests through [`client`], and print
 //! Slurm-shaped text; they hold no scheduling logic.
 
+pub mod ci;
 pub mod client;
 pub mod doctor;
 pub mod format;
@@ -129,6 +130,7 @@ fn dispatch(cmd: &str, args: Vec<OsString>) -> ExitCode {
         "agent" => crate::agent::stdio::cli_main(args),
         "keygen" => keygen::run(args),
         "doctor" => doctor::run(args),
+        "ci" => ci::run(args),
         "srun" => srun::run(args),
         "salloc" => salloc::run(args),
         "sstat" => sstat::run(args),
@@ -151,7 +153,7 @@ fn dispatch(cmd: &str, args: Vec<OsString>) -> ExitCode {
 
 fn print_usage() {
     eprintln!(
-        "usage: sluice <command> [args...]\n\ncommands: {} controller agent keygen doctor stepd simulate\n\
+        "usage: sluice <command> [args...]\n\ncommands: {} controller agent keygen doctor ci stepd simulate\n\
          Each Slurm command also works under its own name through a symlink (see install.sh).",
         LINKED_COMMANDS.join(" ")
     );

@@ -312,7 +312,16 @@ fn start_background(cfg: &Config) -> ExitCode {
 
 /// Stops a controller whose socket does not answer, from the pid it recorded, if that
 /// process is still a sluice controller holding the state directory.
+///
+/// The pid file is believed only while the state directory's lock is held: a stale
+/// file (the controller is gone, its pid reused, perhaps by another user's or another
+/// state directory's controller) never leads to a signal.
 fn stop_by_pid(cfg: &Config) -> ExitCode {
+    let lock_held =
+        std::fs::File::open(cfg.state_dir.join(crate::config::personal::CONTROLLER_LOCK))
+            .is_ok_and(|f| {
+                nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock).is_err()
+            });
     let pid = std::fs::read_to_string(cfg.state_dir.join(PID_FILE))
         .ok()
         .and_then(|s| s.trim().parse::<i32>().ok());
@@ -325,7 +334,7 @@ fn stop_by_pid(cfg: &Config) -> ExitCode {
             .unwrap_or(false)
     };
     match pid {
-        Some(pid) if alive_controller(pid) => {
+        Some(pid) if lock_held && alive_controller(pid) => {
             eprintln!(
                 "sluice controller: no answer on {}; stopping pid {pid} by signal",
                 cfg.socket.display()
@@ -376,7 +385,7 @@ fn stop_controller(cfg: &Config) -> ExitCode {
     // Wait until the controller has exited, i.e. released its lock on the state
     // directory (the socket goes away earlier, while the store still commits), so that
     // a controller started right after this returns does not find the lock taken.
-    let lock = cfg.state_dir.join("controller.lock");
+    let lock = cfg.state_dir.join(crate::config::personal::CONTROLLER_LOCK);
     for _ in 0..400 {
         let released = match std::fs::File::open(&lock) {
             Ok(f) => {
@@ -398,13 +407,16 @@ fn stop_controller(cfg: &Config) -> ExitCode {
 fn lock_state_dir(cfg: &Config) -> anyhow::Result<nix::fcntl::Flock<std::fs::File>> {
     std::fs::create_dir_all(&cfg.state_dir)
         .with_context(|| format!("cannot create state directory {}", cfg.state_dir.display()))?;
-    lock_file(&cfg.state_dir.join("controller.lock"), |e| {
-        format!(
-            "{} {} ({e})",
-            crate::cli::client::LOCK_HELD,
-            cfg.state_dir.display()
-        )
-    })
+    lock_file(
+        &cfg.state_dir.join(crate::config::personal::CONTROLLER_LOCK),
+        |e| {
+            format!(
+                "{} {} ({e})",
+                crate::cli::client::LOCK_HELD,
+                cfg.state_dir.display()
+            )
+        },
+    )
 }
 
 /// Takes an exclusive, non-blocking `flock` on `path` (created if missing), held until
@@ -567,6 +579,11 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
 
     let listener = transport::bind_unix(&cfg.socket, cfg.mode == Mode::System)
         .with_context(|| format!("cannot listen on {}", cfg.socket.display()))?;
+    if cfg.mode == Mode::Personal {
+        // Commands from another environment (no XDG_RUNTIME_DIR) find it from here.
+        crate::config::personal::record_socket(&cfg.state_dir, &cfg.socket)
+            .context("cannot record the controller's socket in its state directory")?;
+    }
     let (stop_tx, mut stop_rx) = mpsc::channel::<()>(1);
     spawn_accept(listener, tx.clone(), limits.clone());
     // Kept to re-create the socket if something deletes it (a tmp cleaner, a logout).

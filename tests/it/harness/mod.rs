@@ -511,16 +511,9 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// The real Slurm transcripts (`../shared/golden`), when present.
-pub fn golden_dir() -> Option<PathBuf> {
-    let mut cands = Vec::new();
-    if let Some(d) = std::env::var_os("SLUICE_GOLDEN_DIR") {
-        cands.push(PathBuf::from(d));
-    }
-    let top = Path::new(env!("CARGO_MANIFEST_DIR"));
-    cands.push(top.join("../shared/golden"));
-    cands.push(top.join("../../shared/golden"));
-    cands.into_iter().find(|d| d.join("README.md").is_file())
+/// The real Slurm transcripts the tests compare with (`tests/data/golden`).
+pub fn golden_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/golden")
 }
 
 fn kill_spooled_jobs(spool: &Path) {
