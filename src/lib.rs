@@ -45,6 +45,7 @@ pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod ctld;
+pub mod gpuprobe;
 pub mod jobspec;
 pub mod logsink;
 pub mod model;

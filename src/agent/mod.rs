@@ -10,6 +10,7 @@
 
 pub mod discover;
 pub mod gpu;
+pub mod gpu_watch;
 mod relay;
 mod scripts;
 pub mod stdio;
@@ -81,7 +82,7 @@ where
         os: res.os.clone(),
         arch: res.arch.clone(),
         running: known.clone(),
-        gres: gpus,
+        gres: gpus.clone(),
         steps: steps::running(&cfg.spool_dir),
         reports_epilog: true,
     })
@@ -91,6 +92,19 @@ where
         tokio::spawn(watch_adopted(job_dir(&cfg.spool_dir, id), id, etx.clone()));
     }
     let _ = etx.send(heartbeat());
+    // GPUs in use outside sluice: the declared devices, else the detected ones.
+    let watched: Vec<_> = match cfg.node.gres_devices() {
+        Ok(d) if !d.is_empty() => d,
+        _ => gpus,
+    }
+    .into_iter()
+    .filter(|d| d.name == "gpu")
+    .collect();
+    if !watched.is_empty()
+        && let Some(probe) = crate::gpuprobe::probe()
+    {
+        gpu_watch::spawn(probe, watched, cfg.spool_dir.clone(), etx.clone());
+    }
     let mut beat = tokio::time::interval(cfg.heartbeat.max(Duration::from_millis(100)));
     beat.tick().await;
     let mut steps = steps::Steps::default();

@@ -1440,6 +1440,14 @@ pub fn node_lines(n: &Node) -> Vec<String> {
     l.push(format!("AvailableFeatures={}", or_null(&feats)));
     l.push(format!("ActiveFeatures={}", or_null(&feats)));
     l.push(format!("Gres={}", n.gres_text()));
+    // GPUs used outside sluice (issue 24; Slurm has no such line): only when some are.
+    if !n.gpu_busy.is_empty() {
+        l.push(format!(
+            "GpusBusy={} GpuForeign={}",
+            n.gpus_busy_text(),
+            n.gpu_foreign.as_str()
+        ));
+    }
     l.push(format!(
         "NodeAddr={} NodeHostName={} Version={}",
         n.addr,

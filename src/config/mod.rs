@@ -126,6 +126,11 @@ pub struct NodeConf {
     /// `/var/spool/sluice` as root).
     #[serde(default)]
     pub spool_dir: Option<String>,
+    /// What to do about GPUs used by processes of no sluice job: `avoid` (default;
+    /// they are not allocated while busy), `ignore` (Slurm's behaviour), `drain` (the
+    /// node drains while one is busy). See `ctld::state::gpu` (issue 24).
+    #[serde(default)]
+    pub gpu_foreign: Option<crate::model::node::GpuForeign>,
     /// Devices from `[[gres]]` entries or the imported gres.conf, when any names this
     /// node (they replace `gres`/`gres_cores`).
     #[serde(skip)]

@@ -82,6 +82,64 @@ pub struct Node {
     /// tracking only), as the agent reported it; `None` when they are, or not known.
     #[serde(default)]
     pub isolation_degraded: Option<String>,
+    /// What to do about GPUs used by processes of no sluice job (`gpu_foreign`).
+    #[serde(default)]
+    pub gpu_foreign: GpuForeign,
+    /// GPUs running processes of no sluice job, as the agent last sampled them.
+    #[serde(default)]
+    pub gpu_busy: Vec<BusyGpu>,
+    /// The node is drained because of `gpu_busy` (`gpu_foreign = "drain"`); the drain
+    /// is lifted when the GPUs are free again.
+    #[serde(default)]
+    pub gpu_drained: bool,
+}
+
+/// Policy for GPUs used outside sluice (node key `gpu_foreign`; issue 24). Slurm has no
+/// such policy: `Ignore` is its behaviour.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GpuForeign {
+    /// A busy GPU is not allocated until it is free again (jobs needing it pend with
+    /// `Resources (gpu N in use by pid P, user U)`).
+    #[default]
+    Avoid,
+    /// Busy GPUs are allocated as if free (Slurm's behaviour); they are still shown.
+    Ignore,
+    /// The node drains while any GPU is busy, with the busy GPU as its reason.
+    Drain,
+}
+
+impl GpuForeign {
+    /// The configuration word (`avoid`, `ignore`, `drain`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GpuForeign::Avoid => "avoid",
+            GpuForeign::Ignore => "ignore",
+            GpuForeign::Drain => "drain",
+        }
+    }
+}
+
+/// A GPU in use by a process that belongs to no sluice job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BusyGpu {
+    /// GRES index of the GPU on its node.
+    pub index: u32,
+    /// The lowest such pid on it.
+    pub pid: u32,
+    /// Its owner's name (its uid in digits when the name is unknown), `None` when the
+    /// process could not be looked at (it ended, or another namespace).
+    pub user: Option<String>,
+}
+
+impl BusyGpu {
+    /// `gpu 1 in use by pid 4242, user bob` (without `, user …` when unknown).
+    pub fn text(&self) -> String {
+        match &self.user {
+            Some(u) => format!("gpu {} in use by pid {}, user {u}", self.index, self.pid),
+            None => format!("gpu {} in use by pid {}", self.index, self.pid),
+        }
+    }
 }
 
 impl Node {
@@ -131,7 +189,40 @@ impl Node {
             arch: String::new(),
             version: String::new(),
             isolation_degraded: None,
+            gpu_foreign: GpuForeign::Avoid,
+            gpu_busy: Vec::new(),
+            gpu_drained: false,
         }
+    }
+
+    /// The busy GPUs as `scontrol show node` `GpusBusy=` and sinfo `-O gpusbusy` print
+    /// them (a sluice extension): `1(pid=4242,user=bob),3(pid=77)`; `(null)` when none.
+    pub fn gpus_busy_text(&self) -> String {
+        if self.gpu_busy.is_empty() {
+            return "(null)".into();
+        }
+        self.gpu_busy
+            .iter()
+            .map(|b| match &b.user {
+                Some(u) => format!("{}(pid={},user={u})", b.index, b.pid),
+                None => format!("{}(pid={})", b.index, b.pid),
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// GRES slots (indices into `gres`) the scheduler must not allocate now: the `gpu`
+    /// devices busy with foreign processes under `gpu_foreign = "avoid"`.
+    pub fn withheld_gres(&self) -> Vec<usize> {
+        if self.gpu_foreign != GpuForeign::Avoid {
+            return Vec::new();
+        }
+        self.gres
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| d.name == "gpu" && self.gpu_busy.iter().any(|b| b.index == d.index))
+            .map(|(i, _)| i)
+            .collect()
     }
 
     /// Whether new work may start here.

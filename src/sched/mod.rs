@@ -347,6 +347,9 @@ impl<'a> Pass<'a> {
                 }
             }
         }
+        for ((u, n), info) in usage.iter_mut().zip(input.nodes).zip(&infos) {
+            u.withhold(info, &n.withheld_gres());
+        }
         Pass {
             input,
             infos,

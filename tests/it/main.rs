@@ -8,6 +8,7 @@ mod env;
 mod errors;
 mod examples;
 mod gpu;
+mod gpu_foreign;
 mod harness;
 mod hetjob;
 mod holds;
