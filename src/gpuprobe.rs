@@ -173,6 +173,20 @@ impl GpuProbe for NvmlGpuProbe {
         use nvml_wrapper::error::NvmlError;
         let mut out = Vec::new();
         for d in devices.iter().filter(|d| d.name == "gpu") {
+            // A GPU that fell off the bus cannot even be looked up.
+            if let Some(b) = &d.pci_bus
+                && matches!(
+                    self.nvml.device_by_pci_bus_id(b.as_str()),
+                    Err(NvmlError::GpuLost)
+                )
+            {
+                out.push(GpuSample {
+                    index: d.index,
+                    lost: true,
+                    ..GpuSample::default()
+                });
+                continue;
+            }
             let Some(dev) = self.device(d) else { continue };
             let mem = dev.memory_info();
             let lost = matches!(mem, Err(NvmlError::GpuLost));

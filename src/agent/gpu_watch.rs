@@ -15,7 +15,7 @@
 
 use crate::gpuprobe::{GpuProbe, GpuSample};
 use crate::model::gres::GresDevice;
-use crate::model::node::BusyGpu;
+use crate::model::node::{BusyGpu, GpuFault};
 use crate::proto::{FromAgent, spool};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -110,6 +110,42 @@ pub fn busy_gpus(
     out
 }
 
+/// The unhealthy GPUs of `samples`, by index, each with Slurm-style text: `gpu 3: 2
+/// uncorrectable ECC errors`, `gpu 3: 5 retired pages`, `gpu 3: fell off the bus`
+/// (`; `-joined when one GPU has several).
+pub fn gpu_faults(samples: &[GpuSample]) -> Vec<GpuFault> {
+    let mut out: Vec<GpuFault> = samples
+        .iter()
+        .filter_map(|s| {
+            let mut what = Vec::new();
+            if s.lost {
+                what.push("fell off the bus".to_string());
+            }
+            match s.ecc_uncorrectable {
+                0 => {}
+                1 => what.push("1 uncorrectable ECC error".into()),
+                k => what.push(format!("{k} uncorrectable ECC errors")),
+            }
+            match s.retired_pages {
+                0 => {}
+                1 => what.push("1 retired page".into()),
+                k => what.push(format!("{k} retired pages")),
+            }
+            (!what.is_empty()).then(|| GpuFault {
+                index: s.index,
+                reason: what
+                    .iter()
+                    .map(|w| format!("gpu {}: {w}", s.index))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                lost: s.lost,
+            })
+        })
+        .collect();
+    out.sort_by_key(|f| f.index);
+    out
+}
+
 /// Samples `probe` over `gpus` every [`INTERVAL`] on a thread of its own (NVML calls
 /// block), sending [`FromAgent::GpuState`] on `tx` first and on each change, until
 /// `tx` closes. Errors of the probe go to the log once each time they change.
@@ -122,7 +158,7 @@ pub fn spawn(
     let _ = std::thread::Builder::new()
         .name("gpu-watch".into())
         .spawn(move || {
-            let mut last: Option<Vec<BusyGpu>> = None;
+            let mut last: Option<(Vec<BusyGpu>, Vec<GpuFault>)> = None;
             let mut last_err: Option<String> = None;
             while !tx.is_closed() {
                 match probe.sample(&gpus) {
@@ -130,11 +166,16 @@ pub fn spawn(
                         last_err = None;
                         let owners = stepd_pids(&spool);
                         let busy = busy_gpus(&samples, |p| belongs(p, &owners, parent_of), user_of);
-                        if last.as_ref() != Some(&busy) {
-                            if tx.send(FromAgent::GpuState { busy: busy.clone() }).is_err() {
+                        let now = (busy, gpu_faults(&samples));
+                        if last.as_ref() != Some(&now) {
+                            let msg = FromAgent::GpuState {
+                                busy: now.0.clone(),
+                                faults: now.1.clone(),
+                            };
+                            if tx.send(msg).is_err() {
                                 return;
                             }
-                            last = Some(busy);
+                            last = Some(now);
                         }
                     }
                     Err(e) => {
@@ -181,6 +222,7 @@ mod tests {
         assert!(!belongs(5, &owners, |p| loops.get(&p).copied()));
         let samples = [gpu(0, &[12]), gpu(1, &[4242, 20, 11]), gpu(2, &[])];
         let ours = |p: u32| belongs(p, &owners, parent);
+        assert!(gpu_faults(&samples).is_empty());
         let user = |p: u32| (p == 20).then(|| "bob".to_string());
         assert_eq!(
             busy_gpus(&samples, ours, user),
@@ -191,6 +233,35 @@ mod tests {
             }]
         );
         assert!(busy_gpus(&[gpu(0, &[11])], ours, user).is_empty());
+    }
+
+    #[test]
+    fn unhealthy_gpus_are_named_in_slurm_style() {
+        let sick = [
+            GpuSample {
+                index: 3,
+                ecc_uncorrectable: 2,
+                retired_pages: 1,
+                ..GpuSample::default()
+            },
+            gpu(0, &[]),
+            GpuSample {
+                index: 1,
+                lost: true,
+                ..GpuSample::default()
+            },
+        ];
+        let f = gpu_faults(&sick);
+        assert_eq!(f.len(), 2);
+        assert_eq!(
+            (f[0].index, f[0].reason.as_str(), f[0].lost),
+            (1, "gpu 1: fell off the bus", true)
+        );
+        assert_eq!(
+            f[1].reason,
+            "gpu 3: 2 uncorrectable ECC errors; gpu 3: 1 retired page"
+        );
+        assert!(!f[1].lost);
     }
 
     #[test]

@@ -2199,7 +2199,9 @@ impl Cluster {
             FromAgent::HealthCheckFailed { reason } => {
                 self.health_check_failed(node, &reason, now);
             }
-            FromAgent::GpuState { busy } => self.gpu_state_reported(node, busy, now, fx),
+            FromAgent::GpuState { busy, faults } => {
+                self.gpu_state_reported(node, busy, faults, now, fx);
+            }
             FromAgent::BatchUsage { job_id, usage } => {
                 // Kept in memory only: the final figures are stored when the job ends.
                 if let Some(s) = self

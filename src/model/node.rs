@@ -92,6 +92,23 @@ pub struct Node {
     /// is lifted when the GPUs are free again.
     #[serde(default)]
     pub gpu_drained: bool,
+    /// GPUs found unhealthy (ECC, retired pages, fallen off the bus), as the agent last
+    /// sampled them: never allocated while listed.
+    #[serde(default)]
+    pub gpu_faults: Vec<GpuFault>,
+}
+
+/// An unhealthy GPU (issue 24; cf. the checks of NVIDIA's DCGM health watches, which
+/// Slurm leaves to a HealthCheckProgram).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuFault {
+    /// GRES index of the GPU on its node.
+    pub index: u32,
+    /// Slurm-style text naming the GPU: `gpu 3: 2 uncorrectable ECC errors`,
+    /// `gpu 3: 5 retired pages`, `gpu 3: fell off the bus` (`; `-joined when several).
+    pub reason: String,
+    /// The GPU fell off the bus: the node drains (a reset or reboot is needed).
+    pub lost: bool,
 }
 
 /// Policy for GPUs used outside sluice (node key `gpu_foreign`; issue 24). Slurm has no
@@ -192,6 +209,7 @@ impl Node {
             gpu_foreign: GpuForeign::Avoid,
             gpu_busy: Vec::new(),
             gpu_drained: false,
+            gpu_faults: Vec::new(),
         }
     }
 
@@ -212,17 +230,28 @@ impl Node {
     }
 
     /// GRES slots (indices into `gres`) the scheduler must not allocate now: the `gpu`
-    /// devices busy with foreign processes under `gpu_foreign = "avoid"`.
+    /// devices found unhealthy, and those busy with foreign processes under
+    /// `gpu_foreign = "avoid"`.
     pub fn withheld_gres(&self) -> Vec<usize> {
-        if self.gpu_foreign != GpuForeign::Avoid {
-            return Vec::new();
-        }
-        self.gres
-            .iter()
-            .enumerate()
-            .filter(|(_, d)| d.name == "gpu" && self.gpu_busy.iter().any(|b| b.index == d.index))
-            .map(|(i, _)| i)
+        (0..self.gres.len())
+            .filter(|&i| self.withheld_why(i).is_some())
             .collect()
+    }
+
+    /// Why GRES slot `i` is withheld ([`Node::withheld_gres`]): the fault's text, or
+    /// the busy GPU's (`gpu 1 in use by pid 4242, user bob`); `None` when it is not.
+    pub fn withheld_why(&self, i: usize) -> Option<String> {
+        let d = self.gres.get(i).filter(|d| d.name == "gpu")?;
+        if let Some(f) = self.gpu_faults.iter().find(|f| f.index == d.index) {
+            return Some(f.reason.clone());
+        }
+        if self.gpu_foreign != GpuForeign::Avoid {
+            return None;
+        }
+        self.gpu_busy
+            .iter()
+            .find(|b| b.index == d.index)
+            .map(BusyGpu::text)
     }
 
     /// Whether new work may start here.

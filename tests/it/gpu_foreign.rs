@@ -1,4 +1,4 @@
-//! GPUs used outside sluice (issue 24), through the real front-ends, with two fake GPUs
+//! GPUs used outside sluice and unhealthy GPUs (issue 24), through the real front-ends, with two fake GPUs
 //! whose live state comes from the fake GPU probe (`SLUICE_GPU_PROBE_FILE`, see
 //! `sluice::gpuprobe`): the test rewrites that file while the agent runs. A real
 //! process of the test's stands for the foreign one (so that its user is known); a
@@ -197,4 +197,42 @@ fn drain_drains_the_node_while_a_gpu_is_busy_and_resumes_it_after() {
         !c.ok("sinfo", &["-h", "-R", "-o", "%E"])
             .contains("in use by pid")
     );
+}
+
+/// Writes the probe file with raw `[[gpu]]` tables.
+fn write_probe_text(dir: &tempfile::TempDir, text: &str) {
+    let tmp = dir.path().join("gpus.toml.tmp");
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, probe_file(dir)).unwrap();
+}
+
+#[test]
+fn an_unhealthy_gpu_is_kept_out_and_a_gpu_off_the_bus_drains_the_node() {
+    let probe = tempfile::tempdir().unwrap();
+    let c = cluster(&probe, "");
+    write_probe_text(&probe, "[[gpu]]\nindex = 1\necc_uncorrectable = 2\n");
+    wait_until("GPU 1 shown failed", Duration::from_secs(30), || {
+        (node_field(&c, "GpusFailed").as_deref() == Some("1")).then_some(())
+    });
+    let b = c.submit(&["--gres=gpu:2", "--wrap", "true"]);
+    wait_until("the unhealthy-GPU reason", Duration::from_secs(30), || {
+        (reason(&c, b) == "Resources (gpu 1: 2 uncorrectable ECC errors)").then_some(())
+    });
+    let node = c.ok("scontrol", &["show", "node"]);
+    assert!(
+        node.contains("Reason=gpu 1: 2 uncorrectable ECC errors ["),
+        "{node}"
+    );
+    assert!(node.contains("State=IDLE "), "not drained: {node}");
+    // Fallen off the bus: the node drains.
+    write_probe_text(&probe, "[[gpu]]\nindex = 0\nlost = true\n");
+    let sinfo = wait_until("the node drained", Duration::from_secs(30), || {
+        let s = c.ok("sinfo", &["-h", "-R", "-o", "%E|%T"]);
+        s.contains("drained").then_some(s)
+    });
+    assert_eq!(sinfo.trim(), "gpu 0: fell off the bus|drained");
+    // Healthy again: the node resumes and the job runs.
+    write_probe_text(&probe, "");
+    assert_eq!(c.wait_done(b), "COMPLETED");
+    assert!(!c.ok("scontrol", &["show", "node"]).contains("GpusFailed="));
 }
