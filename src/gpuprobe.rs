@@ -99,6 +99,7 @@ pub fn parse_fake(text: &str) -> Result<Vec<GpuSample>, String> {
 
 /// Samples from a file (see the module docs), re-read each time.
 pub struct FakeProbe {
+    /// The TOML file, read at every sample.
     pub path: PathBuf,
 }
 

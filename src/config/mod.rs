@@ -1386,6 +1386,21 @@ state = "down"
     }
 
     #[test]
+    fn gpu_foreign_is_a_node_policy_word() {
+        use crate::model::node::GpuForeign;
+        let p = Path::new("/x/sluice.toml");
+        let node = |extra: &str| format!("[[nodes]]\nname = \"n1\"\n{extra}\n");
+        let c = Config::from_toml(&node("gpu_foreign = \"drain\""), p).unwrap();
+        assert_eq!(c.nodes[0].gpu_foreign, Some(GpuForeign::Drain));
+        assert_eq!(
+            Config::from_toml(&node(""), p).unwrap().nodes[0].gpu_foreign,
+            None
+        );
+        let e = Config::from_toml(&node("gpu_foreign = \"never\""), p).unwrap_err();
+        assert!(e.to_string().contains("unknown variant `never`"), "{e}");
+    }
+
+    #[test]
     fn over_time_limit_minutes_or_unlimited() {
         let p = Path::new("/x/sluice.toml");
         assert_eq!(Config::from_toml("", p).unwrap().over_time_limit, 0);

@@ -384,6 +384,42 @@ mod tests {
     }
 
     #[test]
+    fn busy_and_sick_gpus_are_withheld_by_policy_and_shown() {
+        let mut n = up(4, 0);
+        n.gres = crate::model::gres::parse_node_gres("gpu:3").unwrap();
+        assert_eq!(n.gpus_busy_text(), "(null)");
+        n.gpu_busy = vec![
+            BusyGpu {
+                index: 1,
+                pid: 4242,
+                user: Some("bob".into()),
+            },
+            BusyGpu {
+                index: 2,
+                pid: 77,
+                user: None,
+            },
+        ];
+        n.gpu_faults = vec![GpuFault {
+            index: 0,
+            reason: "gpu 0: 1 retired page".into(),
+            lost: false,
+        }];
+        assert_eq!(n.gpus_busy_text(), "1(pid=4242,user=bob),2(pid=77)");
+        assert_eq!(n.withheld_gres(), vec![0, 1, 2]);
+        assert_eq!(n.withheld_why(2).as_deref(), Some("gpu 2 in use by pid 77"));
+        n.gpu_foreign = GpuForeign::Ignore;
+        assert_eq!(
+            n.withheld_gres(),
+            vec![0],
+            "sick GPUs stay out under ignore"
+        );
+        n.gpu_foreign = GpuForeign::Drain;
+        assert_eq!(n.withheld_why(0).as_deref(), Some("gpu 0: 1 retired page"));
+        assert_eq!(n.withheld_why(1), None);
+    }
+
+    #[test]
     fn drain_states() {
         let mut n = up(4, 0);
         n.drain = true;
