@@ -3,15 +3,17 @@
 //! Every [`INTERVAL`] the agent samples its [`GpuProbe`] and matches each GPU's compute
 //! processes against the jobs it runs: a process belongs to a sluice job when it, or one
 //! of its ancestors, is a stepd recorded in this agent's spool (`job_*/stepd.pid`,
-//! `step_*/stepd.pid`: tasks are stepd's children, and their children inherit it).
+//! `step_*/stepd.pid`: tasks are stepd's children, and their children inherit it), or
+//! when it sits in a job cgroup under the controller's `[cgroup] root` (which also
+//! catches processes that left stepd's tree).
 //! Any other process makes its GPU busy; the agent reports the busy GPUs
 //! ([`FromAgent::GpuState`]) on its first sample and whenever they change, and the
 //! controller applies the node's `gpu_foreign` policy. Nothing is sampled on a node
 //! without GPUs or without a probe (no NVML and no test hook).
 //!
-//! A process that escaped its stepd's tree (double fork, `setsid` and reparenting to
-//! init) counts as foreign: the ancestry is all the agent can check when cgroups are
-//! unavailable, and erring that way only keeps a GPU out of use.
+//! Where cgroups are unavailable, a process that escaped its stepd's tree (double fork
+//! and reparenting to init) counts as foreign: erring that way only keeps a GPU out of
+//! use.
 
 use crate::gpuprobe::{GpuProbe, GpuSample};
 use crate::model::gres::GresDevice;
@@ -39,6 +41,27 @@ pub fn stepd_pids(spool: &Path) -> HashSet<u32> {
         .filter_map(|e| spool::read_pid(&e.path(), spool::STEPD_PID))
         .filter_map(|p| u32::try_from(p).ok())
         .collect()
+}
+
+/// Whether a `/proc/<pid>/cgroup` text puts the process in a job cgroup under
+/// sluice's `[cgroup] root` `root` (`…/<root>/uid_<U>/job_<J>…`, cgroup v1 or v2).
+pub fn cgroup_text_in(text: &str, root: &str) -> bool {
+    let root = root.trim_matches('/');
+    if root.is_empty() {
+        return false;
+    }
+    let needle = format!("/{root}/uid_");
+    text.lines().any(|l| {
+        l.splitn(3, ':')
+            .nth(2)
+            .is_some_and(|path| path.contains(&needle) && path.contains("/job_"))
+    })
+}
+
+/// Whether `pid` is in a job cgroup under `root` (see [`cgroup_text_in`]); false when
+/// it is gone.
+pub fn in_job_cgroup(pid: u32, root: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/cgroup")).is_ok_and(|t| cgroup_text_in(&t, root))
 }
 
 /// The parent pid of `pid` from `/proc/<pid>/stat` (the field after the command name,
@@ -146,6 +169,10 @@ pub fn gpu_faults(samples: &[GpuSample]) -> Vec<GpuFault> {
     out
 }
 
+/// The `[cgroup] root` the controller last configured (`None` before it did), shared
+/// between the agent's loop and the sampling thread.
+pub type CgroupRoot = std::sync::Arc<std::sync::Mutex<Option<String>>>;
+
 /// Samples `probe` over `gpus` every [`INTERVAL`] on a thread of its own (NVML calls
 /// block), sending [`FromAgent::GpuState`] on `tx` first and on each change, until
 /// `tx` closes. Errors of the probe go to the log once each time they change.
@@ -153,6 +180,7 @@ pub fn spawn(
     mut probe: Box<dyn GpuProbe>,
     gpus: Vec<GresDevice>,
     spool: PathBuf,
+    cgroup_root: CgroupRoot,
     tx: mpsc::UnboundedSender<FromAgent>,
 ) {
     let _ = std::thread::Builder::new()
@@ -165,7 +193,12 @@ pub fn spawn(
                     Ok(samples) => {
                         last_err = None;
                         let owners = stepd_pids(&spool);
-                        let busy = busy_gpus(&samples, |p| belongs(p, &owners, parent_of), user_of);
+                        let root = cgroup_root.lock().map(|r| r.clone()).unwrap_or_default();
+                        let ours = |p: u32| {
+                            belongs(p, &owners, parent_of)
+                                || root.as_deref().is_some_and(|r| in_job_cgroup(p, r))
+                        };
+                        let busy = busy_gpus(&samples, ours, user_of);
                         let now = (busy, gpu_faults(&samples));
                         if last.as_ref() != Some(&now) {
                             let msg = FromAgent::GpuState {
@@ -262,6 +295,22 @@ mod tests {
             "gpu 3: 2 uncorrectable ECC errors; gpu 3: 1 retired page"
         );
         assert!(!f[1].lost);
+    }
+
+    #[test]
+    fn a_process_in_a_job_cgroup_under_our_root_is_ours() {
+        let v1 = "12:cpuset:/sluice-a/uid_1000/job_7/step_batch/task_0\n4:pids:/\n";
+        let v2 = "0::/system.slice/sluice-a/uid_0/job_12/step_0/task_1\n";
+        assert!(cgroup_text_in(v1, "sluice-a"));
+        assert!(cgroup_text_in(v2, "/sluice-a/"));
+        assert!(!cgroup_text_in(v1, "sluice-b"), "another controller's job");
+        assert!(!cgroup_text_in(
+            "0::/user.slice/session-3.scope\n",
+            "sluice-a"
+        ));
+        assert!(!cgroup_text_in("0::/sluice-a/uid_0\n", "sluice-a"));
+        assert!(!cgroup_text_in(v1, ""));
+        assert!(!in_job_cgroup(std::process::id(), "sluice-not-here"));
     }
 
     #[test]

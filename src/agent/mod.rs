@@ -93,6 +93,7 @@ where
     }
     let _ = etx.send(heartbeat());
     // GPUs in use outside sluice: the declared devices, else the detected ones.
+    let cg_root = gpu_watch::CgroupRoot::default();
     let watched: Vec<_> = match cfg.node.gres_devices() {
         Ok(d) if !d.is_empty() => d,
         _ => gpus,
@@ -103,7 +104,13 @@ where
     if !watched.is_empty()
         && let Some(probe) = crate::gpuprobe::probe()
     {
-        gpu_watch::spawn(probe, watched, cfg.spool_dir.clone(), etx.clone());
+        gpu_watch::spawn(
+            probe,
+            watched,
+            cfg.spool_dir.clone(),
+            cg_root.clone(),
+            etx.clone(),
+        );
     }
     let mut beat = tokio::time::interval(cfg.heartbeat.max(Duration::from_millis(100)));
     beat.tick().await;
@@ -121,6 +128,11 @@ where
                     Err(crate::proto::ProtoError::Closed) => return Ok(()),
                     Err(e) => return Err(e.into()),
                 };
+                if let ToAgent::Configure { cgroup, .. } = &msg
+                    && let Ok(mut r) = cg_root.lock()
+                {
+                    *r = Some(cgroup.root.clone());
+                }
                 let msg = match relay.as_mut() {
                     Some(r) => match r.intercept(msg) {
                         Some(m) => m,

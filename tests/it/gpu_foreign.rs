@@ -236,3 +236,33 @@ fn an_unhealthy_gpu_is_kept_out_and_a_gpu_off_the_bus_drains_the_node() {
     assert_eq!(c.wait_done(b), "COMPLETED");
     assert!(!c.ok("scontrol", &["show", "node"]).contains("GpusFailed="));
 }
+
+#[test]
+fn a_job_process_that_was_orphaned_is_still_the_jobs() {
+    let probe = tempfile::tempdir().unwrap();
+    let c = cluster(&probe, "");
+    // The subshell exits at once: its `sleep` is reparented away from stepd's tree
+    // but stays in the job's cgroup (or, without cgroups, goes to stepd, their
+    // subreaper).
+    let a = c.submit(&[
+        "--gres=gpu:1",
+        "--wrap",
+        "(sleep 30 & echo $! $SLURM_JOB_GPUS > esc.pid); \
+         while [ ! -e go ]; do sleep 0.1; done",
+    ]);
+    let line = c.wait_file("esc.pid", |s| s.ends_with('\n'));
+    let (esc, gpu) = line.trim().split_once(' ').expect("pid and GPU");
+    let (esc, gpu): (u32, u32) = (esc.parse().unwrap(), gpu.parse().unwrap());
+    let f = Foreign::start();
+    write_probe(&probe, &[(gpu, &[esc]), (1 - gpu, &[f.pid()])]);
+    let busy = wait_until("a busy GPU", Duration::from_secs(30), || {
+        node_field(&c, "GpusBusy")
+    });
+    assert!(
+        busy.starts_with(&format!("{}(pid={},", 1 - gpu, f.pid()))
+            && !busy.contains(&esc.to_string()),
+        "{busy}"
+    );
+    std::fs::write(c.path("go"), "").unwrap();
+    c.wait_done(a);
+}
