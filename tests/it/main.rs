@@ -9,6 +9,7 @@ mod errors;
 mod examples;
 mod gpu;
 mod harness;
+mod help;
 mod hetjob;
 mod holds;
 mod isolation;
