@@ -218,3 +218,39 @@ fn every_option_a_help_lists_is_accepted_and_others_are_refused() {
         );
     }
 }
+
+/// Non-ASCII and odd values on the command line (issue 25): each front-end refuses
+/// them with a message naming the value, never a panic (exit 101). These once
+/// panicked in byte-indexed slicing (`cli/timeparse.rs`, the hand-written option
+/// parsers of sprio and sshare, `scontrol create reservation`).
+#[test]
+fn hostile_values_are_refused_with_a_message_not_a_panic() {
+    let l = Links::new();
+    let cases: &[(&str, &[&str], &str)] = &[
+        ("sacct", &["-S", "ÁÁÁÁ"], "ÁÁÁÁ"),
+        ("sacct", &["-E", "0９"], "0９"),
+        ("scontrol", &["update", "JobId=1", "StartTime=ÁÁÁ"], "ÁÁÁ"),
+        ("sreport", &["cluster", "utilization", "Start=ÁÁÁ"], "ÁÁÁ"),
+        ("scontrol", &["create", "reservation", "ÁÁ"], "ÁÁ"),
+        ("sprio", &["-Á"], "Á"),
+        ("sshare", &["-Á"], "Á"),
+        ("scancel", &["-Á"], "Á"),
+        ("sdiag", &["-Á"], "Á"),
+        ("sacctmgr", &["-Á"], "Á"),
+        ("sbatch", &["--begin=ÁÁ", "--wrap=true"], "ÁÁ"),
+        ("sbatch", &["--time=ÁÁ", "--wrap=true"], "--time"),
+        ("sbatch", &["--mem=5Á", "--wrap=true"], "--mem"),
+        ("srun", &["-t", "1Á", "true"], "--time"),
+    ];
+    for (name, args, named) in cases {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let o = l.run(name, &args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            !o.status.success() && o.status.code() != Some(101) && !err.contains("panicked"),
+            "{name} {args:?}: {} {err}",
+            o.status
+        );
+        assert!(err.contains(named), "{name} {args:?}: {err}");
+    }
+}
