@@ -156,7 +156,9 @@ impl Client {
         }
     }
 
-    fn try_connect(cfg: &Config) -> Result<Client, ClientError> {
+    /// Connects to the controller of `cfg` if one answers; never starts one (what
+    /// `sluice doctor` needs). Errors: `Unreachable` when none answers.
+    pub(crate) fn try_connect(cfg: &Config) -> Result<Client, ClientError> {
         if cfg.mode == Mode::Personal {
             // Never talk to a socket another user could have planted.
             if let Some(dir) = cfg.socket.parent() {

@@ -4,6 +4,7 @@
 mod arrays;
 mod clusters;
 mod depend;
+mod doctor;
 mod env;
 mod errors;
 mod examples;
