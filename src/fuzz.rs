@@ -318,6 +318,60 @@ proptest! {
     }
 
     #[test]
+    fn file_patterns_and_selectors(s in input(&[
+        "slurm-%A_%a.out", "%x-%j-%N.%t", "out\\%j", "%10j", "%%", "%u/%s.log", "%",
+    ])) {
+        use crate::jobspec::pattern::{PatternCtx, expand_pattern};
+        let _ = expand_pattern(&s, &PatternCtx::batch(12, Some((10, 2)), "name", "alice", "n1"));
+        let _ = expand_pattern(&s, &PatternCtx::batch(12, None, &s, &s, &s));
+        let _ = crate::cli::squeue::JobSel::parse(&s);
+        let _ = crate::cli::sinfo::NodeSel::parse(&s);
+    }
+
+    #[test]
+    fn accounting_words(s in input(&[
+        "account", "user", "qos", "assoc", "name=alice", "MaxWall=1-0", "GrpTRES=cpu=4,mem=1G",
+        "Flags=DenyOnLimit", "AdminLevel=Operator", "Fairshare=parent", "Preempt=low",
+        "PreemptMode=requeue", "MaxSubmitJobs=-1",
+    ])) {
+        use crate::model::assoc::{AdminLevel, PreemptMode, QosFlag, Shares};
+        let _ = crate::model::acct_ops::Entity::parse(&s);
+        let _ = crate::model::acct_ops::Setting::parse(&s);
+        let _ = AdminLevel::parse(&s);
+        let _ = PreemptMode::parse(&s);
+        let _ = QosFlag::parse(&s);
+        let _ = Shares::parse(&s);
+        let _ = crate::model::assoc::Enforce::parse(&s);
+        let _ = crate::config::sched::Policy::parse(&s);
+    }
+
+    #[test]
+    fn reservation_specs(words in argv(&[
+        "ReservationName=r1", "StartTime=now", "EndTime=now+1hour", "Duration=1-0",
+        "Nodes=n[1-2]", "NodeCnt=2", "CoreCnt=4", "TRES=cpu=4,license/a=2", "Users=-bob",
+        "Accounts+=a", "Flags=MAINT,IGNORE_JOBS", "Licenses=a:1", "PartitionName=debug",
+        "res", "Á"])) {
+        use crate::cli::scontrol_resv::{Mode, parse};
+        let time = |v: &str| crate::cli::timeparse::parse_time(v, NOW, &chrono::Utc, false).ok();
+        let _ = parse(&words, Mode::Create, &time);
+        let _ = parse(&words, Mode::Update, &time);
+    }
+
+    #[test]
+    fn environment_options(env in proptest::collection::btree_map(
+        input(&["SBATCH_TIMELIMIT", "SBATCH_PARTITION", "SBATCH_EXPORT", "SLURM_JOB_ID",
+                "SBATCH_HINT", "SBATCH_NO_KILL", "SBATCH_GRES_FLAGS", "SBATCH_MEM_BIND"]),
+        input(&["1:00", "debug", "NONE", "12", "nomultithread", "off", "enforce-binding"]),
+        0..4,
+    )) {
+        let words = crate::jobspec::directives::env_words(&env);
+        let argv = std::iter::once("sbatch".to_string()).chain(words);
+        if let Ok(a) = crate::jobspec::opts::parse_sbatch_argv(argv) {
+            let _ = a.job.to_spec(&ctx());
+        }
+    }
+
+    #[test]
     fn output_formats(s in input(&["%.18i %9P %j", "%all", "JobID,Name:30,State:.5", "%-5i%5u"])) {
         let _ = crate::cli::format::parse_short(&s, &crate::cli::squeue::job_fields());
         let _ = crate::cli::format::parse_long(&s, &crate::cli::squeue::job_fields());
