@@ -67,8 +67,8 @@ pub struct Args {
     /// Do not print a header line.
     #[arg(short = 'h', long = "noheader")]
     pub noheader: bool,
-    /// Comma separated list of job ids to view (optional, as Slurm's `j::`: `squeue -j`
-    /// alone lists every job).
+    /// Comma separated list of job ids to view; without a list (Slurm's optional
+    /// `j::` argument), every job.
     #[arg(
         short = 'j',
         long = "jobs",
