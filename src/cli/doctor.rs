@@ -150,6 +150,20 @@ pub fn isolation_check(backend: &str, notes: &[String], uid: u32, root: &str) ->
     }
 }
 
+/// A remote node's isolation as its agent reported it to the controller (`why`:
+/// its reason for degraded isolation); `root` is `[cgroup] root`.
+pub fn reported_isolation(why: &str, root: &str) -> Check {
+    Check::bad(
+        Verdict::Warn,
+        "isolation",
+        format!("degraded for the agent's user there (as it reported): {why}"),
+        format!(
+            "connect as root there (ssh = \"root@host\"), or give the agent's user a \
+             writable cgroup subtree named {root} (see sluice doctor on that node)"
+        ),
+    )
+}
+
 /// Probes isolation on this machine exactly as the agent does at start (creating this
 /// uid's directory under `[cgroup] root`, as a stepd would).
 fn local_isolation(cfg: &Config) -> Check {
@@ -542,6 +556,15 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
             .as_ref()
             .and_then(|k| k.iter().find(|x| x.name == n.name))
         {
+            // Over SSH the facts show what the machine has; what the agent's user
+            // gets there is what the agent reported, which wins.
+            if n.ssh.is_some()
+                && let Some(why) = &node.isolation_degraded
+            {
+                for c in checks.iter_mut().filter(|c| c.what == "isolation") {
+                    *c = reported_isolation(why, &cfg.cgroup.root);
+                }
+            }
             checks.extend(node_checks(node, local_iso.as_ref()));
         }
         for c in &checks {
