@@ -689,6 +689,7 @@ mod tests {
             1000,
             "r",
         ));
+        all.push(reported_isolation("no cgroups: x", "r"));
         all.push(gpu_check("n1", &gpus(2, false), 0, &[], "c.toml"));
         all.push(gpu_check(
             "n1",
@@ -704,7 +705,7 @@ mod tests {
         n.reason = None;
         all.extend(node_checks(&n, None));
         let bad: Vec<&Check> = all.iter().filter(|c| c.verdict != Verdict::Ok).collect();
-        assert!(bad.len() >= 11, "{bad:?}");
+        assert!(bad.len() >= 12, "{bad:?}");
         for c in bad {
             assert!(c.fix.as_deref().is_some_and(|f| !f.is_empty()), "{c:?}");
             assert!(
