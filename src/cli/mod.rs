@@ -2,6 +2,7 @@
 //! Front-ends parse options, make one or two requests through [`client`], and print
 //! Slurm-shaped text; they hold no scheduling logic.
 
+pub mod ci;
 pub mod client;
 pub mod doctor;
 pub mod format;
@@ -130,6 +131,7 @@ fn dispatch(cmd: &str, args: Vec<OsString>) -> ExitCode {
         "agent" => crate::agent::stdio::cli_main(args),
         "keygen" => keygen::run(args),
         "doctor" => doctor::run(args),
+        "ci" => ci::run(args),
         "srun" => srun::run(args),
         "salloc" => salloc::run(args),
         "sstat" => sstat::run(args),
@@ -199,6 +201,10 @@ pub const ROLE_HELP: &[(&str, &str)] = &[
         "doctor",
         "check what this user's controller gets (cgroups, GPUs, nodes)",
     ),
+    (
+        "ci",
+        "run a command with a private, throw-away controller (CI pipelines)",
+    ),
     ("version", "print sluice's version"),
     ("help", "show this help message"),
 ];
@@ -223,7 +229,7 @@ pub fn help_text() -> String {
 /// The short form of [`help_text`], for a missing or unknown command (on stderr).
 fn print_usage() {
     eprintln!(
-        "usage: sluice <command> [args...]\n\ncommands: {} controller agent keygen doctor stepd simulate\n\
+        "usage: sluice <command> [args...]\n\ncommands: {} controller agent keygen doctor ci stepd simulate\n\
          Each Slurm command also works under its own name through a symlink (see install.sh).\n\
          Try \"sluice --help\" for more information",
         LINKED_COMMANDS.join(" ")

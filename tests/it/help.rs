@@ -169,7 +169,7 @@ fn every_front_end_answers_help_and_usage_on_stdout_with_exit_0() {
         let t = l.text("sluice", &[flag]);
         for c in sluice::cli::LINKED_COMMANDS
             .iter()
-            .chain(["controller", "agent", "stepd", "doctor", "keygen"].iter())
+            .chain(["controller", "agent", "stepd", "doctor", "keygen", "ci"].iter())
         {
             assert!(t.contains(&format!("\n  {c} ")), "sluice {flag}: {c}\n{t}");
         }
