@@ -156,6 +156,14 @@ impl Client {
         }
     }
 
+    /// Connects to the controller of `cfg` only if one is already running: never
+    /// starts one (for commands that merely read from it when it is there).
+    ///
+    /// Errors: `Unreachable` when none answers.
+    pub fn connect_running(cfg: &Config) -> Result<Client, ClientError> {
+        Client::try_connect(cfg)
+    }
+
     fn try_connect(cfg: &Config) -> Result<Client, ClientError> {
         if cfg.mode == Mode::Personal {
             // Never talk to a socket another user could have planted.

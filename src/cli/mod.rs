@@ -3,6 +3,7 @@
 //! Slurm-shaped text; they hold no scheduling logic.
 
 pub mod client;
+pub mod config_cmd;
 pub mod doctor;
 pub mod format;
 pub mod getopt;
@@ -129,6 +130,7 @@ fn dispatch(cmd: &str, args: Vec<OsString>) -> ExitCode {
         "agent" => crate::agent::stdio::cli_main(args),
         "keygen" => keygen::run(args),
         "doctor" => doctor::run(args),
+        "config" => config_cmd::run(args),
         "srun" => srun::run(args),
         "salloc" => salloc::run(args),
         "sstat" => sstat::run(args),
@@ -151,7 +153,7 @@ fn dispatch(cmd: &str, args: Vec<OsString>) -> ExitCode {
 
 fn print_usage() {
     eprintln!(
-        "usage: sluice <command> [args...]\n\ncommands: {} controller agent keygen doctor stepd simulate\n\
+        "usage: sluice <command> [args...]\n\ncommands: {} controller agent keygen doctor config stepd simulate\n\
          Each Slurm command also works under its own name through a symlink (see install.sh).",
         LINKED_COMMANDS.join(" ")
     );

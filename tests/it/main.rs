@@ -31,6 +31,7 @@ mod sched;
 mod scontrol;
 mod scripts;
 mod sinfo;
+mod slurmconf;
 mod squeue;
 mod sreport;
 mod ssh;
