@@ -92,6 +92,17 @@ pub enum Command {
     UpdateResv(crate::model::reservation::ResvSpec),
     /// `delete ReservationName=NAME`.
     DeleteResv(String),
+    /// `write batch_script JOB [FILE|-]`: the job's script into FILE (default
+    /// `slurm-JOB.sh`) or, with `-`, to standard output.
+    WriteBatchScript {
+        job: String,
+        file: Option<String>,
+    },
+    /// `setdebug LEVEL`: the controller's log level.
+    SetDebug(String),
+    /// `reboot [ASAP] [nextstate=…] [reason=…] NODES|ALL`: refused, as Slurm's scontrol
+    /// refuses it without a RebootProgram (sluice has none).
+    Reboot,
 }
 
 /// What a command prints and its exit status.
@@ -263,11 +274,50 @@ pub fn parse_command(words: &[String]) -> Result<Command, String> {
     if abbrev(w, "version", 4) {
         return Ok(Command::Version);
     }
+    if abbrev(w, "write", 5) {
+        return match rest {
+            [what, job, file @ ..]
+                if what.eq_ignore_ascii_case("batch_script") && file.len() <= 1 =>
+            {
+                Ok(Command::WriteBatchScript {
+                    job: job.clone(),
+                    file: file.first().cloned(),
+                })
+            }
+            [what, _, _, _, ..] if what.eq_ignore_ascii_case("batch_script") => {
+                Err("too many arguments for keyword:write".into())
+            }
+            [what, ..] if !what.eq_ignore_ascii_case("batch_script") => {
+                Err(format!("invalid write option: {what}"))
+            }
+            _ => Err("too few arguments for keyword:write".into()),
+        };
+    }
+    if abbrev(w, "setdebug", 7) {
+        return match rest {
+            [level] => match crate::logsink::filter_for(level) {
+                Some(_) => Ok(Command::SetDebug(level.clone())),
+                None => Err(format!("invalid debug level: {level}")),
+            },
+            [] => Err("too few arguments for keyword:setdebug".into()),
+            _ => Err("too many arguments for keyword:setdebug".into()),
+        };
+    }
+    if abbrev(w, "reboot_nodes", 6) {
+        return match rest {
+            [] => Err("too few arguments for keyword:reboot".into()),
+            _ => Ok(Command::Reboot),
+        };
+    }
     // Slurm keywords sluice does not have yet are named as such, not as unknown words.
     for (kw, min, hint) in [
         ("shutdown", 8, "; use sluice controller --stop"),
         ("takeover", 8, ""),
-        ("reboot", 6, ""),
+        (
+            "cancel_reboot",
+            13,
+            " (sluice never reboots nodes: it has no RebootProgram)",
+        ),
     ] {
         if abbrev(w, kw, min) {
             return Err(format!("{kw} is not supported yet by sluice{hint}"));
@@ -593,6 +643,50 @@ pub fn execute(
             Ok(_) => Output::err("slurm_reconfigure error: unexpected answer\n".into()),
             Err(e) => client_failure("slurm_reconfigure", &e),
         },
+        Command::WriteBatchScript { job, file } => {
+            let id = match job.parse::<u32>() {
+                Ok(id) => id,
+                Err(_) => {
+                    return Output::err(
+                        "job script retrieval failed: Invalid job id specified\n".into(),
+                    );
+                }
+            };
+            match req(&Request::BatchScript { job_id: id }) {
+                Ok(Response::BatchScript(text)) => match file.as_deref() {
+                    Some("-") => Output::ok(text),
+                    f => {
+                        let name = f.map_or_else(|| format!("slurm-{id}.sh"), str::to_string);
+                        match std::fs::write(&name, &text) {
+                            Ok(()) if opts.quiet => Output::default(),
+                            Ok(()) => {
+                                Output::ok(format!("batch script for job {id} written to {name}\n"))
+                            }
+                            Err(e) => Output::err(format!(
+                                "failed to open file `{name}`: {}\n",
+                                e.raw_os_error()
+                                    .map(|c| nix::errno::Errno::from_raw(c).desc().to_string())
+                                    .unwrap_or_else(|| e.to_string())
+                            )),
+                        }
+                    }
+                },
+                Ok(Response::Error(e)) => {
+                    Output::err(format!("job script retrieval failed: {e}\n"))
+                }
+                Ok(_) => Output::err("job script retrieval failed: unexpected answer\n".into()),
+                Err(e) => client_failure("job script retrieval failed", &e),
+            }
+        }
+        Command::SetDebug(level) => match req(&Request::SetDebug {
+            level: level.clone(),
+        }) {
+            Ok(Response::Ok) => Output::default(),
+            Ok(Response::Error(e)) => Output::err(format!("slurm_set_debug_level error: {e}\n")),
+            Ok(_) => Output::err("slurm_set_debug_level error: unexpected answer\n".into()),
+            Err(e) => client_failure("slurm_set_debug_level error", &e),
+        },
+        Command::Reboot => Output::err("scontrol: error: RebootProgram isn't defined\n".into()),
         Command::Ping => match req(&Request::Ping) {
             Ok(_) => Output::ok(format!("Slurmctld(primary) at {host} is UP\n")),
             Err(_) => Output {

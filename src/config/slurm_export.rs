@@ -77,7 +77,9 @@ pub fn export(cfg: &Config, live: &[NodeFacts], here: &str) -> Exported {
     let _ = writeln!(
         s,
         "# slurm.conf written by `sluice config export --slurm` from {src}.\n\
-         # Slurm 22.05; install munge and, for accounting, slurmdbd (then `sacctmgr load`).\n\
+         # Slurm 22.05; needs munge, and slurmdbd up before slurmctld first starts (then\n\
+         # `sacctmgr load CLUSTER.cfg` brings the accounts; without slurmdbd set\n\
+         # AccountingStorageType=accounting_storage/none and drop AccountingStorageEnforce).\n\
          ClusterName={}\n\
          SlurmctldHost={here}\n\
          SlurmUser=slurm\n\
@@ -89,6 +91,7 @@ pub fn export(cfg: &Config, live: &[NodeFacts], here: &str) -> Exported {
          SlurmdPidFile=/run/slurmd.pid\n\
          SlurmctldLogFile=/var/log/slurm/slurmctld.log\n\
          SlurmdLogFile=/var/log/slurm/slurmd.log\n\
+         MailProg=/bin/true\n\
          MpiDefault=none\n\
          SwitchType=switch/none\n\
          ReturnToService=2\n\
