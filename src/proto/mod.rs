@@ -636,6 +636,10 @@ pub struct UsageReport {
     /// Node down intervals overlapping the period: (node, start, end), epoch seconds.
     pub down: Vec<(String, i64, i64)>,
     pub now: i64,
+    /// When the cluster came to exist (its database was created), epoch seconds: no
+    /// time before it is reported.
+    #[serde(default)]
+    pub created: i64,
 }
 
 /// One association of the fair-share tree as sshare prints it.
