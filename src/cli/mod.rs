@@ -20,6 +20,7 @@ pub mod salloc;
 pub mod sbatch;
 pub mod scancel;
 pub mod scontrol;
+pub mod scontrol_listpids;
 pub mod scontrol_resv;
 pub mod sdiag;
 pub mod seff;

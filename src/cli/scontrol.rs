@@ -100,6 +100,9 @@ pub enum Command {
     },
     /// `setdebug LEVEL`: the controller's log level.
     SetDebug(String),
+    /// `listpids [JOBID[.STEPID]|*] [NODENAME]`: processes of this node's steps (see
+    /// `scontrol_listpids`; NODENAME is accepted: this node is the only one listed).
+    ListPids(super::scontrol_listpids::Which),
     /// `reboot [ASAP] [nextstate=…] [reason=…] NODES|ALL`: refused, as Slurm's scontrol
     /// refuses it without a RebootProgram (sluice has none).
     Reboot,
@@ -291,6 +294,15 @@ pub fn parse_command(words: &[String]) -> Result<Command, String> {
                 Err(format!("invalid write option: {what}"))
             }
             _ => Err("too few arguments for keyword:write".into()),
+        };
+    }
+    if abbrev(w, "listpids", 5) {
+        return match rest {
+            [] | [_] | [_, _] => {
+                super::scontrol_listpids::parse_which(rest.first().map(String::as_str))
+                    .map(Command::ListPids)
+            }
+            _ => Err("too many arguments for keyword:listpids".into()),
         };
     }
     if abbrev(w, "setdebug", 7) {
@@ -686,6 +698,18 @@ pub fn execute(
             Ok(_) => Output::err("slurm_set_debug_level error: unexpected answer\n".into()),
             Err(e) => client_failure("slurm_set_debug_level error", &e),
         },
+        Command::ListPids(which) => {
+            let root = crate::config::Config::load()
+                .map(|c| c.cgroup.root)
+                .unwrap_or_else(|_| "sluice".into());
+            let procs = super::scontrol_listpids::scan(std::path::Path::new("/proc"), &root);
+            let (stdout, stderr, code) = super::scontrol_listpids::render(&procs, which);
+            Output {
+                stdout,
+                stderr,
+                code,
+            }
+        }
         Command::Reboot => Output::err("scontrol: error: RebootProgram isn't defined\n".into()),
         Command::Ping => match req(&Request::Ping) {
             Ok(_) => Output::ok(format!("Slurmctld(primary) at {host} is UP\n")),

@@ -160,3 +160,50 @@ fn whoami() -> String {
         .unwrap()
         .name
 }
+
+#[test]
+fn scontrol_listpids_lists_this_nodes_step_processes() {
+    let c = TestCluster::start();
+    let id = c.submit(&["--wrap", "sleep 300"]);
+    let ids = id.to_string();
+    c.wait_state(id, &["RUNNING"], std::time::Duration::from_secs(30));
+    let header = "PID      JOBID    STEPID LOCALID GLOBALID\n";
+    let out = wait_until(
+        "the batch step's processes",
+        std::time::Duration::from_secs(30),
+        || {
+            let o = c.run("scontrol", &["listpids", &ids]);
+            let s = stdout(&o);
+            (o.status.success() && s.lines().count() >= 2).then_some(s)
+        },
+    );
+    assert!(out.starts_with(header), "{out}");
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    // The batch shell is task 0, rank 0; whatever it started follows with "-".
+    assert_eq!(rows[0][1..], [ids.as_str(), "batch", "0", "0"], "{out}");
+    for r in &rows {
+        let pid: u32 = r[0].parse().unwrap();
+        assert!(
+            std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            "{out}"
+        );
+        assert_eq!(r[1], ids);
+    }
+    // The same with the step named, and with every step listed.
+    let step = c.ok("scontrol", &["listpids", &format!("{id}.batch")]);
+    assert_eq!(step.lines().nth(1), out.lines().nth(1));
+    assert!(
+        c.ok("scontrol", &["listpids"])
+            .contains(&out.lines().nth(1).unwrap().to_string())
+    );
+    let (code, o, err) = c.fails("scontrol", &["listpids", "999999"]);
+    assert_eq!((code, o.as_str()), (1, header));
+    assert_eq!(err, "Job 999999 does not exist on this node.\n");
+    let (_, _, err) = c.fails("scontrol", &["listpids", "12x"]);
+    assert_eq!(err, "\"12x\" does not look like a jobid\n");
+    c.ok("scancel", &[&ids]);
+}
