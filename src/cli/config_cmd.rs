@@ -11,8 +11,10 @@
 //! The extra files are told apart by their keys; when none is given, the gres.conf,
 //! topology.conf and cgroup.conf next to slurm.conf are read if they exist, as Slurm
 //! reads them. Export writes slurm.conf, gres.conf, topology.conf and cgroup.conf into
-//! DIR, and, when the controller answers, its accounts, users and QOS as a `sacctmgr
-//! dump` flat file (`CLUSTER.cfg`, for Slurm's `sacctmgr load`).
+//! DIR, and, when the controller answers, its accounts and users as a `sacctmgr dump`
+//! flat file (`CLUSTER.cfg`, for Slurm's `sacctmgr load`) and its QOS as the
+//! `sacctmgr` commands that create them (`CLUSTER-qos.sh`, run first: the flat file
+//! has no QOS records).
 
 use crate::config::Config;
 use crate::config::slurm_export::{self, NodeFacts};
@@ -244,6 +246,7 @@ fn export(args: &[String]) -> ExitCode {
     // for this.
     let mut live = Vec::new();
     let mut accounts: Option<(String, String)> = None;
+    let mut qos_file: Option<(String, String)> = None;
     let mut notes = Vec::new();
     match crate::cli::client::Client::connect_running(&cfg) {
         Ok(mut c) => {
@@ -264,7 +267,9 @@ fn export(args: &[String]) -> ExitCode {
             match c.request(&Request::AcctTree) {
                 Ok(Response::AcctTree { tree, cluster, .. }) => {
                     let text = crate::model::acct_ops::flat::dump(&tree, &cluster);
+                    let qos = crate::model::acct_ops::flat::qos_script(&tree);
                     accounts = Some((format!("{cluster}.cfg"), text));
+                    qos_file = Some((format!("{cluster}-qos.sh"), qos));
                 }
                 _ => notes.push(
                     "accounts: the controller did not give its account tree; run `sacctmgr dump` to export them".to_string(),
@@ -278,6 +283,12 @@ fn export(args: &[String]) -> ExitCode {
     }
     let here = crate::config::short_hostname();
     let mut ex = slurm_export::export(&cfg, &live, &here);
+    if let (Some((cfg_name, _)), Some((qos_name, _))) = (&accounts, &qos_file) {
+        notes.push(format!(
+            "accounts: with slurmdbd up, run `sh {qos_name}` (the QOS), then `sacctmgr load file={cfg_name}`"
+        ));
+    }
+    ex.files.extend(qos_file);
     ex.files.extend(accounts);
     for (name, text) in &ex.files {
         let p = dir.join(name);

@@ -2,7 +2,8 @@
 //! (the fixture in tests/fixtures/slurm, modelled on the reference cluster) comes in
 //! as TOML the loader takes, goes out as Slurm files, and comes in again as the same
 //! cluster; `SLUICE_CONF` pointing at a slurm.conf says how to convert it; an export
-//! with the controller up carries its accounts as a `sacctmgr load` file. Where
+//! with the controller up carries its accounts as a `sacctmgr load` file and its QOS
+//! as sacctmgr commands (both checked by hand against Slurm 22.05). Where
 //! Debian's Slurm daemons are installed, slurmd also reads the exported files.
 
 use crate::harness::*;
@@ -211,9 +212,17 @@ fn config_export_with_the_controller_up_carries_accounts_and_detected_nodes() {
         "sacctmgr",
         &["-i", "add", "account", "physics", "Fairshare=30"],
     );
+    c.ok("sacctmgr", &["-i", "add", "qos", "gold", "Priority=100"]);
     c.ok(
         "sacctmgr",
-        &["-i", "add", "user", "alice", "Account=physics"],
+        &[
+            "-i",
+            "add",
+            "user",
+            "alice",
+            "Account=physics",
+            "QOS=normal,gold",
+        ],
     );
     let out = c.dir.path().join("export");
     let o = c
@@ -227,6 +236,19 @@ fn config_export_with_the_controller_up_carries_accounts_and_detected_nodes() {
     assert!(cfg.contains("Cluster - 'testc'"), "{cfg}");
     assert!(cfg.contains("Account - 'physics'"), "{cfg}");
     assert!(cfg.contains("User - 'alice'"), "{cfg}");
+    assert!(cfg.contains("QOS='normal,gold'"), "{cfg}");
+    // The flat file has no QOS records: they come as sacctmgr commands, run first.
+    let qos = std::fs::read_to_string(out.join("testc-qos.sh")).unwrap();
+    let lines: Vec<&str> = qos.lines().filter(|l| l.starts_with("sacctmgr")).collect();
+    assert_eq!(lines[0], "sacctmgr -i add qos 'gold'", "{qos}");
+    assert!(
+        lines.iter().any(
+            |l| l.starts_with("sacctmgr -i modify qos where name='gold' set ")
+                && l.contains(" Priority=100 ")
+        ),
+        "{qos}"
+    );
+    assert!(!qos.contains("add qos 'normal'"), "{qos}");
     let conf = std::fs::read_to_string(out.join("slurm.conf")).unwrap();
     let node = c.node();
     assert!(
