@@ -22,6 +22,7 @@ pub mod scancel;
 pub mod scontrol;
 pub mod scontrol_listpids;
 pub mod scontrol_resv;
+pub mod scontrol_top;
 pub mod sdiag;
 pub mod seff;
 pub mod sinfo;

@@ -100,6 +100,9 @@ pub enum Command {
     },
     /// `setdebug LEVEL`: the controller's log level.
     SetDebug(String),
+    /// `top JOBID[,JOBID…]`: these pending jobs first in their user's queue (see
+    /// `scontrol_top`).
+    Top(Vec<u32>),
     /// `listpids [JOBID[.STEPID]|*] [NODENAME]`: processes of this node's steps (see
     /// `scontrol_listpids`; NODENAME is accepted: this node is the only one listed).
     ListPids(super::scontrol_listpids::Which),
@@ -304,6 +307,24 @@ pub fn parse_command(words: &[String]) -> Result<Command, String> {
             }
             _ => Err("too many arguments for keyword:listpids".into()),
         };
+    }
+    if w.eq_ignore_ascii_case("top") {
+        let ids: Vec<&str> = rest
+            .iter()
+            .flat_map(|a| a.split(','))
+            .filter(|x| !x.is_empty())
+            .collect();
+        if ids.is_empty() {
+            return Err("too few arguments for keyword:top".into());
+        }
+        return ids
+            .iter()
+            .map(|x| {
+                x.parse::<u32>()
+                    .map_err(|_| format!("Invalid job id specified: {x}"))
+            })
+            .collect::<Result<Vec<u32>, String>>()
+            .map(Command::Top);
     }
     if abbrev(w, "setdebug", 7) {
         return match rest {
@@ -710,6 +731,7 @@ pub fn execute(
                 code,
             }
         }
+        Command::Top(ids) => super::scontrol_top::execute(ids, req),
         Command::Reboot => Output::err("scontrol: error: RebootProgram isn't defined\n".into()),
         Command::Ping => match req(&Request::Ping) {
             Ok(_) => Output::ok(format!("Slurmctld(primary) at {host} is UP\n")),

@@ -207,3 +207,45 @@ fn scontrol_listpids_lists_this_nodes_step_processes() {
     assert_eq!(err, "\"12x\" does not look like a jobid\n");
     c.ok("scancel", &[&ids]);
 }
+
+#[test]
+fn scontrol_top_puts_jobs_first_in_their_users_queue() {
+    let c = TestCluster::start();
+    let blocker = c.submit(&["-n4", "--wrap", "sleep 300"]);
+    let a = c.submit(&["--wrap", "true"]);
+    let b = c.submit(&["--wrap", "true"]);
+    let d = c.submit(&["--wrap", "true"]);
+    let order = || -> Vec<u32> {
+        c.ok("sprio", &["-h", "-o", "%i"])
+            .lines()
+            .map(|l| l.trim().parse().unwrap())
+            .collect()
+    };
+    assert_eq!(order(), [a, b, d]);
+    assert_eq!(c.ok("scontrol", &["top", &d.to_string()]), "");
+    wait_until("d first", std::time::Duration::from_secs(10), || {
+        (order() == [d, a, b]).then_some(())
+    });
+    assert_eq!(c.ok("scontrol", &["top", &format!("{b},{a}")]), "");
+    wait_until("b then a first", std::time::Duration::from_secs(10), || {
+        (order() == [b, a, d]).then_some(())
+    });
+    // A running job cannot be moved.
+    let (code, _, err) = c.fails("scontrol", &["top", &blocker.to_string()]);
+    assert_eq!(
+        (code, err.as_str()),
+        (
+            1,
+            "slurm_top_job error: Job is no longer pending execution\n"
+        )
+    );
+    c.ok(
+        "scancel",
+        &[
+            &blocker.to_string(),
+            &a.to_string(),
+            &b.to_string(),
+            &d.to_string(),
+        ],
+    );
+}
