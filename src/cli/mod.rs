@@ -4,6 +4,7 @@
 
 pub mod ci;
 pub mod client;
+pub mod config_cmd;
 pub mod doctor;
 pub mod format;
 pub mod getopt;
@@ -21,7 +22,9 @@ pub mod salloc;
 pub mod sbatch;
 pub mod scancel;
 pub mod scontrol;
+pub mod scontrol_listpids;
 pub mod scontrol_resv;
+pub mod scontrol_top;
 pub mod sdiag;
 pub mod seff;
 pub mod sinfo;
@@ -132,6 +135,7 @@ fn dispatch(cmd: &str, args: Vec<OsString>) -> ExitCode {
         "keygen" => keygen::run(args),
         "doctor" => doctor::run(args),
         "ci" => ci::run(args),
+        "config" => config_cmd::run(args),
         "srun" => srun::run(args),
         "salloc" => salloc::run(args),
         "sstat" => sstat::run(args),
@@ -205,6 +209,10 @@ pub const ROLE_HELP: &[(&str, &str)] = &[
         "ci",
         "run a command with a private, throw-away controller (CI pipelines)",
     ),
+    (
+        "config",
+        "import a Slurm configuration (slurm.conf, …) or export this one as Slurm's",
+    ),
     ("version", "print sluice's version"),
     ("help", "show this help message"),
 ];
@@ -229,7 +237,7 @@ pub fn help_text() -> String {
 /// The short form of [`help_text`], for a missing or unknown command (on stderr).
 fn print_usage() {
     eprintln!(
-        "usage: sluice <command> [args...]\n\ncommands: {} controller agent keygen doctor ci stepd simulate\n\
+        "usage: sluice <command> [args...]\n\ncommands: {} controller agent keygen doctor ci config stepd simulate\n\
          Each Slurm command also works under its own name through a symlink (see install.sh).\n\
          Try \"sluice --help\" for more information",
         LINKED_COMMANDS.join(" ")

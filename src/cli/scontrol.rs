@@ -94,6 +94,23 @@ pub enum Command {
     UpdateResv(crate::model::reservation::ResvSpec),
     /// `delete ReservationName=NAME`.
     DeleteResv(String),
+    /// `write batch_script JOB [FILE|-]`: the job's script into FILE (default
+    /// `slurm-JOB.sh`) or, with `-`, to standard output.
+    WriteBatchScript {
+        job: String,
+        file: Option<String>,
+    },
+    /// `setdebug LEVEL`: the controller's log level.
+    SetDebug(String),
+    /// `top JOBID[,JOBID…]`: these pending jobs first in their user's queue (see
+    /// `scontrol_top`).
+    Top(Vec<u32>),
+    /// `listpids [JOBID[.STEPID]|*] [NODENAME]`: processes of this node's steps (see
+    /// `scontrol_listpids`; NODENAME is accepted: this node is the only one listed).
+    ListPids(super::scontrol_listpids::Which),
+    /// `reboot [ASAP] [nextstate=…] [reason=…] NODES|ALL`: refused, as Slurm's scontrol
+    /// refuses it without a RebootProgram (sluice has none).
+    Reboot,
 }
 
 /// What a command prints and its exit status.
@@ -147,6 +164,10 @@ const SPECS: &[OptSpec] = &[
 /// The commands scontrol takes (the keywords [`parse_command`] knows, each with what
 /// it does), for `--help` and `scontrol help`.
 pub const COMMANDS: &[(&str, &str)] = &[
+    (
+        "cancel_reboot <nodes>",
+        "cancel a reboot not yet begun (refused: no RebootProgram)",
+    ),
     ("create reservation <SPECS>", "create a reservation"),
     ("delete ReservationName=<name>", "delete a reservation"),
     ("help", "show this help message"),
@@ -154,26 +175,46 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "hold <job_list>",
         "hold jobs (administrator hold for operators)",
     ),
+    (
+        "listpids [<job_id>[.<step_id>]]",
+        "list the processes of this node's job steps",
+    ),
     ("ping", "say whether the controller responds"),
     (
         "reconfigure",
         "make the controller read its configuration again",
+    ),
+    (
+        "reboot [ASAP] [nextstate=..] [reason=..] <ALL|nodes>",
+        "reboot nodes through RebootProgram (refused when none is configured)",
     ),
     ("release <job_list>", "release held jobs"),
     ("requeue <job_list>", "requeue batch jobs"),
     ("requeuehold <job_list>", "requeue batch jobs and hold them"),
     ("resume <job_list>", "resume suspended jobs"),
     (
+        "setdebug <level>",
+        "set the controller's log level (quiet, fatal, error, info, verbose, debug, …)",
+    ),
+    (
         "show <ENTITY> [<ID>]",
         "show entities: config, job, node, partition, reservation, step, licenses, topology, hostlist, hostlistsorted, hostnames",
     ),
     ("suspend <job_list>", "suspend running jobs"),
+    (
+        "top <job_list>",
+        "move pending jobs ahead of their user's other jobs",
+    ),
     ("uhold <job_list>", "hold jobs (user hold)"),
     (
         "update <SPECS>",
         "update a job, node or reservation (JobId=, NodeName=, ReservationName=)",
     ),
     ("version", "print the Slurm version"),
+    (
+        "write batch_script <job_id> [<file>|-]",
+        "write a job's batch script to a file (default slurm-<job_id>.sh)",
+    ),
 ];
 
 /// The `--help` text: the options, then [`COMMANDS`].
@@ -315,11 +356,77 @@ pub fn parse_command(words: &[String]) -> Result<Command, String> {
     if abbrev(w, "version", 4) {
         return Ok(Command::Version);
     }
+    if abbrev(w, "write", 5) {
+        return match rest {
+            [what, job, file @ ..]
+                if what.eq_ignore_ascii_case("batch_script") && file.len() <= 1 =>
+            {
+                Ok(Command::WriteBatchScript {
+                    job: job.clone(),
+                    file: file.first().cloned(),
+                })
+            }
+            [what, _, _, _, ..] if what.eq_ignore_ascii_case("batch_script") => {
+                Err("too many arguments for keyword:write".into())
+            }
+            [what, ..] if !what.eq_ignore_ascii_case("batch_script") => {
+                Err(format!("invalid write option: {what}"))
+            }
+            _ => Err("too few arguments for keyword:write".into()),
+        };
+    }
+    if abbrev(w, "listpids", 5) {
+        return match rest {
+            [] | [_] | [_, _] => {
+                super::scontrol_listpids::parse_which(rest.first().map(String::as_str))
+                    .map(Command::ListPids)
+            }
+            _ => Err("too many arguments for keyword:listpids".into()),
+        };
+    }
+    if w.eq_ignore_ascii_case("top") {
+        let ids: Vec<&str> = rest
+            .iter()
+            .flat_map(|a| a.split(','))
+            .filter(|x| !x.is_empty())
+            .collect();
+        if ids.is_empty() {
+            return Err("too few arguments for keyword:top".into());
+        }
+        return ids
+            .iter()
+            .map(|x| {
+                x.parse::<u32>()
+                    .map_err(|_| format!("Invalid job id specified: {x}"))
+            })
+            .collect::<Result<Vec<u32>, String>>()
+            .map(Command::Top);
+    }
+    if abbrev(w, "setdebug", 7) {
+        return match rest {
+            [level] => match crate::logsink::filter_for(level) {
+                Some(_) => Ok(Command::SetDebug(level.clone())),
+                None => Err(format!("invalid debug level: {level}")),
+            },
+            [] => Err("too few arguments for keyword:setdebug".into()),
+            _ => Err("too many arguments for keyword:setdebug".into()),
+        };
+    }
+    if abbrev(w, "reboot_nodes", 6) {
+        return match rest {
+            [] => Err("too few arguments for keyword:reboot".into()),
+            _ => Ok(Command::Reboot),
+        };
+    }
     // Slurm keywords sluice does not have yet are named as such, not as unknown words.
     for (kw, min, hint) in [
         ("shutdown", 8, "; use sluice controller --stop"),
         ("takeover", 8, ""),
-        ("reboot", 6, ""),
+        (
+            "cancel_reboot",
+            13,
+            " (sluice never reboots nodes: it has no RebootProgram)",
+        ),
     ] {
         if abbrev(w, kw, min) {
             return Err(format!("{kw} is not supported yet by sluice{hint}"));
@@ -645,6 +752,63 @@ pub fn execute(
             Ok(_) => Output::err("slurm_reconfigure error: unexpected answer\n".into()),
             Err(e) => client_failure("slurm_reconfigure", &e),
         },
+        Command::WriteBatchScript { job, file } => {
+            let id = match job.parse::<u32>() {
+                Ok(id) => id,
+                Err(_) => {
+                    return Output::err(
+                        "job script retrieval failed: Invalid job id specified\n".into(),
+                    );
+                }
+            };
+            match req(&Request::BatchScript { job_id: id }) {
+                Ok(Response::BatchScript(text)) => match file.as_deref() {
+                    Some("-") => Output::ok(text),
+                    f => {
+                        let name = f.map_or_else(|| format!("slurm-{id}.sh"), str::to_string);
+                        match std::fs::write(&name, &text) {
+                            Ok(()) if opts.quiet => Output::default(),
+                            Ok(()) => {
+                                Output::ok(format!("batch script for job {id} written to {name}\n"))
+                            }
+                            Err(e) => Output::err(format!(
+                                "failed to open file `{name}`: {}\n",
+                                e.raw_os_error()
+                                    .map(|c| nix::errno::Errno::from_raw(c).desc().to_string())
+                                    .unwrap_or_else(|| e.to_string())
+                            )),
+                        }
+                    }
+                },
+                Ok(Response::Error(e)) => {
+                    Output::err(format!("job script retrieval failed: {e}\n"))
+                }
+                Ok(_) => Output::err("job script retrieval failed: unexpected answer\n".into()),
+                Err(e) => client_failure("job script retrieval failed", &e),
+            }
+        }
+        Command::SetDebug(level) => match req(&Request::SetDebug {
+            level: level.clone(),
+        }) {
+            Ok(Response::Ok) => Output::default(),
+            Ok(Response::Error(e)) => Output::err(format!("slurm_set_debug_level error: {e}\n")),
+            Ok(_) => Output::err("slurm_set_debug_level error: unexpected answer\n".into()),
+            Err(e) => client_failure("slurm_set_debug_level error", &e),
+        },
+        Command::ListPids(which) => {
+            let root = crate::config::Config::load()
+                .map(|c| c.cgroup.root)
+                .unwrap_or_else(|_| "sluice".into());
+            let procs = super::scontrol_listpids::scan(std::path::Path::new("/proc"), &root);
+            let (stdout, stderr, code) = super::scontrol_listpids::render(&procs, which);
+            Output {
+                stdout,
+                stderr,
+                code,
+            }
+        }
+        Command::Top(ids) => super::scontrol_top::execute(ids, req),
+        Command::Reboot => Output::err("scontrol: error: RebootProgram isn't defined\n".into()),
         Command::Ping => match req(&Request::Ping) {
             Ok(_) => Output::ok(format!("Slurmctld(primary) at {host} is UP\n")),
             Err(_) => Output {

@@ -4,7 +4,9 @@
 //! them: `%.15i %9r %.8u %.10Y %.10S %.10A %.10F %.10J %.10P`, plus ASSOC, QOS and TRES
 //! when weighted; `-l` shows every factor and NICE; `-w` prints the weights; `-o`
 //! takes a format (upper-case letters: weighted values, lower-case: normalised);
-//! `-j` and `-u` select jobs. Rows are sorted by priority, highest first.
+//! `-j` and `-u` select jobs. Rows are sorted by priority, highest first, or by
+//! `-S/--sort` (the `-o` field letters, comma-separated, each optionally preceded by
+//! `+` for ascending, the default, or `-` for descending; ties keep the default order).
 
 use crate::cli::client::{Client, error_text};
 use crate::cli::format::{Field, parse_short};
@@ -25,6 +27,8 @@ pub struct Opts {
     pub jobs: Vec<u32>,
     pub users: Vec<String>,
     pub partitions: Vec<String>,
+    /// `-S/--sort`: (field letter as in `-o`, descending), most significant first.
+    pub sort: Vec<(char, bool)>,
 }
 
 /// One row for the format engine.
@@ -187,6 +191,17 @@ pub fn render(o: &Opts, rows: &[PriorityRow], w: &PriorityWeights) -> String {
         .filter(|r| o.partitions.is_empty() || o.partitions.contains(&r.partition))
         .collect();
     rows.sort_by(|a, b| b.priority.cmp(&a.priority).then(a.job_id.cmp(&b.job_id)));
+    // Stable: the keys decide, the default order breaks ties.
+    rows.sort_by(|a, b| {
+        o.sort
+            .iter()
+            .map(|&(c, desc)| {
+                let ord = sort_cmp(c, a, b);
+                if desc { ord.reverse() } else { ord }
+            })
+            .find(|x| x.is_ne())
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
     for r in rows {
         out.push_str(&format.row(&table, &Row { r: Some(r), w }));
         out.push('\n');
@@ -202,6 +217,10 @@ const SPECS: &[OptSpec] = &[
     opt("clusters", Some('M'), true).doc("cluster", "cluster to query (this one only)"),
     opt("norm", Some('n'), false).doc("", "normalized factor values (0 to 1)"),
     opt("format", Some('o'), true).doc("format", "output format (%i %u %Y %A %F ...)"),
+    opt("sort", Some('S'), true).doc(
+        "sort_list",
+        "sort by these fields (-y,i: priority descending, then job id)",
+    ),
     opt("partition", Some('p'), true).doc("partition_list", "show only jobs in these partitions"),
     opt("user", Some('u'), true).doc("user_list", "show only jobs of these users"),
     opt("users", None, true),
@@ -214,6 +233,54 @@ const SPECS: &[OptSpec] = &[
     opt("help", None, false).doc("", "show this help message"),
     opt("usage", None, false).doc("", "display a brief usage message"),
 ];
+
+/// The `-S` field letters.
+const SORT_FIELDS: &str = "irRuYySAaBbFfJjPpQqNTt";
+
+/// Compares two rows on one `-S` field (ascending).
+fn sort_cmp(c: char, a: &PriorityRow, b: &PriorityRow) -> std::cmp::Ordering {
+    let f = |r: &PriorityRow| -> f64 {
+        let x = &r.factors;
+        match c.to_ascii_uppercase() {
+            'Y' => f64::from(r.priority),
+            'S' => x.site,
+            'A' => x.age,
+            'B' => x.assoc,
+            'F' => x.fairshare,
+            'J' => x.jobsize,
+            'P' => x.partition,
+            'Q' => x.qos,
+            'N' => x.nice as f64,
+            'T' => x.tres.iter().map(|t| t.1).sum(),
+            _ => 0.0,
+        }
+    };
+    match c {
+        'i' => a.job_id.cmp(&b.job_id),
+        'r' | 'R' => a.partition.cmp(&b.partition),
+        'u' => a.user.cmp(&b.user),
+        _ => f(a).total_cmp(&f(b)),
+    }
+}
+
+/// Parses a `-S` list: `-y,i`, `+u`, `Yi`.
+fn parse_sort(v: &str) -> Result<Vec<(char, bool)>, String> {
+    let mut out = Vec::new();
+    let mut desc = false;
+    for c in v.chars() {
+        match c {
+            ',' | ' ' => {}
+            '-' => desc = true,
+            '+' => desc = false,
+            c if SORT_FIELDS.contains(c) => {
+                out.push((c, desc));
+                desc = false;
+            }
+            c => return Err(format!("sprio: Invalid sort specification: {c}")),
+        }
+    }
+    Ok(out)
+}
 
 fn list(v: &str) -> impl Iterator<Item = String> + '_ {
     v.split(',').filter(|s| !s.is_empty()).map(String::from)
@@ -237,6 +304,7 @@ pub fn parse(args: &[String]) -> Result<Option<Opts>, String> {
             "norm" => o.norm = true,
             "weights" => o.weights = true,
             "format" => o.format = Some(v),
+            "sort" => o.sort = parse_sort(&v)?,
             "jobs" => {
                 for id in v.split(',').filter(|s| !s.is_empty()) {
                     let n: u32 = id

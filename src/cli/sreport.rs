@@ -412,6 +412,8 @@ impl Util {
 /// Computes Utilization: allocated from job runs; a reservation's CPU time not used by
 /// its own jobs is PLND Down (MAINT) or Planned (others); the rest is idle.
 pub fn utilization(data: &UsageReport, start: i64, end: i64) -> Util {
+    // Nothing is reported from before the cluster existed.
+    let start = start.max(data.created).min(end.max(start));
     let cpus: u64 = data.nodes.iter().map(|(_, c)| u64::from(*c)).sum();
     let total = cpus * (end - start).max(0) as u64;
     let rs = runs(&data.jobs, data.now);
@@ -573,6 +575,21 @@ fn proper_name(user: &str) -> String {
         .unwrap_or_default()
 }
 
+/// The account a job's usage is reported under: its own, or, for a job that ran
+/// before any account existed (it has none), [`DEFAULT_ACCOUNT`].
+fn job_account(j: &Job) -> &str {
+    if j.account.is_empty() {
+        DEFAULT_ACCOUNT
+    } else {
+        &j.account
+    }
+}
+
+/// Where usage of jobs without an account is reported: the root of the account tree,
+/// which every association sits under (its users are listed right after the root
+/// line, as Slurm lists the root account's own users).
+pub const DEFAULT_ACCOUNT: &str = "root";
+
 /// CPU-seconds per (account, user) in the period, for jobs passing the filters.
 fn by_assoc(
     data: &UsageReport,
@@ -583,14 +600,15 @@ fn by_assoc(
     let mut m: BTreeMap<(String, String), u64> = BTreeMap::new();
     for r in runs(&data.jobs, data.now) {
         let j = r.job;
+        let account = job_account(j);
         if (!q.users.is_empty() && !q.users.contains(&j.user))
-            || (!q.accounts.is_empty() && !q.accounts.contains(&j.account))
+            || (!q.accounts.is_empty() && !q.accounts.iter().any(|a| a == account))
         {
             continue;
         }
         let secs = u64::from(r.cpus) * overlap(r.t0, r.t1, start, end);
         if secs > 0 {
-            *m.entry((j.account.clone(), j.user.clone())).or_default() += secs;
+            *m.entry((account.to_string(), j.user.clone())).or_default() += secs;
         }
     }
     m
@@ -668,15 +686,19 @@ pub fn render(opts: &Opts, q: &Query, data: &UsageReport, start: i64, end: i64) 
                 for ((a, _), v) in &m {
                     *accts.entry(a.as_str()).or_default() += v;
                 }
-                for (a, v) in accts {
-                    rows.push(vec![
-                        cluster.clone(),
-                        a.to_string(),
-                        String::new(),
-                        String::new(),
-                        t.value(v, total),
-                        energy(),
-                    ]);
+                // The root account's own users first, under the root line itself.
+                let root = accts.remove_entry(DEFAULT_ACCOUNT);
+                for (a, v) in root.into_iter().chain(accts) {
+                    if a != DEFAULT_ACCOUNT {
+                        rows.push(vec![
+                            cluster.clone(),
+                            a.to_string(),
+                            String::new(),
+                            String::new(),
+                            t.value(v, total),
+                            energy(),
+                        ]);
+                    }
                     for ((_, user), uv) in m.iter().filter(|((x, _), _)| x == a) {
                         rows.push(vec![
                             cluster.clone(),
@@ -943,7 +965,24 @@ mod tests {
             resvs: vec![resv("maint", true, 0, 900), resv("r", false, 2400, 3600)],
             down: vec![],
             now: 4000,
+            created: 0,
         }
+    }
+
+    #[test]
+    fn nothing_is_reported_from_before_the_cluster_existed() {
+        let mut d = data();
+        let whole = utilization(&d, 0, 3600);
+        assert_eq!(whole.total, 8 * 3600);
+        d.created = 1800;
+        let half = utilization(&d, 0, 3600);
+        assert_eq!(half.total, 8 * 1800);
+        assert_eq!(
+            half.alloc + half.down + half.pdown + half.idle + half.plan,
+            half.total
+        );
+        d.created = 7200;
+        assert_eq!(utilization(&d, 0, 3600).total, 0);
     }
 
     fn report(args: &str) -> String {

@@ -1,6 +1,7 @@
 //! End-to-end tests: real controller, agent and stepd processes driven through the real
 //! front-ends (see `harness`).
 
+mod admin;
 mod arrays;
 mod clusters;
 mod depend;
@@ -33,6 +34,7 @@ mod sched;
 mod scontrol;
 mod scripts;
 mod sinfo;
+mod slurmconf;
 mod squeue;
 mod sreport;
 mod ssh;
