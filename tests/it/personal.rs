@@ -537,3 +537,42 @@ fn a_stale_pid_file_never_stops_another_controller() {
     let log = std::fs::read_to_string(b_state.join("controller.log")).unwrap();
     assert_eq!(log.matches("controller starting").count(), 1, "{log}");
 }
+
+/// Two commands from different environments (one with XDG_RUNTIME_DIR, one with none,
+/// so each would put the socket elsewhere) start the controller at the same moment:
+/// one controller starts, the other command finds it through the socket it recorded,
+/// and both succeed.
+#[test]
+fn racing_auto_starts_from_different_environments_share_one_controller() {
+    for _ in 0..3 {
+        let h = Home::new();
+        let state = h.path().join("state");
+        let full = h
+            .cmd(&["sbatch", "--parsable", "-H", "--wrap", "true"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let bare = Command::new(sluice_bin())
+            .env_clear()
+            .env("XDG_STATE_HOME", &state)
+            .args(["sbatch", "--parsable", "-H", "--wrap", "true"])
+            .current_dir(h.path().join("work"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut ids: Vec<u32> = [full, bare]
+            .into_iter()
+            .map(|p| {
+                let o = p.wait_with_output().unwrap();
+                assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+                String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
+            })
+            .collect();
+        ids.sort();
+        assert_eq!(ids, [1, 2]);
+        let log = std::fs::read_to_string(state.join("sluice/controller.log")).unwrap();
+        assert_eq!(log.matches("controller starting").count(), 1, "{log}");
+    }
+}
