@@ -576,3 +576,54 @@ fn racing_auto_starts_from_different_environments_share_one_controller() {
         assert_eq!(log.matches("controller starting").count(), 1, "{log}");
     }
 }
+
+/// A cancelled pipeline: SIGTERM to `sluice ci` reaches COMMAND, whose status (killed
+/// by signal 15: 143) is sluice ci's, and the tear-down still runs (the job it left
+/// running is killed, the temporary directory removed).
+#[test]
+fn a_signalled_ci_run_passes_the_signal_on_and_still_tears_down() {
+    let bin = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(sluice_bin(), bin.path().join("sbatch")).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let tmp_dir = tmp.path().canonicalize().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let script = r#"
+        echo "$SLUICE_STATE_DIR" > state_dir
+        sbatch -o left.out --wrap 'echo $$ > left.pid; exec sleep 300' > /dev/null
+        n=0; while [ ! -s left.pid ] && [ $n -lt 1200 ]; do sleep 0.1; n=$((n+1)); done
+        touch ready
+        exec sleep 300
+    "#;
+    let mut p = Command::new(sluice_bin())
+        .args(["ci", "--", "sh", "-c", script])
+        .env_remove("SLUICE_CONF")
+        .env_remove("SLUICE_STATE_DIR")
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.path().display()))
+        .env("TMPDIR", &tmp_dir)
+        .current_dir(work.path())
+        .spawn()
+        .unwrap();
+    wait_until(
+        "the pipeline's job running",
+        Duration::from_secs(120),
+        || work.path().join("ready").exists().then_some(()),
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(p.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let st = p.wait().unwrap();
+    assert_eq!(st.code(), Some(143));
+    let pid: i32 = std::fs::read_to_string(work.path().join("left.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    assert!(
+        !cmdline.starts_with(b"sleep"),
+        "the job's process {pid} survived"
+    );
+    assert_eq!(std::fs::read_dir(&tmp_dir).unwrap().count(), 0);
+}
