@@ -627,3 +627,35 @@ fn a_signalled_ci_run_passes_the_signal_on_and_still_tears_down() {
     );
     assert_eq!(std::fs::read_dir(&tmp_dir).unwrap().count(), 0);
 }
+
+/// `sluice ci` without a command is a usage error (2); with one that cannot be run it
+/// exits 127, as a shell does, and leaves no temporary directory behind.
+#[test]
+fn sluice_ci_usage_errors_and_a_missing_command() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        Command::new(sluice_bin())
+            .arg("ci")
+            .args(args)
+            .env_remove("SLUICE_CONF")
+            .env_remove("SLUICE_STATE_DIR")
+            .env("TMPDIR", tmp.path())
+            .output()
+            .unwrap()
+    };
+    for args in [&[][..], &["--"], &["--bogus", "true"]] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(String::from_utf8_lossy(&o.stderr).contains("Usage: sluice ci"));
+    }
+    let o = run(&["--", "/nonexistent/command"]);
+    assert_eq!(o.status.code(), Some(127));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("cannot run /nonexistent/command"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(run(&["--", "true"]).status.code(), Some(0));
+    assert_eq!(run(&["sh", "-c", "exit 9"]).status.code(), Some(9));
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+}
