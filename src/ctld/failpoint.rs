@@ -7,7 +7,10 @@
 //! - `submit-before-commit`, `submit-after-commit`: a batch that answers a submission,
 //!   before its transaction, and after it but before the answer is sent;
 //! - `launch-before-commit`, `launch-after-commit`: a batch that carries a job launch
-//!   to a node, before its transaction, and after it but before the message is sent.
+//!   to a node, before its transaction, and after it but before the message is sent;
+//! - `step-before-commit`, `step-after-commit`: the same for a step launch;
+//! - `end-before-commit`, `end-after-commit`: a batch that records a job's end, before
+//!   its transaction, and after it but before anything of it is sent.
 
 /// Kills the process here when `name` is one of the armed points (debug builds only).
 #[inline]

@@ -805,8 +805,23 @@ pub fn run(
                 .any(|(_, msg)| matches!(msg, crate::proto::ToAgent::Launch(..))),
             _ => false,
         });
+        let ends = puts
+            .iter()
+            .any(|j| !j.is_active() && j.state != crate::model::JobState::Pending);
+        let steps = batch.iter().any(|op| match op {
+            StoreOp::Forward(m) => m
+                .iter()
+                .any(|(_, msg)| matches!(msg, crate::proto::ToAgent::LaunchStep(..))),
+            _ => false,
+        });
         if submits {
             super::failpoint::hit("submit-before-commit");
+        }
+        if ends {
+            super::failpoint::hit("end-before-commit");
+        }
+        if steps {
+            super::failpoint::hit("step-before-commit");
         }
         if launches {
             super::failpoint::hit("launch-before-commit");
@@ -857,6 +872,12 @@ pub fn run(
         }
         if submits {
             super::failpoint::hit("submit-after-commit");
+        }
+        if ends {
+            super::failpoint::hit("end-after-commit");
+        }
+        if steps {
+            super::failpoint::hit("step-after-commit");
         }
         if launches {
             super::failpoint::hit("launch-after-commit");

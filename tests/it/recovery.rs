@@ -190,11 +190,13 @@ fn crashes_lose_duplicate_or_misreport_nothing() {
         "job.sh",
         "#!/bin/sh\necho \"$1 $SLURM_JOB_ID\" >> runs.txt\nexit $2\n",
     );
-    const POINTS: [&str; 4] = [
+    const POINTS: [&str; 6] = [
         "submit-before-commit",
         "submit-after-commit",
         "launch-before-commit",
         "launch-after-commit",
+        "end-before-commit",
+        "end-after-commit",
     ];
     // (tag, expected exit code, sbatch process)
     let mut subs: Vec<(String, i32, std::process::Child)> = Vec::new();
@@ -203,9 +205,33 @@ fn crashes_lose_duplicate_or_misreport_nothing() {
     c.kill9_controller();
     for round in 0..crashes {
         // Half the rounds die at a failpoint, half at a random instant.
-        let point = (rng.below(2) == 0).then(|| POINTS[rng.below(4) as usize]);
+        let point = (rng.below(2) == 0).then(|| POINTS[rng.below(POINTS.len() as u64) as usize]);
         c.set_controller_env("SLUICE_FAILPOINTS", point);
-        c.start_controller();
+        c.spawn_controller_nowait();
+        // It answers, or dies at its failpoint while it starts (recording the ends of
+        // jobs that finished while it was down, say).
+        let sock = c.dir.path().join("run/ctld.sock");
+        let hits = |c: &TestCluster, p: &str| {
+            c.controller_log()
+                .matches(&format!("failpoint {p}"))
+                .count() as u64
+        };
+        let died_starting = wait_until("controller start", Duration::from_secs(20), || {
+            if let Some(p) = point
+                && hits(&c, p) > *kinds.get(p).unwrap_or(&0)
+            {
+                return Some(true);
+            }
+            std::os::unix::net::UnixStream::connect(&sock)
+                .ok()
+                .map(|_| false)
+        });
+        if died_starting {
+            let p = point.unwrap_or_default();
+            kinds.insert(p, hits(&c, p));
+            c.kill9_controller();
+            continue;
+        }
         let burst = 1 + rng.below(4);
         for k in 0..burst {
             let code = if rng.below(4) == 0 { 3 } else { 0 };
@@ -223,12 +249,11 @@ fn crashes_lose_duplicate_or_misreport_nothing() {
         match point {
             Some(p) => {
                 // The point may not be reached (no launch this round): then a plain kill.
-                let log_mark = format!("failpoint {p}");
                 let end = std::time::Instant::now() + Duration::from_secs(5);
                 while std::time::Instant::now() < end {
-                    let hits = c.controller_log().matches(&log_mark).count() as u64;
-                    if hits > *kinds.get(p).unwrap_or(&0) {
-                        kinds.insert(p, hits);
+                    let now = hits(&c, p);
+                    if now > *kinds.get(p).unwrap_or(&0) {
+                        kinds.insert(p, now);
                         break;
                     }
                     std::thread::sleep(Duration::from_millis(20));
@@ -294,4 +319,76 @@ fn crashes_lose_duplicate_or_misreport_nothing() {
         acked.len(),
         failed.len()
     );
+}
+
+/// The pid of the stepd supervising batch job `id`, from the spool directory.
+fn stepd_pid(c: &TestCluster, id: u32) -> i32 {
+    let want = format!("job_{id}");
+    let find = || -> Option<i32> {
+        let mut dirs = vec![c.dir.path().join("spool")];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).ok()?.flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    if e.file_name() == want.as_str() {
+                        return std::fs::read_to_string(p.join("stepd.pid"))
+                            .ok()?
+                            .trim()
+                            .parse()
+                            .ok();
+                    }
+                    dirs.push(p);
+                }
+            }
+        }
+        None
+    };
+    wait_until("stepd pid", Duration::from_secs(20), find)
+}
+
+/// A stepd killed outright ends its job FAILED at once, keeps the output written so
+/// far, and says in the job's output and the controller's log what happened; a job
+/// that asked for `--requeue` goes back to the queue and runs again (issue #25).
+#[test]
+fn a_killed_stepd_fails_its_job_at_once_or_requeues_it() {
+    let c = TestCluster::start();
+    let script = "#!/bin/sh\necho \"run $SLURM_RESTART_COUNT\"\nif [ \"${SLURM_RESTART_COUNT:-0}\" = 0 ]; then sleep 60; fi\n";
+    c.script("long.sh", script);
+    let plain = c.submit(&["-o", "plain.out", "long.sh"]);
+    let again = c.submit(&[
+        "--requeue",
+        "-o",
+        "again.out",
+        "--open-mode=append",
+        "long.sh",
+    ]);
+    for (id, out) in [(plain, "plain.out"), (again, "again.out")] {
+        c.wait_file(out, |s| s.contains("run"));
+        let pid = stepd_pid(&c, id);
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap();
+    }
+    assert_eq!(c.wait_done(plain), "FAILED");
+    let out = c.wait_file("plain.out", |s| s.contains("STEPD"));
+    assert!(
+        out.starts_with("run \n") || out.starts_with("run\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("error: *** JOB {plain} ON "))
+            && out.contains("DUE TO THE DEATH OF ITS STEPD ***"),
+        "{out}"
+    );
+    assert!(
+        c.controller_log()
+            .contains(&format!("stepd of job {plain}"))
+    );
+    // The requeued one runs a second time and completes.
+    let out = c.wait_file("again.out", |s| s.contains("run 1"));
+    assert!(out.contains("DUE TO THE DEATH OF ITS STEPD"), "{out}");
+    assert_eq!(c.wait_done(again), "COMPLETED");
+    assert_eq!(c.show_field(again, "Restarts"), "1");
 }

@@ -221,6 +221,15 @@ root = "{cg_root}"
 
     /// Starts (or restarts) the controller and waits until it answers.
     pub fn spawn_controller(&mut self) {
+        self.spawn_controller_nowait();
+        let sock = self.dir.path().join("run/ctld.sock");
+        wait_until("controller socket", Duration::from_secs(20), || {
+            std::os::unix::net::UnixStream::connect(&sock).ok()
+        });
+    }
+
+    /// Starts (or restarts) the controller without waiting for it.
+    pub fn spawn_controller_nowait(&mut self) {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -237,10 +246,6 @@ root = "{cg_root}"
             .spawn()
             .expect("start controller");
         self.ctld = Some(child);
-        let sock = self.dir.path().join("run/ctld.sock");
-        wait_until("controller socket", Duration::from_secs(20), || {
-            std::os::unix::net::UnixStream::connect(&sock).ok()
-        });
     }
 
     /// Sets (`Some`) or removes (`None`) one variable of the controller's environment,
