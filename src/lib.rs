@@ -53,3 +53,6 @@ pub mod sched;
 pub mod sim;
 pub mod stepd;
 pub mod transport;
+
+#[cfg(test)]
+mod fuzz;

@@ -166,7 +166,9 @@ impl Client {
     /// Connects to `cfg.socket`; in personal mode, failing that, to the socket the
     /// controller of `cfg.state_dir` recorded (one started meanwhile from another
     /// environment, e.g. by a command that won the start race: `config::personal`).
-    fn try_connect(cfg: &Config) -> Result<Client, ClientError> {
+    /// Never starts a controller (what `sluice doctor` needs). Errors: `Unreachable`
+    /// when none answers.
+    pub(crate) fn try_connect(cfg: &Config) -> Result<Client, ClientError> {
         let first = Client::try_connect_to(cfg, &cfg.socket);
         if first.is_err()
             && cfg.mode == Mode::Personal

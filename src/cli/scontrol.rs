@@ -9,6 +9,8 @@
 //! no controller (`show hostnames`, `show hostlist*`) never call the request function.
 
 use super::client::{Client, ClientError};
+use super::getopt::{self, Item, OptSpec, opt};
+use super::help;
 use super::jobfmt::{self, Stream};
 use super::jobid::parse_job_id;
 use super::slurmjson::{self, J};
@@ -127,46 +129,96 @@ fn abbrev(word: &str, keyword: &str, min: usize) -> bool {
     w.len() >= min.min(keyword.len()) && keyword.starts_with(&w)
 }
 
-/// Splits argv (without argv[0]) into global options and command words.
+/// scontrol's options (cf. src/scontrol/scontrol.c), with their `--help` lines.
+const SPECS: &[OptSpec] = &[
+    opt("all", Some('a'), false).doc("", "accepted: every partition is shown anyway"),
+    opt("details", Some('d'), false).doc("", "more detail in show output"),
+    opt("help", Some('h'), false).doc("", "show this help message"),
+    opt("json", None, false).doc("", "show output as JSON"),
+    opt("clusters", Some('M'), true).doc("cluster", "cluster to act on (this one only)"),
+    opt("cluster", None, true),
+    opt("oneliner", Some('o'), false).doc("", "print each record on one line"),
+    opt("quiet", Some('Q'), false).doc("", "print no error messages"),
+    opt("usage", None, false).doc("", "same as --help"),
+    opt("verbose", Some('v'), false).doc("", "more diagnostics"),
+    opt("version", Some('V'), false).doc("", "print the Slurm version and exit"),
+];
+
+/// The commands scontrol takes (the keywords [`parse_command`] knows, each with what
+/// it does), for `--help` and `scontrol help`.
+pub const COMMANDS: &[(&str, &str)] = &[
+    ("create reservation <SPECS>", "create a reservation"),
+    ("delete ReservationName=<name>", "delete a reservation"),
+    ("help", "show this help message"),
+    (
+        "hold <job_list>",
+        "hold jobs (administrator hold for operators)",
+    ),
+    ("ping", "say whether the controller responds"),
+    (
+        "reconfigure",
+        "make the controller read its configuration again",
+    ),
+    ("release <job_list>", "release held jobs"),
+    ("requeue <job_list>", "requeue batch jobs"),
+    ("requeuehold <job_list>", "requeue batch jobs and hold them"),
+    ("resume <job_list>", "resume suspended jobs"),
+    (
+        "show <ENTITY> [<ID>]",
+        "show entities: config, job, node, partition, reservation, step, licenses, topology, hostlist, hostlistsorted, hostnames",
+    ),
+    ("suspend <job_list>", "suspend running jobs"),
+    ("uhold <job_list>", "hold jobs (user hold)"),
+    (
+        "update <SPECS>",
+        "update a job, node or reservation (JobId=, NodeName=, ReservationName=)",
+    ),
+    ("version", "print the Slurm version"),
+];
+
+/// The `--help` text: the options, then [`COMMANDS`].
+pub fn help_text() -> String {
+    let mut commands = String::from("Commands:\n");
+    for (c, what) in COMMANDS {
+        commands.push_str(&help::line_with(c, what));
+    }
+    commands.push_str(
+        "\nKeywords may be abbreviated (sh job). Without a command scontrol would read\n\
+         commands interactively, which sluice does not support.\n",
+    );
+    help::help(
+        "scontrol [OPTIONS] [COMMAND]",
+        &help::from_getopt(SPECS),
+        &commands,
+    )
+}
+
+/// Splits argv (without argv[0]) into global options and command words; `--help`,
+/// `-h` and `--usage` become the `help` command, `-V` the `version` command.
 ///
-/// Errors: an unknown option, or `-M` without a value, as Slurm's text.
+/// Errors: an unknown option, or `-M` without a value, as getopt's text.
 pub fn parse_args(args: &[String]) -> Result<(Opts, Vec<String>), String> {
     let mut opts = Opts::default();
     let mut words = Vec::new();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        if !words.is_empty() && !a.starts_with('-') {
-            words.push(a.clone());
-            continue;
+    let mut special = None;
+    for item in getopt::parse("scontrol", SPECS, args)? {
+        match item {
+            Item::Operand(w) => words.push(w),
+            Item::Opt(name, v) => match name {
+                "oneliner" => opts.oneliner = true,
+                "details" => opts.details = true,
+                "quiet" => opts.quiet = true,
+                "json" => opts.json = true,
+                "clusters" | "cluster" => opts.cluster = v,
+                "version" => special = special.or(Some("version")),
+                "help" | "usage" => special = special.or(Some("help")),
+                // -v, -a: no effect.
+                _ => {}
+            },
         }
-        match a.as_str() {
-            "-o" | "--oneliner" => opts.oneliner = true,
-            "-d" | "--details" => opts.details = true,
-            "-Q" | "--quiet" => opts.quiet = true,
-            "--json" => opts.json = true,
-            "-v" | "--verbose" => {}
-            "-a" | "--all" => {}
-            "-M" | "--clusters" | "--cluster" => {
-                opts.cluster = Some(
-                    it.next()
-                        .ok_or("scontrol: option requires an argument -- 'M'")?
-                        .clone(),
-                );
-            }
-            "-V" | "--version" => words = vec!["version".into()],
-            s if s.starts_with("--clusters=") || s.starts_with("--cluster=") => {
-                opts.cluster = s.split_once('=').map(|x| x.1.to_string());
-            }
-            s if s.starts_with("-M") && s.len() > 2 => opts.cluster = Some(s[2..].to_string()),
-            // Negative numbers or `-` values belong to the command (e.g. Nice=-5 never
-            // starts with '-', but job ids never do either).
-            s if s.starts_with('-') && s.len() > 1 => {
-                return Err(format!(
-                    "scontrol: unrecognized option '{s}'\nTry \"scontrol --help\" for more information"
-                ));
-            }
-            _ => words.push(a.clone()),
-        }
+    }
+    if let Some(w) = special {
+        words = vec![w.to_string()];
     }
     Ok((opts, words))
 }
@@ -1690,6 +1742,12 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         .skip(1)
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
+    if let Ok((_, w)) = parse_args(&args)
+        && w.first().is_some_and(|w| abbrev(w, "help", 2))
+    {
+        print!("{}", help_text());
+        return ExitCode::SUCCESS;
+    }
     let out = match parse_args(&args).and_then(|(o, w)| Ok((o, parse_command(&w)?))) {
         Err(msg) => Output::err(format!("{msg}\n")),
         Ok((opts, _))
@@ -1734,6 +1792,33 @@ mod tests {
     use crate::cli::jobfmt::testjobs::{T0, ended, job, running};
     use crate::model::{ExitStatus, NodeState, Reason, TimeLimit};
     use crate::proto::SlurmError;
+
+    #[test]
+    fn every_command_in_the_help_is_one_scontrol_knows() {
+        for (c, _) in COMMANDS {
+            let w: Vec<String> = c
+                .split_whitespace()
+                .take_while(|w| !w.starts_with('<') && !w.contains('='))
+                .map(String::from)
+                .collect();
+            if w == ["help"] {
+                continue;
+            }
+            if let Err(e) = parse_command(&w) {
+                assert!(
+                    !e.contains("invalid keyword") && !e.contains("invalid entity"),
+                    "{c}: {e}"
+                );
+            }
+        }
+        let (_, w) = parse_args(&words("-o --help")).unwrap();
+        assert_eq!(w, ["help"]);
+        let (o, w) = parse_args(&words("show -d job 5 --clusters=c1")).unwrap();
+        assert_eq!(w, ["show", "job", "5"]);
+        assert!(o.details);
+        assert_eq!(o.cluster.as_deref(), Some("c1"));
+        assert!(help_text().contains("  -o, --oneliner"));
+    }
 
     fn words(s: &str) -> Vec<String> {
         s.split_whitespace().map(String::from).collect()

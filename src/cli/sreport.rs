@@ -13,6 +13,8 @@
 //! controller once a second).
 
 use super::client::Client;
+use super::getopt::{self, Item, OptSpec, opt};
+use super::help;
 use super::timefmt::fmt_ts;
 use crate::model::Job;
 use crate::proto::{Request, Response, UsageReport};
@@ -144,6 +146,85 @@ fn list(v: &str) -> Vec<String> {
         .collect()
 }
 
+/// sreport's options (cf. src/sreport/sreport.c), with their `--help` lines.
+const SPECS: &[OptSpec] = &[
+    opt("all_clusters", Some('a'), false).doc("", "accepted: there is one cluster"),
+    opt("cluster", Some('M'), true).doc("cluster", "cluster to report on (this one only)"),
+    opt("clusters", None, true),
+    opt("help", Some('h'), false).doc("", "show this help message"),
+    opt("noheader", Some('n'), false).doc("", "print no header lines"),
+    opt("parsable", Some('p'), false).doc("", "fields delimited by '|', with a trailing '|'"),
+    opt("parsable2", Some('P'), false).doc("", "fields delimited by '|', without a trailing '|'"),
+    opt("quiet", Some('Q'), false).doc("", "print no warnings"),
+    opt("time_format", Some('t'), true).doc(
+        "format",
+        "time unit: Seconds, Minutes, Hours, Percent, SecPer, MinPer, HourPer",
+    ),
+    opt("tres", Some('T'), true).doc("tres_list", "accepted: reports count CPU time"),
+    opt("usage", None, false).doc("", "same as --help"),
+    opt("verbose", Some('v'), false).doc("", "more diagnostics"),
+    opt("version", Some('V'), false).doc("", "print the Slurm version and exit"),
+];
+
+/// The reports sreport makes and the conditions it takes (what [`parse`] knows), for
+/// `--help`.
+const REPORTS: &[(&str, &str)] = &[
+    (
+        "cluster Utilization",
+        "allocated, down, reserved and idle time of the cluster",
+    ),
+    (
+        "cluster AccountUtilizationByUser",
+        "usage of each account, and of each user in it",
+    ),
+    (
+        "cluster UserUtilizationByAccount",
+        "usage of each user, by account",
+    ),
+    (
+        "user TopUsage",
+        "the users who used most (TopCount=N, default 10)",
+    ),
+    ("job SizesByAccount", "usage by job size (Grouping=N,N,...)"),
+];
+/// See [`REPORTS`].
+const CONDITIONS: &[(&str, &str)] = &[
+    (
+        "Start=<time>, End=<time>",
+        "the period (default: yesterday)",
+    ),
+    ("Users=<list>", "only these users"),
+    ("Accounts=<list>", "only these accounts"),
+];
+
+/// The `--help` text: the options, [`REPORTS`] and [`CONDITIONS`].
+fn help_text() -> String {
+    let mut more = String::from("Reports:\n");
+    for (r, what) in REPORTS {
+        more.push_str(&help::line_with(r, what));
+    }
+    more.push_str("\nConditions (after the report; keywords may be abbreviated):\n");
+    for (c, what) in CONDITIONS {
+        more.push_str(&help::line_with(c, what));
+    }
+    help::help(
+        "sreport [OPTIONS] [COMMAND]",
+        &help::from_getopt(SPECS),
+        &more,
+    )
+}
+
+/// Whether argv asks for the help (`-h`, `--help`, `--usage`, `help`), as sreport
+/// answers before anything else.
+fn wants_help(args: &[String]) -> bool {
+    getopt::parse("sreport", SPECS, args).is_ok_and(|items| {
+        items.iter().any(|i| match i {
+            Item::Opt(n, _) => matches!(*n, "help" | "usage"),
+            Item::Operand(w) => kw(w, "help", 1) && items.len() == 1,
+        })
+    })
+}
+
 /// Parses argv (without argv[0]). `time` turns `start=`/`end=` values into epoch
 /// seconds.
 ///
@@ -152,42 +233,23 @@ fn list(v: &str) -> Vec<String> {
 pub fn parse(args: &[String], time: &dyn Fn(&str) -> Option<i64>) -> Result<(Opts, Query), String> {
     let mut opts = Opts::default();
     let mut words: Vec<String> = Vec::new();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "-n" | "--noheader" => opts.noheader = true,
-            "-p" | "--parsable" => opts.parsable = Some(true),
-            "-P" | "--parsable2" => opts.parsable = Some(false),
-            "-a" | "--all_clusters" | "-v" | "--verbose" | "-Q" | "--quiet" => {}
-            "-t" => {
-                let v = it
-                    .next()
-                    .ok_or("sreport: option requires an argument -- 't'")?;
-                opts.time = TimeFmt::parse(v).ok_or_else(|| format!("unknown time format {v}"))?;
+    for item in getopt::parse("sreport", SPECS, args)? {
+        let (name, v) = match item {
+            Item::Opt(n, v) => (n, v.unwrap_or_default()),
+            Item::Operand(w) => {
+                words.push(w);
+                continue;
             }
-            "-M" | "--cluster" | "--clusters" | "-T" | "--tres" => {
-                it.next();
+        };
+        match name {
+            "noheader" => opts.noheader = true,
+            "parsable" => opts.parsable = Some(true),
+            "parsable2" => opts.parsable = Some(false),
+            "time_format" => {
+                opts.time = TimeFmt::parse(&v).ok_or_else(|| format!("unknown time format {v}"))?;
             }
-            s if s.starts_with("-t") && s.len() > 2 => {
-                opts.time = TimeFmt::parse(&s[2..])
-                    .ok_or_else(|| format!("unknown time format {}", &s[2..]))?;
-            }
-            s if s.starts_with("--time_format=")
-                || s.starts_with("--tres=")
-                || s.starts_with("--cluster") =>
-            {
-                if let Some(v) = s.strip_prefix("--time_format=") {
-                    opts.time =
-                        TimeFmt::parse(v).ok_or_else(|| format!("unknown time format {v}"))?;
-                }
-            }
-            s if s.starts_with('-') && s.len() > 1 => {
-                return Err(format!(
-                    "sreport: invalid option -- '{}'",
-                    s.trim_start_matches('-')
-                ));
-            }
-            _ => words.push(a.clone()),
+            // -a, -M, -T, -v, -Q: one cluster, CPU reports, nothing more to say.
+            _ => {}
         }
     }
     let (Some(kind), Some(name)) = (words.first(), words.get(1)) else {
@@ -767,6 +829,10 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         .skip(1)
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
+    if wants_help(&args) {
+        print!("{}", help_text());
+        return ExitCode::SUCCESS;
+    }
     if args.iter().any(|a| a == "-V" || a == "--version") {
         println!("slurm {}", crate::config::advertised_slurm_version());
         return ExitCode::SUCCESS;

@@ -4,11 +4,13 @@
 mod arrays;
 mod clusters;
 mod depend;
+mod doctor;
 mod env;
 mod errors;
 mod examples;
 mod gpu;
 mod harness;
+mod help;
 mod hetjob;
 mod holds;
 mod isolation;
