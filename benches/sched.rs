@@ -154,18 +154,9 @@ fn pass(c: &mut Criterion) {
 }
 
 fn simulate(c: &mut Criterion) {
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces/lublin_256.swf.gz");
-    let path = if path.exists() {
-        path
-    } else {
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../shared/traces/lublin_256.swf.gz")
-    };
-    let Ok(trace) = sluice::sim::swf::read(&path) else {
-        eprintln!("lublin_256 not found; skipping the simulator benchmark");
-        return;
-    };
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/traces/lublin_256.swf.gz");
+    let trace = sluice::sim::swf::read(&path).expect("tests/data/traces/lublin_256.swf.gz");
     let (n, p) = sluice::sim::default_cluster(trace.max_procs);
     let mut g = c.benchmark_group("simulate_lublin_256");
     g.sample_size(10);

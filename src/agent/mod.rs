@@ -545,16 +545,37 @@ fn collect(dir: &Path, id: u32) -> FromAgent {
                 // than leave untracked processes holding resources the controller frees.
                 Some(pid) => {
                     let _ = kill(Pid::from_raw(-pid), Signal::SIGKILL);
+                    let time = chrono::Utc::now().timestamp();
+                    let launch = spool::read_launch(dir).ok().flatten();
+                    let node = launch
+                        .as_ref()
+                        .and_then(|lb| lb.job.alloc.as_ref())
+                        .and_then(|a| a.nodes.first().cloned())
+                        .unwrap_or_default();
+                    if let Some(lb) = &launch {
+                        crate::stepd::note_stepd_lost(
+                            lb,
+                            &format!(
+                                "*** JOB {id} ON {node} FAILED AT {} DUE TO THE DEATH OF ITS STEPD ***",
+                                crate::cli::timefmt::fmt_ts(time)
+                            ),
+                        );
+                    }
+                    tracing::error!(
+                        job_id = id,
+                        node,
+                        "stepd of job {id} died; the job's processes were killed"
+                    );
                     FromAgent::Ended {
                         job_id: id,
-                        kind: EndKind::Exited,
+                        kind: EndKind::StepdLost,
                         status: crate::model::ExitStatus { code: 0, signal: 9 },
-                        time: chrono::Utc::now().timestamp(),
+                        time,
                         max_rss_kib: 0,
                         cpu_secs: 0.0,
                         oom: false,
                         message: Some(format!(
-                            "stepd of job {id} died; its processes were killed. {}",
+                            "stepd of job {id} on {node} died; its processes were killed. {}",
                             log.trim()
                         )),
                         usage: spool::read(dir, spool::USAGE).ok().flatten(),

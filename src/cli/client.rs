@@ -106,6 +106,13 @@ impl Client {
         Client::start_controller(cfg)
     }
 
+    /// Connects to the controller of `cfg` if one answers; never starts one.
+    ///
+    /// Errors: `Unreachable` (with the OS's reason as hint) when none answers.
+    pub fn connect_existing(cfg: &Config) -> Result<Client, ClientError> {
+        Client::try_connect(cfg)
+    }
+
     /// Connects to the controller of `cfg`, starting it in the background first when
     /// none answers (personal auto-start, and `sluice controller` in either mode).
     ///
@@ -164,16 +171,31 @@ impl Client {
         Client::try_connect(cfg)
     }
 
+    /// Connects to `cfg.socket`; in personal mode, failing that, to the socket the
+    /// controller of `cfg.state_dir` recorded (one started meanwhile from another
+    /// environment, e.g. by a command that won the start race: `config::personal`).
     fn try_connect(cfg: &Config) -> Result<Client, ClientError> {
+        let first = Client::try_connect_to(cfg, &cfg.socket);
+        if first.is_err()
+            && cfg.mode == Mode::Personal
+            && let Some(rec) = crate::config::personal::recorded_socket(&cfg.state_dir)
+            && rec != cfg.socket
+        {
+            return Client::try_connect_to(cfg, &rec).or(first);
+        }
+        first
+    }
+
+    fn try_connect_to(cfg: &Config, socket: &std::path::Path) -> Result<Client, ClientError> {
         if cfg.mode == Mode::Personal {
             // Never talk to a socket another user could have planted.
-            if let Some(dir) = cfg.socket.parent() {
+            if let Some(dir) = socket.parent() {
                 crate::transport::check_socket_dir(dir).map_err(|e| ClientError::Unreachable {
                     hint: Some(e.to_string()),
                 })?;
             }
         }
-        let s = UnixStream::connect(&cfg.socket).map_err(|e| ClientError::Unreachable {
+        let s = UnixStream::connect(socket).map_err(|e| ClientError::Unreachable {
             hint: Some(match e.raw_os_error() {
                 Some(code) => nix::errno::Errno::from_raw(code).desc().to_string(),
                 None => e.to_string(),
@@ -190,7 +212,7 @@ impl Client {
                 return Err(ClientError::Unreachable {
                     hint: Some(format!(
                         "the process on {} runs as uid {peer}, not as you (uid {me}); refusing to talk to it",
-                        cfg.socket.display()
+                        socket.display()
                     )),
                 });
             }
@@ -352,6 +374,10 @@ fn spawn_controller(cfg: &Config) -> std::io::Result<std::process::Child> {
         .stderr(log);
     if let Some(src) = &cfg.source {
         cmd.env("SLUICE_CONF", src);
+    }
+    if cfg.mode == Mode::Personal {
+        // The state directory this command found, whatever else the environment says.
+        cmd.env(crate::config::personal::STATE_DIR_VAR, &cfg.state_dir);
     }
     cmd.spawn()
 }

@@ -2,6 +2,7 @@
 //! Front-ends parse options, make one or two requests through [`client`], and print
 //! Slurm-shaped text; they hold no scheduling logic.
 
+pub mod ci;
 pub mod client;
 pub mod config_cmd;
 pub mod doctor;
@@ -133,6 +134,7 @@ fn dispatch(cmd: &str, args: Vec<OsString>) -> ExitCode {
         "keygen" => keygen::run(args),
         "doctor" => doctor::run(args),
         "config" => config_cmd::run(args),
+        "ci" => ci::run(args),
         "srun" => srun::run(args),
         "salloc" => salloc::run(args),
         "sstat" => sstat::run(args),
@@ -155,7 +157,7 @@ fn dispatch(cmd: &str, args: Vec<OsString>) -> ExitCode {
 
 fn print_usage() {
     eprintln!(
-        "usage: sluice <command> [args...]\n\ncommands: {} controller agent keygen doctor config stepd simulate\n\
+        "usage: sluice <command> [args...]\n\ncommands: {} controller agent keygen doctor config ci stepd simulate\n\
          Each Slurm command also works under its own name through a symlink (see install.sh).",
         LINKED_COMMANDS.join(" ")
     );

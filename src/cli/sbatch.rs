@@ -494,6 +494,73 @@ pub(crate) fn current_umask() -> u32 {
     old.bits()
 }
 
+/// How long sbatch keeps trying to hand over a submission whose answer it lost (the
+/// controller went away after the request was sent), reconnecting to the restarted
+/// controller; Slurm's sbatch likewise waits out a slurmctld restart.
+const SUBMIT_RETRY: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// A non-zero random number naming one submission (see `JobSpec::submit_token`).
+fn submit_token() -> u64 {
+    use std::io::Read;
+    let mut b = [0u8; 8];
+    let random = std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut b))
+        .is_ok();
+    let t = if random {
+        u64::from_ne_bytes(b)
+    } else {
+        // Without /dev/urandom: the time and pid, unique enough for one user's retries.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        now ^ (u64::from(std::process::id()) << 32)
+    };
+    t.max(1)
+}
+
+/// Sends a submission; when the connection is lost before the answer arrives, the
+/// controller may or may not have made the job, so the same request (same
+/// `submit_token`) is sent again to the controller once it answers, for up to
+/// [`SUBMIT_RETRY`]: it answers with the job it already made, or makes it.
+///
+/// Errors: the first connection error that is not a lost connection, or the last one
+/// when the controller does not come back in time.
+fn submit_retrying(
+    client: &mut Client,
+    cfg: &Config,
+    req: &Request,
+) -> Result<Response, ClientError> {
+    let deadline = std::time::Instant::now() + SUBMIT_RETRY;
+    let mut err = match client.request(req) {
+        Ok(r) => return Ok(r),
+        Err(e) => e,
+    };
+    let mut pause = std::time::Duration::from_millis(50);
+    while connection_lost(&err) && std::time::Instant::now() < deadline {
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(std::time::Duration::from_secs(1));
+        match Client::connect_with(cfg).and_then(|mut c| {
+            let r = c.request(req);
+            *client = c;
+            r
+        }) {
+            Ok(r) => return Ok(r),
+            // Not answering yet (restarting): keep trying until the deadline.
+            Err(ClientError::Unreachable { .. }) => {}
+            Err(e) => err = e,
+        }
+    }
+    Err(err)
+}
+
+/// Whether `e` means the connection broke after the request may have been received.
+fn connection_lost(e: &ClientError) -> bool {
+    matches!(
+        e,
+        ClientError::Proto(crate::proto::ProtoError::Closed | crate::proto::ProtoError::Io(_))
+    )
+}
+
 /// Sends the request to the controller of `cfg` and prints the outcome on `out`
 /// (stdout) and `err` (stderr); with `--wait`, returns the job's exit code.
 fn submit(
@@ -526,12 +593,14 @@ fn submit(
         Some(_) => Some(cfg.cluster_name.clone()),
         None => None,
     };
+    let mut spec = p.spec.clone();
+    spec.submit_token = submit_token();
     let req = Request::Submit {
-        spec: Box::new(p.spec.clone()),
+        spec: Box::new(spec),
         test_only: p.test_only,
         het: p.het.clone(),
     };
-    match client.request(&req) {
+    match submit_retrying(&mut client, cfg, &req) {
         Err(e) => Err(fail(client_failure_text(&e))),
         Ok(Response::Error(e)) => Err(fail(submit_failure_text(&e, &p.spec))),
         Ok(Response::TestOnly(t)) => {

@@ -6,6 +6,7 @@
 //! list is expanded and refers to declared nodes.
 
 pub mod gres_conf;
+pub mod personal;
 pub mod sched;
 pub mod scripts;
 pub mod slurm_export;
@@ -504,8 +505,8 @@ pub const RELAY_SOCKET_VAR: &str = "SLUICE_SOCKET";
 
 impl Config {
     /// Loads the configuration the way every front-end and daemon does:
-    /// `$SLUICE_CONF` if set, else `/etc/sluice/sluice.toml` if it exists, else personal
-    /// mode.
+    /// `$SLUICE_CONF` if set, else personal mode if `$SLUICE_STATE_DIR` is set, else
+    /// `/etc/sluice/sluice.toml` if it exists, else personal mode.
     ///
     /// Inside a job on a remote node (`SLUICE_SOCKET` set by the node's agent), a
     /// `$SLUICE_CONF` inherited from the submitting host that does not exist on this
@@ -518,6 +519,11 @@ impl Config {
                 return Ok(Config::personal());
             }
             return Config::from_file(Path::new(&p));
+        }
+        // A personal state directory named outright (`sluice ci`) is a personal
+        // controller even where a system configuration exists.
+        if std::env::var_os(personal::STATE_DIR_VAR).is_some_and(|p| Path::new(&p).is_absolute()) {
+            return Ok(Config::personal());
         }
         if Path::new(SYSTEM_CONF).exists() {
             return Config::from_file(Path::new(SYSTEM_CONF));
@@ -840,22 +846,18 @@ impl Config {
     }
 
     /// The zero-config personal setup for the calling user: state under
-    /// `$XDG_STATE_HOME/sluice` (or `~/.local/state/sluice`), the socket under
-    /// `$XDG_RUNTIME_DIR/sluice` (or `/tmp/sluice-<uid>`), one local node with detected
-    /// resources, one default partition `debug` without a time limit.
+    /// `$XDG_STATE_HOME/sluice` (else `.local/state/sluice` in the passwd entry's home),
+    /// the socket and cgroup root named by the controller's id (see [`personal`]), one
+    /// local node with detected resources, one default partition `debug` without a time
+    /// limit.
     pub fn personal() -> Config {
-        let uid = nix::unistd::getuid().as_raw();
-        let home = std::env::var_os("HOME").map(PathBuf::from);
-        let state_dir = std::env::var_os("XDG_STATE_HOME")
-            .filter(|p| !p.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| home.map(|h| h.join(".local/state")))
-            .unwrap_or_else(|| PathBuf::from(format!("/tmp/sluice-{uid}/state")))
-            .join("sluice");
-        let runtime = std::env::var_os("XDG_RUNTIME_DIR")
-            .filter(|p| !p.is_empty())
-            .map(|p| PathBuf::from(p).join("sluice"))
-            .unwrap_or_else(|| PathBuf::from(format!("/tmp/sluice-{uid}")));
+        Config::personal_at(personal::state_dir())
+    }
+
+    /// [`Config::personal`] with the state directory `state_dir` (`sluice ci`'s).
+    pub fn personal_at(state_dir: PathBuf) -> Config {
+        let id = personal::controller_id(&state_dir);
+        let socket = personal::socket(&state_dir, &id);
         let node = local_node_conf();
         let mut p = Partition::new("debug", vec![node.name.clone()]);
         p.default = true;
@@ -865,7 +867,7 @@ impl Config {
             cluster_name: "sluice".into(),
             spool_dir: state_dir.join("spool"),
             state_dir,
-            socket: runtime.join("sluice.sock"),
+            socket,
             slurm_version: DEFAULT_SLURM_VERSION.into(),
             min_job_age: 300,
             kill_wait: 30,
@@ -880,10 +882,10 @@ impl Config {
             enforce_part_limits: true,
             accounting_storage_enforce: None,
             sched: sched::SchedConfig::default(),
-            // Its own cgroup root, so a personal controller and a system one on the same
-            // machine never share job cgroups (their job ids overlap).
+            // Its own cgroup root, so that neither a system controller nor another
+            // personal one on the same machine shares its job cgroups (job ids overlap).
             cgroup: CgroupConf {
-                root: "sluice-personal".into(),
+                root: personal::cgroup_root(&id),
                 ..CgroupConf::default()
             },
             scripts: scripts::NodeScripts::default(),
@@ -1478,7 +1480,9 @@ state = "down"
         assert_eq!(c.max_ram_percent, 80.0);
         assert_eq!(c.plugin, CgroupPlugin::V1);
         assert_eq!(c.root, "sluice_n1");
-        assert_eq!(Config::personal().cgroup.root, "sluice-personal");
+        let personal = Config::personal();
+        let id = personal::controller_id(&personal.state_dir);
+        assert_eq!(personal.cgroup.root, format!("sluice-personal-{id}"));
     }
 
     #[test]

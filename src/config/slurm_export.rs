@@ -601,10 +601,10 @@ mod tests {
     use super::super::slurm_import::{Input, Inputs, import};
     use super::*;
 
-    const SLURM: &str = include_str!("../../tests/fixtures/slurm/slurm.conf");
-    const GRES: &str = include_str!("../../tests/fixtures/slurm/gres.conf");
-    const TOPO: &str = include_str!("../../tests/fixtures/slurm/topology.conf");
-    const CGROUP: &str = include_str!("../../tests/fixtures/slurm/cgroup.conf");
+    const SLURM: &str = include_str!("../../tests/data/slurm/slurm.conf");
+    const GRES: &str = include_str!("../../tests/data/slurm/gres.conf");
+    const TOPO: &str = include_str!("../../tests/data/slurm/topology.conf");
+    const CGROUP: &str = include_str!("../../tests/data/slurm/cgroup.conf");
 
     fn load(files: [Option<&str>; 4]) -> Config {
         let [s, g, t, c] = files;

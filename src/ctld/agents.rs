@@ -137,7 +137,12 @@ pub fn heartbeat_secs(slurmd_timeout: u32) -> u32 {
 
 /// Keeps one remote node's agent linked: connect, serve, and on failure report it and
 /// retry after 1, 2, 4, … seconds up to `max_wait`. Returns when the controller stops.
-pub(super) async fn remote_link(spec: LinkSpec, tx: mpsc::Sender<Msg>, max_wait: Duration) {
+pub(super) async fn remote_link(
+    spec: LinkSpec,
+    tx: mpsc::Sender<Msg>,
+    max_wait: Duration,
+    limits: std::sync::Arc<super::conns::ConnLimits>,
+) {
     let node = spec.node.clone();
     let mut delay = Duration::from_secs(1);
     let mut last_reason = String::new();
@@ -152,6 +157,7 @@ pub(super) async fn remote_link(spec: LinkSpec, tx: mpsc::Sender<Msg>, max_wait:
                     Framed::new(&mut link.stream),
                     tx.clone(),
                     Some(node.clone()),
+                    limits.clone(),
                 )
                 .await;
                 // Give the agent's last words a moment to arrive.

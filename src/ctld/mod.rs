@@ -10,8 +10,10 @@
 pub mod acct;
 pub mod agents;
 pub mod array;
+pub mod conns;
 pub mod depend;
 pub mod downtime;
+pub mod failpoint;
 pub mod gres_detect;
 pub mod het;
 pub mod names;
@@ -36,6 +38,7 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::future::Future;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 use store::StoreOp;
 use tokio::sync::{mpsc, oneshot};
@@ -305,7 +308,16 @@ fn start_background(cfg: &Config) -> ExitCode {
 
 /// Stops a controller whose socket does not answer, from the pid it recorded, if that
 /// process is still a sluice controller holding the state directory.
+///
+/// The pid file is believed only while the state directory's lock is held: a stale
+/// file (the controller is gone, its pid reused, perhaps by another user's or another
+/// state directory's controller) never leads to a signal.
 fn stop_by_pid(cfg: &Config) -> ExitCode {
+    let lock_held =
+        std::fs::File::open(cfg.state_dir.join(crate::config::personal::CONTROLLER_LOCK))
+            .is_ok_and(|f| {
+                nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock).is_err()
+            });
     let pid = std::fs::read_to_string(cfg.state_dir.join(PID_FILE))
         .ok()
         .and_then(|s| s.trim().parse::<i32>().ok());
@@ -318,7 +330,7 @@ fn stop_by_pid(cfg: &Config) -> ExitCode {
             .unwrap_or(false)
     };
     match pid {
-        Some(pid) if alive_controller(pid) => {
+        Some(pid) if lock_held && alive_controller(pid) => {
             eprintln!(
                 "sluice controller: no answer on {}; stopping pid {pid} by signal",
                 cfg.socket.display()
@@ -369,7 +381,7 @@ fn stop_controller(cfg: &Config) -> ExitCode {
     // Wait until the controller has exited, i.e. released its lock on the state
     // directory (the socket goes away earlier, while the store still commits), so that
     // a controller started right after this returns does not find the lock taken.
-    let lock = cfg.state_dir.join("controller.lock");
+    let lock = cfg.state_dir.join(crate::config::personal::CONTROLLER_LOCK);
     for _ in 0..400 {
         let released = match std::fs::File::open(&lock) {
             Ok(f) => {
@@ -391,13 +403,16 @@ fn stop_controller(cfg: &Config) -> ExitCode {
 fn lock_state_dir(cfg: &Config) -> anyhow::Result<nix::fcntl::Flock<std::fs::File>> {
     std::fs::create_dir_all(&cfg.state_dir)
         .with_context(|| format!("cannot create state directory {}", cfg.state_dir.display()))?;
-    lock_file(&cfg.state_dir.join("controller.lock"), |e| {
-        format!(
-            "{} {} ({e})",
-            crate::cli::client::LOCK_HELD,
-            cfg.state_dir.display()
-        )
-    })
+    lock_file(
+        &cfg.state_dir.join(crate::config::personal::CONTROLLER_LOCK),
+        |e| {
+            format!(
+                "{} {} ({e})",
+                crate::cli::client::LOCK_HELD,
+                cfg.state_dir.display()
+            )
+        },
+    )
 }
 
 /// Takes an exclusive, non-blocking `flock` on `path` (created if missing), held until
@@ -505,6 +520,7 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
         .context("cannot start store thread")?;
 
     let (tx, rx) = mpsc::channel::<Msg>(4096);
+    let limits = Arc::new(conns::ConnLimits::standard(connection_cap(), owner));
     let exe = std::env::current_exe().context("cannot find own executable")?;
     let heartbeat = agents::heartbeat_secs(cfg.slurmd_timeout);
     // The local node's agent runs in-process over an in-memory pipe speaking the same
@@ -533,8 +549,9 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
             }
         });
         let ltx = tx.clone();
+        let llimits = limits.clone();
         tokio::spawn(async move {
-            if let Err(e) = agent_link(Framed::new(ctld_end), ltx, None).await {
+            if let Err(e) = agent_link(Framed::new(ctld_end), ltx, None, llimits).await {
                 tracing::error!("local agent link: {e:#}");
             }
         });
@@ -552,15 +569,22 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
             spec,
             tx.clone(),
             Duration::from_secs(cfg.reconnect_max.into()),
+            limits.clone(),
         ));
     }
 
     let listener = transport::bind_unix(&cfg.socket, cfg.mode == Mode::System)
         .with_context(|| format!("cannot listen on {}", cfg.socket.display()))?;
+    if cfg.mode == Mode::Personal {
+        // Commands from another environment (no XDG_RUNTIME_DIR) find it from here.
+        crate::config::personal::record_socket(&cfg.state_dir, &cfg.socket)
+            .context("cannot record the controller's socket in its state directory")?;
+    }
     let (stop_tx, mut stop_rx) = mpsc::channel::<()>(1);
-    spawn_accept(listener, tx.clone());
+    spawn_accept(listener, tx.clone(), limits.clone());
     // Kept to re-create the socket if something deletes it (a tmp cleaner, a logout).
     let rebind_tx = tx.clone();
+    let rebind_limits = limits.clone();
     drop(tx);
 
     let declared: HashMap<String, crate::config::NodeConf> = cfg
@@ -583,7 +607,9 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
         remote,
         downlog: Default::default(),
         client_logs: HashMap::new(),
+        submissions: HashMap::new(),
     };
+    actor.remember_submissions();
     let mut rx = rx;
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -607,7 +633,7 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
                     match transport::bind_unix(&cfg.socket, cfg.mode == Mode::System) {
                         Ok(l) => {
                             tracing::warn!(socket = %cfg.socket.display(), "socket was removed; listening again");
-                            spawn_accept(l, rebind_tx.clone());
+                            spawn_accept(l, rebind_tx.clone(), rebind_limits.clone());
                         }
                         Err(e) => tracing::error!(socket = %cfg.socket.display(), "socket was removed and cannot be re-created: {e}"),
                     }
@@ -731,9 +757,56 @@ struct Actor {
     downlog: downtime::DownLog,
     /// Relayed step streams by token.
     client_logs: HashMap<u64, ClientLog>,
+    /// The job each (uid, `JobSpec::submit_token`) submission made, so that a
+    /// submission sbatch retries after losing the answer is answered with the same job
+    /// (rebuilt from the job records at start; pruned as jobs are purged).
+    submissions: HashMap<(u32, u64), u32>,
+}
+
+/// The id a submission of `j` was answered with: its array's or heterogeneous
+/// job's id for a task or component, else its own.
+fn submitted_id(j: &Job) -> u32 {
+    if j.array_job_id != 0 {
+        j.array_job_id
+    } else {
+        j.het.map_or(j.id, |h| h.job_id)
+    }
 }
 
 impl Actor {
+    /// Fills [`Actor::submissions`] from the jobs the controller holds.
+    fn remember_submissions(&mut self) {
+        self.submissions = self
+            .cluster
+            .jobs
+            .values()
+            .filter(|j| j.spec.submit_token != 0)
+            .map(|j| ((j.uid, j.spec.submit_token), submitted_id(j)))
+            .collect();
+    }
+
+    /// Notes the job a submission made; forgets those of purged jobs now and then, so
+    /// the map stays within twice the job count.
+    fn note_submission(&mut self, uid: u32, token: u64, id: u32) {
+        if token == 0 {
+            return;
+        }
+        self.submissions.insert((uid, token), id);
+        if self.submissions.len() > 2 * self.cluster.jobs.len() + 1024 {
+            let jobs = &self.cluster.jobs;
+            self.submissions.retain(|_, id| jobs.contains_key(id));
+        }
+    }
+
+    /// The job an earlier copy of this submission already made, if it is still known.
+    fn resubmitted(&self, uid: u32, token: u64) -> Option<u32> {
+        if token == 0 {
+            return None;
+        }
+        let id = *self.submissions.get(&(uid, token))?;
+        self.cluster.jobs.contains_key(&id).then_some(id)
+    }
+
     /// `scontrol reconfigure`: reads the config file again and applies it
     /// ([`Cluster::reconfigure`]); the node declarations agents register against
     /// take the new features, weight and tmp_disk.
@@ -970,12 +1043,29 @@ impl Actor {
         let resp = match req {
             Request::Ping => Response::Ok,
             Request::Submit {
+                spec, test_only, ..
+            } if !test_only && self.resubmitted(c.uid, spec.submit_token).is_some() => {
+                // A retry of a submission whose answer was lost: the same job again.
+                let id = self
+                    .resubmitted(c.uid, spec.submit_token)
+                    .unwrap_or_default();
+                tracing::info!(
+                    job_id = id,
+                    uid = c.uid,
+                    "submission retried; answered with the job it made"
+                );
+                self.store
+                    .send(StoreOp::Reply(reply, Response::Submitted { job_id: id }));
+                return;
+            }
+            Request::Submit {
                 spec,
                 test_only,
                 het,
             } if !het.is_empty() => {
                 let mut jobs = Vec::new();
                 let mut err = None;
+                let token = spec.submit_token;
                 refresh_groups(&mut self.cluster, c);
                 for s in std::iter::once(*spec).chain(het) {
                     match self.cluster.resolve(s, c, now, &user_group_names) {
@@ -994,6 +1084,7 @@ impl Actor {
                     None => match self.cluster.submit_het(jobs, fx) {
                         Err(e) => Response::Error(e),
                         Ok(id) => {
+                            self.note_submission(c.uid, token, id);
                             self.apply_persist(fx);
                             self.store
                                 .send(StoreOp::Reply(reply, Response::Submitted { job_id: id }));
@@ -1013,7 +1104,9 @@ impl Actor {
                         Response::Error(SlurmError::CannotStartImmediately)
                     }
                     Ok(job) => {
+                        let token = job.spec.submit_token;
                         let id = self.cluster.submit(job, fx);
+                        self.note_submission(c.uid, token, id);
                         // The reply waits for the commit of this job's record.
                         self.apply_persist(fx);
                         self.store
@@ -1363,6 +1456,18 @@ impl Actor {
         for (reply, resp) in self.deferred.drain(..) {
             self.store.send(StoreOp::Reply(reply, resp));
         }
+        // Agents hear of this iteration's launches and signals only after its records
+        // (and everything before them) are committed: see `StoreOp::Forward`.
+        let mut forward = Vec::with_capacity(fx.to_agent.len());
+        for (node, msg) in fx.to_agent.drain(..) {
+            match self.agents.get(&node) {
+                Some(tx) => forward.push((tx.clone(), msg)),
+                None => tracing::warn!(node, ?msg, "no agent link for node; message dropped"),
+            }
+        }
+        if !forward.is_empty() {
+            self.store.send(StoreOp::Forward(forward));
+        }
         self.store.flush();
         for (token, ev) in fx.to_client.drain(..) {
             let last = matches!(ev, StepEvent::Done { .. } | StepEvent::Error(_));
@@ -1376,14 +1481,6 @@ impl Actor {
                 self.streams.remove(&token);
             }
         }
-        for (node, msg) in fx.to_agent {
-            match self.agents.get(&node) {
-                Some(tx) => {
-                    let _ = tx.send(msg);
-                }
-                None => tracing::warn!(node, ?msg, "no agent link for node; message dropped"),
-            }
-        }
         if cfg!(debug_assertions)
             && let Err(e) = self.cluster.sanity_check()
         {
@@ -1392,15 +1489,21 @@ impl Actor {
     }
 }
 
-/// Serves front-end connections from `listener` until the process ends.
-fn spawn_accept(listener: tokio::net::UnixListener, tx: mpsc::Sender<Msg>) {
+/// Serves front-end connections from `listener` until the process ends, within
+/// `limits`: a connection past them is told why, and the log names its user.
+fn spawn_accept(
+    listener: tokio::net::UnixListener,
+    tx: mpsc::Sender<Msg>,
+    limits: Arc<conns::ConnLimits>,
+) {
     tokio::spawn(async move {
         loop {
             match listener.accept().await {
                 Ok((stream, _)) => {
                     let tx = tx.clone();
+                    let limits = limits.clone();
                     tokio::spawn(async move {
-                        if let Err(e) = serve_client(stream, tx).await {
+                        if let Err(e) = serve_client(stream, tx, limits).await {
                             tracing::debug!("client connection: {e}");
                         }
                     });
@@ -1412,6 +1515,24 @@ fn spawn_accept(listener: tokio::net::UnixListener, tx: mpsc::Sender<Msg>) {
             }
         }
     });
+}
+
+/// How many front-end connections the controller serves at once: its file descriptor
+/// limit, raised to the hard limit (at most 65,536), less a reserve for its database,
+/// agents and logs.
+fn connection_cap() -> usize {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    const RESERVE: u64 = 128;
+    let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
+        return 1024 - RESERVE as usize;
+    };
+    let want = hard.min(65_536).max(soft);
+    let soft = if want > soft && setrlimit(Resource::RLIMIT_NOFILE, want, hard).is_ok() {
+        want
+    } else {
+        soft
+    };
+    soft.saturating_sub(RESERVE).max(16) as usize
 }
 
 /// Looks up, for partitions' AllowGroups, the gid of each group name they list and
@@ -1471,9 +1592,13 @@ fn user_group_names(uid: u32, gid: u32) -> (String, String) {
     (user, group)
 }
 
-async fn serve_client(stream: tokio::net::UnixStream, tx: mpsc::Sender<Msg>) -> anyhow::Result<()> {
+async fn serve_client(
+    stream: tokio::net::UnixStream,
+    tx: mpsc::Sender<Msg>,
+    limits: Arc<conns::ConnLimits>,
+) -> anyhow::Result<()> {
     let cred = transport::peer_cred(&stream)?;
-    serve_stream(stream, cred, tx, false).await
+    serve_stream(stream, cred, tx, false, &limits).await
 }
 
 /// Serves one front-end connection whose peer is `cred`: the controller's own socket, or
@@ -1483,11 +1608,30 @@ async fn serve_stream<S>(
     cred: PeerCred,
     tx: mpsc::Sender<Msg>,
     relayed: bool,
+    limits: &Arc<conns::ConnLimits>,
 ) -> anyhow::Result<()>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
-    let mut framed = Framed::new(stream);
+    let mut framed = Framed::with_limits(stream, limits.frame_limits(cred.uid));
+    let _guard = match limits.admit(cred.uid) {
+        Ok(g) => g,
+        Err(why) => {
+            tracing::warn!(uid = cred.uid, pid = ?cred.pid, relayed, "connection refused: {why}");
+            // Tell the front-end, within a bound: its hello, then its first request.
+            let _ = tokio::time::timeout(Duration::from_secs(2), async {
+                framed.handshake(Role::Controller, &[Role::Client]).await?;
+                let _ = framed.recv::<Request>().await?;
+                framed
+                    .send(&Response::Error(SlurmError::Other(format!(
+                        "controller refused the connection: {why}"
+                    ))))
+                    .await
+            })
+            .await;
+            return Ok(());
+        }
+    };
     framed.handshake(Role::Controller, &[Role::Client]).await?;
     // Allocation-only jobs this connection owns (cancelled if it closes first).
     let mut owned: Vec<u32> = Vec::new();
@@ -1513,6 +1657,12 @@ where
             Ok(r) => r,
             Err(crate::proto::ProtoError::Closed) => return Ok(()),
             Err(e) => {
+                if matches!(
+                    e,
+                    crate::proto::ProtoError::SlowPeer(_) | crate::proto::ProtoError::Io(_)
+                ) {
+                    tracing::warn!(uid = cred.uid, pid = ?cred.pid, "client connection closed: {e}");
+                }
                 // Answer garbage with an error rather than hanging up silently.
                 let _ = framed
                     .send(&Response::Error(SlurmError::Other(format!(
@@ -1682,6 +1832,7 @@ async fn agent_link<S>(
     mut link: Framed<S>,
     tx: mpsc::Sender<Msg>,
     expect: Option<String>,
+    limits: Arc<conns::ConnLimits>,
 ) -> anyhow::Result<()>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
@@ -1717,7 +1868,7 @@ where
     }
     // Relayed front-end connections have their own outgoing queue, so that the link
     // still ends when the actor drops `atx`.
-    let (mut relays, mut relay_out) = relay::Relays::new();
+    let (mut relays, mut relay_out) = relay::Relays::new(limits);
     loop {
         tokio::select! {
             m = link.recv::<FromAgent>() => match m {

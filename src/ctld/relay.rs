@@ -6,9 +6,11 @@
 //! connection to the controller's socket, with the peer credentials the agent read.
 
 use super::Msg;
+use super::conns::ConnLimits;
 use crate::proto::{FromAgent, ToAgent};
 use crate::transport::PeerCred;
 use std::collections::HashMap;
+use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
@@ -20,17 +22,20 @@ pub struct Relays {
     /// Connection → bytes for its server side (closed channel = front-end gone).
     conns: HashMap<u64, mpsc::UnboundedSender<Vec<u8>>>,
     out: mpsc::UnboundedSender<ToAgent>,
+    /// The controller's connection bounds, which relayed connections count against.
+    limits: Arc<ConnLimits>,
 }
 
 impl Relays {
     /// No connections yet; what the relayed servers write comes out of the receiver as
     /// messages for the agent.
-    pub fn new() -> (Relays, mpsc::UnboundedReceiver<ToAgent>) {
+    pub fn new(limits: Arc<ConnLimits>) -> (Relays, mpsc::UnboundedReceiver<ToAgent>) {
         let (out, rx) = mpsc::unbounded_channel();
         (
             Relays {
                 conns: HashMap::new(),
                 out,
+                limits,
             },
             rx,
         )
@@ -74,8 +79,9 @@ impl Relays {
         let (in_tx, mut in_rx) = mpsc::unbounded_channel::<Vec<u8>>();
         self.conns.insert(conn, in_tx);
         // The server: the same code as for a local connection.
+        let limits = self.limits.clone();
         tokio::spawn(async move {
-            if let Err(e) = super::serve_stream(theirs, cred, tx, true).await {
+            if let Err(e) = super::serve_stream(theirs, cred, tx, true, &limits).await {
                 tracing::debug!(conn, "relayed client connection: {e}");
             }
         });

@@ -2258,7 +2258,9 @@ impl Cluster {
         let step_state = match &end {
             None => JobState::NodeFail,
             Some(e) if e.oom => JobState::OutOfMemory,
-            Some(e) if e.kind == EndKind::LaunchFailed => JobState::Failed,
+            Some(e) if matches!(e.kind, EndKind::LaunchFailed | EndKind::StepdLost) => {
+                JobState::Failed
+            }
             Some(_) if was_completing && j.state != JobState::Completed => JobState::Cancelled,
             Some(e) if e.status.success() => JobState::Completed,
             Some(e) if e.status.signal != 0 => JobState::Cancelled,
@@ -2286,6 +2288,13 @@ impl Cluster {
             // A job in its preemption grace time that ended by itself still goes
             // back to the queue when it was to be requeued.
             (None, Some(_)) if !was_completing && j.preempt.is_some_and(|p| p.requeue) => {
+                Some(Ending::Requeue {
+                    hold: false,
+                    node_fail: false,
+                })
+            }
+            // A job whose stepd died goes back to the queue when it asked for that.
+            (None, Some(e)) if e.kind == EndKind::StepdLost && j.spec.requeue == Some(true) => {
                 Some(Ending::Requeue {
                     hold: false,
                     node_fail: false,

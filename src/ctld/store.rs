@@ -106,6 +106,17 @@ pub enum StoreOp {
     ),
     /// Replace the saved fair-share usage.
     PutFsUsage(Box<UsageLedger>),
+    /// Messages for node agents, sent in order once everything queued before them is
+    /// committed: a job is never launched, signalled or ended on a node before the
+    /// record that says so is saved, so a controller killed at any instant restarts
+    /// knowing every job that may be running (issue #25: a job started before its
+    /// record was durable could run twice, or under a reused id).
+    Forward(
+        Vec<(
+            mpsc::UnboundedSender<crate::proto::ToAgent>,
+            crate::proto::ToAgent,
+        )>,
+    ),
 }
 
 /// The actor's side of the store channel: ops are collected and sent as one batch per
@@ -809,6 +820,36 @@ pub fn run(
                 )
             });
         let acknowledges = batch.iter().any(|op| matches!(op, StoreOp::Reply(..)));
+        let submits = batch
+            .iter()
+            .any(|op| matches!(op, StoreOp::Reply(_, Response::Submitted { .. })));
+        let launches = batch.iter().any(|op| match op {
+            StoreOp::Forward(m) => m
+                .iter()
+                .any(|(_, msg)| matches!(msg, crate::proto::ToAgent::Launch(..))),
+            _ => false,
+        });
+        let ends = puts
+            .iter()
+            .any(|j| !j.is_active() && j.state != crate::model::JobState::Pending);
+        let steps = batch.iter().any(|op| match op {
+            StoreOp::Forward(m) => m
+                .iter()
+                .any(|(_, msg)| matches!(msg, crate::proto::ToAgent::LaunchStep(..))),
+            _ => false,
+        });
+        if submits {
+            super::failpoint::hit("submit-before-commit");
+        }
+        if ends {
+            super::failpoint::hit("end-before-commit");
+        }
+        if steps {
+            super::failpoint::hit("step-before-commit");
+        }
+        if launches {
+            super::failpoint::hit("launch-before-commit");
+        }
         let how = Commit::plan(writes, acknowledges, store.unsynced());
         let mut write_all = |store: &mut Store| -> Result<(), StoreError> {
             if !puts.is_empty() {
@@ -853,6 +894,18 @@ pub fn run(
             }
             return Err(e);
         }
+        if submits {
+            super::failpoint::hit("submit-after-commit");
+        }
+        if ends {
+            super::failpoint::hit("end-after-commit");
+        }
+        if steps {
+            super::failpoint::hit("step-after-commit");
+        }
+        if launches {
+            super::failpoint::hit("launch-after-commit");
+        }
         for op in batch {
             match op {
                 StoreOp::Put(_)
@@ -861,6 +914,12 @@ pub fn run(
                 | StoreOp::Resvs(_)
                 | StoreOp::ResvHistory(_)
                 | StoreOp::NodeDown(..) => {}
+                StoreOp::Forward(msgs) => {
+                    for (tx, msg) in msgs {
+                        // A link that is gone has told the actor already.
+                        let _ = tx.send(msg);
+                    }
+                }
                 StoreOp::Usage(start, end, mut rep, tx) => {
                     let got = store
                         .ran_during(start, end)

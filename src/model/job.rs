@@ -152,6 +152,12 @@ pub enum HoldKind {
 pub struct JobSpec {
     /// Job name (`-J`); the client fills Slurm's default (script basename, `sbatch`, `wrap`).
     pub name: String,
+    /// A random number sbatch draws for one submission and sends again when it retries
+    /// after losing the controller's answer: the controller answers a submission whose
+    /// (user, token) it has already made a job for with that job's id, so a retried
+    /// submission never makes a second job. 0: none (srun, salloc, older clients).
+    #[serde(default)]
+    pub submit_token: u64,
     /// The batch script's full text, captured at submit time.
     pub script: String,
     /// Arguments after the script path, passed to the script.

@@ -842,6 +842,9 @@ pub enum EndKind {
     Exited,
     /// The job could not be started (bad working directory, output file, …).
     LaunchFailed,
+    /// The job's stepd died while the job ran: the job's processes were killed and it
+    /// ends FAILED, or is requeued when it asked for `--requeue`.
+    StepdLost,
 }
 
 /// Agent → controller.

@@ -71,25 +71,9 @@ fn reads_a_config_cluster() {
     assert!(simulate(&big, &n, &p, &sim_config(Policy::Easy)).is_err());
 }
 
-/// Where the shared traces are: `$SLUICE_TRACES`, else `shared/traces` next to the
-/// repository (CI) or next to its worktree folder.
+/// The workload traces kept with the tests (`tests/data/traces`, see its README).
 fn traces_dir() -> std::path::PathBuf {
-    if let Some(d) = std::env::var_os("SLUICE_TRACES") {
-        return d.into();
-    }
-    let top = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for up in [
-        top.join("../shared/traces"),
-        top.join("../../shared/traces"),
-    ] {
-        if up.join("README.md").exists() {
-            return up;
-        }
-    }
-    panic!(
-        "shared/traces not found next to {}; set SLUICE_TRACES",
-        top.display()
-    );
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/traces")
 }
 
 /// Pins the KTH-SP2 EASY figures (one node of 100 CPUs, the README conventions): a

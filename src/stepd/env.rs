@@ -691,33 +691,21 @@ mod tests {
     use crate::model::job::{Allocation, JobSpec, JobState};
     use std::path::PathBuf;
 
-    /// The golden directory: `$SLUICE_GOLDEN_DIR`, else `../shared/golden` next to the
-    /// crate, else `/work/shared/golden` (worktrees live elsewhere).
-    fn golden_dir() -> Option<PathBuf> {
-        let mut cands = Vec::new();
-        if let Some(d) = std::env::var_os("SLUICE_GOLDEN_DIR") {
-            cands.push(PathBuf::from(d));
-        }
-        cands.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/golden"));
-        cands.push(PathBuf::from("/work/shared/golden"));
-        cands.into_iter().find(|d| d.join("README.md").is_file())
+    /// The real Slurm transcripts kept with the tests (`tests/data/golden`).
+    fn golden_dir() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/golden")
     }
 
     /// The `env | sort` lines of the first `[file: …]` block of a golden transcript.
-    fn golden_env(name: &str) -> Option<BTreeMap<String, String>> {
-        let Some(dir) = golden_dir() else {
-            println!("skipping: golden directory not found (set SLUICE_GOLDEN_DIR)");
-            return None;
-        };
-        let text = std::fs::read_to_string(dir.join(name)).expect("golden file readable");
+    fn golden_env(name: &str) -> BTreeMap<String, String> {
+        let text = std::fs::read_to_string(golden_dir().join(name)).expect("golden file readable");
         let mut lines = text.lines().skip_while(|l| !l.starts_with("[file: "));
         lines.next().expect("golden file has an output block");
-        let map = lines
+        lines
             .take_while(|l| !l.is_empty())
             .filter_map(|l| l.split_once('='))
             .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        Some(map)
+            .collect()
     }
 
     fn job(id: u32, name: &str, cpus: Vec<u32>) -> Job {
@@ -770,9 +758,7 @@ mod tests {
     /// Builds the job's inherited environment from a golden file, runs batch_env and
     /// compares every variable (SLURM_CONF excepted: see SLURM_CONF_VALUE).
     fn check_against_golden(file: &str, mut j: Job, array: Option<ArrayTask>) {
-        let Some(golden) = golden_env(file) else {
-            return;
-        };
+        let golden = golden_env(file);
         j.spec.environment = golden
             .iter()
             .filter(|(k, _)| !k.starts_with("SLURM") && !NOT_OURS.contains(&k.as_str()))
@@ -1048,10 +1034,7 @@ mod tests {
     /// adds its own and the task's.
     #[test]
     fn step_task_environment_matches_golden() {
-        let Some(dir) = golden_dir() else {
-            return;
-        };
-        let text = std::fs::read_to_string(dir.join("env_srun_in_batch.txt")).unwrap();
+        let text = std::fs::read_to_string(golden_dir().join("env_srun_in_batch.txt")).unwrap();
         let golden: BTreeMap<String, String> = text
             .lines()
             .filter_map(|l| l.strip_prefix("0: "))

@@ -768,6 +768,20 @@ fn sample_batch(
     u
 }
 
+/// Says in a batch job's stderr file (as [`note_in_stderr`] does, with its checks) that
+/// its stepd died: the agent calls it for a stepd that exited without a result, with
+/// the launch record stepd left in the job's spool directory.
+pub fn note_stepd_lost(lb: &LaunchBatch, msg: &str) {
+    let job = &lb.job;
+    let node = job
+        .alloc
+        .as_ref()
+        .and_then(|a| a.nodes.first().cloned())
+        .unwrap_or_default();
+    let paths = output_paths(job, &node);
+    note_in_stderr(job.spec.work_dir.as_ref(), &paths, &node, msg);
+}
+
 /// Appends `slurmstepd-<node>: error: <msg>` to the job's stderr file, as slurmstepd
 /// does for time limits and cancellations. Best effort.
 ///

@@ -1,5 +1,5 @@
 //! The batch step's environment against the variable set of real Slurm's batch jobs
-//! (`../shared/golden/env_sbatch_*.txt`), `--export` semantics and `--chdir`.
+//! (`tests/data/golden/env_sbatch_*.txt`), `--export` semantics and `--chdir`.
 
 use crate::harness::*;
 use std::collections::BTreeMap;
@@ -17,21 +17,19 @@ fn parse_env(text: &str) -> BTreeMap<String, String> {
 
 /// The job-side variables (Slurm's own plus those slurmd/slurmstepd set) of the first
 /// job output block of a golden transcript.
-fn golden_job_vars(file: &str) -> Option<Vec<String>> {
-    let dir = golden_dir()?;
-    let text = std::fs::read_to_string(dir.join(file)).ok()?;
+fn golden_job_vars(file: &str) -> Vec<String> {
+    let path = golden_dir().join(file);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut lines = text.lines().skip_while(|l| !l.starts_with("[file: "));
-    lines.next()?;
-    Some(
-        lines
-            .take_while(|l| !l.is_empty())
-            .filter_map(|l| l.split_once('=').map(|(k, _)| k.to_string()))
-            .filter(|k| {
-                k.starts_with("SLURM")
-                    || ["ENVIRONMENT", "HOSTNAME", "TMPDIR", "PWD"].contains(&k.as_str())
-            })
-            .collect(),
-    )
+    assert!(lines.next().is_some(), "{file} has no job output block");
+    lines
+        .take_while(|l| !l.is_empty())
+        .filter_map(|l| l.split_once('=').map(|(k, _)| k.to_string()))
+        .filter(|k| {
+            k.starts_with("SLURM")
+                || ["ENVIRONMENT", "HOSTNAME", "TMPDIR", "PWD"].contains(&k.as_str())
+        })
+        .collect()
 }
 
 /// Runs `env` in a batch job with `args` and returns its environment.
@@ -107,10 +105,7 @@ fn the_batch_environment_has_slurms_variables_with_this_jobs_values() {
     assert!(!env.contains_key("SLURM_NTASKS"), "{env:#?}");
     assert!(!env.contains_key("SLURM_CPUS_PER_TASK"), "{env:#?}");
 
-    let Some(golden) = golden_job_vars("env_sbatch_plain.txt") else {
-        println!("skipping the golden comparison: golden files not found");
-        return;
-    };
+    let golden = golden_job_vars("env_sbatch_plain.txt");
     for k in &golden {
         assert!(env.contains_key(k), "Slurm sets {k}; sluice does not");
     }
@@ -135,13 +130,12 @@ fn task_and_cpu_counts_match_slurms_variable_sets() {
     ] {
         assert_eq!(env.get(k).map(String::as_str), Some(v), "{k}");
     }
-    if let Some(golden) = golden_job_vars("env_sbatch_N1_n4.txt") {
-        for k in golden.iter().filter(|k| k.as_str() != "SLURM_TASK_PID") {
-            assert!(
-                env.contains_key(k),
-                "-N1 -n4: Slurm sets {k}; sluice does not"
-            );
-        }
+    let golden = golden_job_vars("env_sbatch_N1_n4.txt");
+    for k in golden.iter().filter(|k| k.as_str() != "SLURM_TASK_PID") {
+        assert!(
+            env.contains_key(k),
+            "-N1 -n4: Slurm sets {k}; sluice does not"
+        );
     }
     let (_, env) = job_env(&c, &["--ntasks-per-node=2", "-c", "2"]);
     for (k, v) in [
@@ -153,13 +147,11 @@ fn task_and_cpu_counts_match_slurms_variable_sets() {
     ] {
         assert_eq!(env.get(k).map(String::as_str), Some(v), "{k}");
     }
-    if let Some(golden) = golden_job_vars("env_sbatch_ntpn2_cpt2.txt") {
-        for k in &golden {
-            assert!(
-                env.contains_key(k),
-                "--ntasks-per-node=2 -c2: Slurm sets {k}; sluice does not"
-            );
-        }
+    for k in &golden_job_vars("env_sbatch_ntpn2_cpt2.txt") {
+        assert!(
+            env.contains_key(k),
+            "--ntasks-per-node=2 -c2: Slurm sets {k}; sluice does not"
+        );
     }
     let (_, env) = job_env(&c, &["--mem=1G"]);
     assert_eq!(

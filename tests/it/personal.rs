@@ -1,5 +1,6 @@
 //! Zero-config personal mode: the controller starts on first use, only once, and stops
-//! cleanly.
+//! cleanly; commands from any environment of the user reach it; two personal
+//! controllers of one uid never touch each other's jobs.
 
 use crate::harness::*;
 use std::process::Command;
@@ -8,10 +9,17 @@ use std::time::Duration;
 fn personal_cmd(home: &std::path::Path) -> Command {
     let mut c = Command::new(sluice_bin());
     c.env_remove("SLUICE_CONF")
+        .env_remove("SLUICE_STATE_DIR")
         .env("HOME", home)
         .env("XDG_STATE_HOME", home.join("state"))
         .env("XDG_RUNTIME_DIR", home.join("run"));
     c
+}
+
+/// The socket of the personal controller of `personal_cmd(home)`.
+fn socket_of(home: &std::path::Path) -> std::path::PathBuf {
+    let id = sluice::config::personal::controller_id(&home.join("state/sluice"));
+    home.join(format!("run/sluice/{id}.sock"))
 }
 
 #[test]
@@ -23,14 +31,14 @@ fn concurrent_auto_starts_start_one_controller_and_stop_cleanly() {
         );
         return;
     }
-    let home = tempfile::tempdir().unwrap();
+    let home = Home::new();
     let h = home.path();
     let a = personal_cmd(h).arg("controller").spawn().unwrap();
     let b = personal_cmd(h).arg("controller").spawn().unwrap();
     for mut p in [a, b] {
         assert!(p.wait().unwrap().success());
     }
-    let sock = h.join("run/sluice/sluice.sock");
+    let sock = socket_of(h);
     assert!(sock.exists(), "socket at {}", sock.display());
     let mut cfg = sluice::config::Config::personal();
     cfg.socket = sock.clone();
@@ -61,10 +69,9 @@ fn the_first_front_end_starts_a_personal_controller_with_the_detected_node() {
         );
         return;
     }
-    let home = tempfile::tempdir().unwrap();
+    let home = Home::new();
     let h = home.path();
     let work = h.join("work");
-    std::fs::create_dir(&work).unwrap();
     // `sbatch --wait` as README's first command does: starts the controller, runs the
     // job, returns its exit code.
     let o = personal_cmd(h)
@@ -109,7 +116,7 @@ fn the_first_front_end_starts_a_personal_controller_with_the_detected_node() {
         .unwrap();
     assert!(st.success());
     wait_until("socket removal", Duration::from_secs(10), || {
-        (!h.join("run/sluice/sluice.sock").exists()).then_some(())
+        (!socket_of(h).exists()).then_some(())
     });
     // State survives the stop; the next front-end starts it again.
     let o = personal_cmd(h)
@@ -160,4 +167,373 @@ fn a_corrupt_database_is_refused_not_replaced() {
     );
     let after = std::fs::read(&db).unwrap();
     assert!(after.starts_with(b"this is not a database"));
+}
+
+/// A personal controller's home for a test: stops the controller and removes its
+/// cgroup root (which only its jobs use) when dropped, whatever the test's outcome.
+struct Home {
+    dir: tempfile::TempDir,
+}
+
+impl Home {
+    fn new() -> Home {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("work")).unwrap();
+        Home { dir }
+    }
+
+    fn path(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+
+    /// A command of this home's user with a full environment.
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = personal_cmd(self.path());
+        c.args(args).current_dir(self.path().join("work"));
+        c
+    }
+
+    /// `args` run with a full environment; panics unless it succeeds; stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        ok(self.cmd(args))
+    }
+
+    fn state(&self, id: u32) -> String {
+        self.ok(&[
+            "sacct",
+            "-n",
+            "-X",
+            "-P",
+            "-o",
+            "State",
+            "-j",
+            &id.to_string(),
+        ])
+        .trim()
+        .to_string()
+    }
+}
+
+impl Drop for Home {
+    fn drop(&mut self) {
+        let _ = self.cmd(&["controller", "--stop"]).output();
+        let id = sluice::config::personal::controller_id(&self.path().join("state/sluice"));
+        let conf = sluice::config::CgroupConf {
+            root: sluice::config::personal::cgroup_root(&id),
+            ..Default::default()
+        };
+        let _ = sluice::stepd::isolate::purge(&conf);
+    }
+}
+
+/// Runs `c`; panics unless it succeeds; its stdout.
+fn ok(mut c: Command) -> String {
+    let o = c.output().unwrap();
+    assert!(
+        o.status.success(),
+        "{c:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Two personal controllers of one uid (two state directories, one runtime directory)
+/// number their jobs from 1 alike. While one's jobs run, the other's jobs with the same
+/// ids start and end; the first one's jobs must all survive and complete. (With one
+/// cgroup root for every personal controller, the end of job N in one killed job N of
+/// the other.)
+#[test]
+fn two_personal_controllers_of_one_uid_never_touch_each_others_jobs() {
+    let (a, b) = (Home::new(), Home::new());
+    let run = tempfile::tempdir().unwrap();
+    let with_run = |h: &Home, args: &[&str]| {
+        let mut c = h.cmd(args);
+        c.env("XDG_RUNTIME_DIR", run.path());
+        c
+    };
+    // As many as run at once on this machine's CPUs (each controller sees them all).
+    let n = std::thread::available_parallelism().unwrap().get().min(3);
+    let mut a_ids = Vec::new();
+    for _ in 0..n {
+        let out = ok(with_run(
+            &a,
+            &[
+                "sbatch",
+                "--parsable",
+                "-o",
+                "a-%j.out",
+                "--wrap",
+                "echo started; while [ ! -e go ]; do sleep 0.1; done; echo survived",
+            ],
+        ));
+        a_ids.push(out.trim().parse::<u32>().unwrap());
+    }
+    assert_eq!(a_ids, (1..=n as u32).collect::<Vec<_>>());
+    let running = |h: &Home| {
+        ok(with_run(h, &["squeue", "-h", "-t", "R", "-o", "%i"]))
+            .lines()
+            .count()
+    };
+    wait_until("a's jobs running", Duration::from_secs(60), || {
+        (running(&a) == n).then_some(())
+    });
+    for id in &a_ids {
+        wait_until("a's jobs started", Duration::from_secs(30), || {
+            std::fs::read_to_string(a.path().join(format!("work/a-{id}.out")))
+                .is_ok_and(|t| t.contains("started"))
+                .then_some(())
+        });
+    }
+    // b's jobs 1, 2 and 3 start and end meanwhile, concurrently.
+    let waits: Vec<_> = (0..3)
+        .map(|i| {
+            with_run(
+                &b,
+                &[
+                    "sbatch",
+                    "--wait",
+                    "-o",
+                    "b-%j.out",
+                    "--wrap",
+                    &format!("echo b{i}"),
+                ],
+            )
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+        })
+        .collect();
+    let mut b_ids: Vec<u32> = waits
+        .into_iter()
+        .map(|p| {
+            let o = p.wait_with_output().unwrap();
+            assert!(o.status.success(), "b's sbatch --wait failed");
+            String::from_utf8_lossy(&o.stdout)
+                .trim()
+                .strip_prefix("Submitted batch job ")
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    b_ids.sort();
+    assert_eq!(b_ids, [1, 2, 3]);
+    for id in &b_ids {
+        assert_eq!(b.state(*id), "COMPLETED");
+    }
+    // Both controllers have their own socket in the one runtime directory.
+    let socks = std::fs::read_dir(run.path().join("sluice"))
+        .unwrap()
+        .count();
+    assert_eq!(socks, 2);
+    // a's jobs are all still running, then complete normally.
+    assert_eq!(running(&a), n);
+    std::fs::write(a.path().join("work/go"), "").unwrap();
+    for id in &a_ids {
+        wait_until("a's job completed", Duration::from_secs(60), || {
+            let st = a.state(*id);
+            (!st.is_empty() && st != "RUNNING" && st != "PENDING").then_some(())
+        });
+        assert_eq!(a.state(*id), "COMPLETED", "job {id} of a");
+        let out = std::fs::read_to_string(a.path().join(format!("work/a-{id}.out"))).unwrap();
+        assert_eq!(out, "started\nsurvived\n");
+    }
+}
+
+/// Tools run sbatch with a filtered environment and squeue/scancel with the full one
+/// (batchspawner). Whatever the environment (none at all but the state directory, no
+/// XDG_RUNTIME_DIR, another HOME), every command reaches the one controller of the
+/// state directory: none starts a second one or fails on its lock. Both orders: the
+/// controller started from the full environment, and from an empty one.
+#[test]
+fn commands_from_any_environment_reach_the_same_controller() {
+    for full_first in [true, false] {
+        let h = Home::new();
+        let state = h.path().join("state");
+        // Only the state directory: no HOME, PATH, XDG_RUNTIME_DIR or anything else.
+        let bare = |args: &[&str]| {
+            let mut c = Command::new(sluice_bin());
+            c.env_clear()
+                .env("XDG_STATE_HOME", &state)
+                .args(args)
+                .current_dir(h.path().join("work"));
+            c
+        };
+        let no_runtime = |args: &[&str]| {
+            let mut c = h.cmd(args);
+            c.env_remove("XDG_RUNTIME_DIR");
+            c
+        };
+        let other_home = |args: &[&str]| {
+            let mut c = h.cmd(args);
+            c.env("HOME", h.path().join("elsewhere"))
+                .env("XDG_RUNTIME_DIR", h.path().join("run2"));
+            c
+        };
+        let submit = |c: Command| -> u32 {
+            let mut c = c;
+            c.args(["--parsable", "-H", "--wrap", "true"]);
+            ok(c).trim().parse().unwrap()
+        };
+        let first = if full_first {
+            submit(h.cmd(&["sbatch"]))
+        } else {
+            submit(bare(&["sbatch"]))
+        };
+        let ids = [
+            first,
+            submit(if full_first {
+                bare(&["sbatch"])
+            } else {
+                h.cmd(&["sbatch"])
+            }),
+            submit(no_runtime(&["sbatch"])),
+            submit(other_home(&["sbatch"])),
+        ];
+        assert_eq!(ids, [1, 2, 3, 4], "one controller numbers them all");
+        let all = "1\n2\n3\n4\n";
+        for mut c in [
+            bare(&["squeue", "-h", "-o", "%i"]),
+            no_runtime(&["squeue", "-h", "-o", "%i"]),
+            other_home(&["squeue", "-h", "-o", "%i"]),
+            h.cmd(&["squeue", "-h", "-o", "%i"]),
+        ] {
+            c.args(["--sort", "i"]);
+            assert_eq!(ok(c), all);
+        }
+        ok(no_runtime(&["scancel", "1"]));
+        ok(bare(&["scancel", "2"]));
+        ok(other_home(&["scancel", "3", "4"]));
+        assert_eq!(ok(h.cmd(&["squeue", "-h", "-o", "%i"])), "");
+        let log = std::fs::read_to_string(state.join("sluice/controller.log")).unwrap();
+        assert_eq!(log.matches("controller starting").count(), 1, "{log}");
+        assert!(!log.contains("another controller"), "{log}");
+    }
+}
+
+/// Three CI pipelines side by side on one runner, of one user, each under `sluice ci`:
+/// their job ids overlap, each sees only its own queue, `sbatch --wait` and `srun` exit
+/// codes reach the pipeline and the pipeline's reaches the runner, and each is torn down
+/// (the job it left running killed, the controller's directory and cgroups gone).
+#[test]
+fn three_ci_pipelines_run_side_by_side_and_clean_up() {
+    let bin = tempfile::tempdir().unwrap();
+    for name in ["sbatch", "srun", "squeue"] {
+        std::os::unix::fs::symlink(sluice_bin(), bin.path().join(name)).unwrap();
+    }
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into())
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let tmp_dir = tmp.path().canonicalize().unwrap();
+    let top = tempfile::tempdir().unwrap();
+    // Each waits (at most 2 minutes) for `go`, so that all three are up at once.
+    let script = r#"
+        set -u
+        echo "$SLUICE_STATE_DIR" > state_dir
+        touch ready
+        n=0; while [ ! -e ../go ] && [ $n -lt 1200 ]; do sleep 0.1; n=$((n+1)); done
+        sbatch --wait -o job.out --wrap "exit $((10 + I))" > /dev/null; echo "sbatch=$?" >> codes
+        srun sh -c "exit $((20 + I))" 2> /dev/null; echo "srun=$?" >> codes
+        sbatch -o left.out --wrap 'echo $$ > left.pid; exec sleep 300' > /dev/null
+        n=0; while [ ! -s left.pid ] && [ $n -lt 1200 ]; do sleep 0.1; n=$((n+1)); done
+        squeue -h -o '%i %T' > queue
+        exit $((30 + I))
+    "#;
+    let work: Vec<_> = (0..3).map(|i| top.path().join(format!("p{i}"))).collect();
+    let runs: Vec<_> = (0..3)
+        .map(|i| {
+            std::fs::create_dir(&work[i]).unwrap();
+            Command::new(sluice_bin())
+                .args(["ci", "--", "sh", "-c", script])
+                .env_remove("SLUICE_CONF")
+                .env_remove("SLUICE_STATE_DIR")
+                .env("PATH", &path)
+                .env("TMPDIR", &tmp_dir)
+                .env("I", i.to_string())
+                .current_dir(&work[i])
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    wait_until("three pipelines up", Duration::from_secs(120), || {
+        work.iter().all(|w| w.join("ready").exists()).then_some(())
+    });
+    std::fs::write(top.path().join("go"), "").unwrap();
+    for (i, mut p) in runs.into_iter().enumerate() {
+        let st = p.wait().unwrap();
+        let w = &work[i];
+        assert_eq!(st.code(), Some(30 + i as i32), "pipeline {i}");
+        assert_eq!(
+            std::fs::read_to_string(w.join("codes")).unwrap(),
+            format!("sbatch={}\nsrun={}\n", 10 + i, 20 + i),
+            "pipeline {i}"
+        );
+        // Its own jobs only: 1 (sbatch --wait) and 2 (srun) are done, 3 runs.
+        assert_eq!(
+            std::fs::read_to_string(w.join("queue")).unwrap(),
+            "3 RUNNING\n",
+            "pipeline {i}"
+        );
+        let state = std::fs::read_to_string(w.join("state_dir")).unwrap();
+        let state = std::path::Path::new(state.trim());
+        assert!(state.starts_with(&tmp_dir), "{}", state.display());
+        assert!(
+            !state.parent().unwrap().exists(),
+            "{} left",
+            state.display()
+        );
+        let pid: i32 = std::fs::read_to_string(w.join("left.pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        assert!(
+            !cmdline.starts_with(b"sleep"),
+            "pipeline {i}'s job process {pid} survived"
+        );
+        let id = sluice::config::personal::controller_id(state);
+        let root = sluice::config::personal::cgroup_root(&id);
+        for h in std::fs::read_dir("/sys/fs/cgroup")
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            assert!(
+                !h.path().join(&root).exists(),
+                "{root} left in {:?}",
+                h.path()
+            );
+        }
+    }
+    assert_eq!(std::fs::read_dir(&tmp_dir).unwrap().count(), 0);
+}
+
+/// `sluice controller --stop` of a state directory whose controller is gone, but whose
+/// pid file names a live controller (a reused pid: here another state directory's
+/// controller), signals nothing: the pid file is believed only while the state
+/// directory's lock is held.
+#[test]
+fn a_stale_pid_file_never_stops_another_controller() {
+    let (a, b) = (Home::new(), Home::new());
+    b.ok(&["sbatch", "-H", "--wrap", "true"]);
+    let b_state = b.path().join("state/sluice");
+    let pid = std::fs::read_to_string(b_state.join("controller.pid")).unwrap();
+    let a_state = a.path().join("state/sluice");
+    std::fs::create_dir_all(&a_state).unwrap();
+    std::fs::write(a_state.join("controller.pid"), &pid).unwrap();
+    let o = a.cmd(&["controller", "--stop"]).output().unwrap();
+    assert!(o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("not running"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // b's controller still answers, with its job.
+    assert_eq!(b.ok(&["squeue", "-h", "-o", "%i"]), "1\n");
+    let log = std::fs::read_to_string(b_state.join("controller.log")).unwrap();
+    assert_eq!(log.matches("controller starting").count(), 1, "{log}");
 }

@@ -123,3 +123,43 @@ fn garbage_on_the_socket_gets_an_error_not_a_crash() {
     let mut cl = client(&c);
     assert_eq!(cl.request(&Request::Ping).unwrap(), Response::Ok);
 }
+
+/// A peer that announces requests larger than a front-end ever sends is cut off before
+/// the controller buffers them, and the controller's log names who it was; the
+/// controller goes on serving everyone else (issue #25: unbounded buffers).
+#[test]
+fn oversized_requests_are_refused_before_they_are_buffered() {
+    use sluice::proto::{Hello, Role};
+    use std::io::{Read, Write};
+    let c = TestCluster::start();
+    let sock = c.dir.path().join("run/ctld.sock");
+    let mut hostile = Vec::new();
+    for _ in 0..8 {
+        let mut s = std::os::unix::net::UnixStream::connect(&sock).unwrap();
+        let hello = sluice::proto::codec::frame(&Hello::new(Role::Client)).unwrap();
+        s.write_all(&hello).unwrap();
+        // 200 MiB announced, 1 KiB sent: before the bounds this held 200 MiB per
+        // connection.
+        s.write_all(&(200u32 << 20).to_be_bytes()).unwrap();
+        // The controller may hang up before this arrives (a broken pipe here).
+        let _ = s.write_all(&[0u8; 1024]);
+        hostile.push(s);
+    }
+    for s in &mut hostile {
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut buf = Vec::new();
+        // The controller answers (its hello, an error) and hangs up.
+        let _ = s.read_to_end(&mut buf);
+        assert!(
+            String::from_utf8_lossy(&buf).contains("larger than"),
+            "no refusal in {buf:?}"
+        );
+    }
+    let mut cl = client(&c);
+    assert_eq!(cl.request(&Request::Ping).unwrap(), Response::Ok);
+    let log = c.controller_log();
+    assert!(
+        log.contains("client connection closed") && log.contains("uid="),
+        "{log}"
+    );
+}

@@ -1,5 +1,5 @@
 //! `sluice config import|export` through the real binary: a Slurm 22.05 configuration
-//! (the fixture in tests/fixtures/slurm, modelled on the reference cluster) comes in
+//! (the fixture in tests/data/slurm, modelled on the reference cluster) comes in
 //! as TOML the loader takes, goes out as Slurm files, and comes in again as the same
 //! cluster; `SLUICE_CONF` pointing at a slurm.conf says how to convert it; an export
 //! with the controller up carries its accounts as a `sacctmgr load` file and its QOS
@@ -12,7 +12,7 @@ use std::process::Command;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/slurm")
+        .join("tests/data/slurm")
         .join(name)
 }
 

@@ -221,6 +221,15 @@ root = "{cg_root}"
 
     /// Starts (or restarts) the controller and waits until it answers.
     pub fn spawn_controller(&mut self) {
+        self.spawn_controller_nowait();
+        let sock = self.dir.path().join("run/ctld.sock");
+        wait_until("controller socket", Duration::from_secs(20), || {
+            std::os::unix::net::UnixStream::connect(&sock).ok()
+        });
+    }
+
+    /// Starts (or restarts) the controller without waiting for it.
+    pub fn spawn_controller_nowait(&mut self) {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -237,10 +246,15 @@ root = "{cg_root}"
             .spawn()
             .expect("start controller");
         self.ctld = Some(child);
-        let sock = self.dir.path().join("run/ctld.sock");
-        wait_until("controller socket", Duration::from_secs(20), || {
-            std::os::unix::net::UnixStream::connect(&sock).ok()
-        });
+    }
+
+    /// Sets (`Some`) or removes (`None`) one variable of the controller's environment,
+    /// from its next start on.
+    pub fn set_controller_env(&mut self, key: &str, value: Option<&str>) {
+        self.ctld_env.retain(|(k, _)| k != key);
+        if let Some(v) = value {
+            self.ctld_env.push((key.to_string(), v.to_string()));
+        }
     }
 
     /// The controller's log so far.
@@ -497,16 +511,9 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// The real Slurm transcripts (`../shared/golden`), when present.
-pub fn golden_dir() -> Option<PathBuf> {
-    let mut cands = Vec::new();
-    if let Some(d) = std::env::var_os("SLUICE_GOLDEN_DIR") {
-        cands.push(PathBuf::from(d));
-    }
-    let top = Path::new(env!("CARGO_MANIFEST_DIR"));
-    cands.push(top.join("../shared/golden"));
-    cands.push(top.join("../../shared/golden"));
-    cands.into_iter().find(|d| d.join("README.md").is_file())
+/// The real Slurm transcripts the tests compare with (`tests/data/golden`).
+pub fn golden_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/golden")
 }
 
 fn kill_spooled_jobs(spool: &Path) {
