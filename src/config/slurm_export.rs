@@ -305,7 +305,7 @@ pub fn export(cfg: &Config, live: &[NodeFacts], here: &str) -> Exported {
             )),
         }
         if let (Some(so), Some(co), Some(th)) = (sockets, cores, threads)
-            && cpus.is_none_or(|c| c == so * co * th)
+            && cpus.is_none_or(|c| Some(c) == so.checked_mul(co).and_then(|x| x.checked_mul(th)))
         {
             let _ = write!(l, " Sockets={so} CoresPerSocket={co} ThreadsPerCore={th}");
         }
