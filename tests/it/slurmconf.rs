@@ -104,6 +104,25 @@ fn config_import_then_export_then_import_gives_the_same_cluster() {
     for name in ["slurm.conf", "gres.conf", "topology.conf", "cgroup.conf"] {
         assert!(out.join(name).is_file(), "{name} not written");
     }
+    // Files already there are not overwritten unless asked.
+    std::fs::write(out.join("cgroup.conf"), "# mine\n").unwrap();
+    let again = |extra: &[&str]| {
+        let mut a = vec!["config", "export", "--slurm", out.to_str().unwrap()];
+        a.extend_from_slice(extra);
+        sluice(&a, Some(&first))
+    };
+    let o = again(&[]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("nothing written"), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(out.join("cgroup.conf")).unwrap(),
+        "# mine\n"
+    );
+    assert!(again(&["--force"]).status.success());
+    assert_ne!(
+        std::fs::read_to_string(out.join("cgroup.conf")).unwrap(),
+        "# mine\n"
+    );
     let conf = std::fs::read_to_string(out.join("slurm.conf")).unwrap();
     assert!(
         conf.contains("\nPartitionName=debug Nodes=node01 Default=YES MaxTime=01:00:00"),
