@@ -508,7 +508,10 @@ pub fn import(inputs: &Inputs) -> Result<Imported, String> {
     }
     if let Some((no, key, v)) = globals.get("taskplugin")
         && !v.to_ascii_lowercase().contains("task/cgroup")
-        && out.cgroup.contains("constrain")
+        && out
+            .cgroup
+            .lines()
+            .any(|l| l.starts_with("constrain") && l.ends_with("= true"))
     {
         notes.push(format!(
             "{}:{no}: {key}={v}: without task/cgroup Slurm constrains nothing, but sluice applies cgroup.conf's Constrain* keys",
