@@ -16,7 +16,7 @@ MANIFEST_HEADER='# sluice install manifest v1: written by install.sh, read by in
 
 usage() {
 	cat <<EOF
-Usage: $PROG [--prefix DIR] [--force] [--uninstall] [--help]
+Usage: $PROG [--prefix DIR] [--systemd] [--force] [--uninstall] [--help]
 
 Builds sluice (cargo build --release, with --locked when Cargo.lock exists), installs it
 as PREFIX/bin/sluice and links these commands to it in PREFIX/bin:
@@ -24,6 +24,10 @@ as PREFIX/bin/sluice and links these commands to it in PREFIX/bin:
 
 Options:
   --prefix DIR   install under DIR (default: /usr/local as root, ~/.local otherwise)
+  --systemd      also install a systemd unit that runs the controller: as root the
+                 system unit sluice-controller.service (for /etc/sluice/sluice.toml),
+                 otherwise the user unit sluice.service (personal mode); enable it
+                 with the systemctl command printed at the end
   --force        replace existing files or links in the way that are not sluice's
   --uninstall    remove what the last install recorded in
                  PREFIX/share/sluice/install-manifest, then the manifest itself;
@@ -33,6 +37,8 @@ Options:
 Environment:
   SLUICE_BIN=PATH  install this already-built binary instead of building one
                    (e.g. build as yourself, then: sudo SLUICE_BIN=target/release/sluice $PROG)
+  SLUICE_SYSTEMD_DIR=DIR  where --systemd puts the unit (default /etc/systemd/system
+                   as root, ~/.config/systemd/user otherwise)
 
 Nothing is changed when a check fails: existing files that are not sluice's are named
 and the script exits non-zero unless --force is given.
@@ -46,6 +52,7 @@ die() {
 note() { echo "$PROG: $*"; }
 
 prefix=''
+systemd=0
 force=0
 uninstall=0
 while [ $# -gt 0 ]; do
@@ -60,6 +67,7 @@ while [ $# -gt 0 ]; do
 		shift
 		;;
 	--force) force=1; shift ;;
+	--systemd) systemd=1; shift ;;
 	--uninstall) uninstall=1; shift ;;
 	-h | --help) usage; exit 0 ;;
 	*) echo "$PROG: error: unknown option '$1'" >&2; usage >&2; exit 2 ;;
@@ -89,6 +97,60 @@ BIN_DIR=$prefix/bin
 SHARE_DIR=$prefix/share/sluice
 MANIFEST=$SHARE_DIR/install-manifest
 BIN=$BIN_DIR/sluice
+
+# The systemd unit (--systemd): the controller as a system service as root, or as
+# the user's own service (personal mode) otherwise.
+if [ "$(id -u)" -eq 0 ]; then
+	UNIT_DIR=${SLUICE_SYSTEMD_DIR:-/etc/systemd/system}
+	UNIT_NAME=sluice-controller.service
+	SYSTEMCTL='systemctl'
+else
+	UNIT_DIR=${SLUICE_SYSTEMD_DIR:-${XDG_CONFIG_HOME:-${HOME:-}/.config}/systemd/user}
+	UNIT_NAME=sluice.service
+	SYSTEMCTL='systemctl --user'
+fi
+UNIT=$UNIT_DIR/$UNIT_NAME
+
+# unit_text: the unit file for the installed binary.
+unit_text() {
+	if [ "$(id -u)" -eq 0 ]; then
+		cat <<EOF
+# Written by sluice's install.sh --systemd.
+[Unit]
+Description=sluice controller (Slurm-compatible workload manager)
+After=network-online.target
+Wants=network-online.target
+ConditionPathExists=/etc/sluice/sluice.toml
+
+[Service]
+Type=simple
+ExecStart=$BIN controller --foreground
+Restart=on-failure
+# Jobs' step daemons outlive a controller restart: stop only the controller.
+KillMode=process
+# sluice makes its own job cgroups below the service's.
+Delegate=yes
+
+[Install]
+WantedBy=multi-user.target
+EOF
+	else
+		cat <<EOF
+# Written by sluice's install.sh --systemd.
+[Unit]
+Description=sluice personal controller (Slurm-compatible workload manager)
+
+[Service]
+Type=simple
+ExecStart=$BIN controller --foreground
+Restart=on-failure
+KillMode=process
+
+[Install]
+WantedBy=default.target
+EOF
+	fi
+}
 
 # checksum FILE: a content fingerprint with POSIX cksum.
 checksum() {
@@ -217,6 +279,18 @@ for cmd in "${COMMANDS[@]}"; do
 	fi
 done
 
+if [ "$systemd" -eq 1 ] && { [ -e "$UNIT" ] || [ -L "$UNIT" ]; }; then
+	if [ -f "$UNIT" ] && [ ! -L "$UNIT" ] &&
+		{ [ "$(checksum "$UNIT")" = "$(recorded_sum "$UNIT")" ] || cmp -s "$UNIT" <(unit_text); }; then
+		:
+	elif [ "$force" -eq 1 ] && [ ! -d "$UNIT" ]; then
+		replaced+=("$UNIT")
+	else
+		problems+=("$UNIT exists and was not installed by this script")
+		forceable=1
+	fi
+fi
+
 if [ -e "$MANIFEST" ] && ! head -n 1 "$MANIFEST" | grep -qxF "$MANIFEST_HEADER"; then
 	if [ "$force" -eq 1 ]; then
 		replaced+=("$MANIFEST")
@@ -235,8 +309,24 @@ for d in "$prefix" "$BIN_DIR" "$prefix/share" "$SHARE_DIR"; do
 		new_dirs+=("$d")
 	fi
 done
+check_dirs=("$BIN_DIR" "$SHARE_DIR")
+unit_dirs=()
+if [ "$systemd" -eq 1 ]; then
+	case $UNIT_DIR in
+	/*)
+		check_dirs+=("$UNIT_DIR")
+		a=$UNIT_DIR
+		while [ ! -e "$a" ] && [ "$a" != / ]; do
+			unit_dirs=("$a" ${unit_dirs[@]+"${unit_dirs[@]}"})
+			a=$(dirname "$a")
+		done
+		[ -d "$a" ] || problems+=("$a exists and is not a directory")
+		;;
+	*) problems+=("the unit directory '$UNIT_DIR' is not absolute (set HOME or SLUICE_SYSTEMD_DIR)") ;;
+	esac
+fi
 unwritable=''
-for d in "$BIN_DIR" "$SHARE_DIR"; do
+for d in "${check_dirs[@]}"; do
 	a=$d
 	while [ ! -e "$a" ] && [ "$a" != / ]; do a=$(dirname "$a"); done
 	if [ -d "$a" ] && [ ! -w "$a" ] && [ "$a" != "$unwritable" ]; then
@@ -277,6 +367,7 @@ while IFS=$'\t' read -r kind path extra; do
 done < <(manifest_entries)
 
 for d in ${new_dirs[@]+"${new_dirs[@]}"}; do mkdir -- "$d"; done
+for d in ${unit_dirs[@]+"${unit_dirs[@]}"}; do mkdir -- "$d"; done
 
 tmp=$(mktemp "$BIN_DIR/.sluice.XXXXXX")
 trap 'rm -f -- "$tmp"' EXIT
@@ -295,6 +386,12 @@ for cmd in "${COMMANDS[@]}"; do
 done
 note "linked ${COMMANDS[*]} -> sluice in $BIN_DIR"
 
+if [ "$systemd" -eq 1 ]; then
+	unit_text >"$UNIT.tmp"
+	mv -f -- "$UNIT.tmp" "$UNIT"
+	note "installed $UNIT; start it now and at boot with: $SYSTEMCTL daemon-reload && $SYSTEMCTL enable --now $UNIT_NAME"
+fi
+
 for s in ${stale[@]+"${stale[@]}"}; do
 	rm -f -- "$s"
 	note "removed $s (no longer installed)"
@@ -309,7 +406,19 @@ done
 		for o in ${old_dirs[@]+"${old_dirs[@]}"}; do [ "$o" = "$d" ] && dup=1; done
 		[ "$dup" -eq 1 ] || printf 'dir\t%s\t\n' "$d"
 	done
+	for d in ${unit_dirs[@]+"${unit_dirs[@]}"}; do printf 'dir\t%s\t\n' "$d"; done
 	printf 'file\t%s\t%s\n' "$BIN" "$(checksum "$BIN")"
+	if [ "$systemd" -eq 1 ]; then
+		printf 'file\t%s\t%s\n' "$UNIT" "$(checksum "$UNIT")"
+	else
+		# A unit an earlier --systemd install wrote stays recorded while unchanged.
+		while IFS=$'\t' read -r kind path extra; do
+			if [ "$kind" = file ] && [ "$path" != "$BIN" ] && [ -f "$path" ] &&
+				[ "$(checksum "$path")" = "$extra" ]; then
+				printf 'file\t%s\t%s\n' "$path" "$extra"
+			fi
+		done < <(manifest_entries)
+	fi
 	for cmd in "${COMMANDS[@]}"; do printf 'link\t%s\t%s\n' "$BIN_DIR/$cmd" sluice; done
 } >"$MANIFEST.tmp"
 mv -f -- "$MANIFEST.tmp" "$MANIFEST"

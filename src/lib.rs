@@ -54,3 +54,6 @@ pub mod sched;
 pub mod sim;
 pub mod stepd;
 pub mod transport;
+
+#[cfg(test)]
+mod fuzz;

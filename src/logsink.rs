@@ -5,6 +5,10 @@
 //! the daemon down then: tracing-subscriber reports a failed write by printing to
 //! stderr itself, which panics on the same broken pipe. [`stderr`] gives a writer that
 //! drops what cannot be written.
+//!
+//! The controller's level can change while it runs (`scontrol setdebug`, cf. Slurm's
+//! `slurm_set_debug_level`): [`init_reloadable`] installs the subscriber with a
+//! reloadable filter, [`set_level`] replaces it.
 
 use std::io::{self, Write};
 
@@ -28,6 +32,66 @@ pub fn stderr() -> Lossy<io::Stderr> {
     Lossy(io::stderr())
 }
 
+/// The filter of the subscriber [`init_reloadable`] installed.
+static FILTER: std::sync::OnceLock<
+    tracing_subscriber::reload::Handle<tracing_subscriber::EnvFilter, tracing_subscriber::Registry>,
+> = std::sync::OnceLock::new();
+
+/// Installs the process's subscriber: lines to [`stderr`] through `filter`, which
+/// [`set_level`] may later replace. Does nothing when a subscriber is already set.
+pub fn init_reloadable(filter: tracing_subscriber::EnvFilter, ansi: bool) {
+    use tracing_subscriber::prelude::*;
+    let (layer, handle) = tracing_subscriber::reload::Layer::new(filter);
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_writer(stderr)
+        .with_ansi(ansi);
+    if tracing_subscriber::registry()
+        .with(layer)
+        .with(fmt)
+        .try_init()
+        .is_ok()
+    {
+        let _ = FILTER.set(handle);
+    }
+}
+
+/// Slurm's debug level names, by number (`scontrol setdebug` takes either).
+pub const SLURM_LEVELS: [&str; 10] = [
+    "quiet", "fatal", "error", "info", "verbose", "debug", "debug2", "debug3", "debug4", "debug5",
+];
+
+/// The tracing filter for a Slurm debug level name or number (`quiet`, `fatal`,
+/// `error`, `info`, `verbose`, `debug`, `debug2`…`debug5`, `0`–`9`); `None` when it is
+/// neither.
+pub fn filter_for(level: &str) -> Option<&'static str> {
+    let i = match level.parse::<usize>() {
+        Ok(n) if n < SLURM_LEVELS.len() => n,
+        _ => SLURM_LEVELS
+            .iter()
+            .position(|l| l.eq_ignore_ascii_case(level))?,
+    };
+    Some(match i {
+        0 => "off",
+        1 | 2 => "error",
+        3 | 4 => "info",
+        5 => "debug",
+        _ => "trace",
+    })
+}
+
+/// Sets the level of the subscriber [`init_reloadable`] installed. Errors: an unknown
+/// level (Slurm's "invalid debug level" text), or no reloadable subscriber.
+pub fn set_level(level: &str) -> Result<(), String> {
+    let f = filter_for(level).ok_or_else(|| format!("invalid debug level: {level}"))?;
+    let h = FILTER
+        .get()
+        .ok_or("this process's log level cannot be changed")?;
+    // Said before the change, so that it shows even when the new level hides it.
+    tracing::info!("Set debug level to '{level}'");
+    h.reload(tracing_subscriber::EnvFilter::new(f))
+        .map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -42,6 +106,17 @@ mod tests {
         fn flush(&mut self) -> io::Result<()> {
             Err(io::ErrorKind::BrokenPipe.into())
         }
+    }
+
+    #[test]
+    fn slurm_level_names_and_numbers() {
+        assert_eq!(filter_for("quiet"), Some("off"));
+        assert_eq!(filter_for("ERROR"), Some("error"));
+        assert_eq!(filter_for("3"), Some("info"));
+        assert_eq!(filter_for("debug"), Some("debug"));
+        assert_eq!(filter_for("debug5"), Some("trace"));
+        assert_eq!(filter_for("10"), None);
+        assert_eq!(filter_for("loud"), None);
     }
 
     #[test]

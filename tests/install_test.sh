@@ -69,7 +69,7 @@ expect_installed() {
 }
 
 # --- the command list agrees with the binary's own table
-want=$(sed -n '/LINKED_COMMANDS/,/];/p' "$ROOT/src/cli/mod.rs" | grep -o '"[a-z]*"' | tr -d '"' | tr '\n' ' ')
+want=$(sed -n '/pub const LINKED_COMMANDS/,/];/p' "$ROOT/src/cli/mod.rs" | grep -o '"[a-z]*"' | tr -d '"' | tr '\n' ' ')
 [ "$want" = "${COMMANDS[*]} " ] || fail "COMMANDS differ from cli::LINKED_COMMANDS: '$want'"
 grep -q "^COMMANDS=(${COMMANDS[*]})\$" "$INSTALL" || fail "install.sh COMMANDS differ from this test's"
 
@@ -212,6 +212,31 @@ if [ "$(id -u)" -ne 0 ] || [ ${#as_user[@]} -gt 0 ]; then
 else
 	echo "skip: non-root checks (running as root without setpriv)"
 fi
+
+# --- --systemd: a unit running the installed binary's controller, recorded in the
+# manifest, refused over a unit that is not ours, removed by --uninstall
+P=$T/sd
+SD=$T/units/systemd
+if [ "$(id -u)" -eq 0 ]; then unit=$SD/sluice-controller.service; else unit=$SD/sluice.service; fi
+SLUICE_SYSTEMD_DIR=$SD run_install --prefix "$P" --systemd
+[ "$rc" -eq 0 ] && [ -f "$unit" ] &&
+	grep -qxF "ExecStart=$P/bin/sluice controller --foreground" "$unit" &&
+	grep -qxF "KillMode=process" "$unit" && grep -qF "enable --now" <<<"$out" &&
+	grep -qF "$unit" "$P/share/sluice/install-manifest" &&
+	ok "--systemd installs the unit" || fail "--systemd: rc=$rc $out"
+SLUICE_SYSTEMD_DIR=$SD run_install --prefix "$P"
+[ "$rc" -eq 0 ] && grep -qF "$unit" "$P/share/sluice/install-manifest" &&
+	ok "a reinstall without --systemd keeps the unit recorded" || fail "reinstall keeps unit: rc=$rc $out"
+SLUICE_SYSTEMD_DIR=$SD run_install --prefix "$P" --uninstall
+[ "$rc" -eq 0 ] && [ ! -e "$unit" ] && [ ! -e "$T/units" ] && [ ! -e "$P/bin/sluice" ] &&
+	ok "--uninstall removes the unit and its directories" || fail "uninstall unit: rc=$rc $out"
+mkdir -p "$SD"
+echo "# someone else's" >"$unit"
+before=$(snapshot "$T/units")
+SLUICE_SYSTEMD_DIR=$SD run_install --prefix "$P" --systemd
+[ "$rc" -ne 0 ] && grep -qF "$unit exists and was not installed by this script" <<<"$out" &&
+	[ "$(snapshot "$T/units")" = "$before" ] && [ ! -e "$P/bin/sluice" ] &&
+	ok "a foreign unit is refused, nothing changed" || fail "foreign unit: rc=$rc $out"
 
 if [ "$failures" -gt 0 ]; then
 	echo "install_test: $failures failure(s)" >&2

@@ -10,14 +10,32 @@ pub struct OptSpec {
     pub long: &'static str,
     pub short: Option<char>,
     pub takes_value: bool,
+    /// The value's name in `--help` (`--account=name`); empty for a flag.
+    pub value: &'static str,
+    /// What the option does, for `--help`; empty for an option not listed (an alias).
+    pub help: &'static str,
 }
 
-/// Shorthand for building option tables.
+/// Shorthand for building option tables (without help text; see [`OptSpec::doc`]).
 pub const fn opt(long: &'static str, short: Option<char>, takes_value: bool) -> OptSpec {
     OptSpec {
         long,
         short,
         takes_value,
+        value: "",
+        help: "",
+    }
+}
+
+impl OptSpec {
+    /// This option with its `--help` line: the value's name (ignored for a flag) and
+    /// what the option does (see `cli::help`).
+    pub const fn doc(self, value: &'static str, help: &'static str) -> OptSpec {
+        OptSpec {
+            value,
+            help,
+            ..self
+        }
     }
 }
 
@@ -51,8 +69,11 @@ pub fn parse(prog: &str, specs: &[OptSpec], args: &[String]) -> Result<Vec<Item>
             let spec = match specs.iter().find(|s| s.long == name) {
                 Some(s) => s,
                 None => {
-                    let cands: Vec<&OptSpec> =
+                    // Entries sharing a long name (two short letters for one
+                    // option) are one candidate.
+                    let mut cands: Vec<&OptSpec> =
                         specs.iter().filter(|s| s.long.starts_with(name)).collect();
+                    cands.dedup_by_key(|s| s.long);
                     match cands.as_slice() {
                         [one] => *one,
                         [] => return Err(format!("{prog}: unrecognized option '{a}'{tail}")),

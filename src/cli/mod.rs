@@ -4,10 +4,12 @@
 
 pub mod ci;
 pub mod client;
+pub mod config_cmd;
 pub mod doctor;
 pub mod format;
 pub mod getopt;
 pub mod gpu_topo;
+pub mod help;
 pub mod jobfmt;
 pub mod jobid;
 pub mod jobjson;
@@ -20,7 +22,9 @@ pub mod salloc;
 pub mod sbatch;
 pub mod scancel;
 pub mod scontrol;
+pub mod scontrol_listpids;
 pub mod scontrol_resv;
+pub mod scontrol_top;
 pub mod sdiag;
 pub mod seff;
 pub mod sinfo;
@@ -131,6 +135,7 @@ fn dispatch(cmd: &str, args: Vec<OsString>) -> ExitCode {
         "keygen" => keygen::run(args),
         "doctor" => doctor::run(args),
         "ci" => ci::run(args),
+        "config" => config_cmd::run(args),
         "srun" => srun::run(args),
         "salloc" => salloc::run(args),
         "sstat" => sstat::run(args),
@@ -139,8 +144,8 @@ fn dispatch(cmd: &str, args: Vec<OsString>) -> ExitCode {
             println!("sluice {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS
         }
-        "--help" | "-h" | "help" => {
-            print_usage();
+        "--help" | "-h" | "help" | "--usage" => {
+            print!("{}", help_text());
             ExitCode::SUCCESS
         }
         other => {
@@ -151,10 +156,108 @@ fn dispatch(cmd: &str, args: Vec<OsString>) -> ExitCode {
     }
 }
 
+/// What each Slurm command does (one line each, in [`LINKED_COMMANDS`]'s order), for
+/// `sluice --help`.
+pub const COMMAND_HELP: &[(&str, &str)] = &[
+    ("sbatch", "submit a batch script"),
+    (
+        "srun",
+        "run a parallel job step (in a new allocation or an existing one)",
+    ),
+    ("salloc", "obtain an allocation and run a command in it"),
+    ("squeue", "view the queue of jobs and steps"),
+    ("scancel", "cancel or signal jobs and steps"),
+    ("sinfo", "view nodes and partitions"),
+    (
+        "scontrol",
+        "view and change jobs, nodes, partitions, reservations, the config",
+    ),
+    ("sacct", "accounting records of jobs and steps"),
+    ("sstat", "live usage of running steps"),
+    ("sprio", "priority factors of pending jobs"),
+    ("sdiag", "scheduler statistics"),
+    ("sshare", "the fair-share tree"),
+    ("sacctmgr", "accounts, users, QOS and associations"),
+    ("sreport", "usage reports"),
+    ("seff", "efficiency of a finished job"),
+];
+
+/// sluice's own roles and tools, for `sluice --help`.
+pub const ROLE_HELP: &[(&str, &str)] = &[
+    (
+        "controller",
+        "start (or --stop) the controller, which schedules and keeps state",
+    ),
+    (
+        "agent",
+        "a node's agent, started by the controller (locally or over ssh)",
+    ),
+    ("stepd", "a job step's supervisor, started by the agent"),
+    (
+        "simulate",
+        "replay a workload trace or scenario through the scheduler",
+    ),
+    (
+        "keygen",
+        "create the controller's SSH key pair for remote nodes",
+    ),
+    (
+        "doctor",
+        "check what this user's controller gets (cgroups, GPUs, nodes)",
+    ),
+    (
+        "ci",
+        "run a command with a private, throw-away controller (CI pipelines)",
+    ),
+    (
+        "config",
+        "import a Slurm configuration (slurm.conf, …) or export this one as Slurm's",
+    ),
+    ("version", "print sluice's version"),
+    ("help", "show this help message"),
+];
+
+/// `sluice --help`: how to call it, the Slurm commands and the roles.
+pub fn help_text() -> String {
+    let mut out = String::from(
+        "Usage: sluice <command> [args...]\n\
+         \x20      <slurm-command> [args...]   (through the symlinks install.sh makes)\n\n\
+         Slurm commands (each takes --help and --usage):\n",
+    );
+    for (c, what) in COMMAND_HELP {
+        out.push_str(&help::line_in(c, what, 14));
+    }
+    out.push_str("\nRoles and tools:\n");
+    for (c, what) in ROLE_HELP {
+        out.push_str(&help::line_in(c, what, 14));
+    }
+    out
+}
+
+/// The short form of [`help_text`], for a missing or unknown command (on stderr).
 fn print_usage() {
     eprintln!(
-        "usage: sluice <command> [args...]\n\ncommands: {} controller agent keygen doctor ci stepd simulate\n\
-         Each Slurm command also works under its own name through a symlink (see install.sh).",
+        "usage: sluice <command> [args...]\n\ncommands: {} controller agent keygen doctor ci config stepd simulate\n\
+         Each Slurm command also works under its own name through a symlink (see install.sh).\n\
+         Try \"sluice --help\" for more information",
         LINKED_COMMANDS.join(" ")
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_linked_command_is_described_once_in_order() {
+        let described: Vec<&str> = COMMAND_HELP.iter().map(|(c, _)| *c).collect();
+        assert_eq!(described, LINKED_COMMANDS);
+        let t = help_text();
+        for c in LINKED_COMMANDS
+            .iter()
+            .chain(ROLE_HELP.iter().map(|(c, _)| c))
+        {
+            assert!(t.contains(&format!("\n  {c} ")), "{c} missing:\n{t}");
+        }
+    }
 }

@@ -24,39 +24,59 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 
 const SPECS: &[getopt::OptSpec] = &[
-    opt("allusers", Some('a'), false),
-    opt("accounts", Some('A'), true),
-    opt("brief", Some('b'), false),
-    opt("clusters", Some('M'), true),
+    opt("allusers", Some('a'), false).doc("", "show jobs of every user, not only your own"),
+    opt("accounts", Some('A'), true)
+        .doc("account_list", "show only jobs charged to these accounts"),
+    opt("brief", Some('b'), false).doc("", "short listing: jobid, state and exit code"),
+    opt("clusters", Some('M'), true).doc(
+        "cluster_list",
+        "show records of these clusters (all: every one)",
+    ),
     opt("cluster", None, true),
-    opt("allclusters", Some('L'), false),
-    opt("duplicates", Some('D'), false),
-    opt("endtime", Some('E'), true),
-    opt("helpformat", Some('e'), false),
-    opt("format", Some('o'), true),
-    opt("help", Some('h'), false),
-    opt("jobs", Some('j'), true),
-    opt("long", Some('l'), false),
-    opt("name", None, true),
-    opt("noheader", Some('n'), false),
-    opt("nodelist", Some('N'), true),
-    opt("parsable", Some('p'), false),
-    opt("parsable2", Some('P'), false),
-    opt("delimiter", None, true),
-    opt("partition", Some('r'), true),
-    opt("qos", Some('q'), true),
-    opt("starttime", Some('S'), true),
-    opt("state", Some('s'), true),
-    opt("truncate", Some('T'), false),
-    opt("user", Some('u'), true),
-    opt("units", None, true),
-    opt("noconvert", None, false),
-    opt("allocations", Some('X'), false),
-    opt("array", None, false),
-    opt("json", None, false),
-    opt("usage", None, false),
-    opt("verbose", Some('v'), false),
-    opt("version", Some('V'), false),
+    opt("allclusters", Some('L'), false).doc("", "show records of every cluster"),
+    opt("duplicates", Some('D'), false).doc("", "also show the earlier runs of requeued jobs"),
+    opt("endtime", Some('E'), true).doc("time", "show jobs in any state before this time"),
+    opt("helpformat", Some('e'), false).doc("", "list the fields --format accepts"),
+    opt("format", Some('o'), true).doc(
+        "field_list",
+        "comma separated fields to print (see --helpformat), each with an optional %width",
+    ),
+    opt("help", Some('h'), false).doc("", "show this help message"),
+    opt("jobs", Some('j'), true).doc(
+        "job(.step)",
+        "show only these comma separated jobs or steps",
+    ),
+    opt("long", Some('l'), false).doc("", "long listing: every usage field"),
+    opt("name", None, true).doc("name_list", "show only jobs with these names"),
+    opt("noheader", Some('n'), false).doc("", "print no header line"),
+    opt("nodelist", Some('N'), true).doc("node_list", "show only jobs that ran on these nodes"),
+    opt("parsable", Some('p'), false).doc("", "fields delimited by '|', with a trailing '|'"),
+    opt("parsable2", Some('P'), false).doc("", "fields delimited by '|', without a trailing '|'"),
+    opt("delimiter", None, true).doc(
+        "characters",
+        "delimiter for --parsable and --parsable2 in place of |",
+    ),
+    opt("partition", Some('r'), true).doc("partition_list", "show only jobs in these partitions"),
+    opt("qos", Some('q'), true).doc("qos", "show only jobs with these qualities of service"),
+    opt("starttime", Some('S'), true).doc(
+        "time",
+        "show jobs in any state after this time (default: midnight)",
+    ),
+    opt("state", Some('s'), true).doc(
+        "state_list",
+        "show only jobs in these states (CD, F, R, PD, ...)",
+    ),
+    opt("truncate", Some('T'), false)
+        .doc("", "cut the job times to the --starttime/--endtime window"),
+    opt("user", Some('u'), true).doc("user_list", "show only jobs of these users"),
+    opt("units", None, true).doc("[KMGTP]", "print sizes in this unit"),
+    opt("noconvert", None, false).doc("", "print sizes in their stored unit, unscaled"),
+    opt("allocations", Some('X'), false).doc("", "show allocations only, not their steps"),
+    opt("array", None, false).doc("", "one line per array task, even for pending arrays"),
+    opt("json", None, false).doc("", "print the records as JSON"),
+    opt("usage", None, false).doc("", "display a brief usage message"),
+    opt("verbose", Some('v'), false).doc("", "more diagnostics"),
+    opt("version", Some('V'), false).doc("", "print the Slurm version and exit"),
 ];
 
 /// Every field name sacct knows (`sacct -e`), canonical spelling, in Slurm's order.
@@ -299,6 +319,8 @@ pub struct Opts {
     pub helpformat: bool,
     pub version: bool,
     pub help: bool,
+    /// `--usage`: print the brief usage and exit.
+    pub usage: bool,
     /// `--json`: the openapi/dbv0.0.38 document instead of columns (`cli::sacctjson`).
     pub json: bool,
     /// `--units=[KMGTP]`: sizes in that unit (index into `K M G T P`).
@@ -337,7 +359,8 @@ pub fn parse_args(args: &[String], lookup: &dyn Fn(&str) -> Option<u32>) -> Resu
                     "brief" => brief = true,
                     "long" => long = true,
                     "helpformat" => o.helpformat = true,
-                    "help" | "usage" => o.help = true,
+                    "help" => o.help = true,
+                    "usage" => o.usage = true,
                     "version" => o.version = true,
                     "noheader" => o.noheader = true,
                     "parsable" => o.layout = Layout::Parsable,
@@ -922,7 +945,15 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     if o.help {
-        println!("Usage: sacct [options]\n\tUse --helpformat to list the fields -o accepts.");
+        let entries = super::help::from_getopt(SPECS);
+        print!("{}", super::help::help("sacct [OPTIONS]", &entries, ""));
+        return ExitCode::SUCCESS;
+    }
+    if o.usage {
+        print!(
+            "{}",
+            super::help::usage("sacct", &super::help::from_getopt(SPECS), "")
+        );
         return ExitCode::SUCCESS;
     }
     let now = super::timefmt::now();

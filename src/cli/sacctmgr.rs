@@ -11,6 +11,8 @@
 //! to commit changes?" prompt; elsewhere the change is committed at once, so scripts
 //! need no `-i`.
 
+use super::getopt::{self, Item, OptSpec, opt};
+use super::help;
 use crate::cli::client::{Client, error_text};
 use crate::model::acct_ops::{AcctOp, Cond, Entity, Setting};
 use crate::model::assoc::{
@@ -75,12 +77,64 @@ pub enum Command {
     Version,
 }
 
-const USAGE: &str = "Usage: sacctmgr [-hinpPQsvV] COMMAND ENTITY [SPECS]
-  COMMAND: add|create, modify|update, delete|remove, list|show
-  ENTITY:  account, association, cluster, coordinator, qos, user
-  show/list SPECS: where KEY=VALUE..., format=Field[%W],..., withassoc, withcoord
-  modify SPECS: where KEY=VALUE... set KEY=VALUE...
-Options: -i immediate, -n noheader, -p parsable, -P parsable2, -s associations, -Q quiet";
+/// sacctmgr's options (cf. src/sacctmgr/sacctmgr.c), with their `--help` lines.
+const SPECS: &[OptSpec] = &[
+    opt("help", Some('h'), false).doc("", "show this help message"),
+    opt("immediate", Some('i'), false).doc("", "commit changes without asking"),
+    opt("noheader", Some('n'), false).doc("", "print no header line"),
+    opt("parsable", Some('p'), false).doc("", "fields delimited by '|', with a trailing '|'"),
+    opt("parsable2", Some('P'), false).doc("", "fields delimited by '|', without a trailing '|'"),
+    opt("quiet", Some('Q'), false).doc("", "print no messages other than errors"),
+    opt("readonly", Some('r'), false).doc("", "accepted; changes are not refused"),
+    opt("associations", Some('s'), false).doc("", "show the associations of the listed entities"),
+    opt("usage", None, false).doc("", "same as --help"),
+    opt("verbose", Some('v'), false).doc("", "more diagnostics"),
+    opt("version", Some('V'), false).doc("", "print the Slurm version and exit"),
+];
+
+/// The commands, entities and specifications sacctmgr takes, for `--help`.
+const COMMANDS: &[(&str, &str)] = &[
+    (
+        "add|create ENTITY SPECS",
+        "add accounts, users, QOS, clusters or coordinators",
+    ),
+    (
+        "modify|update ENTITY where SPECS set SPECS",
+        "change the entities that match",
+    ),
+    (
+        "delete|remove ENTITY where SPECS",
+        "remove the entities that match",
+    ),
+    (
+        "list|show ENTITY [SPECS]",
+        "show entities (format=Field[%W],..., withassoc, withcoord)",
+    ),
+    (
+        "dump [cluster] [File=PATH]",
+        "write the associations as a flat file",
+    ),
+    ("load [File=]PATH", "add what a flat file holds"),
+    ("help", "show this help message"),
+    ("version", "print the Slurm version"),
+];
+
+/// The `--help` text: options, then [`COMMANDS`] and the entities.
+fn help_text() -> String {
+    let mut more = String::from("Commands:\n");
+    for (c, what) in COMMANDS {
+        more.push_str(&help::line_with(c, what));
+    }
+    more.push_str(
+        "\nENTITY: account, association, cluster, coordinator, qos, user\n\
+         SPECS: KEY=VALUE words; keywords may be abbreviated\n",
+    );
+    help::help(
+        "sacctmgr [OPTIONS] [COMMAND ENTITY [SPECS]]",
+        &help::from_getopt(SPECS),
+        &more,
+    )
+}
 
 fn parse_format(v: &str) -> Vec<FormatItem> {
     crate::model::acct_ops::split_list(v)
@@ -102,40 +156,21 @@ fn parse_format(v: &str) -> Vec<FormatItem> {
 pub fn parse(args: &[String]) -> Result<(Opts, Command), String> {
     let mut o = Opts::default();
     let mut words: Vec<String> = Vec::new();
-    for a in args {
-        match a.as_str() {
-            "--immediate" => o.immediate = true,
-            "--noheader" => o.noheader = true,
-            "--parsable" => o.parsable = Parsable::Trailing,
-            "--parsable2" => o.parsable = Parsable::Between,
-            "--associations" => o.with_assoc = true,
-            "--quiet" => o.quiet = true,
-            "--verbose" | "--readonly" => {}
-            "--help" | "--usage" => return Ok((o, Command::Help)),
-            "--version" => return Ok((o, Command::Version)),
-            s if s.starts_with("--") => {
-                let name = s.split('=').next().unwrap_or(s);
-                return Err(format!(
-                    "sacctmgr: error: {name} is not supported yet by sluice"
-                ));
-            }
-            s if s.starts_with('-') && s.len() > 1 && !s.contains('=') => {
-                for ch in s[1..].chars() {
-                    match ch {
-                        'i' => o.immediate = true,
-                        'n' => o.noheader = true,
-                        'p' => o.parsable = Parsable::Trailing,
-                        'P' => o.parsable = Parsable::Between,
-                        's' => o.with_assoc = true,
-                        'Q' => o.quiet = true,
-                        'v' | 'r' => {}
-                        'h' => return Ok((o, Command::Help)),
-                        'V' => return Ok((o, Command::Version)),
-                        c => return Err(format!("sacctmgr: invalid option -- '{c}'\n{USAGE}")),
-                    }
-                }
-            }
-            _ => words.push(a.clone()),
+    for item in getopt::parse("sacctmgr", SPECS, args)? {
+        match item {
+            Item::Operand(w) => words.push(w),
+            Item::Opt(name, _) => match name {
+                "immediate" => o.immediate = true,
+                "noheader" => o.noheader = true,
+                "parsable" => o.parsable = Parsable::Trailing,
+                "parsable2" => o.parsable = Parsable::Between,
+                "associations" => o.with_assoc = true,
+                "quiet" => o.quiet = true,
+                "help" | "usage" => return Ok((o, Command::Help)),
+                "version" => return Ok((o, Command::Version)),
+                // --verbose, --readonly: no effect.
+                _ => {}
+            },
         }
     }
     let Some(verb) = words.first().map(|w| w.to_ascii_lowercase()) else {
@@ -1163,7 +1198,7 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
     };
     let op = match cmd {
         Command::Help => {
-            println!("{USAGE}");
+            print!("{}", help_text());
             return ExitCode::SUCCESS;
         }
         Command::Version => {

@@ -649,6 +649,7 @@ fn response_kind(r: &Response) -> &'static str {
         Response::Reservations { .. } => "Reservations",
         Response::Usage(_) => "Usage",
         Response::Topology(_) => "Topology",
+        Response::BatchScript(_) => "BatchScript",
     }
 }
 

@@ -7,6 +7,7 @@
 
 use super::client::{Client, ClientError};
 use super::getopt::{self, Item, opt};
+use super::help;
 use super::jobid::parse_job_id;
 use crate::model::JobState;
 use crate::proto::{ArrayTasks, JobFilter, JobResult, Request, Response, SlurmError};
@@ -14,28 +15,40 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 
 const SPECS: &[getopt::OptSpec] = &[
-    opt("account", Some('A'), true),
-    opt("batch", Some('b'), false),
-    opt("full", Some('f'), false),
-    opt("hurry", Some('H'), false),
-    opt("clusters", Some('M'), true),
+    opt("account", Some('A'), true).doc("account", "act only on jobs charging this account"),
+    opt("batch", Some('b'), false).doc("", "signal the batch shell only, not its steps"),
+    opt("full", Some('f'), false).doc("", "signal the batch shell and every step"),
+    opt("hurry", Some('H'), false).doc(
+        "",
+        "accepted for compatibility; no burst buffer to stage out",
+    ),
+    opt("clusters", Some('M'), true).doc("cluster", "cluster whose jobs to act on (this one only)"),
     opt("cluster", None, true),
-    opt("name", Some('n'), true),
+    opt("name", Some('n'), true).doc("job_name", "act only on jobs with this name"),
     opt("jobname", None, true),
-    opt("partition", Some('p'), true),
-    opt("qos", Some('q'), true),
-    opt("quiet", Some('Q'), false),
-    opt("reservation", Some('R'), true),
-    opt("signal", Some('s'), true),
-    opt("state", Some('t'), true),
-    opt("user", Some('u'), true),
-    opt("me", None, false),
-    opt("verbose", Some('v'), false),
-    opt("version", Some('V'), false),
-    opt("nodelist", Some('w'), true),
-    opt("wckey", None, true),
-    opt("help", Some('h'), false),
-    opt("usage", None, false),
+    opt("partition", Some('p'), true).doc("partition", "act only on jobs in this partition"),
+    opt("qos", Some('q'), true).doc("qos", "act only on jobs with this quality of service"),
+    opt("quiet", Some('Q'), false).doc("", "print no error messages"),
+    opt("reservation", Some('R'), true).doc("reservation", "act only on jobs in this reservation"),
+    opt("signal", Some('s'), true).doc(
+        "signal",
+        "send this signal (name or number) instead of cancelling",
+    ),
+    opt("state", Some('t'), true).doc(
+        "state",
+        "act only on jobs in this state (PENDING, RUNNING, SUSPENDED)",
+    ),
+    opt("user", Some('u'), true).doc("user_name", "act only on jobs of this user"),
+    opt("me", None, false).doc("", "act only on jobs of the calling user"),
+    opt("verbose", Some('v'), false).doc("", "say what is done, and report unknown or ended jobs"),
+    opt("version", Some('V'), false).doc("", "print the Slurm version and exit"),
+    opt("nodelist", Some('w'), true).doc("hosts", "act only on jobs using these nodes"),
+    opt("wckey", None, true).doc(
+        "wckey",
+        "act only on jobs with this workload characterization key",
+    ),
+    opt("help", Some('h'), false).doc("", "show this help message"),
+    opt("usage", None, false).doc("", "display a brief usage message"),
 ];
 
 /// Parsed scancel options.
@@ -76,6 +89,8 @@ pub struct Opts {
     /// `-V`, `-h`: print and exit.
     pub version: bool,
     pub help: bool,
+    /// `--usage`: print the brief usage and exit.
+    pub usage: bool,
     /// Numbered steps given as `JOB.STEP` operands.
     pub steps: Vec<(u32, u32)>,
     /// Steps of heterogeneous job components given as `L+k.STEP` operands.
@@ -210,7 +225,8 @@ pub fn parse_args(
                     "verbose" => o.verbose = true,
                     "quiet" => o.quiet = true,
                     "version" => o.version = true,
-                    "help" | "usage" => o.help = true,
+                    "help" => o.help = true,
+                    "usage" => o.usage = true,
                     "clusters" | "cluster" => o.clusters = Some(v),
                     "hurry" => {}
                     "me" => {
@@ -285,6 +301,7 @@ pub fn parse_args(
         && !filtered
         && !o.version
         && !o.help
+        && !o.usage
     {
         return Err("scancel: error: No job identification provided".into());
     }
@@ -364,13 +381,8 @@ fn lookup_user(name: &str) -> Option<u32> {
         .map(|u| u.uid.as_raw())
 }
 
-fn usage() -> &'static str {
-    "Usage: scancel [-A account] [--batch] [--full] [--interactive] [-n job_name]\n\
-     \x20              [-p partition] [-Q] [-q qos] [-R reservation] [-s signal | integer]\n\
-     \x20              [-t PENDING | RUNNING | SUSPENDED] [--usage] [-u user_name]\n\
-     \x20              [--hurry] [-V] [-v] [-w hosts...] [--wckey=wckey] [--me]\n\
-     \x20              [job_id[_array_id][.step_id]]\n"
-}
+/// The operands scancel takes, for its help texts.
+const OPERANDS: &str = "[job_id[_array_id][.step_id]]";
 
 /// Runs `scancel` with its full argv (argv[0] included).
 pub fn run(args: Vec<OsString>) -> ExitCode {
@@ -392,7 +404,15 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     if o.help {
-        print!("{}", usage());
+        let synopsis = format!("scancel [OPTIONS] {OPERANDS}");
+        print!("{}", help::help(&synopsis, &help::from_getopt(SPECS), ""));
+        return ExitCode::SUCCESS;
+    }
+    if o.usage {
+        print!(
+            "{}",
+            help::usage("scancel", &help::from_getopt(SPECS), OPERANDS)
+        );
         return ExitCode::SUCCESS;
     }
     // Another cluster's jobs are not ours to cancel: refuse before any request.

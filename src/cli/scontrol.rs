@@ -9,6 +9,8 @@
 //! no controller (`show hostnames`, `show hostlist*`) never call the request function.
 
 use super::client::{Client, ClientError};
+use super::getopt::{self, Item, OptSpec, opt};
+use super::help;
 use super::jobfmt::{self, Stream};
 use super::jobid::parse_job_id;
 use super::slurmjson::{self, J};
@@ -92,6 +94,23 @@ pub enum Command {
     UpdateResv(crate::model::reservation::ResvSpec),
     /// `delete ReservationName=NAME`.
     DeleteResv(String),
+    /// `write batch_script JOB [FILE|-]`: the job's script into FILE (default
+    /// `slurm-JOB.sh`) or, with `-`, to standard output.
+    WriteBatchScript {
+        job: String,
+        file: Option<String>,
+    },
+    /// `setdebug LEVEL`: the controller's log level.
+    SetDebug(String),
+    /// `top JOBID[,JOBID…]`: these pending jobs first in their user's queue (see
+    /// `scontrol_top`).
+    Top(Vec<u32>),
+    /// `listpids [JOBID[.STEPID]|*] [NODENAME]`: processes of this node's steps (see
+    /// `scontrol_listpids`; NODENAME is accepted: this node is the only one listed).
+    ListPids(super::scontrol_listpids::Which),
+    /// `reboot [ASAP] [nextstate=…] [reason=…] NODES|ALL`: refused, as Slurm's scontrol
+    /// refuses it without a RebootProgram (sluice has none).
+    Reboot,
 }
 
 /// What a command prints and its exit status.
@@ -127,46 +146,120 @@ fn abbrev(word: &str, keyword: &str, min: usize) -> bool {
     w.len() >= min.min(keyword.len()) && keyword.starts_with(&w)
 }
 
-/// Splits argv (without argv[0]) into global options and command words.
+/// scontrol's options (cf. src/scontrol/scontrol.c), with their `--help` lines.
+const SPECS: &[OptSpec] = &[
+    opt("all", Some('a'), false).doc("", "accepted: every partition is shown anyway"),
+    opt("details", Some('d'), false).doc("", "more detail in show output"),
+    opt("help", Some('h'), false).doc("", "show this help message"),
+    opt("json", None, false).doc("", "show output as JSON"),
+    opt("clusters", Some('M'), true).doc("cluster", "cluster to act on (this one only)"),
+    opt("cluster", None, true),
+    opt("oneliner", Some('o'), false).doc("", "print each record on one line"),
+    opt("quiet", Some('Q'), false).doc("", "print no error messages"),
+    opt("usage", None, false).doc("", "same as --help"),
+    opt("verbose", Some('v'), false).doc("", "more diagnostics"),
+    opt("version", Some('V'), false).doc("", "print the Slurm version and exit"),
+];
+
+/// The commands scontrol takes (the keywords [`parse_command`] knows, each with what
+/// it does), for `--help` and `scontrol help`.
+pub const COMMANDS: &[(&str, &str)] = &[
+    (
+        "cancel_reboot <nodes>",
+        "cancel a reboot not yet begun (refused: no RebootProgram)",
+    ),
+    ("create reservation <SPECS>", "create a reservation"),
+    ("delete ReservationName=<name>", "delete a reservation"),
+    ("help", "show this help message"),
+    (
+        "hold <job_list>",
+        "hold jobs (administrator hold for operators)",
+    ),
+    (
+        "listpids [<job_id>[.<step_id>]]",
+        "list the processes of this node's job steps",
+    ),
+    ("ping", "say whether the controller responds"),
+    (
+        "reconfigure",
+        "make the controller read its configuration again",
+    ),
+    (
+        "reboot [ASAP] [nextstate=..] [reason=..] <ALL|nodes>",
+        "reboot nodes through RebootProgram (refused when none is configured)",
+    ),
+    ("release <job_list>", "release held jobs"),
+    ("requeue <job_list>", "requeue batch jobs"),
+    ("requeuehold <job_list>", "requeue batch jobs and hold them"),
+    ("resume <job_list>", "resume suspended jobs"),
+    (
+        "setdebug <level>",
+        "set the controller's log level (quiet, fatal, error, info, verbose, debug, …)",
+    ),
+    (
+        "show <ENTITY> [<ID>]",
+        "show entities: config, job, node, partition, reservation, step, licenses, topology, hostlist, hostlistsorted, hostnames",
+    ),
+    ("suspend <job_list>", "suspend running jobs"),
+    (
+        "top <job_list>",
+        "move pending jobs ahead of their user's other jobs",
+    ),
+    ("uhold <job_list>", "hold jobs (user hold)"),
+    (
+        "update <SPECS>",
+        "update a job, node or reservation (JobId=, NodeName=, ReservationName=)",
+    ),
+    ("version", "print the Slurm version"),
+    (
+        "write batch_script <job_id> [<file>|-]",
+        "write a job's batch script to a file (default slurm-<job_id>.sh)",
+    ),
+];
+
+/// The `--help` text: the options, then [`COMMANDS`].
+pub fn help_text() -> String {
+    let mut commands = String::from("Commands:\n");
+    for (c, what) in COMMANDS {
+        commands.push_str(&help::line_with(c, what));
+    }
+    commands.push_str(
+        "\nKeywords may be abbreviated (sh job). Without a command scontrol would read\n\
+         commands interactively, which sluice does not support.\n",
+    );
+    help::help(
+        "scontrol [OPTIONS] [COMMAND]",
+        &help::from_getopt(SPECS),
+        &commands,
+    )
+}
+
+/// Splits argv (without argv[0]) into global options and command words; `--help`,
+/// `-h` and `--usage` become the `help` command, `-V` the `version` command.
 ///
-/// Errors: an unknown option, or `-M` without a value, as Slurm's text.
+/// Errors: an unknown option, or `-M` without a value, as getopt's text.
 pub fn parse_args(args: &[String]) -> Result<(Opts, Vec<String>), String> {
     let mut opts = Opts::default();
     let mut words = Vec::new();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        if !words.is_empty() && !a.starts_with('-') {
-            words.push(a.clone());
-            continue;
+    let mut special = None;
+    for item in getopt::parse("scontrol", SPECS, args)? {
+        match item {
+            Item::Operand(w) => words.push(w),
+            Item::Opt(name, v) => match name {
+                "oneliner" => opts.oneliner = true,
+                "details" => opts.details = true,
+                "quiet" => opts.quiet = true,
+                "json" => opts.json = true,
+                "clusters" | "cluster" => opts.cluster = v,
+                "version" => special = special.or(Some("version")),
+                "help" | "usage" => special = special.or(Some("help")),
+                // -v, -a: no effect.
+                _ => {}
+            },
         }
-        match a.as_str() {
-            "-o" | "--oneliner" => opts.oneliner = true,
-            "-d" | "--details" => opts.details = true,
-            "-Q" | "--quiet" => opts.quiet = true,
-            "--json" => opts.json = true,
-            "-v" | "--verbose" => {}
-            "-a" | "--all" => {}
-            "-M" | "--clusters" | "--cluster" => {
-                opts.cluster = Some(
-                    it.next()
-                        .ok_or("scontrol: option requires an argument -- 'M'")?
-                        .clone(),
-                );
-            }
-            "-V" | "--version" => words = vec!["version".into()],
-            s if s.starts_with("--clusters=") || s.starts_with("--cluster=") => {
-                opts.cluster = s.split_once('=').map(|x| x.1.to_string());
-            }
-            s if s.starts_with("-M") && s.len() > 2 => opts.cluster = Some(s[2..].to_string()),
-            // Negative numbers or `-` values belong to the command (e.g. Nice=-5 never
-            // starts with '-', but job ids never do either).
-            s if s.starts_with('-') && s.len() > 1 => {
-                return Err(format!(
-                    "scontrol: unrecognized option '{s}'\nTry \"scontrol --help\" for more information"
-                ));
-            }
-            _ => words.push(a.clone()),
-        }
+    }
+    if let Some(w) = special {
+        words = vec![w.to_string()];
     }
     Ok((opts, words))
 }
@@ -263,11 +356,77 @@ pub fn parse_command(words: &[String]) -> Result<Command, String> {
     if abbrev(w, "version", 4) {
         return Ok(Command::Version);
     }
+    if abbrev(w, "write", 5) {
+        return match rest {
+            [what, job, file @ ..]
+                if what.eq_ignore_ascii_case("batch_script") && file.len() <= 1 =>
+            {
+                Ok(Command::WriteBatchScript {
+                    job: job.clone(),
+                    file: file.first().cloned(),
+                })
+            }
+            [what, _, _, _, ..] if what.eq_ignore_ascii_case("batch_script") => {
+                Err("too many arguments for keyword:write".into())
+            }
+            [what, ..] if !what.eq_ignore_ascii_case("batch_script") => {
+                Err(format!("invalid write option: {what}"))
+            }
+            _ => Err("too few arguments for keyword:write".into()),
+        };
+    }
+    if abbrev(w, "listpids", 5) {
+        return match rest {
+            [] | [_] | [_, _] => {
+                super::scontrol_listpids::parse_which(rest.first().map(String::as_str))
+                    .map(Command::ListPids)
+            }
+            _ => Err("too many arguments for keyword:listpids".into()),
+        };
+    }
+    if w.eq_ignore_ascii_case("top") {
+        let ids: Vec<&str> = rest
+            .iter()
+            .flat_map(|a| a.split(','))
+            .filter(|x| !x.is_empty())
+            .collect();
+        if ids.is_empty() {
+            return Err("too few arguments for keyword:top".into());
+        }
+        return ids
+            .iter()
+            .map(|x| {
+                x.parse::<u32>()
+                    .map_err(|_| format!("Invalid job id specified: {x}"))
+            })
+            .collect::<Result<Vec<u32>, String>>()
+            .map(Command::Top);
+    }
+    if abbrev(w, "setdebug", 7) {
+        return match rest {
+            [level] => match crate::logsink::filter_for(level) {
+                Some(_) => Ok(Command::SetDebug(level.clone())),
+                None => Err(format!("invalid debug level: {level}")),
+            },
+            [] => Err("too few arguments for keyword:setdebug".into()),
+            _ => Err("too many arguments for keyword:setdebug".into()),
+        };
+    }
+    if abbrev(w, "reboot_nodes", 6) {
+        return match rest {
+            [] => Err("too few arguments for keyword:reboot".into()),
+            _ => Ok(Command::Reboot),
+        };
+    }
     // Slurm keywords sluice does not have yet are named as such, not as unknown words.
     for (kw, min, hint) in [
         ("shutdown", 8, "; use sluice controller --stop"),
         ("takeover", 8, ""),
-        ("reboot", 6, ""),
+        (
+            "cancel_reboot",
+            13,
+            " (sluice never reboots nodes: it has no RebootProgram)",
+        ),
     ] {
         if abbrev(w, kw, min) {
             return Err(format!("{kw} is not supported yet by sluice{hint}"));
@@ -593,6 +752,63 @@ pub fn execute(
             Ok(_) => Output::err("slurm_reconfigure error: unexpected answer\n".into()),
             Err(e) => client_failure("slurm_reconfigure", &e),
         },
+        Command::WriteBatchScript { job, file } => {
+            let id = match job.parse::<u32>() {
+                Ok(id) => id,
+                Err(_) => {
+                    return Output::err(
+                        "job script retrieval failed: Invalid job id specified\n".into(),
+                    );
+                }
+            };
+            match req(&Request::BatchScript { job_id: id }) {
+                Ok(Response::BatchScript(text)) => match file.as_deref() {
+                    Some("-") => Output::ok(text),
+                    f => {
+                        let name = f.map_or_else(|| format!("slurm-{id}.sh"), str::to_string);
+                        match std::fs::write(&name, &text) {
+                            Ok(()) if opts.quiet => Output::default(),
+                            Ok(()) => {
+                                Output::ok(format!("batch script for job {id} written to {name}\n"))
+                            }
+                            Err(e) => Output::err(format!(
+                                "failed to open file `{name}`: {}\n",
+                                e.raw_os_error()
+                                    .map(|c| nix::errno::Errno::from_raw(c).desc().to_string())
+                                    .unwrap_or_else(|| e.to_string())
+                            )),
+                        }
+                    }
+                },
+                Ok(Response::Error(e)) => {
+                    Output::err(format!("job script retrieval failed: {e}\n"))
+                }
+                Ok(_) => Output::err("job script retrieval failed: unexpected answer\n".into()),
+                Err(e) => client_failure("job script retrieval failed", &e),
+            }
+        }
+        Command::SetDebug(level) => match req(&Request::SetDebug {
+            level: level.clone(),
+        }) {
+            Ok(Response::Ok) => Output::default(),
+            Ok(Response::Error(e)) => Output::err(format!("slurm_set_debug_level error: {e}\n")),
+            Ok(_) => Output::err("slurm_set_debug_level error: unexpected answer\n".into()),
+            Err(e) => client_failure("slurm_set_debug_level error", &e),
+        },
+        Command::ListPids(which) => {
+            let root = crate::config::Config::load()
+                .map(|c| c.cgroup.root)
+                .unwrap_or_else(|_| "sluice".into());
+            let procs = super::scontrol_listpids::scan(std::path::Path::new("/proc"), &root);
+            let (stdout, stderr, code) = super::scontrol_listpids::render(&procs, which);
+            Output {
+                stdout,
+                stderr,
+                code,
+            }
+        }
+        Command::Top(ids) => super::scontrol_top::execute(ids, req),
+        Command::Reboot => Output::err("scontrol: error: RebootProgram isn't defined\n".into()),
         Command::Ping => match req(&Request::Ping) {
             Ok(_) => Output::ok(format!("Slurmctld(primary) at {host} is UP\n")),
             Err(_) => Output {
@@ -1701,6 +1917,12 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         .skip(1)
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
+    if let Ok((_, w)) = parse_args(&args)
+        && w.first().is_some_and(|w| abbrev(w, "help", 2))
+    {
+        print!("{}", help_text());
+        return ExitCode::SUCCESS;
+    }
     let out = match parse_args(&args).and_then(|(o, w)| Ok((o, parse_command(&w)?))) {
         Err(msg) => Output::err(format!("{msg}\n")),
         Ok((opts, _))
@@ -1745,6 +1967,33 @@ mod tests {
     use crate::cli::jobfmt::testjobs::{T0, ended, job, running};
     use crate::model::{ExitStatus, NodeState, Reason, TimeLimit};
     use crate::proto::SlurmError;
+
+    #[test]
+    fn every_command_in_the_help_is_one_scontrol_knows() {
+        for (c, _) in COMMANDS {
+            let w: Vec<String> = c
+                .split_whitespace()
+                .take_while(|w| !w.starts_with('<') && !w.contains('='))
+                .map(String::from)
+                .collect();
+            if w == ["help"] {
+                continue;
+            }
+            if let Err(e) = parse_command(&w) {
+                assert!(
+                    !e.contains("invalid keyword") && !e.contains("invalid entity"),
+                    "{c}: {e}"
+                );
+            }
+        }
+        let (_, w) = parse_args(&words("-o --help")).unwrap();
+        assert_eq!(w, ["help"]);
+        let (o, w) = parse_args(&words("show -d job 5 --clusters=c1")).unwrap();
+        assert_eq!(w, ["show", "job", "5"]);
+        assert!(o.details);
+        assert_eq!(o.cluster.as_deref(), Some("c1"));
+        assert!(help_text().contains("  -o, --oneliner"));
+    }
 
     fn words(s: &str) -> Vec<String> {
         s.split_whitespace().map(String::from).collect()

@@ -54,7 +54,11 @@ pub fn parse(
     let mut spec = ResvSpec::default();
     for a in args {
         let Some(eq) = a.find('=') else {
-            if a.len() >= 3 && a[..3].eq_ignore_ascii_case("res") {
+            // Bytes, not a `str` slice: `a` may start with a multi-byte character.
+            if a.as_bytes()
+                .get(..3)
+                .is_some_and(|h| h.eq_ignore_ascii_case(b"res"))
+            {
                 continue;
             }
             return Err(format!("scontrol: error: Unknown parameter {a}.  {msg}"));
@@ -313,6 +317,15 @@ mod tests {
             "now" => Some(1000),
             "now+1hour" => Some(4600),
             _ => s.parse().ok(),
+        }
+    }
+
+    #[test]
+    fn a_non_ascii_word_is_an_unknown_parameter() {
+        // `ÁÁ` once panicked: its first three bytes split the second character.
+        for word in ["ÁÁ", "rÁ", "ÁÁ=1"] {
+            let e = parse(&w(word), Mode::Create, &t).unwrap_err();
+            assert!(e.contains(word.split('=').next().unwrap_or(word)), "{e}");
         }
     }
 

@@ -4,6 +4,8 @@
 //! and RPC sections describe sluice's shape (one actor, no agent threads) with the
 //! labels exporters parse. `--json` prints the same figures as JSON.
 
+use super::getopt::{self, Item, OptSpec, opt};
+use super::help;
 use crate::cli::client::{Client, error_text};
 use crate::proto::{Request, Response, SchedStats};
 use std::ffi::OsString;
@@ -195,36 +197,62 @@ pub fn render_json(s: &SchedStats) -> String {
     slurmjson::to_text(&doc)
 }
 
+/// sdiag's options (cf. src/sdiag/opts.c), with their `--help` lines.
+const SPECS: &[OptSpec] = &[
+    opt("all", Some('a'), false).doc("", "all statistics (the default)"),
+    opt("help", Some('h'), false).doc("", "show this help message"),
+    opt("sort-by-id", Some('i'), false).doc("", "sort RPCs by id (accepted)"),
+    opt("json", None, false).doc("", "print the statistics as JSON"),
+    opt("clusters", Some('M'), true).doc("cluster", "cluster to query (this one only)"),
+    opt("cluster", None, true),
+    opt("reset", Some('r'), false).doc("", "reset the statistics (not supported by sluice)"),
+    opt("sort-by-time", Some('t'), false).doc("", "sort RPCs by total time (accepted)"),
+    opt("sort-by-time2", Some('T'), false).doc("", "sort RPCs by average time (accepted)"),
+    opt("usage", None, false).doc("", "display a brief usage message"),
+    opt("version", Some('V'), false).doc("", "print the Slurm version and exit"),
+];
+
 /// `sdiag [--json] [-a|--all] [-r|--reset]`.
 pub fn run(args: Vec<OsString>) -> ExitCode {
-    let mut json = false;
-    for a in args
+    let args: Vec<String> = args
         .iter()
         .skip(1)
         .map(|a| a.to_string_lossy().into_owned())
-    {
-        match a.as_str() {
-            "--json" => json = true,
-            "-a" | "--all" | "-i" | "--sort-by-id" | "-t" | "--sort-by-time" | "-T"
-            | "--sort-by-time2" => {}
-            "-r" | "--reset" => {
+        .collect();
+    let items = match getopt::parse("sdiag", SPECS, &args) {
+        Ok(items) => items,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(1);
+        }
+    };
+    let mut json = false;
+    for item in items {
+        match item {
+            Item::Opt("json", _) => json = true,
+            Item::Opt("reset", _) => {
                 eprintln!("sdiag: error: --reset is not supported by sluice");
                 return ExitCode::from(1);
             }
-            "-V" | "--version" => {
+            Item::Opt("version", _) => {
                 println!("slurm {}", crate::config::DEFAULT_SLURM_VERSION);
                 return ExitCode::SUCCESS;
             }
-            "-h" | "--help" | "--usage" => {
-                println!("Usage: sdiag [-M cluster] [-aritT] [--json]");
+            Item::Opt("help", _) => {
+                let entries = help::from_getopt(SPECS);
+                print!("{}", help::help("sdiag [OPTIONS]", &entries, ""));
                 return ExitCode::SUCCESS;
             }
-            other => {
-                eprintln!(
-                    "sdiag: unrecognized option '{other}'\nTry \"sdiag --help\" for more information"
-                );
+            Item::Opt("usage", _) => {
+                print!("{}", help::usage("sdiag", &help::from_getopt(SPECS), ""));
+                return ExitCode::SUCCESS;
+            }
+            Item::Operand(a) => {
+                eprintln!("sdiag: error: Unknown argument '{a}'");
                 return ExitCode::from(1);
             }
+            // -a, -i, -t, -T: one report; -M: this cluster.
+            Item::Opt(..) => {}
         }
     }
     let mut client = match Client::connect() {

@@ -228,6 +228,11 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
                 print!("{USAGE}");
                 return ExitCode::from(1);
             }
+            // The long forms every front-end takes: the same text, as a success.
+            "--help" | "--usage" => {
+                print!("{USAGE}");
+                return ExitCode::SUCCESS;
+            }
             // Raw data is the accounting record, which `sacct -l -j` shows.
             "-d" => {}
             _ => ids.push(a.clone()),

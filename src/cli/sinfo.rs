@@ -1181,11 +1181,15 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         }
     };
     if opts.help {
-        print!("{}", cmd.render_help());
+        let entries = super::help::from_clap(&cmd);
+        print!("{}", super::help::help("sinfo [OPTIONS]", &entries, ""));
         return ExitCode::SUCCESS;
     }
     if opts.usage {
-        println!("{}", cmd.render_usage());
+        print!(
+            "{}",
+            super::help::usage("sinfo", &super::help::from_clap(&cmd), "")
+        );
         return ExitCode::SUCCESS;
     }
     if opts.version {

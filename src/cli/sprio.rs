@@ -4,10 +4,14 @@
 //! them: `%.15i %9r %.8u %.10Y %.10S %.10A %.10F %.10J %.10P`, plus ASSOC, QOS and TRES
 //! when weighted; `-l` shows every factor and NICE; `-w` prints the weights; `-o`
 //! takes a format (upper-case letters: weighted values, lower-case: normalised);
-//! `-j` and `-u` select jobs. Rows are sorted by priority, highest first.
+//! `-j` and `-u` select jobs. Rows are sorted by priority, highest first, or by
+//! `-S/--sort` (the `-o` field letters, comma-separated, each optionally preceded by
+//! `+` for ascending, the default, or `-` for descending; ties keep the default order).
 
 use crate::cli::client::{Client, error_text};
 use crate::cli::format::{Field, parse_short};
+use crate::cli::getopt::{self, Item, OptSpec, opt};
+use crate::cli::help;
 use crate::proto::{PriorityRow, PriorityWeights, Request, Response};
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -23,6 +27,8 @@ pub struct Opts {
     pub jobs: Vec<u32>,
     pub users: Vec<String>,
     pub partitions: Vec<String>,
+    /// `-S/--sort`: (field letter as in `-o`, descending), most significant first.
+    pub sort: Vec<(char, bool)>,
 }
 
 /// One row for the format engine.
@@ -185,6 +191,17 @@ pub fn render(o: &Opts, rows: &[PriorityRow], w: &PriorityWeights) -> String {
         .filter(|r| o.partitions.is_empty() || o.partitions.contains(&r.partition))
         .collect();
     rows.sort_by(|a, b| b.priority.cmp(&a.priority).then(a.job_id.cmp(&b.job_id)));
+    // Stable: the keys decide, the default order breaks ties.
+    rows.sort_by(|a, b| {
+        o.sort
+            .iter()
+            .map(|&(c, desc)| {
+                let ord = sort_cmp(c, a, b);
+                if desc { ord.reverse() } else { ord }
+            })
+            .find(|x| x.is_ne())
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
     for r in rows {
         out.push_str(&format.row(&table, &Row { r: Some(r), w }));
         out.push('\n');
@@ -192,56 +209,104 @@ pub fn render(o: &Opts, rows: &[PriorityRow], w: &PriorityWeights) -> String {
     out
 }
 
-const USAGE: &str = "Usage: sprio [-j jid[s]] [-u user_name[s]] [-o format] [-p partitions]\n   [--federation] [--local] [--sibling] [--usage] [-hlnvw]";
+/// sprio's options (cf. src/sprio/opts.c), with their `--help` lines.
+const SPECS: &[OptSpec] = &[
+    opt("noheader", Some('h'), false).doc("", "print no header line"),
+    opt("jobs", Some('j'), true).doc("job_id_list", "show only these comma separated jobs"),
+    opt("long", Some('l'), false).doc("", "every factor, and NICE"),
+    opt("clusters", Some('M'), true).doc("cluster", "cluster to query (this one only)"),
+    opt("norm", Some('n'), false).doc("", "normalized factor values (0 to 1)"),
+    opt("format", Some('o'), true).doc("format", "output format (%i %u %Y %A %F ...)"),
+    opt("sort", Some('S'), true).doc(
+        "sort_list",
+        "sort by these fields (-y,i: priority descending, then job id)",
+    ),
+    opt("partition", Some('p'), true).doc("partition_list", "show only jobs in these partitions"),
+    opt("user", Some('u'), true).doc("user_list", "show only jobs of these users"),
+    opt("users", None, true),
+    opt("verbose", Some('v'), false).doc("", "more diagnostics"),
+    opt("version", Some('V'), false).doc("", "print the Slurm version and exit"),
+    opt("weights", Some('w'), false).doc("", "print the configured factor weights"),
+    opt("federation", None, false).doc("", "accepted: one cluster, no federation"),
+    opt("local", None, false).doc("", "accepted: one cluster, no federation"),
+    opt("sibling", None, false).doc("", "accepted: one cluster, no federation"),
+    opt("help", None, false).doc("", "show this help message"),
+    opt("usage", None, false).doc("", "display a brief usage message"),
+];
 
-/// Parses sprio's options (getopt style: `-l`, `-j 1,2`, `--jobs=1,2`, `-ofmt`).
+/// The `-S` field letters.
+const SORT_FIELDS: &str = "irRuYySAaBbFfJjPpQqNTt";
+
+/// Compares two rows on one `-S` field (ascending).
+fn sort_cmp(c: char, a: &PriorityRow, b: &PriorityRow) -> std::cmp::Ordering {
+    let f = |r: &PriorityRow| -> f64 {
+        let x = &r.factors;
+        match c.to_ascii_uppercase() {
+            'Y' => f64::from(r.priority),
+            'S' => x.site,
+            'A' => x.age,
+            'B' => x.assoc,
+            'F' => x.fairshare,
+            'J' => x.jobsize,
+            'P' => x.partition,
+            'Q' => x.qos,
+            'N' => x.nice as f64,
+            'T' => x.tres.iter().map(|t| t.1).sum(),
+            _ => 0.0,
+        }
+    };
+    match c {
+        'i' => a.job_id.cmp(&b.job_id),
+        'r' | 'R' => a.partition.cmp(&b.partition),
+        'u' => a.user.cmp(&b.user),
+        _ => f(a).total_cmp(&f(b)),
+    }
+}
+
+/// Parses a `-S` list: `-y,i`, `+u`, `Yi`.
+fn parse_sort(v: &str) -> Result<Vec<(char, bool)>, String> {
+    let mut out = Vec::new();
+    let mut desc = false;
+    for c in v.chars() {
+        match c {
+            ',' | ' ' => {}
+            '-' => desc = true,
+            '+' => desc = false,
+            c if SORT_FIELDS.contains(c) => {
+                out.push((c, desc));
+                desc = false;
+            }
+            c => return Err(format!("sprio: Invalid sort specification: {c}")),
+        }
+    }
+    Ok(out)
+}
+
+fn list(v: &str) -> impl Iterator<Item = String> + '_ {
+    v.split(',').filter(|s| !s.is_empty()).map(String::from)
+}
+
+/// Parses sprio's options (getopt style: `-l`, `-j 1,2`, `--jobs=1,2`, `-ofmt`,
+/// bundled flags `-lh`). `Ok(None)`: `--help`, `--usage` or `-V` was answered on
+/// stdout.
 ///
 /// Errors: the message to print (exit 1).
 pub fn parse(args: &[String]) -> Result<Option<Opts>, String> {
     let mut o = Opts::default();
-    let mut i = 0;
-    while i < args.len() {
-        let a = &args[i];
-        i += 1;
-        let (key, inline): (&str, Option<String>) = if let Some(rest) = a.strip_prefix("--") {
-            match rest.split_once('=') {
-                Some((k, v)) => (k, Some(v.to_string())),
-                None => (rest, None),
-            }
-        } else if a.starts_with('-') && a.len() > 2 && "jouMp".contains(&a[1..2]) {
-            (&a[1..2], Some(a[2..].to_string()))
-        } else if let Some(rest) = a.strip_prefix('-') {
-            // Bundled flags: -lh.
-            if rest.len() > 1 && rest.chars().all(|c| "hlnvw".contains(c)) {
-                for c in rest.chars() {
-                    apply_flag(&mut o, c);
-                }
-                continue;
-            }
-            (rest, None)
-        } else {
-            return Err(format!("sprio: unrecognized argument '{a}'\n{USAGE}"));
+    for item in getopt::parse("sprio", SPECS, args)? {
+        let (name, v) = match item {
+            Item::Opt(n, v) => (n, v.unwrap_or_default()),
+            Item::Operand(a) => return Err(format!("sprio: unrecognized argument '{a}'")),
         };
-        let mut value = || -> Result<String, String> {
-            if let Some(v) = inline.clone() {
-                return Ok(v);
-            }
-            let v = args
-                .get(i)
-                .cloned()
-                .ok_or_else(|| format!("sprio: option '{a}' requires an argument\n{USAGE}"))?;
-            i += 1;
-            Ok(v)
-        };
-        match key {
-            "h" | "noheader" => o.noheader = true,
-            "l" | "long" => o.long = true,
-            "n" | "norm" => o.norm = true,
-            "w" | "weights" => o.weights = true,
-            "v" | "verbose" | "local" | "federation" | "sibling" => {}
-            "o" | "format" => o.format = Some(value()?),
-            "j" | "jobs" => {
-                for id in value()?.split(',').filter(|s| !s.is_empty()) {
+        match name {
+            "noheader" => o.noheader = true,
+            "long" => o.long = true,
+            "norm" => o.norm = true,
+            "weights" => o.weights = true,
+            "format" => o.format = Some(v),
+            "sort" => o.sort = parse_sort(&v)?,
+            "jobs" => {
+                for id in v.split(',').filter(|s| !s.is_empty()) {
                     let n: u32 = id
                         .split('_')
                         .next()
@@ -250,47 +315,27 @@ pub fn parse(args: &[String]) -> Result<Option<Opts>, String> {
                     o.jobs.push(n);
                 }
             }
-            "u" | "user" | "users" => {
-                o.users.extend(
-                    value()?
-                        .split(',')
-                        .filter(|s| !s.is_empty())
-                        .map(String::from),
-                );
-            }
-            "p" | "partition" => {
-                o.partitions.extend(
-                    value()?
-                        .split(',')
-                        .filter(|s| !s.is_empty())
-                        .map(String::from),
-                );
-            }
-            "M" | "clusters" => {
-                value()?;
-            }
-            "usage" | "help" => {
-                println!("{USAGE}");
+            "user" | "users" => o.users.extend(list(&v)),
+            "partition" => o.partitions.extend(list(&v)),
+            "help" => {
+                let entries = help::from_getopt(SPECS);
+                print!("{}", help::help("sprio [OPTIONS]", &entries, ""));
                 return Ok(None);
             }
-            "V" | "version" => {
+            "usage" => {
+                print!("{}", help::usage("sprio", &help::from_getopt(SPECS), ""));
+                return Ok(None);
+            }
+            "version" => {
                 println!("slurm {}", crate::config::DEFAULT_SLURM_VERSION);
                 return Ok(None);
             }
-            _ => return Err(format!("sprio: unrecognized option '{a}'\n{USAGE}")),
+            // -M names this cluster; --verbose, --local, --federation, --sibling: no
+            // effect on one cluster.
+            _ => {}
         }
     }
     Ok(Some(o))
-}
-
-fn apply_flag(o: &mut Opts, c: char) {
-    match c {
-        'h' => o.noheader = true,
-        'l' => o.long = true,
-        'n' => o.norm = true,
-        'w' => o.weights = true,
-        _ => {}
-    }
 }
 
 /// `sprio …`.

@@ -67,8 +67,8 @@ pub struct Args {
     /// Do not print a header line.
     #[arg(short = 'h', long = "noheader")]
     pub noheader: bool,
-    /// Comma separated list of job ids to view (optional, as Slurm's `j::`: `squeue -j`
-    /// alone lists every job).
+    /// Comma separated list of job ids to view; without a list (Slurm's optional
+    /// `j::` argument), every job.
     #[arg(
         short = 'j',
         long = "jobs",
@@ -1098,11 +1098,15 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         }
     };
     if opts.help {
-        print!("{}", cmd.render_help());
+        let entries = super::help::from_clap(&cmd);
+        print!("{}", super::help::help("squeue [OPTIONS]", &entries, ""));
         return ExitCode::SUCCESS;
     }
     if opts.usage {
-        println!("{}", cmd.render_usage());
+        print!(
+            "{}",
+            super::help::usage("squeue", &super::help::from_clap(&cmd), "")
+        );
         return ExitCode::SUCCESS;
     }
     if opts.version {

@@ -13,6 +13,8 @@
 //! controller once a second).
 
 use super::client::Client;
+use super::getopt::{self, Item, OptSpec, opt};
+use super::help;
 use super::timefmt::fmt_ts;
 use crate::model::Job;
 use crate::proto::{Request, Response, UsageReport};
@@ -144,6 +146,85 @@ fn list(v: &str) -> Vec<String> {
         .collect()
 }
 
+/// sreport's options (cf. src/sreport/sreport.c), with their `--help` lines.
+const SPECS: &[OptSpec] = &[
+    opt("all_clusters", Some('a'), false).doc("", "accepted: there is one cluster"),
+    opt("cluster", Some('M'), true).doc("cluster", "cluster to report on (this one only)"),
+    opt("clusters", None, true),
+    opt("help", Some('h'), false).doc("", "show this help message"),
+    opt("noheader", Some('n'), false).doc("", "print no header lines"),
+    opt("parsable", Some('p'), false).doc("", "fields delimited by '|', with a trailing '|'"),
+    opt("parsable2", Some('P'), false).doc("", "fields delimited by '|', without a trailing '|'"),
+    opt("quiet", Some('Q'), false).doc("", "print no warnings"),
+    opt("time_format", Some('t'), true).doc(
+        "format",
+        "time unit: Seconds, Minutes, Hours, Percent, SecPer, MinPer, HourPer",
+    ),
+    opt("tres", Some('T'), true).doc("tres_list", "accepted: reports count CPU time"),
+    opt("usage", None, false).doc("", "same as --help"),
+    opt("verbose", Some('v'), false).doc("", "more diagnostics"),
+    opt("version", Some('V'), false).doc("", "print the Slurm version and exit"),
+];
+
+/// The reports sreport makes and the conditions it takes (what [`parse`] knows), for
+/// `--help`.
+const REPORTS: &[(&str, &str)] = &[
+    (
+        "cluster Utilization",
+        "allocated, down, reserved and idle time of the cluster",
+    ),
+    (
+        "cluster AccountUtilizationByUser",
+        "usage of each account, and of each user in it",
+    ),
+    (
+        "cluster UserUtilizationByAccount",
+        "usage of each user, by account",
+    ),
+    (
+        "user TopUsage",
+        "the users who used most (TopCount=N, default 10)",
+    ),
+    ("job SizesByAccount", "usage by job size (Grouping=N,N,...)"),
+];
+/// See [`REPORTS`].
+const CONDITIONS: &[(&str, &str)] = &[
+    (
+        "Start=<time>, End=<time>",
+        "the period (default: yesterday)",
+    ),
+    ("Users=<list>", "only these users"),
+    ("Accounts=<list>", "only these accounts"),
+];
+
+/// The `--help` text: the options, [`REPORTS`] and [`CONDITIONS`].
+fn help_text() -> String {
+    let mut more = String::from("Reports:\n");
+    for (r, what) in REPORTS {
+        more.push_str(&help::line_with(r, what));
+    }
+    more.push_str("\nConditions (after the report; keywords may be abbreviated):\n");
+    for (c, what) in CONDITIONS {
+        more.push_str(&help::line_with(c, what));
+    }
+    help::help(
+        "sreport [OPTIONS] [COMMAND]",
+        &help::from_getopt(SPECS),
+        &more,
+    )
+}
+
+/// Whether argv asks for the help (`-h`, `--help`, `--usage`, `help`), as sreport
+/// answers before anything else.
+fn wants_help(args: &[String]) -> bool {
+    getopt::parse("sreport", SPECS, args).is_ok_and(|items| {
+        items.iter().any(|i| match i {
+            Item::Opt(n, _) => matches!(*n, "help" | "usage"),
+            Item::Operand(w) => kw(w, "help", 1) && items.len() == 1,
+        })
+    })
+}
+
 /// Parses argv (without argv[0]). `time` turns `start=`/`end=` values into epoch
 /// seconds.
 ///
@@ -152,42 +233,23 @@ fn list(v: &str) -> Vec<String> {
 pub fn parse(args: &[String], time: &dyn Fn(&str) -> Option<i64>) -> Result<(Opts, Query), String> {
     let mut opts = Opts::default();
     let mut words: Vec<String> = Vec::new();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "-n" | "--noheader" => opts.noheader = true,
-            "-p" | "--parsable" => opts.parsable = Some(true),
-            "-P" | "--parsable2" => opts.parsable = Some(false),
-            "-a" | "--all_clusters" | "-v" | "--verbose" | "-Q" | "--quiet" => {}
-            "-t" => {
-                let v = it
-                    .next()
-                    .ok_or("sreport: option requires an argument -- 't'")?;
-                opts.time = TimeFmt::parse(v).ok_or_else(|| format!("unknown time format {v}"))?;
+    for item in getopt::parse("sreport", SPECS, args)? {
+        let (name, v) = match item {
+            Item::Opt(n, v) => (n, v.unwrap_or_default()),
+            Item::Operand(w) => {
+                words.push(w);
+                continue;
             }
-            "-M" | "--cluster" | "--clusters" | "-T" | "--tres" => {
-                it.next();
+        };
+        match name {
+            "noheader" => opts.noheader = true,
+            "parsable" => opts.parsable = Some(true),
+            "parsable2" => opts.parsable = Some(false),
+            "time_format" => {
+                opts.time = TimeFmt::parse(&v).ok_or_else(|| format!("unknown time format {v}"))?;
             }
-            s if s.starts_with("-t") && s.len() > 2 => {
-                opts.time = TimeFmt::parse(&s[2..])
-                    .ok_or_else(|| format!("unknown time format {}", &s[2..]))?;
-            }
-            s if s.starts_with("--time_format=")
-                || s.starts_with("--tres=")
-                || s.starts_with("--cluster") =>
-            {
-                if let Some(v) = s.strip_prefix("--time_format=") {
-                    opts.time =
-                        TimeFmt::parse(v).ok_or_else(|| format!("unknown time format {v}"))?;
-                }
-            }
-            s if s.starts_with('-') && s.len() > 1 => {
-                return Err(format!(
-                    "sreport: invalid option -- '{}'",
-                    s.trim_start_matches('-')
-                ));
-            }
-            _ => words.push(a.clone()),
+            // -a, -M, -T, -v, -Q: one cluster, CPU reports, nothing more to say.
+            _ => {}
         }
     }
     let (Some(kind), Some(name)) = (words.first(), words.get(1)) else {
@@ -350,6 +412,8 @@ impl Util {
 /// Computes Utilization: allocated from job runs; a reservation's CPU time not used by
 /// its own jobs is PLND Down (MAINT) or Planned (others); the rest is idle.
 pub fn utilization(data: &UsageReport, start: i64, end: i64) -> Util {
+    // Nothing is reported from before the cluster existed.
+    let start = start.max(data.created).min(end.max(start));
     let cpus: u64 = data.nodes.iter().map(|(_, c)| u64::from(*c)).sum();
     let total = cpus * (end - start).max(0) as u64;
     let rs = runs(&data.jobs, data.now);
@@ -511,6 +575,21 @@ fn proper_name(user: &str) -> String {
         .unwrap_or_default()
 }
 
+/// The account a job's usage is reported under: its own, or, for a job that ran
+/// before any account existed (it has none), [`DEFAULT_ACCOUNT`].
+fn job_account(j: &Job) -> &str {
+    if j.account.is_empty() {
+        DEFAULT_ACCOUNT
+    } else {
+        &j.account
+    }
+}
+
+/// Where usage of jobs without an account is reported: the root of the account tree,
+/// which every association sits under (its users are listed right after the root
+/// line, as Slurm lists the root account's own users).
+pub const DEFAULT_ACCOUNT: &str = "root";
+
 /// CPU-seconds per (account, user) in the period, for jobs passing the filters.
 fn by_assoc(
     data: &UsageReport,
@@ -521,14 +600,15 @@ fn by_assoc(
     let mut m: BTreeMap<(String, String), u64> = BTreeMap::new();
     for r in runs(&data.jobs, data.now) {
         let j = r.job;
+        let account = job_account(j);
         if (!q.users.is_empty() && !q.users.contains(&j.user))
-            || (!q.accounts.is_empty() && !q.accounts.contains(&j.account))
+            || (!q.accounts.is_empty() && !q.accounts.iter().any(|a| a == account))
         {
             continue;
         }
         let secs = u64::from(r.cpus) * overlap(r.t0, r.t1, start, end);
         if secs > 0 {
-            *m.entry((j.account.clone(), j.user.clone())).or_default() += secs;
+            *m.entry((account.to_string(), j.user.clone())).or_default() += secs;
         }
     }
     m
@@ -606,15 +686,19 @@ pub fn render(opts: &Opts, q: &Query, data: &UsageReport, start: i64, end: i64) 
                 for ((a, _), v) in &m {
                     *accts.entry(a.as_str()).or_default() += v;
                 }
-                for (a, v) in accts {
-                    rows.push(vec![
-                        cluster.clone(),
-                        a.to_string(),
-                        String::new(),
-                        String::new(),
-                        t.value(v, total),
-                        energy(),
-                    ]);
+                // The root account's own users first, under the root line itself.
+                let root = accts.remove_entry(DEFAULT_ACCOUNT);
+                for (a, v) in root.into_iter().chain(accts) {
+                    if a != DEFAULT_ACCOUNT {
+                        rows.push(vec![
+                            cluster.clone(),
+                            a.to_string(),
+                            String::new(),
+                            String::new(),
+                            t.value(v, total),
+                            energy(),
+                        ]);
+                    }
                     for ((_, user), uv) in m.iter().filter(|((x, _), _)| x == a) {
                         rows.push(vec![
                             cluster.clone(),
@@ -767,6 +851,10 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         .skip(1)
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
+    if wants_help(&args) {
+        print!("{}", help_text());
+        return ExitCode::SUCCESS;
+    }
     if args.iter().any(|a| a == "-V" || a == "--version") {
         println!("slurm {}", crate::config::advertised_slurm_version());
         return ExitCode::SUCCESS;
@@ -877,7 +965,24 @@ mod tests {
             resvs: vec![resv("maint", true, 0, 900), resv("r", false, 2400, 3600)],
             down: vec![],
             now: 4000,
+            created: 0,
         }
+    }
+
+    #[test]
+    fn nothing_is_reported_from_before_the_cluster_existed() {
+        let mut d = data();
+        let whole = utilization(&d, 0, 3600);
+        assert_eq!(whole.total, 8 * 3600);
+        d.created = 1800;
+        let half = utilization(&d, 0, 3600);
+        assert_eq!(half.total, 8 * 1800);
+        assert_eq!(
+            half.alloc + half.down + half.pdown + half.idle + half.plan,
+            half.total
+        );
+        d.created = 7200;
+        assert_eq!(utilization(&d, 0, 3600).total, 0);
     }
 
     fn report(args: &str) -> String {

@@ -12,6 +12,8 @@
 //! `-P`/`--parsable2` separates with `|`, `-p`/`--parsable` also ends lines with `|`.
 
 use crate::cli::client::{Client, error_text};
+use crate::cli::getopt::{self, Item, OptSpec, opt};
+use crate::cli::help;
 use crate::proto::{Request, Response, ShareRow};
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -218,98 +220,76 @@ pub fn render(o: &Opts, rows: &[ShareRow], cluster: &str, me: &str) -> Result<St
     Ok(out)
 }
 
-const USAGE: &str = "Usage:  sshare [-A Accounts] [-a] [-h] [-l] [-m] [-M clusters] [-n] [-o format] [-P] [-p] [-U] [-u user_list] [-v] [-V]";
+/// sshare's options (cf. src/sshare/sshare.c), with their `--help` lines. `-h` is
+/// `--noheader` too.
+const SPECS: &[OptSpec] = &[
+    opt("accounts", Some('A'), true).doc("account_list", "show only these accounts"),
+    opt("all", Some('a'), false).doc("", "show every user, not only yourself"),
+    opt("long", Some('l'), false).doc("", "long listing: adds NormUsage, LevelFS and TRES columns"),
+    opt("partition", Some('m'), false).doc("", "add a Partition column"),
+    opt("clusters", Some('M'), true).doc("cluster_list", "clusters to show (this one only)"),
+    opt("cluster", None, true),
+    opt("noheader", Some('n'), false).doc("", "print no header line"),
+    opt("noheader", Some('h'), false).doc("", "print no header line"),
+    opt("format", Some('o'), true).doc(
+        "field_list",
+        "fields to print, each with an optional %width",
+    ),
+    opt("parsable", Some('p'), false).doc("", "fields delimited by '|', with a trailing '|'"),
+    opt("parsable2", Some('P'), false).doc("", "fields delimited by '|', without a trailing '|'"),
+    opt("users", Some('u'), true).doc("user_list", "show only these users"),
+    opt("users-only", Some('U'), false).doc("", "show user rows only, no account rows"),
+    opt("verbose", Some('v'), false).doc("", "more diagnostics"),
+    opt("version", Some('V'), false).doc("", "print the Slurm version and exit"),
+    opt("help", None, false).doc("", "show this help message"),
+    opt("usage", None, false).doc("", "display a brief usage message"),
+];
 
 fn list(v: &str) -> impl Iterator<Item = String> + '_ {
     v.split(',').filter(|s| !s.is_empty()).map(String::from)
 }
 
 /// Parses sshare's options (`-A a,b`, `-Aa`, `--accounts=a`, bundled flags `-alP`).
+/// `Ok(None)`: `--help`, `--usage` or `--version` was answered on stdout.
 ///
 /// Errors: the message to print (exit 1).
 pub fn parse(args: &[String]) -> Result<Option<Opts>, String> {
     let mut o = Opts::default();
-    let mut i = 0;
-    while i < args.len() {
-        let a = &args[i];
-        i += 1;
-        let (key, inline): (String, Option<String>) = if let Some(rest) = a.strip_prefix("--") {
-            match rest.split_once('=') {
-                Some((k, v)) => (k.to_string(), Some(v.to_string())),
-                None => (rest.to_string(), None),
-            }
-        } else if let Some(rest) = a.strip_prefix('-').filter(|r| !r.is_empty()) {
-            // Bundled flags, an option letter taking the rest as its value.
-            let mut chars = rest.char_indices();
-            let mut key = None;
-            for (k, c) in chars.by_ref() {
-                if "AMou".contains(c) {
-                    let v = &rest[k + c.len_utf8()..];
-                    key = Some((c.to_string(), (!v.is_empty()).then(|| v.to_string())));
-                    break;
-                }
-                flag(&mut o, c).map_err(|_| format!("sshare: invalid option -- '{c}'\n{USAGE}"))?;
-            }
-            match key {
-                Some(k) => k,
-                None => continue,
-            }
-        } else {
-            return Err(format!("sshare: error: Unknown argument '{a}'\n{USAGE}"));
+    for item in getopt::parse("sshare", SPECS, args)? {
+        let (name, v) = match item {
+            Item::Opt(n, v) => (n, v.unwrap_or_default()),
+            Item::Operand(a) => return Err(format!("sshare: error: Unknown argument '{a}'")),
         };
-        let mut value = || -> Result<String, String> {
-            if let Some(v) = inline.clone() {
-                return Ok(v);
-            }
-            let v = args
-                .get(i)
-                .cloned()
-                .ok_or_else(|| format!("sshare: option '{a}' requires an argument\n{USAGE}"))?;
-            i += 1;
-            Ok(v)
-        };
-        match key.as_str() {
+        match name {
             "all" => o.all = true,
             "long" => o.long = true,
             "noheader" => o.noheader = true,
             "parsable" => o.parsable = Some(true),
             "parsable2" => o.parsable = Some(false),
             "users-only" => o.users_only = true,
-            "verbose" => {}
             "partition" => o.partitions = true,
-            "A" | "accounts" => o.accounts.extend(list(&value()?)),
-            "u" | "users" => o.users.extend(list(&value()?)),
-            "M" | "clusters" => o.clusters.extend(list(&value()?)),
-            "o" | "format" => o.format = Some(value()?),
-            "help" | "usage" => {
-                println!("{USAGE}");
+            "accounts" => o.accounts.extend(list(&v)),
+            "users" => o.users.extend(list(&v)),
+            "clusters" | "cluster" => o.clusters.extend(list(&v)),
+            "format" => o.format = Some(v),
+            "help" => {
+                let entries = help::from_getopt(SPECS);
+                print!("{}", help::help("sshare [OPTIONS]", &entries, ""));
+                return Ok(None);
+            }
+            "usage" => {
+                print!("{}", help::usage("sshare", &help::from_getopt(SPECS), ""));
                 return Ok(None);
             }
             "version" => {
                 println!("slurm {}", crate::config::DEFAULT_SLURM_VERSION);
                 return Ok(None);
             }
-            _ => return Err(format!("sshare: unrecognized option '{a}'\n{USAGE}")),
+            // --verbose: nothing more to say.
+            _ => {}
         }
     }
     Ok(Some(o))
-}
-
-/// A one-letter flag; `Err` for an unknown letter.
-fn flag(o: &mut Opts, c: char) -> Result<(), ()> {
-    match c {
-        'a' => o.all = true,
-        'l' => o.long = true,
-        'n' | 'h' => o.noheader = true,
-        'p' => o.parsable = Some(true),
-        'P' => o.parsable = Some(false),
-        'U' => o.users_only = true,
-        'm' => o.partitions = true,
-        'v' => {}
-        'V' => {}
-        _ => return Err(()),
-    }
-    Ok(())
 }
 
 /// `sshare …`.
@@ -319,10 +299,6 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         .skip(1)
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    if args.iter().any(|a| a == "-V") {
-        println!("slurm {}", crate::config::DEFAULT_SLURM_VERSION);
-        return ExitCode::SUCCESS;
-    }
     let o = match parse(&args) {
         Ok(Some(o)) => o,
         Ok(None) => return ExitCode::SUCCESS,

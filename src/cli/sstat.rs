@@ -19,20 +19,26 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 
 const SPECS: &[getopt::OptSpec] = &[
-    opt("allsteps", Some('a'), false),
-    opt("format", Some('o'), true),
+    opt("allsteps", Some('a'), false).doc("", "show every step of the given jobs"),
+    opt("format", Some('o'), true).doc(
+        "field_list",
+        "comma separated fields to print (see --helpformat)",
+    ),
     opt("fields", None, true),
-    opt("helpformat", Some('e'), false),
-    opt("help", Some('h'), false),
-    opt("jobs", Some('j'), true),
-    opt("noheader", Some('n'), false),
-    opt("noconvert", None, false),
-    opt("pidformat", Some('i'), false),
-    opt("parsable", Some('p'), false),
-    opt("parsable2", Some('P'), false),
-    opt("usage", None, false),
-    opt("verbose", Some('v'), false),
-    opt("version", Some('V'), false),
+    opt("helpformat", Some('e'), false).doc("", "list the fields --format accepts"),
+    opt("help", Some('h'), false).doc("", "show this help message"),
+    opt("jobs", Some('j'), true).doc(
+        "job(.step)",
+        "comma separated jobs or steps to show (required)",
+    ),
+    opt("noheader", Some('n'), false).doc("", "print no header line"),
+    opt("noconvert", None, false).doc("", "print sizes in their stored unit, unscaled"),
+    opt("pidformat", Some('i'), false).doc("", "show the pids of each step (pid format)"),
+    opt("parsable", Some('p'), false).doc("", "fields delimited by '|', with a trailing '|'"),
+    opt("parsable2", Some('P'), false).doc("", "fields delimited by '|', without a trailing '|'"),
+    opt("usage", None, false).doc("", "display a brief usage message"),
+    opt("verbose", Some('v'), false).doc("", "more diagnostics"),
+    opt("version", Some('V'), false).doc("", "print the Slurm version and exit"),
 ];
 
 /// Every field sstat knows, with its default width (negative = left-aligned).
@@ -124,6 +130,8 @@ pub struct Opts {
     pub helpformat: bool,
     pub version: bool,
     pub help: bool,
+    /// `--usage`: print the brief usage and exit.
+    pub usage: bool,
 }
 
 /// Parses a `--format` list (names any case, `name%W` widths).
@@ -164,7 +172,8 @@ pub fn parse_args(args: &[String]) -> Result<Opts, String> {
             "allsteps" => o.all_steps = true,
             "format" | "fields" => format = v,
             "helpformat" => o.helpformat = true,
-            "help" | "usage" => o.help = true,
+            "help" => o.help = true,
+            "usage" => o.usage = true,
             "noheader" => o.noheader = true,
             "parsable" => o.layout = Layout::Parsable,
             "parsable2" => o.layout = Layout::Parsable2,
@@ -309,8 +318,17 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     if o.help {
-        println!(
-            "Usage: sstat [options] -j job[.stepid]\n  -a, --allsteps  -e, --helpformat  -j, --jobs\n  -n, --noheader  -o, --format  -p, --parsable  -P, --parsable2  -V, --version"
+        let entries = super::help::from_getopt(SPECS);
+        print!(
+            "{}",
+            super::help::help("sstat [OPTIONS] -j job[.stepid]", &entries, "")
+        );
+        return ExitCode::SUCCESS;
+    }
+    if o.usage {
+        print!(
+            "{}",
+            super::help::usage("sstat", &super::help::from_getopt(SPECS), "")
         );
         return ExitCode::SUCCESS;
     }

@@ -51,7 +51,8 @@ pub fn parse_time<Tz: TimeZone>(
         pos,
         input: s.to_string(),
     };
-    if s.len() >= 3 && s[..3].eq_ignore_ascii_case("uts") {
+    if starts_with_ci(s, "uts") {
+        // The prefix is ASCII, so byte 3 starts a character.
         let rest = &s[3..];
         return match rest.parse::<i64>() {
             Ok(v) if v >= 1_000_000 => Ok(v),
@@ -76,7 +77,7 @@ pub fn parse_time<Tz: TimeZone>(
             continue;
         }
         let rest = &s[pos..];
-        let word = |w: &str| rest.len() >= w.len() && rest[..w.len()].eq_ignore_ascii_case(w);
+        let word = |w: &str| starts_with_ci(rest, w);
         if word("today") {
             date = Some((Some(now_l.year()), now_l.month(), now_l.day()));
             pos += 5;
@@ -161,6 +162,15 @@ pub fn parse_time<Tz: TimeZone>(
         .earliest()
         .map(|d| d.timestamp())
         .ok_or_else(|| fail(s.len()))
+}
+
+/// Whether `s` starts with the ASCII word `w`, in any case. Compares bytes, so that a
+/// multi-byte character in `s` is simply no match (slicing `s` at `w.len()` could
+/// split it).
+fn starts_with_ci(s: &str, w: &str) -> bool {
+    s.as_bytes()
+        .get(..w.len())
+        .is_some_and(|head| head.eq_ignore_ascii_case(w.as_bytes()))
 }
 
 /// Reads up to `max` digits at `pos`; returns the value and the number of digits read.
@@ -350,6 +360,21 @@ mod tests {
 
     fn p(s: &str) -> Result<i64, TimeParseError> {
         parse_time(s, NOW, &Utc, true)
+    }
+
+    #[test]
+    fn non_ascii_text_is_an_error_not_a_panic() {
+        // Each once panicked (a byte slice through a multi-byte character).
+        for s in [
+            "ÁÁÁÁ", "ÁÁÁ", "ÁÁ", "Á", "0９", "utsÁ", "uÁ", "noÁ", "todaÁ", "12:3Á", "now+1Á",
+        ] {
+            let e = p(s).unwrap_err();
+            assert_eq!(e.input, s);
+            assert!(
+                e.to_string().starts_with("Invalid time specification"),
+                "{e}"
+            );
+        }
     }
 
     #[test]

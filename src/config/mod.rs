@@ -9,6 +9,8 @@ pub mod gres_conf;
 pub mod personal;
 pub mod sched;
 pub mod scripts;
+pub mod slurm_export;
+pub mod slurm_import;
 pub mod topology_conf;
 
 use crate::model::hostlist;
@@ -548,7 +550,16 @@ impl Config {
     pub fn from_toml(text: &str, path: &Path) -> Result<Config, ConfigError> {
         let fc: FileConf = toml::from_str(text).map_err(|e| ConfigError::Parse {
             path: path.to_path_buf(),
-            msg: e.to_string(),
+            msg: if slurm_import::looks_like_slurm_conf(text) {
+                format!(
+                    "this is a Slurm slurm.conf, not a sluice TOML file; convert it with \
+                     `sluice config import {} [gres.conf] [topology.conf] [cgroup.conf] -o sluice.toml` \
+                     and point SLUICE_CONF at the result",
+                    path.display()
+                )
+            } else {
+                e.to_string()
+            },
         })?;
         let invalid = |msg: String| ConfigError::Invalid {
             path: path.to_path_buf(),

@@ -282,11 +282,7 @@ fn close_inherited_fds() {
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(crate::logsink::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .try_init();
+    crate::logsink::init_reloadable(filter, std::io::IsTerminal::is_terminal(&std::io::stderr()));
 }
 
 fn start_background(cfg: &Config) -> ExitCode {
@@ -1318,6 +1314,17 @@ impl Actor {
                 if self.cluster.is_operator(c) {
                     match self.reconfigure() {
                         Ok(()) => {
+                            // Agents run Prolog/Epilog/HealthCheckProgram from what they
+                            // were last sent: send every connected one the new scripts.
+                            for node in self.agents.keys() {
+                                fx.to_agent.push((
+                                    node.clone(),
+                                    ToAgent::Configure {
+                                        cgroup: self.cluster.cgroup.clone(),
+                                        scripts: self.cluster.scripts.clone(),
+                                    },
+                                ));
+                            }
                             fx.schedule = true;
                             Response::Ok
                         }
@@ -1328,6 +1335,24 @@ impl Actor {
                     }
                 } else {
                     Response::Error(SlurmError::AccessDenied)
+                }
+            }
+            Request::BatchScript { job_id } => match self.cluster.jobs.get(&job_id) {
+                None => Response::Error(SlurmError::InvalidJobId),
+                Some(j) if j.uid != c.uid && !self.cluster.is_operator(c) => {
+                    Response::Error(SlurmError::AccessDenied)
+                }
+                Some(j) if j.spec.alloc_only => Response::Error(SlurmError::NotBatch),
+                Some(j) => Response::BatchScript(j.spec.script.clone()),
+            },
+            Request::SetDebug { level } => {
+                if !self.cluster.is_operator(c) {
+                    Response::Error(SlurmError::AccessDenied)
+                } else {
+                    match crate::logsink::set_level(&level) {
+                        Ok(()) => Response::Ok,
+                        Err(e) => Response::Error(SlurmError::Other(e)),
+                    }
                 }
             }
             Request::Shutdown => {

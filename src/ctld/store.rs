@@ -158,6 +158,8 @@ impl Outbox {
 
 /// Key of the fair-share usage ledger in the `kv` table.
 const FS_USAGE_KEY: &str = "fairshare_usage";
+/// kv key of the epoch second the cluster's database was created (decimal text).
+const CREATED_KEY: &str = "cluster_created";
 
 /// An open database.
 pub struct Store {
@@ -302,6 +304,18 @@ impl Store {
              CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, data BLOB NOT NULL);
              CREATE TABLE IF NOT EXISTS acct_usage (
                 id INTEGER PRIMARY KEY CHECK (id = 0), at INTEGER NOT NULL, data BLOB NOT NULL);",
+        )?;
+        // When the cluster came to exist, for sreport: now for a new database; for one
+        // made before this was recorded, its first job's submission.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        let first: Option<i64> =
+            conn.query_row("SELECT min(submit) FROM jobs", [], |r| r.get(0))?;
+        let created = first.map_or(now, |f| f.min(now));
+        conn.execute(
+            "INSERT OR IGNORE INTO kv (key, data) VALUES (?1, ?2)",
+            params![CREATED_KEY, created.to_string().into_bytes()],
         )?;
         conn.pragma_update(None, "application_id", APP_ID)?;
         conn.pragma_update(None, "user_version", SCHEMA)?;
@@ -672,6 +686,16 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// The epoch second the cluster's database was created (0 when unreadable).
+    pub fn created(&self) -> Result<i64, StoreError> {
+        let data: Vec<u8> =
+            self.conn
+                .query_row("SELECT data FROM kv WHERE key = ?1", [CREATED_KEY], |r| {
+                    r.get(0)
+                })?;
+        Ok(String::from_utf8_lossy(&data).trim().parse().unwrap_or(0))
+    }
+
     /// Job records that ran during `[start, end)` (started before its end, not ended
     /// before its start).
     pub fn ran_during(&self, start: i64, end: i64) -> Result<Vec<Job>, StoreError> {
@@ -903,6 +927,7 @@ pub fn run(
                         .and_then(|(j, p)| Ok((j, p, store.node_down(start, end)?)));
                     let resp = match got {
                         Ok((jobs, past, down)) => {
+                            rep.created = store.created().unwrap_or(0);
                             rep.jobs = jobs;
                             rep.resvs.extend(past);
                             rep.down.extend(down);

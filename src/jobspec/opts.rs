@@ -34,6 +34,7 @@ use std::sync::Mutex;
 
 /// Options every job-creating command understands (sbatch, srun, salloc).
 #[derive(Args, Debug, Clone, Default, PartialEq)]
+#[command(next_help_heading = "Parallel run options")]
 pub struct JobOpts {
     /// Job name (default: the script's base name; `sbatch` for stdin, `wrap` for --wrap)
     #[arg(short = 'J', long = "job-name", value_name = "NAME")]
@@ -161,6 +162,7 @@ pub struct JobOpts {
 /// Slurm options sluice will implement later. They are parsed (so that scripts get a
 /// precise message instead of `unrecognized option`) and refused at normalisation.
 #[derive(Args, Debug, Clone, Default, PartialEq)]
+#[command(next_help_heading = "Resource, constraint and placement options")]
 pub struct LaterOpts {
     /// Generic resources per node: NAME[:TYPE][:COUNT],...
     #[arg(long = "gres", value_name = "LIST")]
@@ -250,6 +252,7 @@ pub struct LaterOpts {
 
 /// Harmless Slurm options that sluice accepts and ignores, with a warning.
 #[derive(Args, Debug, Clone, Default, PartialEq)]
+#[command(next_help_heading = "Options accepted and ignored")]
 pub struct IgnoredOpts {
     /// (ignored) Mail recipient
     #[arg(long = "mail-user", value_name = "USER")]
@@ -277,6 +280,7 @@ pub struct IgnoredOpts {
 
 /// Options only `sbatch` has.
 #[derive(Args, Debug, Clone, Default, PartialEq)]
+#[command(next_help_heading = "Batch options")]
 pub struct BatchOpts {
     /// Run this command line under /bin/sh instead of a script
     #[arg(long = "wrap", value_name = "COMMAND")]
@@ -292,6 +296,19 @@ pub struct BatchOpts {
     pub test_only: bool,
 }
 
+/// `--help` and `--usage`, which every job command takes (Slurm's "Help options"):
+/// the parse functions answer them with [`OptError::Help`] (see [`help_request`]).
+#[derive(Args, Debug, Clone, Default, PartialEq)]
+#[command(next_help_heading = "Help options")]
+pub struct HelpOpts {
+    /// Show this help message
+    #[arg(short = 'h', long = "help")]
+    pub help: bool,
+    /// Display a brief usage message
+    #[arg(long = "usage")]
+    pub usage: bool,
+}
+
 /// The whole `sbatch` command line: options, then the script path and its arguments.
 /// Directives (`#SBATCH`) are parsed with this same command.
 #[derive(Parser, Debug, Clone, Default, PartialEq)]
@@ -302,6 +319,7 @@ pub struct BatchOpts {
     args_override_self = true,
     allow_negative_numbers = true,
     disable_version_flag = true,
+    disable_help_flag = true,
     override_usage = "sbatch [OPTIONS...] [executable [args...]]"
 )]
 pub struct SbatchArgs {
@@ -310,8 +328,10 @@ pub struct SbatchArgs {
     #[command(flatten)]
     pub batch: BatchOpts,
     /// Print the version (as `slurm <version>`)
-    #[arg(short = 'V', long = "version")]
+    #[arg(short = 'V', long = "version", help_heading = "Other options")]
     pub version: bool,
+    #[command(flatten)]
+    pub help: HelpOpts,
     /// Script path (none or `/dev/stdin`: read from stdin) and its arguments
     #[arg(value_name = "SCRIPT [ARGS]", trailing_var_arg = true)]
     pub script: Vec<String>,
@@ -319,6 +339,7 @@ pub struct SbatchArgs {
 
 /// Options only steps have (`srun`; cf. src/srun/opt.c).
 #[derive(Args, Debug, Clone, Default, PartialEq)]
+#[command(next_help_heading = "Step options")]
 pub struct StepOpts {
     /// Prefix each output line with the task's rank
     #[arg(short = 'l', long = "label")]
@@ -374,6 +395,7 @@ pub struct StepOpts {
     args_override_self = true,
     allow_negative_numbers = true,
     disable_version_flag = true,
+    disable_help_flag = true,
     override_usage = "srun [OPTIONS...] executable [args...]"
 )]
 pub struct SrunArgs {
@@ -382,8 +404,10 @@ pub struct SrunArgs {
     #[command(flatten)]
     pub step: StepOpts,
     /// Print the version (as `slurm <version>`)
-    #[arg(short = 'V', long = "version")]
+    #[arg(short = 'V', long = "version", help_heading = "Other options")]
     pub version: bool,
+    #[command(flatten)]
+    pub help: HelpOpts,
     /// The program (or, with --multi-prog, the configuration file) and its arguments
     #[arg(value_name = "EXECUTABLE [ARGS]", trailing_var_arg = true)]
     pub command: Vec<String>,
@@ -398,27 +422,31 @@ pub struct SrunArgs {
     args_override_self = true,
     allow_negative_numbers = true,
     disable_version_flag = true,
+    disable_help_flag = true,
     override_usage = "salloc [OPTIONS...] [command [args...]]"
 )]
 pub struct SallocArgs {
     #[command(flatten)]
     pub job: JobOpts,
     /// (not supported) Grant the allocation without running a command
-    #[arg(long = "no-shell")]
+    #[arg(long = "no-shell", help_heading = "Allocation options")]
     pub no_shell: bool,
     /// Ring the terminal bell when the allocation is granted (accepted)
-    #[arg(long = "bell")]
+    #[arg(long = "bell", help_heading = "Allocation options")]
     pub bell: bool,
     /// Do not ring the bell (accepted)
-    #[arg(long = "no-bell")]
+    #[arg(long = "no-bell", help_heading = "Allocation options")]
     pub no_bell: bool,
     /// Signal to send the command when the allocation ends (accepted)
     #[arg(short = 'K', long = "kill-command", value_name = "SIGNAL", num_args = 0..=1,
+          help_heading = "Allocation options",
           require_equals = true, default_missing_value = "TERM")]
     pub kill_command: Option<String>,
     /// Print the version (as `slurm <version>`)
-    #[arg(short = 'V', long = "version")]
+    #[arg(short = 'V', long = "version", help_heading = "Other options")]
     pub version: bool,
+    #[command(flatten)]
+    pub help: HelpOpts,
     /// The command to run (default: the user's shell)
     #[arg(value_name = "COMMAND [ARGS]", trailing_var_arg = true)]
     pub command: Vec<String>,
@@ -439,6 +467,11 @@ where
     let mut out: Vec<SrunArgs> = Vec::new();
     for words in het_groups(argv) {
         let mut a: SrunArgs = parse_getopt(words).map_err(|e| OptError::from_clap(&e))?;
+        help_request::<SrunArgs>(
+            &a.help,
+            "srun [OPTIONS...] [ : [OPTIONS...]] executable [args...]",
+            "executable [args...]",
+        )?;
         if let Some(prev) = out.last() {
             propagate(&prev.job, &mut a.job);
             a.step.label |= prev.step.label;
@@ -567,6 +600,11 @@ where
     let n = groups.len();
     for (k, words) in groups.into_iter().enumerate() {
         let mut a: SallocArgs = parse_getopt(words).map_err(|e| OptError::from_clap(&e))?;
+        help_request::<SallocArgs>(
+            &a.help,
+            "salloc [OPTIONS...] [ : [OPTIONS...]] [command [args...]]",
+            "[command [args...]]",
+        )?;
         if k + 1 < n && !a.command.is_empty() {
             return Err(OptError::Verify(format!(
                 "the command ({}) must follow the options of the last heterogeneous job component",
@@ -752,6 +790,42 @@ where
 /// Errors: [`OptError::Usage`] for unknown options or missing values,
 /// [`OptError::Help`] for `--help`.
 pub fn parse_sbatch_argv<I, T>(argv: I) -> Result<SbatchArgs, OptError>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let parsed = parse_sbatch_words(argv)?;
+    help_request::<SbatchArgs>(
+        &parsed.help,
+        "sbatch [OPTIONS...] [ : [OPTIONS...]] script [args...]",
+        "script [args...]",
+    )?;
+    Ok(parsed)
+}
+
+/// `--help` (`synopsis` first) or `--usage` (`tail` last) of the job command `C`, as
+/// [`OptError::Help`] with the text built from `C`'s clap definition
+/// (`cli::help`); `Ok` when neither was asked for.
+fn help_request<C: clap::CommandFactory>(
+    h: &HelpOpts,
+    synopsis: &str,
+    tail: &str,
+) -> Result<(), OptError> {
+    use crate::cli::help;
+    if !h.help && !h.usage {
+        return Ok(());
+    }
+    let cmd = C::command();
+    let entries = help::from_clap(&cmd);
+    Err(OptError::Help(if h.help {
+        help::help(synopsis, &entries, "")
+    } else {
+        help::usage(cmd.get_name(), &entries, tail)
+    }))
+}
+
+/// [`parse_sbatch_argv`] before `--help` and `--usage` are answered.
+fn parse_sbatch_words<I, T>(argv: I) -> Result<SbatchArgs, OptError>
 where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,

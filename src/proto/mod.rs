@@ -413,6 +413,15 @@ pub enum Request {
     /// `scontrol reconfigure`: the controller re-reads its config file (operators
     /// only); [`Response::Ok`], or [`SlurmError::Other`] saying why nothing changed.
     Reconfigure,
+    /// `scontrol write batch_script JOB`: the job's script as submitted, answered
+    /// [`Response::BatchScript`]; the job's owner or an operator only
+    /// ([`SlurmError::AccessDenied`]), batch jobs only ([`SlurmError::NotBatch`]), jobs
+    /// the controller still holds ([`SlurmError::InvalidJobId`]).
+    BatchScript { job_id: u32 },
+    /// `scontrol setdebug LEVEL`: the controller's log level from now on (Slurm's
+    /// level names: quiet, fatal, error, info, verbose, debug, debug2…debug5, or 0–9);
+    /// operators only. [`Response::Ok`].
+    SetDebug { level: String },
 }
 
 /// A user-facing error from the controller; `Display` is Slurm's text.
@@ -611,6 +620,8 @@ pub enum Response {
     Usage(Box<UsageReport>),
     /// Answer to [`Request::Topology`] (empty when none is configured).
     Topology(Box<crate::model::topology::Topology>),
+    /// Answer to [`Request::BatchScript`]: the script's text.
+    BatchScript(String),
 }
 
 /// What sreport computes its reports from: job records overlapping the period, the
@@ -625,6 +636,10 @@ pub struct UsageReport {
     /// Node down intervals overlapping the period: (node, start, end), epoch seconds.
     pub down: Vec<(String, i64, i64)>,
     pub now: i64,
+    /// When the cluster came to exist (its database was created), epoch seconds: no
+    /// time before it is reported.
+    #[serde(default)]
+    pub created: i64,
 }
 
 /// One association of the fair-share tree as sshare prints it.

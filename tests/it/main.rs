@@ -1,15 +1,18 @@
 //! End-to-end tests: real controller, agent and stepd processes driven through the real
 //! front-ends (see `harness`).
 
+mod admin;
 mod arrays;
 mod clusters;
 mod depend;
+mod doctor;
 mod env;
 mod errors;
 mod examples;
 mod gpu;
 mod gpu_foreign;
 mod harness;
+mod help;
 mod hetjob;
 mod holds;
 mod isolation;
@@ -32,6 +35,7 @@ mod sched;
 mod scontrol;
 mod scripts;
 mod sinfo;
+mod slurmconf;
 mod squeue;
 mod sreport;
 mod ssh;

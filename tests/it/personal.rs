@@ -537,3 +537,125 @@ fn a_stale_pid_file_never_stops_another_controller() {
     let log = std::fs::read_to_string(b_state.join("controller.log")).unwrap();
     assert_eq!(log.matches("controller starting").count(), 1, "{log}");
 }
+
+/// Two commands from different environments (one with XDG_RUNTIME_DIR, one with none,
+/// so each would put the socket elsewhere) start the controller at the same moment:
+/// one controller starts, the other command finds it through the socket it recorded,
+/// and both succeed.
+#[test]
+fn racing_auto_starts_from_different_environments_share_one_controller() {
+    for _ in 0..3 {
+        let h = Home::new();
+        let state = h.path().join("state");
+        let full = h
+            .cmd(&["sbatch", "--parsable", "-H", "--wrap", "true"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let bare = Command::new(sluice_bin())
+            .env_clear()
+            .env("XDG_STATE_HOME", &state)
+            .args(["sbatch", "--parsable", "-H", "--wrap", "true"])
+            .current_dir(h.path().join("work"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut ids: Vec<u32> = [full, bare]
+            .into_iter()
+            .map(|p| {
+                let o = p.wait_with_output().unwrap();
+                assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+                String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
+            })
+            .collect();
+        ids.sort();
+        assert_eq!(ids, [1, 2]);
+        let log = std::fs::read_to_string(state.join("sluice/controller.log")).unwrap();
+        assert_eq!(log.matches("controller starting").count(), 1, "{log}");
+    }
+}
+
+/// A cancelled pipeline: SIGTERM to `sluice ci` reaches COMMAND, whose status (killed
+/// by signal 15: 143) is sluice ci's, and the tear-down still runs (the job it left
+/// running is killed, the temporary directory removed).
+#[test]
+fn a_signalled_ci_run_passes_the_signal_on_and_still_tears_down() {
+    let bin = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(sluice_bin(), bin.path().join("sbatch")).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let tmp_dir = tmp.path().canonicalize().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let script = r#"
+        echo "$SLUICE_STATE_DIR" > state_dir
+        sbatch -o left.out --wrap 'echo $$ > left.pid; exec sleep 300' > /dev/null
+        n=0; while [ ! -s left.pid ] && [ $n -lt 1200 ]; do sleep 0.1; n=$((n+1)); done
+        touch ready
+        exec sleep 300
+    "#;
+    let mut p = Command::new(sluice_bin())
+        .args(["ci", "--", "sh", "-c", script])
+        .env_remove("SLUICE_CONF")
+        .env_remove("SLUICE_STATE_DIR")
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.path().display()))
+        .env("TMPDIR", &tmp_dir)
+        .current_dir(work.path())
+        .spawn()
+        .unwrap();
+    wait_until(
+        "the pipeline's job running",
+        Duration::from_secs(120),
+        || work.path().join("ready").exists().then_some(()),
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(p.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let st = p.wait().unwrap();
+    assert_eq!(st.code(), Some(143));
+    let pid: i32 = std::fs::read_to_string(work.path().join("left.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    assert!(
+        !cmdline.starts_with(b"sleep"),
+        "the job's process {pid} survived"
+    );
+    assert_eq!(std::fs::read_dir(&tmp_dir).unwrap().count(), 0);
+}
+
+/// `sluice ci` without a command is a usage error (2); with one that cannot be run it
+/// exits 127, as a shell does, and leaves no temporary directory behind.
+#[test]
+fn sluice_ci_usage_errors_and_a_missing_command() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        Command::new(sluice_bin())
+            .arg("ci")
+            .args(args)
+            .env_remove("SLUICE_CONF")
+            .env_remove("SLUICE_STATE_DIR")
+            .env("TMPDIR", tmp.path())
+            .output()
+            .unwrap()
+    };
+    for args in [&[][..], &["--"], &["--bogus", "true"]] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(String::from_utf8_lossy(&o.stderr).contains("Usage: sluice ci"));
+    }
+    let o = run(&["--", "/nonexistent/command"]);
+    assert_eq!(o.status.code(), Some(127));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("cannot run /nonexistent/command"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(run(&["--", "true"]).status.code(), Some(0));
+    assert_eq!(run(&["sh", "-c", "exit 9"]).status.code(), Some(9));
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+}

@@ -216,16 +216,26 @@ fn crashes_lose_duplicate_or_misreport_nothing() {
                 .matches(&format!("failpoint {p}"))
                 .count() as u64
         };
-        let died_starting = wait_until("controller start", Duration::from_secs(20), || {
+        let until = std::time::Instant::now() + Duration::from_secs(60);
+        let died_starting = loop {
             if let Some(p) = point
                 && hits(&c, p) > *kinds.get(p).unwrap_or(&0)
             {
-                return Some(true);
+                break true;
             }
-            std::os::unix::net::UnixStream::connect(&sock)
-                .ok()
-                .map(|_| false)
-        });
+            if std::os::unix::net::UnixStream::connect(&sock).is_ok() {
+                break false;
+            }
+            if std::time::Instant::now() > until {
+                let log = c.controller_log();
+                let tail: Vec<&str> = log.lines().rev().take(40).collect();
+                panic!(
+                    "round {round}: the controller did not start ({point:?}); its log ends:\n{}",
+                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
         if died_starting {
             let p = point.unwrap_or_default();
             kinds.insert(p, hits(&c, p));

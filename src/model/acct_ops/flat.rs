@@ -130,6 +130,85 @@ pub fn dump(tree: &AssocTree, cluster: &str) -> String {
     s
 }
 
+/// The QOS of `tree` as `sacctmgr` commands for a shell, since the flat file has no
+/// QOS records and `sacctmgr load` refuses associations naming a QOS that does not
+/// exist: every QOS but `normal` (which Slurm creates) is added first, then each one's
+/// settings are set (a QOS's `Preempt=` may name one added after it). Values are
+/// single-quoted for the shell.
+pub fn qos_script(tree: &AssocTree) -> String {
+    let sq = |v: &str| format!("'{}'", v.replace('\'', "'\\''"));
+    let mut s = String::from(
+        "#!/bin/sh\n# QOS for Slurm, written by `sluice config export`; run before `sacctmgr load`.\nset -e\n",
+    );
+    for q in tree.qos.values().filter(|q| q.name != "normal") {
+        s.push_str(&format!("sacctmgr -i add qos {}\n", sq(&q.name)));
+    }
+    for q in tree.qos.values() {
+        let mut o = vec![format!("Description={}", sq(&q.description))];
+        o.push(format!("Priority={}", q.priority));
+        if !q.preempt.is_empty() {
+            o.push(format!("Preempt={}", sq(&q.preempt.join(","))));
+        }
+        o.push(format!("PreemptMode={}", q.preempt_mode.as_str()));
+        if let Some(t) = q.preempt_exempt_secs {
+            o.push(format!("PreemptExemptTime={t}"));
+        }
+        if q.grace_time_secs > 0 {
+            o.push(format!("GraceTime={}", q.grace_time_secs));
+        }
+        if !q.flags.is_empty() {
+            let f: Vec<&str> = q.flags.iter().map(|f| f.as_str()).collect();
+            o.push(format!("Flags={}", f.join(",")));
+        }
+        o.push(format!("UsageFactor={}", q.usage_factor));
+        if let Some(t) = q.usage_threshold {
+            o.push(format!("UsageThreshold={t}"));
+        }
+        let l = &q.limits;
+        let n = |o: &mut Vec<String>, k: &str, v: Option<u32>| {
+            if let Some(v) = v {
+                o.push(format!("{k}={v}"));
+            }
+        };
+        let t = |o: &mut Vec<String>, k: &str, m: &crate::model::assoc::TresMap| {
+            if !m.is_empty() {
+                o.push(format!("{k}={m}"));
+            }
+        };
+        n(&mut o, "GrpJobs", l.grp_jobs);
+        n(&mut o, "GrpSubmitJobs", l.grp_submit_jobs);
+        t(&mut o, "GrpTRES", &l.grp_tres);
+        t(&mut o, "GrpTRESMins", &l.grp_tres_mins);
+        t(&mut o, "GrpTRESRunMins", &l.grp_tres_run_mins);
+        n(&mut o, "GrpWall", l.grp_wall_mins);
+        n(&mut o, "MaxJobsPerUser", l.max_jobs_per_user.or(l.max_jobs));
+        n(
+            &mut o,
+            "MaxSubmitJobsPerUser",
+            l.max_submit_jobs_per_user.or(l.max_submit_jobs),
+        );
+        n(&mut o, "MaxJobsPerAccount", l.max_jobs_per_account);
+        n(
+            &mut o,
+            "MaxSubmitJobsPerAccount",
+            l.max_submit_jobs_per_account,
+        );
+        t(&mut o, "MaxTRESPerJob", &l.max_tres_per_job);
+        t(&mut o, "MaxTRESPerNode", &l.max_tres_per_node);
+        t(&mut o, "MaxTRESMinsPerJob", &l.max_tres_mins_per_job);
+        t(&mut o, "MaxTRESPerUser", &l.max_tres_per_user);
+        t(&mut o, "MaxTRESPerAccount", &l.max_tres_per_account);
+        t(&mut o, "MinTRESPerJob", &l.min_tres_per_job);
+        n(&mut o, "MaxWall", l.max_wall_mins);
+        s.push_str(&format!(
+            "sacctmgr -i modify qos where name={} set {}\n",
+            sq(&q.name),
+            o.join(" ")
+        ));
+    }
+    s
+}
+
 /// Splits `Kind - 'name':opt:opt` at the colons outside quotes.
 fn split_opts(rest: &str) -> Result<Vec<String>, String> {
     let mut out = Vec::new();
