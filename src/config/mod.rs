@@ -130,7 +130,8 @@ pub struct NodeConf {
     pub spool_dir: Option<String>,
     /// What to do about GPUs used by processes of no sluice job: `avoid` (default;
     /// they are not allocated while busy), `ignore` (Slurm's behaviour), `drain` (the
-    /// node drains while one is busy). See `ctld::state::gpu` (issue 24).
+    /// node drains while one is busy). See `ctld::state::gpu` (issue 24). Without it,
+    /// the strictest `gpu_foreign` of the node's partitions applies.
     #[serde(default)]
     pub gpu_foreign: Option<crate::model::node::GpuForeign>,
     /// Devices from `[[gres]]` entries or the imported gres.conf, when any names this
@@ -288,6 +289,10 @@ struct AccountConf {
 struct PartitionConf {
     name: String,
     nodes: String,
+    /// `gpu_foreign` for member nodes that do not set their own (the strictest when
+    /// partitions disagree: drain, then avoid, then ignore).
+    #[serde(default)]
+    gpu_foreign: Option<crate::model::node::GpuForeign>,
     #[serde(default)]
     default: bool,
     #[serde(default)]
@@ -619,6 +624,11 @@ impl Config {
             }
         }
         let mut partitions = Vec::new();
+        let own_gpu_policy: Vec<String> = nodes
+            .iter()
+            .filter(|n| n.gpu_foreign.is_some())
+            .map(|n| n.name.clone())
+            .collect();
         for pc in fc.partitions {
             let members = hostlist::expand(&pc.nodes)
                 .map_err(|e| invalid(format!("partition '{}': {e}", pc.name)))?;
@@ -633,6 +643,14 @@ impl Config {
                         "partition '{}' names node '{m}', which is not declared",
                         pc.name
                     )));
+                }
+            }
+            if let Some(g) = pc.gpu_foreign {
+                for n in nodes
+                    .iter_mut()
+                    .filter(|n| members.contains(&n.name) && !own_gpu_policy.contains(&n.name))
+                {
+                    n.gpu_foreign = Some(n.gpu_foreign.map_or(g, |h| h.strictest(g)));
                 }
             }
             let mut p = Partition::new(&pc.name, members);
@@ -1409,6 +1427,33 @@ state = "down"
         );
         let e = Config::from_toml(&node("gpu_foreign = \"never\""), p).unwrap_err();
         assert!(e.to_string().contains("unknown variant `never`"), "{e}");
+        // From the partitions, strictest first; a node's own key wins.
+        let parts = r#"
+[[nodes]]
+name = "a"
+[[nodes]]
+name = "b"
+gpu_foreign = "ignore"
+[[nodes]]
+name = "c"
+[[partitions]]
+name = "p1"
+nodes = "a,b"
+gpu_foreign = "ignore"
+[[partitions]]
+name = "p2"
+nodes = "a,b"
+gpu_foreign = "drain"
+[[partitions]]
+name = "p3"
+nodes = "c"
+"#;
+        let c = Config::from_toml(parts, p).unwrap();
+        let policy: Vec<_> = c.nodes.iter().map(|n| n.gpu_foreign).collect();
+        assert_eq!(
+            policy,
+            [Some(GpuForeign::Drain), Some(GpuForeign::Ignore), None]
+        );
     }
 
     #[test]

@@ -127,6 +127,16 @@ pub enum GpuForeign {
 }
 
 impl GpuForeign {
+    /// The stricter of two policies (drain, then avoid, then ignore).
+    pub fn strictest(self, o: GpuForeign) -> GpuForeign {
+        let rank = |g: GpuForeign| match g {
+            GpuForeign::Ignore => 0,
+            GpuForeign::Avoid => 1,
+            GpuForeign::Drain => 2,
+        };
+        if rank(o) > rank(self) { o } else { self }
+    }
+
     /// The configuration word (`avoid`, `ignore`, `drain`).
     pub fn as_str(self) -> &'static str {
         match self {
