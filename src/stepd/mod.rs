@@ -112,6 +112,12 @@ fn unstarted(kind: EndKind, status: ExitStatus, message: Option<String>) -> Step
 
 /// Supervises one job; see the module docs.
 pub fn run(dir: &Path) -> anyhow::Result<()> {
+    // One stepd per launch record: an agent restarted while a launch was under way
+    // starts one for a record whose stepd it cannot find, which then finds the lock
+    // taken if the first one was only slow to start.
+    let Some(_supervising) = claim(dir)? else {
+        return Ok(());
+    };
     let lb: LaunchBatch = spool::read_launch(dir)?.context("no launch record")?;
     let _ = nix::unistd::setsid();
     let mut mask = SigSet::empty();
@@ -363,6 +369,27 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
 const UID_NOT_FOUND: &str = "User not found on host";
 
 /// The lock file stepds of one agent share while choosing CPUs (`isolate::step`).
+/// Takes the job's [`spool::STEPD_LOCK`]: `Some` (held while the file lives) when this
+/// stepd is the job's only one, `None` when another holds it.
+///
+/// Errors: the lock file cannot be opened or locked for another reason.
+fn claim(dir: &Path) -> anyhow::Result<Option<std::fs::File>> {
+    let path = dir.join(spool::STEPD_LOCK);
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    match f.try_lock() {
+        Ok(()) => Ok(Some(f)),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(e).with_context(|| format!("cannot lock {}", path.display()))
+        }
+    }
+}
+
 fn isolate_lock(job_dir: &Path) -> PathBuf {
     job_dir.parent().unwrap_or(job_dir).join(".isolate.lock")
 }
