@@ -1183,8 +1183,20 @@ fn earliest(
     if only_now {
         return None;
     }
+    // A job that may run on one node is first planned on one node (a per-node scan);
+    // when it may also span nodes (`-n N` without `-N`, as Slurm allows), a plan over
+    // several nodes that starts earlier wins, and a job no single node can hold is
+    // planned over several (Slurm's backfill tests the whole job at each time).
+    let mut limit = limit;
+    let mut one_node: Option<(i64, Placement)> = None;
     if lic.is_empty() && single_node(req) {
-        return earliest_one_node(pass, req, &members, lines, now, dur, limit, acc);
+        one_node = earliest_one_node(pass, req, &members, lines, now, dur, limit, acc);
+        if req.nodes_max <= 1 || members.len() <= 1 {
+            return one_node;
+        }
+        if let Some((t, _)) = &one_node {
+            limit = t - 1;
+        }
     }
     // Candidate starts: whenever something is released, rounded up to the
     // bf_resolution grid (a later start is always still free of what ended).
@@ -1217,6 +1229,7 @@ fn earliest(
         .filter(|&t| agg.min_cap(t, t + 1).cpus >= need)
         .filter(|&t| bound.may_fit(t))
         .find_map(|t| try_at(t).map(|p| (t, p)))
+        .or(one_node)
 }
 
 /// A quick upper bound for multi-node searches: per node, the tasks each step could
@@ -1315,10 +1328,10 @@ impl TaskBound {
     }
 }
 
-/// Whether a job is planned on one node: it asks for one node at most, or its tasks
-/// fit one node. Such jobs may still *start* spread over nodes when that is possible
-/// now; only their future plan is one node (a per-node scan instead of a search over
-/// every release time of the partition).
+/// Whether a job may be planned on one node: it asks for one node at least (`-N 1`, or
+/// no `-N`), names one node at most and counts no features over several. Whether its
+/// tasks fit one node is for [`earliest_one_node`] to find; when it may span nodes
+/// (no `-N`), [`earliest`] also searches plans over several.
 fn single_node(req: &Req) -> bool {
     req.nodes_min <= 1
         && req.required.len() <= 1

@@ -50,6 +50,32 @@ pub struct Metrics {
     pub requeued: usize,
     /// CPU-hours delivered per account, when fair-share accounts are configured.
     pub accounts: Vec<(String, f64)>,
+    /// Longest wait, seconds.
+    pub max_wait: i64,
+    /// 99th-percentile wait (nearest rank), seconds.
+    pub p99_wait: i64,
+    /// Jobs that ran longer than their requested time (the trace's run time past its
+    /// estimate; the simulator lets them run on, as a cluster without enforcement).
+    pub overran: usize,
+    /// One record per trace job, in trace order.
+    pub per_job: Vec<JobResult>,
+}
+
+/// What happened to one trace job (`--jobs-out`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobResult {
+    /// The trace's job number.
+    pub id: u64,
+    /// Epoch seconds of the trace's clock.
+    pub submit: i64,
+    /// Last start (a requeued job's final run).
+    pub start: i64,
+    /// When it left the machine.
+    pub end: i64,
+    /// The nodes of its last allocation.
+    pub nodes: Vec<String>,
+    /// `start - submit`, seconds.
+    pub wait: i64,
 }
 
 /// The cluster a trace runs on: one node with the trace's `MaxProcs` CPUs.
@@ -485,11 +511,28 @@ fn metrics(
     let mut work = 0.0;
     let first = trace.jobs.iter().map(|j| j.submit).min().unwrap_or(0);
     let mut last = first;
+    let mut per_job = Vec::with_capacity(jobs.len());
+    let mut overran = 0usize;
     for ((j, t), r) in jobs.iter().zip(&trace.jobs).zip(runs) {
         let start = j.start_time.unwrap_or(t.submit);
         let wait = start - t.submit;
         waits.push(wait);
         let end = r.done_at.unwrap_or(start + t.run);
+        if t.run > t.limit.max(1) {
+            overran += 1;
+        }
+        per_job.push(JobResult {
+            id: t.id,
+            submit: t.submit,
+            start,
+            end,
+            nodes: j
+                .alloc
+                .as_ref()
+                .map(|a| a.nodes.clone())
+                .unwrap_or_default(),
+            wait,
+        });
         let run = t.run as f64;
         let response = (end - t.submit) as f64;
         bsld += (response / run.max(10.0)).max(1.0);
@@ -501,6 +544,13 @@ fn metrics(
         0 => 0.0,
         k if k % 2 == 1 => waits[k / 2] as f64,
         k => (waits[k / 2 - 1] + waits[k / 2]) as f64 / 2.0,
+    };
+    let max_wait = waits.last().copied().unwrap_or(0);
+    let p99_wait = if waits.is_empty() {
+        0
+    } else {
+        // Nearest rank: the smallest wait at or above 99% of the jobs.
+        waits[(waits.len() * 99).div_ceil(100).max(1) - 1]
     };
     let capacity: u64 = nodes.iter().map(|n| u64::from(n.cpus)).sum();
     let capacity = if capacity == 0 {
@@ -523,6 +573,10 @@ fn metrics(
         preempted: 0,
         requeued: 0,
         accounts: Vec::new(),
+        max_wait,
+        p99_wait,
+        overran,
+        per_job,
     }
 }
 

@@ -171,3 +171,42 @@ fn preemption_on_virtual_time_is_the_controllers() {
     assert_eq!(m.makespan, 130);
     assert_eq!(m.mean_wait, 45.0);
 }
+
+/// The reproducer of issue 19: on 4 nodes × 2 CPUs, an 8-CPU job (submitted at 1 behind
+/// a running 6-CPU job) gets a reservation over the four nodes, so the stream of 2- and
+/// 6-CPU jobs behind it cannot pass it: it starts when the first job ends (100), as it
+/// would on one 8-CPU node, under both backfill policies.
+#[test]
+fn a_job_over_several_nodes_is_not_passed_by_a_stream() {
+    let cfg = crate::config::Config::from_toml(
+        "[[nodes]]\nname='n1'\ncpus=2\n[[nodes]]\nname='n2'\ncpus=2\n\
+         [[nodes]]\nname='n3'\ncpus=2\n[[nodes]]\nname='n4'\ncpus=2\n\
+         [[partitions]]\nname='p'\nnodes='n[1-4]'\ndefault=true\n",
+        Path::new("/x.toml"),
+    )
+    .unwrap();
+    let (n, p) = cluster_from(&cfg).unwrap();
+    let mut text = String::from(
+        "; MaxProcs: 8\n\
+         1 0 -1 100 6 -1 -1 6 100 -1 1 1 -1 -1 -1 -1 -1 -1\n\
+         2 1 -1 100 8 -1 -1 8 100 -1 1 1 -1 -1 -1 -1 -1 -1\n",
+    );
+    let mut id = 3;
+    for t in (2..3000).step_by(50) {
+        text += &format!("{id} {t} -1 100 2 -1 -1 2 100 -1 1 1 -1 -1 -1 -1 -1 -1\n");
+        text += &format!(
+            "{} {} -1 100 6 -1 -1 6 100 -1 1 1 -1 -1 -1 -1 -1 -1\n",
+            id + 1,
+            t + 1
+        );
+        id += 2;
+    }
+    let t = trace(&text);
+    for policy in [Policy::Easy, Policy::Conservative] {
+        let m = simulate(&t, &n, &p, &sim_config(policy)).unwrap();
+        let big = &m.per_job[1];
+        assert_eq!((big.id, big.start), (2, 100), "{policy:?}");
+        assert_eq!(big.nodes.len(), 4, "{policy:?}");
+        assert!(m.max_wait >= big.wait && m.p99_wait <= m.max_wait);
+    }
+}
