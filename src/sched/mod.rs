@@ -1191,10 +1191,10 @@ fn earliest(
     let mut one_node: Option<(i64, Placement)> = None;
     if lic.is_empty() && single_node(req) {
         one_node = earliest_one_node(pass, req, &members, lines, now, dur, limit, acc);
-        if req.nodes_max <= 1 || members.len() <= 1 {
-            return one_node;
-        }
         if let Some((t, _)) = &one_node {
+            if req.nodes_max <= 1 || members.len() <= 1 {
+                return one_node;
+            }
             limit = t - 1;
         }
     }
@@ -1318,7 +1318,9 @@ impl TaskBound {
                 dq.pop_front();
             }
             let m = dq.front().map_or(0, |&f| tasks[f]);
-            let m = self.per_node.map_or(m, |p| if m >= p { p } else { 0 });
+            // With --ntasks-per-node, a node hosts at most that many tasks (the last
+            // nodes of a job may hold fewer).
+            let m = self.per_node.map_or(m, |p| m.min(p));
             if m > 0 {
                 hosts += 1;
                 sum += u64::from(m);
