@@ -210,3 +210,37 @@ fn a_job_over_several_nodes_is_not_passed_by_a_stream() {
         assert!(m.max_wait >= big.wait && m.p99_wait <= m.max_wait);
     }
 }
+
+/// At the controller's settings backfill runs every bf_interval seconds: job 3 of
+/// SMALL (which only backfill may start) waits for the first backfill pass after
+/// its submission at 2; the textbook run starts it at once. `--jobs-out` writes one
+/// line per job.
+#[test]
+fn controller_settings_backfill_on_their_interval() {
+    let t = trace(SMALL);
+    let (n, p) = default_cluster(t.max_procs);
+    let mut cfg = sim_config(Policy::Easy);
+    let textbook = simulate(&t, &n, &p, &cfg).unwrap();
+    assert_eq!(textbook.per_job[2].start, 2);
+    cfg.bf_interval = 30;
+    let opts = SimOptions {
+        priority: true,
+        bf_interval: true,
+    };
+    let m = simulate_opts(&t, &n, &p, &cfg, &[], opts).unwrap();
+    // Backfill at 0 (nothing to do for job 3), then at 30.
+    assert_eq!(m.per_job[2].start, 30);
+    assert_eq!(m.per_job[1].start, 100);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("jobs.tsv");
+    write_jobs(&out, &m.per_job).unwrap();
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(
+        text,
+        "id\tsubmit\tstart\tend\tnodes\twait\n\
+         1\t0\t0\t100\tsim1\t0\n\
+         2\t1\t100\t200\tsim1\t99\n\
+         3\t2\t30\t80\tsim1\t28\n"
+    );
+    assert_eq!((m.max_wait, m.p99_wait, m.overran), (99, 99, 0));
+}
