@@ -968,7 +968,17 @@ fn backfill<'a>(
     let mut per_user: HashMap<u32, usize> = HashMap::new();
     let mut reserved_parts: HashSet<&str> = HashSet::new();
     let horizon = now.saturating_add(cfg.bf_window.max(cfg.bf_resolution));
-    for (k, job) in pending.iter().enumerate() {
+    // EASY-SJF: behind the first job the main cycle found blocked on resources, the
+    // candidates are tried shortest time limit first (ties: queue order). The blocked
+    // job keeps its place, so it makes the reservation before any of them is tried.
+    let mut order: Vec<usize> = (0..pending.len()).collect();
+    if cfg.policy == Policy::EasySjf
+        && let Some(h) = reasons.iter().position(|r| *r == Reason::Resources)
+    {
+        order[h + 1..].sort_by_key(|&k| (pending[k].time_limit.secs().unwrap_or(u64::MAX), k));
+    }
+    for k in order {
+        let job = &pending[k];
         if started_ids.contains(&(*job as *const Job)) {
             continue;
         }
@@ -1003,8 +1013,8 @@ fn backfill<'a>(
         // EASY: once a partition holds its reservation, later jobs may only start now.
         let mut best: Option<(i64, &str, Req, Placement)> = None;
         for (pv, req, lic) in usable_partitions(pass, job) {
-            let only_now = input.config.policy == Policy::Easy
-                && reserved_parts.contains(pv.part.name.as_str());
+            let only_now =
+                input.config.policy.is_easy() && reserved_parts.contains(pv.part.name.as_str());
             let limit = best.as_ref().map_or(horizon, |b| b.0 - 1).min(horizon);
             if let Some((t, p)) = earliest(
                 pass, pv, &req, &lines, &agg, &lic_line, &lic, now, limit, only_now, acc,
@@ -1093,7 +1103,7 @@ fn backfill<'a>(
         });
         let reserve = match input.config.policy {
             Policy::Conservative => true,
-            Policy::Easy => reserved_parts.insert(pname),
+            Policy::Easy | Policy::EasySjf => reserved_parts.insert(pname),
             Policy::Fifo => false,
         };
         if reserve {

@@ -640,7 +640,7 @@ pub fn sim_config(policy: Policy) -> SchedConfig {
     }
 }
 
-const USAGE: &str = "usage: sluice simulate --trace FILE [--config CLUSTER.toml] [--textbook] [--policy fifo|easy|conservative] [--jobs-out FILE] [--json]
+const USAGE: &str = "usage: sluice simulate --trace FILE [--config CLUSTER.toml] [--textbook] [--policy fifo|easy|conservative|easy-sjf] [--jobs-out FILE] [--json]
        sluice simulate --scenario fairshare|fairshare-gpu [--days N] [--policy P] [--json]
 
 Replays a Standard Workload Format trace (.swf or .swf.gz) on virtual time through the
@@ -711,7 +711,7 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
                     Some(p) => policy = Some(p),
                     None => {
                         eprintln!(
-                            "sluice simulate: unknown policy '{v}' (fifo, easy, conservative)"
+                            "sluice simulate: unknown policy '{v}' (fifo, easy, conservative, easy-sjf)"
                         );
                         return ExitCode::from(2);
                     }

@@ -244,3 +244,24 @@ fn controller_settings_backfill_on_their_interval() {
     );
     assert_eq!((m.max_wait, m.p99_wait, m.overran), (99, 99, 0));
 }
+
+/// EASY-SJF: of two jobs that could each take the one free CPU before job 2's
+/// reservation, the shorter one (job 4, 10 s) gets it; EASY gives it to the earlier
+/// one (job 3, 90 s; job 4 follows it at 82). Job 2 starts at 100 under both.
+#[test]
+fn easy_sjf_backfills_the_shortest_first() {
+    let t = trace(
+        "; MaxProcs: 4
+1 0 -1 100 3 -1 -1 3 100 -1 1 1 -1 -1 -1 -1 -1 -1
+2 1 -1 100 4 -1 -1 4 100 -1 1 1 -1 -1 -1 -1 -1 -1
+3 2 -1 80 1 -1 -1 1 90 -1 1 1 -1 -1 -1 -1 -1 -1
+4 2 -1 10 1 -1 -1 1 10 -1 1 1 -1 -1 -1 -1 -1 -1
+",
+    );
+    let easy = run(Policy::Easy, &t);
+    let sjf = run(Policy::EasySjf, &t);
+    assert_eq!((easy.per_job[2].start, easy.per_job[1].start), (2, 100));
+    assert_eq!(easy.per_job[3].start, 82);
+    assert_eq!((sjf.per_job[3].start, sjf.per_job[1].start), (2, 100));
+    assert!(sjf.per_job[2].start >= 100);
+}
