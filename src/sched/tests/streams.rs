@@ -1,7 +1,7 @@
 //! Property tests over random multi-node clusters and job *streams* (jobs arrive over
 //! time and run at most their limit): the job at the head of the queue starts no
 //! later than the first start reserved for it while it was at the head, and no job
-//! starves, under EASY and conservative backfill (issue 19). Jobs take every shape the
+//! starves, under EASY, EASY-SJF and conservative backfill (issue 19). Jobs take every shape the
 //! timeline plans: `-n` with or without `-N` (Slurm lets them span nodes), node count
 //! ranges, `--ntasks-per-node`, `--exclusive` and GPUs per node.
 
@@ -204,9 +204,10 @@ proptest! {
     fn the_head_keeps_its_reservation_and_nobody_starves(
         cluster in arb_nodes(),
         ss in prop::collection::vec(arb_stream_job(), 1..14),
-        conservative in any::<bool>(),
+        which in 0u8..3,
     ) {
-        let policy = if conservative { Policy::Conservative } else { Policy::Easy };
+        let policy = [Policy::Easy, Policy::Conservative, Policy::EasySjf][usize::from(which)];
+        let conservative = policy == Policy::Conservative;
         let (nodes, parts, jobs, runs) = stream(&cluster, &ss);
         let r = replay(&nodes, &parts, jobs.clone(), &runs, &textbook(policy))
             .map_err(TestCaseError::fail)?;
