@@ -1155,8 +1155,9 @@ fn check_weight_tres_name(
 fn sched_config(s: &SchedulerConf, p: &PriorityConf) -> Result<sched::SchedConfig, String> {
     let mut c = sched::SchedConfig::default();
     if let Some(v) = &s.policy {
-        c.policy = sched::Policy::parse(v)
-            .ok_or_else(|| format!("bad scheduler policy '{v}' (fifo, easy, conservative)"))?;
+        c.policy = sched::Policy::parse(v).ok_or_else(|| {
+            format!("bad scheduler policy '{v}' (fifo, easy, conservative, easy-sjf)")
+        })?;
     }
     if let Some(m) = s.bf_window {
         c.bf_window = i64::from(m.max(1)) * 60;

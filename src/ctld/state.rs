@@ -248,7 +248,7 @@ impl Cluster {
                     } else {
                         ""
                     },
-                    if cfg.sched.policy == sched::Policy::Easy {
+                    if cfg.sched.policy.is_easy() {
                         ",easy"
                     } else {
                         ""
