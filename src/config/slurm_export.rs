@@ -112,6 +112,12 @@ pub fn export(cfg: &Config, live: &[NodeFacts], here: &str) -> Exported {
             );
             "sched/backfill"
         }
+        super::sched::Policy::EasySjf => {
+            notes.push(
+                "scheduler policy easy-sjf: exported as sched/backfill, which has no shortest-first backfill order".into(),
+            );
+            "sched/backfill"
+        }
         super::sched::Policy::Conservative => "sched/backfill",
     };
     let mut params = vec![
