@@ -684,7 +684,9 @@ pub fn value(field: &str, job: &Job, step: Option<&StepRecord>, now: i64, cluste
         // Records from before usage was kept whole.
         ("TotalCPU", Some(s)) => usagefmt::cpu(s.cpu_secs),
         ("MaxRSS", Some(s)) if s.max_rss_kib > 0 => usagefmt::kib(s.max_rss_kib),
-        ("ReqMem", None) => jobfmt::req_mem_text(job),
+        // Since Slurm 21.08 ReqMem is the job's ReqTRES memory (the total, not the
+        // per-CPU or per-node request): `-n2 --mem-per-cpu=100` shows 200M.
+        ("ReqMem", None) => jobfmt::req_mem_total_text(job),
         ("Timelimit", None) => job.time_limit.to_hms(),
         ("TimelimitRaw", None) => job
             .time_limit
