@@ -602,7 +602,9 @@ pub fn value(field: &str, job: &Job, step: Option<&StepRecord>, now: i64, cluste
         return v;
     }
     match (field, step) {
-        ("JobID", None) => job.display_id(false),
+        // A pending array's record carries its throttle (`A_[3-4%2]`), as sacct
+        // appends `%array_max_tasks` to the pending array's task string.
+        ("JobID", None) => job.display_id(job.state == JobState::Pending),
         ("JobID", Some(s)) => format!("{}.{}", job.display_id(false), s.id),
         ("JobIDRaw", None) => job.id.to_string(),
         ("JobIDRaw", Some(s)) => format!("{}.{}", job.id, s.id),
