@@ -75,3 +75,41 @@ fn srun_patterns_in_array_tasks_and_unopenable_step_files() {
         "{err}"
     );
 }
+
+/// Options sluice accepts without acting on print nothing at default verbosity (as
+/// Slurm, whose tools merge stderr into stdout and parse it); -v says so.
+#[test]
+fn ignored_options_are_silent_unless_verbose() {
+    let c = TestCluster::start();
+    let quiet = [
+        "--mail-type=END",
+        "--mail-user=someone",
+        "--wckey=w",
+        "--get-user-env",
+        "--acctg-freq=30",
+    ];
+    let mut a: Vec<&str> = quiet.to_vec();
+    a.extend(["--wrap", "true"]);
+    let o = c.run("sbatch", &a);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stderr(&o), "");
+    a.insert(0, "-v");
+    let o = c.run("sbatch", &a);
+    assert!(
+        stderr(&o).contains("--mail-type is ignored by sluice"),
+        "{}",
+        stderr(&o)
+    );
+    let mut s: Vec<&str> = quiet.to_vec();
+    s.push("true");
+    let o = c.run("srun", &s);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stderr(&o), "");
+    s.insert(0, "-v");
+    let o = c.run("srun", &s);
+    assert!(
+        stderr(&o).contains("--wckey is ignored by sluice"),
+        "{}",
+        stderr(&o)
+    );
+}
