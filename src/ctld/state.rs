@@ -2286,7 +2286,16 @@ impl Cluster {
         };
         if let Some(s) = j.steps.iter_mut().find(|s| s.id == "batch") {
             s.state = step_state;
-            s.exit = status;
+            // An OOM-killed batch step ends 0:125 like the job (golden exit_codes.txt,
+            // `200.batch ... OUT_OF_ME+ 0:125`), not with the shell's own status.
+            s.exit = if step_state == JobState::OutOfMemory {
+                ExitStatus {
+                    code: 0,
+                    signal: 125,
+                }
+            } else {
+                status
+            };
             s.end_time = Some(end_time);
             if let Some(e) = &end {
                 s.max_rss_kib = e.max_rss_kib;
