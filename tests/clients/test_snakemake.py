@@ -62,7 +62,7 @@ def test_workflow_runs_each_rule_as_a_job_and_produces_its_outputs(cluster):
     upper = (cluster.work / "upper.txt").read_text().splitlines()
     assert upper[:2] == [f"PART 1 JOB {parts[1]}", f"PART 2 JOB {parts[2]}"]
     assert upper[2] == "cpus=2"
-    assert "3 of 3 steps (100%) done" in log, log
+    assert "4 of 4 steps (100%) done" in log, log
     # Every rule was its own sbatch job, finished COMPLETED.
     for job in parts.values():
         assert cluster.wait_done(job) == {job: "COMPLETED"}

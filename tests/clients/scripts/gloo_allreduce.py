@@ -31,4 +31,5 @@ print(
     ),
     flush=True,
 )
+dist.barrier()
 dist.destroy_process_group()
