@@ -39,7 +39,7 @@ def snakemake(cluster, *args, timeout=400):
     return subprocess.run(
         [sys.executable, "-m", "snakemake", "--executor", "slurm", "--jobs", "3",
          "--latency-wait", "10", "--default-resources", "slurm_partition=debug",
-         "--nolock", *args],
+         "--nolock", "--slurm-init-seconds-before-status-checks", "2", *args],
         cwd=cluster.work,
         env=cluster.env,
         capture_output=True,
