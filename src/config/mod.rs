@@ -411,6 +411,9 @@ struct FileConf {
     health_check_interval: Option<u32>,
     #[serde(default, alias = "HealthCheckNodeState")]
     health_check_node_state: Option<String>,
+    /// Seconds stepd waits for a missing output directory at launch (see `scripts`).
+    #[serde(default)]
+    launch_io_wait: Option<u32>,
     /// Minutes past its time limit a job may run (a number or `UNLIMITED`).
     #[serde(default, alias = "OverTimeLimit")]
     over_time_limit: Option<toml::Value>,
@@ -775,6 +778,7 @@ impl Config {
             health_check_program: fc.health_check_program,
             health_check_interval: fc.health_check_interval,
             health_check_node_state: fc.health_check_node_state,
+            launch_io_wait: fc.launch_io_wait,
         }
         .resolve(abs)
         .map_err(&invalid)?;

@@ -254,17 +254,27 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         .filter(|(k, _)| !k.contains('=') && !k.contains('\0'))
         .filter_map(|(k, v)| CString::new(format!("{k}={v}")).ok())
         .collect();
+    let (stdin_abs, stdout_abs, stderr_abs) = (
+        under_work_dir(&job.spec.work_dir, &paths.stdin),
+        under_work_dir(&job.spec.work_dir, &paths.stdout),
+        under_work_dir(&job.spec.work_dir, &paths.stderr),
+    );
+    wait_for_io_paths(
+        &[&stdout_abs, &stderr_abs],
+        Some(&stdin_abs),
+        lb.scripts.launch_io_wait(),
+    );
     let prep = Prepared {
         script: cs(&script_path.to_string_lossy())?,
         argv,
         env,
         work_dir: cs(&job.spec.work_dir)?,
-        stdin: cs(&under_work_dir(&job.spec.work_dir, &paths.stdin))?,
-        stdout: cs(&under_work_dir(&job.spec.work_dir, &paths.stdout))?,
+        stdin: cs(&stdin_abs)?,
+        stdout: cs(&stdout_abs)?,
         stderr: if paths.stderr == paths.stdout {
             None
         } else {
-            Some(cs(&under_work_dir(&job.spec.work_dir, &paths.stderr))?)
+            Some(cs(&stderr_abs)?)
         },
         append: job.spec.open_append || job.restarts > 0,
         umask: job.spec.umask,
@@ -593,7 +603,7 @@ fn shebang(path: &Path) -> Option<String> {
 /// The line slurmstepd on `node` writes when the task's `what` file (`stdin`,
 /// `stdout`) at `path` cannot be opened (its io setup, cf. `io_init_tasks_stdio`),
 /// newline included.
-fn setup_failure_line(node: &str, what: &str, path: &str, e: nix::Error) -> String {
+pub(crate) fn setup_failure_line(node: &str, what: &str, path: &str, e: nix::Error) -> String {
     format!(
         "slurmstepd-{node}: error: Could not open {what} file {path}: {}\n",
         e.desc()
@@ -610,9 +620,30 @@ pub fn chdir_fallback_line(node: &str, dir: &str, e: nix::Error) -> String {
     )
 }
 
+/// Waits, at most `limit`, until the directory of every file in `outputs` exists and
+/// `input` (when given) exists, polling every 20 ms; returns at once when they already
+/// do, so a launch whose directories exist stays fast. Paths are absolute (see
+/// [`under_work_dir`]). After `limit` it returns anyway and the open that follows fails
+/// with slurmstepd's `Could not open … file` line. This is sluice's tolerance for tools
+/// (submitit) that create the `%j/` output folder only after sbatch or srun returns,
+/// a race Slurm's slower launch lets them win; config `launch_io_wait`.
+pub(crate) fn wait_for_io_paths(outputs: &[&str], input: Option<&str>, limit: std::time::Duration) {
+    let missing = || {
+        outputs.iter().any(|f| {
+            Path::new(f)
+                .parent()
+                .is_some_and(|d| !d.as_os_str().is_empty() && !d.exists())
+        }) || input.is_some_and(|f| !Path::new(f).exists())
+    };
+    let deadline = std::time::Instant::now() + limit;
+    while missing() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// `path` made absolute against the working directory `work_dir`, as Slurm's
 /// `fname_create` does for output, error and input file names.
-fn under_work_dir(work_dir: &str, path: &str) -> String {
+pub(crate) fn under_work_dir(work_dir: &str, path: &str) -> String {
     if path.starts_with('/') {
         path.to_string()
     } else {

@@ -13,6 +13,7 @@ mod hetjob;
 mod holds;
 mod isolation;
 mod json;
+mod launch;
 mod limits;
 mod limits_policy;
 mod outputs;
