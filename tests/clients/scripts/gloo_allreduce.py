@@ -1,0 +1,35 @@
+"""A torch.distributed gloo rendezvous on CPU: ranks from SLURM (srun) or from torchrun
+(RANK/WORLD_SIZE), the store at MASTER_ADDR:MASTER_PORT; prints `RESULT {json}`."""
+
+import json
+import os
+
+import torch
+import torch.distributed as dist
+
+if "RANK" in os.environ:  # torchrun
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    dist.init_process_group("gloo")
+else:
+    rank, world = int(os.environ["SLURM_PROCID"]), int(os.environ["SLURM_NTASKS"])
+    dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=world)
+t = torch.tensor([rank + 1.0])
+dist.all_reduce(t, op=dist.ReduceOp.SUM)
+parts = [torch.zeros(1) for _ in range(world)]
+dist.all_gather(parts, torch.tensor([float(rank)]))
+print(
+    "RESULT "
+    + json.dumps(
+        {
+            "rank": rank,
+            "world": world,
+            "sum": t.item(),
+            "gathered": [p.item() for p in parts],
+            "node": os.environ["SLURMD_NODENAME"],
+            "master": os.environ["MASTER_ADDR"],
+        }
+    ),
+    flush=True,
+)
+dist.barrier()
+dist.destroy_process_group()
