@@ -86,7 +86,7 @@ for c in sbatch srun squeue sinfo scontrol sacct sstat sluice; do
 	ln -s "$SLUICE_BIN" "$tmp/bin/$c"
 done
 export SLUICE_CONF=$tmp/sluice.toml PATH=$tmp/bin:$PATH
-unset SLUICE_GPU_USAGE_FILE
+unset SLUICE_GPU_PROBE_FILE
 "$SLUICE_BIN" controller --foreground >"$tmp/controller.log" 2>&1 &
 ctld=$!
 trap 'kill $ctld 2>/dev/null; wait $ctld 2>/dev/null; rm -rf "$tmp"' EXIT

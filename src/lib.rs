@@ -45,6 +45,8 @@ pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod ctld;
+pub mod failpoint;
+pub mod gpuprobe;
 pub mod jobspec;
 pub mod logsink;
 pub mod model;

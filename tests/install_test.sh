@@ -69,7 +69,7 @@ expect_installed() {
 }
 
 # --- the command list agrees with the binary's own table
-want=$(sed -n '/LINKED_COMMANDS/,/];/p' "$ROOT/src/cli/mod.rs" | grep -o '"[a-z]*"' | tr -d '"' | tr '\n' ' ')
+want=$(sed -n '/pub const LINKED_COMMANDS/,/];/p' "$ROOT/src/cli/mod.rs" | grep -o '"[a-z]*"' | tr -d '"' | tr '\n' ' ')
 [ "$want" = "${COMMANDS[*]} " ] || fail "COMMANDS differ from cli::LINKED_COMMANDS: '$want'"
 grep -q "^COMMANDS=(${COMMANDS[*]})\$" "$INSTALL" || fail "install.sh COMMANDS differ from this test's"
 

@@ -10,6 +10,7 @@
 
 pub mod discover;
 pub mod gpu;
+pub mod gpu_watch;
 mod relay;
 mod scripts;
 pub mod stdio;
@@ -81,16 +82,48 @@ where
         os: res.os.clone(),
         arch: res.arch.clone(),
         running: known.clone(),
-        gres: gpus,
+        gres: gpus.clone(),
         steps: steps::running(&cfg.spool_dir),
         reports_epilog: true,
     })
     .await?;
     let (etx, mut erx) = mpsc::unbounded_channel::<FromAgent>();
     for id in known {
-        tokio::spawn(watch_adopted(job_dir(&cfg.spool_dir, id), id, etx.clone()));
+        let dir = job_dir(&cfg.spool_dir, id);
+        if never_started(&dir) {
+            // The agent that wrote this launch record went away before its stepd was
+            // started (a controller killed mid-launch): the job never ran; start it.
+            tracing::warn!(
+                job_id = id,
+                "starting the stepd of a launch its agent left unstarted"
+            );
+            if let Err(e) = restart_stepd(&dir, &cfg) {
+                tracing::error!(job_id = id, "{e:#}");
+            }
+        }
+        tokio::spawn(watch_adopted(dir, id, etx.clone()));
     }
     let _ = etx.send(heartbeat());
+    // GPUs in use outside sluice: the declared devices, else the detected ones.
+    let cg_root = gpu_watch::CgroupRoot::default();
+    let watched: Vec<_> = match cfg.node.gres_devices() {
+        Ok(d) if !d.is_empty() => d,
+        _ => gpus,
+    }
+    .into_iter()
+    .filter(|d| d.name == "gpu")
+    .collect();
+    if !watched.is_empty()
+        && let Some(probe) = crate::gpuprobe::probe()
+    {
+        gpu_watch::spawn(
+            probe,
+            watched,
+            cfg.spool_dir.clone(),
+            cg_root.clone(),
+            etx.clone(),
+        );
+    }
     let mut beat = tokio::time::interval(cfg.heartbeat.max(Duration::from_millis(100)));
     beat.tick().await;
     let mut steps = steps::Steps::default();
@@ -107,6 +140,11 @@ where
                     Err(crate::proto::ProtoError::Closed) => return Ok(()),
                     Err(e) => return Err(e.into()),
                 };
+                if let ToAgent::Configure { cgroup, .. } = &msg
+                    && let Ok(mut r) = cg_root.lock()
+                {
+                    *r = Some(cgroup.root.clone());
+                }
                 let msg = match relay.as_mut() {
                     Some(r) => match r.intercept(msg) {
                         Some(m) => m,
@@ -513,6 +551,7 @@ fn launch(
     }
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     spool::write(&dir, spool::LAUNCH, &lb)?;
+    crate::failpoint::hit("launch-unstarted");
     let log = std::fs::File::create(dir.join("stepd.log"))?;
     let mut child = tokio::process::Command::new(&cfg.exe)
         .arg("stepd")
@@ -530,6 +569,45 @@ fn launch(
     tokio::spawn(async move {
         let _ = child.wait().await;
         let _ = etx.send(collect(&dir, id));
+    });
+    Ok(())
+}
+
+/// Whether the job of spool directory `dir` has a launch record but no stepd ever ran
+/// for it (no pid recorded, no result).
+fn never_started(dir: &Path) -> bool {
+    dir.join(spool::LAUNCH).exists()
+        && !dir.join(spool::RESULT).exists()
+        && !dir.join(spool::STEPD_PID).exists()
+}
+
+/// Starts a stepd for a launch record found unstarted at adoption. The record's time is
+/// renewed first, so that [`watch_adopted`] waits for the new stepd to record its pid;
+/// the stepd takes the job's lock, so a first one that was merely slow keeps the job.
+///
+/// Errors: the stepd cannot be started.
+fn restart_stepd(dir: &Path, cfg: &AgentConfig) -> anyhow::Result<()> {
+    if let Ok(f) = std::fs::File::options()
+        .append(true)
+        .open(dir.join(spool::LAUNCH))
+    {
+        let _ = f.set_modified(std::time::SystemTime::now());
+    }
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("stepd.log"))?;
+    let mut child = tokio::process::Command::new(&cfg.exe)
+        .arg("stepd")
+        .arg(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .spawn()
+        .with_context(|| format!("cannot run {} stepd", cfg.exe.display()))?;
+    // Reaped here; its end is seen by `watch_adopted` through the spool.
+    tokio::spawn(async move {
+        let _ = child.wait().await;
     });
     Ok(())
 }

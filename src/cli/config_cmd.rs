@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! sluice config import SLURM.CONF [GRES.CONF] [TOPOLOGY.CONF] [CGROUP.CONF] [-o FILE]
-//! sluice config export --slurm DIR
+//! sluice config export --slurm DIR [--force]
 //! ```
 //!
 //! Import writes the TOML to stdout (or `-o FILE`, written only when the whole import
@@ -24,7 +24,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: sluice config import SLURM.CONF [GRES.CONF] [TOPOLOGY.CONF] [CGROUP.CONF] [-o FILE]\n       sluice config export --slurm DIR";
+const USAGE: &str = "usage: sluice config import SLURM.CONF [GRES.CONF] [TOPOLOGY.CONF] [CGROUP.CONF] [-o FILE]\n       sluice config export --slurm DIR [--force]";
 
 /// Entry point: `args[0]` is `config`.
 pub fn run(args: Vec<OsString>) -> ExitCode {
@@ -211,10 +211,12 @@ fn write_new(path: &Path, text: &str) -> std::io::Result<()> {
 
 fn export(args: &[String]) -> ExitCode {
     let mut dir: Option<String> = None;
+    let mut force = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--slurm" => dir = it.next().cloned(),
+            "--force" => force = true,
             s if s.starts_with("--slurm=") => dir = Some(s["--slurm=".len()..].to_string()),
             "-h" | "--help" => {
                 println!("{USAGE}");
@@ -290,6 +292,24 @@ fn export(args: &[String]) -> ExitCode {
     }
     ex.files.extend(qos_file);
     ex.files.extend(accounts);
+    // A Slurm configuration already there (a live /etc/slurm) is not overwritten
+    // unless asked: nothing is written then.
+    if !force {
+        let there: Vec<String> = ex
+            .files
+            .iter()
+            .map(|(n, _)| dir.join(n))
+            .filter(|p| p.exists())
+            .map(|p| p.display().to_string())
+            .collect();
+        if !there.is_empty() {
+            eprintln!(
+                "sluice config export: nothing written: {} already exist(s); export into another directory or give --force",
+                there.join(", ")
+            );
+            return ExitCode::from(1);
+        }
+    }
     for (name, text) in &ex.files {
         let p = dir.join(name);
         if let Err(e) = write_new(&p, text) {

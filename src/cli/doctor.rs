@@ -16,6 +16,10 @@
 //! for (their device files, or as many GPUs as the agent's detection finds). When the
 //! controller answers, each node's state and `Reason=` are shown, and a disagreement
 //! between the node's reported isolation and this probe is a finding of its own.
+//!
+//! The systemd unit `install.sh --systemd` writes (the system unit in system mode, the
+//! user unit in personal mode) is checked when it is there: its `ExecStart=` binary
+//! exists and is this one, and it stops only the controller (`KillMode=process`).
 
 use crate::config::{Config, NodeConf};
 use crate::transport::ssh::{self, LinkSpec};
@@ -513,6 +517,12 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
     };
     println!("{controller}");
     let exe = std::env::current_exe().unwrap_or_else(|_| "sluice".into());
+    if let Some(unit) = unit_path(cfg.mode) {
+        let text = std::fs::read_to_string(&unit).ok();
+        let c = unit_check(text.as_deref(), &unit, &exe);
+        println!("{c}");
+        failed |= c.verdict == Verdict::Fail;
+    }
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -579,6 +589,105 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
     }
 }
 
+/// Where `install.sh --systemd` puts the unit for this mode (`SLUICE_SYSTEMD_DIR`
+/// overrides the directory, as for install.sh); `None` without a home directory.
+fn unit_path(mode: crate::config::Mode) -> Option<std::path::PathBuf> {
+    let dir = std::env::var_os("SLUICE_SYSTEMD_DIR").map(std::path::PathBuf::from);
+    match mode {
+        crate::config::Mode::System => Some(
+            dir.unwrap_or_else(|| "/etc/systemd/system".into())
+                .join("sluice-controller.service"),
+        ),
+        crate::config::Mode::Personal => {
+            let dir = match dir {
+                Some(d) => d,
+                None => std::env::var_os("XDG_CONFIG_HOME")
+                    .filter(|x| !x.is_empty())
+                    .map(std::path::PathBuf::from)
+                    .or_else(|| {
+                        std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".config"))
+                    })?
+                    .join("systemd/user"),
+            };
+            Some(dir.join("sluice.service"))
+        }
+    }
+}
+
+/// Checks a systemd unit's text (`None`: no unit at `path`) against the binary `exe`.
+pub fn unit_check(text: Option<&str>, path: &std::path::Path, exe: &std::path::Path) -> Check {
+    let Some(text) = text else {
+        return Check::new(
+            Verdict::Ok,
+            "service",
+            format!(
+                "no systemd unit at {} (optional: install.sh --systemd installs one)",
+                path.display()
+            ),
+        );
+    };
+    let exec = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("ExecStart="))
+        .and_then(|l| l.split_whitespace().next());
+    let Some(bin) = exec else {
+        return Check::bad(
+            Verdict::Fail,
+            "service",
+            format!("{} has no ExecStart= line", path.display()),
+            "rerun install.sh --systemd",
+        );
+    };
+    let bin = std::path::Path::new(bin);
+    if !bin.is_file() {
+        return Check::bad(
+            Verdict::Fail,
+            "service",
+            format!(
+                "{} runs {}, which does not exist",
+                path.display(),
+                bin.display()
+            ),
+            "rerun install.sh --systemd",
+        );
+    }
+    let same = |a: &std::path::Path, b: &std::path::Path| {
+        a.canonicalize()
+            .ok()
+            .zip(b.canonicalize().ok())
+            .is_some_and(|(a, b)| a == b)
+    };
+    if !same(bin, exe) {
+        return Check::bad(
+            Verdict::Warn,
+            "service",
+            format!(
+                "{} runs {}, not this sluice ({})",
+                path.display(),
+                bin.display(),
+                exe.display()
+            ),
+            "rerun install.sh --systemd from the sluice you want the service to run",
+        );
+    }
+    if !text.lines().any(|l| l.trim() == "KillMode=process") {
+        return Check::bad(
+            Verdict::Warn,
+            "service",
+            format!(
+                "{} lacks KillMode=process: stopping the service kills running jobs",
+                path.display()
+            ),
+            "add KillMode=process to its [Service] section, or rerun install.sh --systemd",
+        );
+    }
+    Check::new(
+        Verdict::Ok,
+        "service",
+        format!("{} runs {}", path.display(), bin.display()),
+    )
+}
+
 /// The checks of a node reached over SSH; its GPUs are compared with what `n`
 /// declares in `source`.
 async fn remote_checks(spec: &LinkSpec, n: &NodeConf, source: &str) -> Vec<Check> {
@@ -642,6 +751,37 @@ async fn remote_checks(spec: &LinkSpec, n: &NodeConf, source: &str) -> Vec<Check
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn checks_the_systemd_unit() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("sluice");
+        std::fs::write(&bin, "x").unwrap();
+        let other = dir.path().join("other");
+        std::fs::write(&other, "y").unwrap();
+        let unit = dir.path().join("u.service");
+        let text = |b: &std::path::Path, kill: &str| {
+            format!(
+                "[Service]\nExecStart={} controller --foreground\n{kill}\n",
+                b.display()
+            )
+        };
+        let c = unit_check(None, &unit, &bin);
+        assert_eq!(c.verdict, Verdict::Ok);
+        assert!(c.text.contains("install.sh --systemd"), "{}", c.text);
+        let ok = text(&bin, "KillMode=process");
+        assert_eq!(unit_check(Some(&ok), &unit, &bin).verdict, Verdict::Ok);
+        let c = unit_check(Some(&ok), &unit, &other);
+        assert_eq!(c.verdict, Verdict::Warn);
+        assert!(c.text.contains("not this sluice"), "{}", c.text);
+        let c = unit_check(Some(&text(&bin, "")), &unit, &bin);
+        assert_eq!(c.verdict, Verdict::Warn);
+        assert!(c.text.contains("KillMode=process"), "{}", c.text);
+        let gone = dir.path().join("gone");
+        let c = unit_check(Some(&text(&gone, "KillMode=process")), &unit, &bin);
+        assert_eq!(c.verdict, Verdict::Fail);
+        assert!(c.text.contains("does not exist"), "{}", c.text);
+    }
 
     #[test]
     fn reads_cgroup_v2_with_and_without_controllers() {

@@ -214,6 +214,12 @@ pub fn req_mem_text(job: &Job) -> String {
     }
 }
 
+/// The memory of the job's ReqTRES (`mem=`), as sacct's ReqMem shows it: the total
+/// over its CPUs or nodes, e.g. `200M` for `-n2 --mem-per-cpu=100`.
+pub fn req_mem_total_text(job: &Job) -> String {
+    fmt_mem_exact(total_mem_mb(job))
+}
+
 /// Which standard stream of a job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stream {

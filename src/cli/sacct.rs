@@ -232,7 +232,10 @@ pub struct Field {
     pub left: bool,
 }
 
-/// Parses a `--format` list: `name[%[-]W]`, names in any case.
+/// Parses a `--format` list: `name[%[-]W]`. A name matches a field by case-insensitive
+/// prefix, the first in Slurm's field order (an exact name wins), as sacct's
+/// `strncasecmp` lookup does. `%W` right-justifies in W columns and `%-W`
+/// left-justifies (sacct(1), `--format`).
 ///
 /// Errors: Slurm's text for an unknown field or a bad width.
 pub fn parse_format(list: &str) -> Result<Vec<Field>, String> {
@@ -243,7 +246,16 @@ pub fn parse_format(list: &str) -> Result<Vec<Field>, String> {
             Some((n, w)) => (n, Some(w)),
             None => (item, None),
         };
-        let Some(canon) = ALL_FIELDS.iter().find(|f| f.eq_ignore_ascii_case(name)) else {
+        let lower = name.to_ascii_lowercase();
+        let found = ALL_FIELDS
+            .iter()
+            .find(|f| f.eq_ignore_ascii_case(name))
+            .or_else(|| {
+                ALL_FIELDS
+                    .iter()
+                    .find(|f| !lower.is_empty() && f.to_ascii_lowercase().starts_with(&lower))
+            });
+        let Some(canon) = found else {
             return Err(format!("sacct: error: Invalid field requested: \"{name}\""));
         };
         let (mut w, mut left) = default_width(canon);
@@ -257,7 +269,7 @@ pub fn parse_format(list: &str) -> Result<Vec<Field>, String> {
                 .ok()
                 .filter(|w| *w <= MAX_FIELD_WIDTH)
                 .ok_or_else(|| format!("sacct: error: Invalid field requested: \"{item}\""))?;
-            left = neg || left;
+            left = neg;
         }
         out.push(Field {
             name: canon,
@@ -613,7 +625,9 @@ pub fn value(field: &str, job: &Job, step: Option<&StepRecord>, now: i64, cluste
         return v;
     }
     match (field, step) {
-        ("JobID", None) => job.display_id(false),
+        // A pending array's record carries its throttle (`A_[3-4%2]`), as sacct
+        // appends `%array_max_tasks` to the pending array's task string.
+        ("JobID", None) => job.display_id(job.state == JobState::Pending),
         ("JobID", Some(s)) => format!("{}.{}", job.display_id(false), s.id),
         ("JobIDRaw", None) => job.id.to_string(),
         ("JobIDRaw", Some(s)) => format!("{}.{}", job.id, s.id),
@@ -695,7 +709,9 @@ pub fn value(field: &str, job: &Job, step: Option<&StepRecord>, now: i64, cluste
         // Records from before usage was kept whole.
         ("TotalCPU", Some(s)) => usagefmt::cpu(s.cpu_secs),
         ("MaxRSS", Some(s)) if s.max_rss_kib > 0 => usagefmt::kib(s.max_rss_kib),
-        ("ReqMem", None) => jobfmt::req_mem_text(job),
+        // Since Slurm 21.08 ReqMem is the job's ReqTRES memory (the total, not the
+        // per-CPU or per-node request): `-n2 --mem-per-cpu=100` shows 200M.
+        ("ReqMem", None) => jobfmt::req_mem_total_text(job),
         ("Timelimit", None) => job.time_limit.to_hms(),
         ("TimelimitRaw", None) => job
             .time_limit
@@ -820,14 +836,21 @@ fn line(o: &Opts, values: &[String]) -> String {
 pub fn render(o: &Opts, jobs: &[&Job], now: i64, cluster: &str) -> String {
     let mut out = String::new();
     if !o.noheader {
-        let names: Vec<String> = o.fields.iter().map(|f| f.name.to_string()).collect();
-        out.push_str(&line(o, &names));
         if o.layout == Layout::Table {
+            // Headers are cut plainly, without the `+` of cut values (print_fields.c).
+            for f in &o.fields {
+                let cut: String = f.name.chars().take(f.width).collect();
+                out.push_str(&fit(&cut, f));
+            }
+            out.push('\n');
             for f in &o.fields {
                 out.push_str(&"-".repeat(f.width));
                 out.push(' ');
             }
             out.push('\n');
+        } else {
+            let names: Vec<String> = o.fields.iter().map(|f| f.name.to_string()).collect();
+            out.push_str(&line(o, &names));
         }
     }
     for job in jobs {
@@ -1254,6 +1277,23 @@ JobID           JobName      State ExitCode    Elapsed
             "JobID           JobName  Partition    Account  AllocCPUS      State ExitCode \n\
              ------------ ---------- ---------- ---------- ---------- ---------- -------- \n"
         );
+    }
+
+    #[test]
+    fn format_prefixes_and_justification() {
+        // Names match by case-insensitive prefix, first in Slurm's field order.
+        let o = p("-o jobn,st,exitc,JobID%8,jobid%-8,maxrs").unwrap();
+        let names: Vec<&str> = o.fields.iter().map(|f| f.name).collect();
+        assert_eq!(
+            names,
+            ["JobName", "Start", "ExitCode", "JobID", "JobID", "MaxRSS"]
+        );
+        // %N right-justifies, even JobID; %-N left-justifies.
+        assert!(!o.fields[3].left && o.fields[4].left);
+        // Headers are cut plainly (no `+`), justified as the column.
+        let o = p("-o JobName%4,State%-3").unwrap();
+        let out = render(&o, &[], 0, "c");
+        assert_eq!(out.lines().next(), Some("JobN Sta "));
     }
 
     #[test]

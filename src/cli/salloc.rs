@@ -137,7 +137,8 @@ fn run_inner(argv: &[String]) -> Result<u8, Failure> {
         spec.stdout = None;
         spec.stderr = None;
         spec.stdin = None;
-        if !g.job.quiet {
+        // Said only under -v: Slurm is silent about options it does not act on.
+        if !g.job.quiet && g.job.verbose > 0 {
             for w in &norm.warnings {
                 eprintln!("{PROG}: warning: {w}");
             }

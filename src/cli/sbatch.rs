@@ -419,7 +419,9 @@ fn run_inner(argv: &[String]) -> Result<u8, Failure> {
             eprintln!("{PROG}: {l}");
         }
     }
-    if !p.quiet {
+    // Options sluice accepts without acting on are said only under -v (Slurm is
+    // silent about them, and tools parse sbatch's stderr).
+    if !p.quiet && p.verbose > 0 {
         for w in &p.warnings {
             eprintln!("{PROG}: warning: {w}");
         }

@@ -1656,6 +1656,17 @@ pub fn node_lines(n: &Node) -> Vec<String> {
     l.push(format!("AvailableFeatures={}", or_null(&feats)));
     l.push(format!("ActiveFeatures={}", or_null(&feats)));
     l.push(format!("Gres={}", n.gres_text()));
+    // GPUs used outside sluice or unhealthy (issue 24; Slurm has no such line): only
+    // when there are some.
+    if !n.gpu_busy.is_empty() || !n.gpu_faults.is_empty() {
+        let failed: Vec<String> = n.gpu_faults.iter().map(|f| f.index.to_string()).collect();
+        l.push(format!(
+            "GpusBusy={} GpusFailed={} GpuForeign={}",
+            n.gpus_busy_text(),
+            or_null(&failed.join(",")),
+            n.gpu_foreign.as_str()
+        ));
+    }
     l.push(format!(
         "NodeAddr={} NodeHostName={} Version={}",
         n.addr,

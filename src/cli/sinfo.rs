@@ -782,6 +782,15 @@ pub fn node_fields<'a>() -> (Vec<Field<Group<'a>>>, Vec<bool>) {
             false,
         ),
         (
+            // GPUs used outside sluice on the first node (issue 24; not in Slurm).
+            Field::new(None, &["gpusbusy"], "GPUS_BUSY", |g: G| {
+                g.first()
+                    .map(|n| n.gpus_busy_text())
+                    .unwrap_or_else(|| "(null)".into())
+            }),
+            false,
+        ),
+        (
             Field::new(None, &["version"], "VERSION", |g: G| {
                 g.node_val(|n| {
                     if n.version.is_empty() {

@@ -143,6 +143,11 @@ pub fn plan(groups: &[SrunArgs], ctx: &opts::SubmitContext) -> Result<Plan, Fail
         }
         parts.push((job, step));
     }
+    // Options sluice accepts without acting on are said only under -v: at default
+    // verbosity Slurm prints nothing for them, and tools parse srun's stderr.
+    if groups.iter().all(|g| g.job.verbose == 0) {
+        warnings.clear();
+    }
     // Without -J, every component of the job is named after the first command.
     let name = parts[0].0.name.clone();
     for ((job, _), &(i, _)) in parts.iter_mut().zip(&comps).skip(1) {

@@ -128,6 +128,12 @@ pub struct NodeConf {
     /// `/var/spool/sluice` as root).
     #[serde(default)]
     pub spool_dir: Option<String>,
+    /// What to do about GPUs used by processes of no sluice job: `avoid` (default;
+    /// they are not allocated while busy), `ignore` (Slurm's behaviour), `drain` (the
+    /// node drains while one is busy). See `ctld::state::gpu` (issue 24). Without it,
+    /// the strictest `gpu_foreign` of the node's partitions applies.
+    #[serde(default)]
+    pub gpu_foreign: Option<crate::model::node::GpuForeign>,
     /// Devices from `[[gres]]` entries or the imported gres.conf, when any names this
     /// node (they replace `gres`/`gres_cores`).
     #[serde(skip)]
@@ -283,6 +289,10 @@ struct AccountConf {
 struct PartitionConf {
     name: String,
     nodes: String,
+    /// `gpu_foreign` for member nodes that do not set their own (the strictest when
+    /// partitions disagree: drain, then avoid, then ignore).
+    #[serde(default)]
+    gpu_foreign: Option<crate::model::node::GpuForeign>,
     #[serde(default)]
     default: bool,
     #[serde(default)]
@@ -414,6 +424,9 @@ struct FileConf {
     health_check_interval: Option<u32>,
     #[serde(default, alias = "HealthCheckNodeState")]
     health_check_node_state: Option<String>,
+    /// Seconds stepd waits for a missing output directory at launch (see `scripts`).
+    #[serde(default)]
+    launch_io_wait: Option<u32>,
     /// Minutes past its time limit a job may run (a number or `UNLIMITED`).
     #[serde(default, alias = "OverTimeLimit")]
     over_time_limit: Option<toml::Value>,
@@ -614,6 +627,11 @@ impl Config {
             }
         }
         let mut partitions = Vec::new();
+        let own_gpu_policy: Vec<String> = nodes
+            .iter()
+            .filter(|n| n.gpu_foreign.is_some())
+            .map(|n| n.name.clone())
+            .collect();
         for pc in fc.partitions {
             let members = hostlist::expand(&pc.nodes)
                 .map_err(|e| invalid(format!("partition '{}': {e}", pc.name)))?;
@@ -628,6 +646,14 @@ impl Config {
                         "partition '{}' names node '{m}', which is not declared",
                         pc.name
                     )));
+                }
+            }
+            if let Some(g) = pc.gpu_foreign {
+                for n in nodes
+                    .iter_mut()
+                    .filter(|n| members.contains(&n.name) && !own_gpu_policy.contains(&n.name))
+                {
+                    n.gpu_foreign = Some(n.gpu_foreign.map_or(g, |h| h.strictest(g)));
                 }
             }
             let mut p = Partition::new(&pc.name, members);
@@ -792,6 +818,7 @@ impl Config {
             health_check_program: fc.health_check_program,
             health_check_interval: fc.health_check_interval,
             health_check_node_state: fc.health_check_node_state,
+            launch_io_wait: fc.launch_io_wait,
         }
         .resolve(abs)
         .map_err(&invalid)?;
@@ -1132,8 +1159,9 @@ fn check_weight_tres_name(
 fn sched_config(s: &SchedulerConf, p: &PriorityConf) -> Result<sched::SchedConfig, String> {
     let mut c = sched::SchedConfig::default();
     if let Some(v) = &s.policy {
-        c.policy = sched::Policy::parse(v)
-            .ok_or_else(|| format!("bad scheduler policy '{v}' (fifo, easy, conservative)"))?;
+        c.policy = sched::Policy::parse(v).ok_or_else(|| {
+            format!("bad scheduler policy '{v}' (fifo, easy, conservative, easy-sjf)")
+        })?;
     }
     if let Some(m) = s.bf_window {
         c.bf_window = i64::from(m.max(1)) * 60;
@@ -1389,6 +1417,48 @@ state = "down"
         let ws = find("workstation.toml");
         assert_eq!(ws.nodes.len(), 1);
         assert_eq!(ws.partitions[0].max_time, TimeLimit::Minutes(2 * 24 * 60));
+    }
+
+    #[test]
+    fn gpu_foreign_is_a_node_policy_word() {
+        use crate::model::node::GpuForeign;
+        let p = Path::new("/x/sluice.toml");
+        let node = |extra: &str| format!("[[nodes]]\nname = \"n1\"\n{extra}\n");
+        let c = Config::from_toml(&node("gpu_foreign = \"drain\""), p).unwrap();
+        assert_eq!(c.nodes[0].gpu_foreign, Some(GpuForeign::Drain));
+        assert_eq!(
+            Config::from_toml(&node(""), p).unwrap().nodes[0].gpu_foreign,
+            None
+        );
+        let e = Config::from_toml(&node("gpu_foreign = \"never\""), p).unwrap_err();
+        assert!(e.to_string().contains("unknown variant `never`"), "{e}");
+        // From the partitions, strictest first; a node's own key wins.
+        let parts = r#"
+[[nodes]]
+name = "a"
+[[nodes]]
+name = "b"
+gpu_foreign = "ignore"
+[[nodes]]
+name = "c"
+[[partitions]]
+name = "p1"
+nodes = "a,b"
+gpu_foreign = "ignore"
+[[partitions]]
+name = "p2"
+nodes = "a,b"
+gpu_foreign = "drain"
+[[partitions]]
+name = "p3"
+nodes = "c"
+"#;
+        let c = Config::from_toml(parts, p).unwrap();
+        let policy: Vec<_> = c.nodes.iter().map(|n| n.gpu_foreign).collect();
+        assert_eq!(
+            policy,
+            [Some(GpuForeign::Drain), Some(GpuForeign::Ignore), None]
+        );
     }
 
     #[test]

@@ -14,15 +14,20 @@ pub enum Policy {
     /// Conservative backfill: every job tested holds a reservation (sched/backfill).
     #[default]
     Conservative,
+    /// EASY backfill whose candidates behind the reserved job are tried shortest
+    /// time limit first (SJF backfill order): the reserved job is never delayed, and
+    /// short jobs get the holes first.
+    EasySjf,
 }
 
 impl Policy {
-    /// Parses `fifo`/`fcfs`, `easy`, `conservative`.
+    /// Parses `fifo`/`fcfs`, `easy`, `conservative`, `easy-sjf`.
     pub fn parse(s: &str) -> Option<Policy> {
         match s.to_ascii_lowercase().as_str() {
             "fifo" | "fcfs" | "builtin" => Some(Policy::Fifo),
             "easy" => Some(Policy::Easy),
             "conservative" | "backfill" => Some(Policy::Conservative),
+            "easy-sjf" => Some(Policy::EasySjf),
             _ => None,
         }
     }
@@ -33,7 +38,13 @@ impl Policy {
             Policy::Fifo => "fifo",
             Policy::Easy => "easy",
             Policy::Conservative => "conservative",
+            Policy::EasySjf => "easy-sjf",
         }
+    }
+
+    /// Whether only the first blocked job of each partition holds a reservation.
+    pub fn is_easy(self) -> bool {
+        matches!(self, Policy::Easy | Policy::EasySjf)
     }
 }
 

@@ -53,6 +53,24 @@ pub struct NodeScripts {
     pub health_check_interval: u32,
     /// Which nodes run the periodic health check.
     pub health_check_node_state: HealthNodeState,
+    /// Seconds stepd waits, at launch, for the directory of a job's or step's output,
+    /// error or input file (and the input file itself) to appear before failing the
+    /// launch (config `launch_io_wait`; `None`: [`DEFAULT_LAUNCH_IO_WAIT`]). Tools such
+    /// as submitit create `%j/` folders only after sbatch returns; Slurm's slower launch
+    /// lets them win that race, sluice's fast one would not. A sluice key, no Slurm twin.
+    pub launch_io_wait: Option<u32>,
+}
+
+/// Seconds stepd waits for a missing output directory when `launch_io_wait` is unset.
+pub const DEFAULT_LAUNCH_IO_WAIT: u32 = 5;
+
+impl NodeScripts {
+    /// How long stepd waits for a missing output/error/input directory at launch.
+    pub fn launch_io_wait(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(u64::from(
+            self.launch_io_wait.unwrap_or(DEFAULT_LAUNCH_IO_WAIT),
+        ))
+    }
 }
 
 /// The raw top-level keys, with Slurm's names accepted beside snake_case.
@@ -67,6 +85,7 @@ pub(super) struct RawScripts {
     pub health_check_program: Option<PathBuf>,
     pub health_check_interval: Option<u32>,
     pub health_check_node_state: Option<String>,
+    pub launch_io_wait: Option<u32>,
 }
 
 impl RawScripts {
@@ -81,6 +100,7 @@ impl RawScripts {
             prolog_epilog_timeout: self.prolog_epilog_timeout.filter(|&t| t != 65534),
             health_check_program: self.health_check_program.map(&abs),
             health_check_interval: self.health_check_interval.unwrap_or(0),
+            launch_io_wait: self.launch_io_wait,
             ..NodeScripts::default()
         };
         for flag in self

@@ -112,6 +112,12 @@ pub fn export(cfg: &Config, live: &[NodeFacts], here: &str) -> Exported {
             );
             "sched/backfill"
         }
+        super::sched::Policy::EasySjf => {
+            notes.push(
+                "scheduler policy easy-sjf: exported as sched/backfill, which has no shortest-first backfill order".into(),
+            );
+            "sched/backfill"
+        }
         super::sched::Policy::Conservative => "sched/backfill",
     };
     let mut params = vec![
@@ -305,7 +311,7 @@ pub fn export(cfg: &Config, live: &[NodeFacts], here: &str) -> Exported {
             )),
         }
         if let (Some(so), Some(co), Some(th)) = (sockets, cores, threads)
-            && cpus.is_none_or(|c| c == so * co * th)
+            && cpus.is_none_or(|c| Some(c) == so.checked_mul(co).and_then(|x| x.checked_mul(th)))
         {
             let _ = write!(l, " Sockets={so} CoresPerSocket={co} ThreadsPerCore={th}");
         }
@@ -601,10 +607,10 @@ mod tests {
     use super::super::slurm_import::{Input, Inputs, import};
     use super::*;
 
-    const SLURM: &str = include_str!("../../tests/fixtures/slurm/slurm.conf");
-    const GRES: &str = include_str!("../../tests/fixtures/slurm/gres.conf");
-    const TOPO: &str = include_str!("../../tests/fixtures/slurm/topology.conf");
-    const CGROUP: &str = include_str!("../../tests/fixtures/slurm/cgroup.conf");
+    const SLURM: &str = include_str!("../../tests/data/slurm/slurm.conf");
+    const GRES: &str = include_str!("../../tests/data/slurm/gres.conf");
+    const TOPO: &str = include_str!("../../tests/data/slurm/topology.conf");
+    const CGROUP: &str = include_str!("../../tests/data/slurm/cgroup.conf");
 
     fn load(files: [Option<&str>; 4]) -> Config {
         let [s, g, t, c] = files;

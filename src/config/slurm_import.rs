@@ -508,7 +508,10 @@ pub fn import(inputs: &Inputs) -> Result<Imported, String> {
     }
     if let Some((no, key, v)) = globals.get("taskplugin")
         && !v.to_ascii_lowercase().contains("task/cgroup")
-        && out.cgroup.contains("constrain")
+        && out
+            .cgroup
+            .lines()
+            .any(|l| l.starts_with("constrain") && l.ends_with("= true"))
     {
         notes.push(format!(
             "{}:{no}: {key}={v}: without task/cgroup Slurm constrains nothing, but sluice applies cgroup.conf's Constrain* keys",
@@ -934,7 +937,7 @@ fn import_node(
         }
     }
     if let Some(s) = sockets {
-        let _ = writeln!(body, "sockets = {}", s * boards.unwrap_or(1));
+        let _ = writeln!(body, "sockets = {}", s.saturating_mul(boards.unwrap_or(1)));
     }
     let remote: Vec<bool> = addrs.iter().map(|a| !is_local(a, ctld_hosts)).collect();
     if remote.iter().all(|r| !r) {
@@ -1361,6 +1364,23 @@ PartitionName=batch Nodes=ALL MaxTime=INFINITE State=UP DenyAccounts=x
         assert_eq!(sniff("SwitchName=s0 Nodes=a\n"), Some("topology"));
         assert_eq!(sniff("ConstrainCores=yes\n"), Some("cgroup"));
         assert_eq!(sniff("NodeName=a Name=gpu File=/dev/x\n"), Some("gres"));
+    }
+
+    proptest::proptest! {
+        /// Whatever the files hold, the import answers (TOML or an error), never panics.
+        #[test]
+        fn arbitrary_files_never_panic(
+            conf in "(NodeName|PartitionName|Nodes|CPUs|Boards|Sockets|Gres|Licenses|SchedulerParameters|[A-Za-z]{1,6})=[A-Za-z0-9\\[\\],:=\"#*. -]{0,30}( [A-Za-z]{1,8}=[A-Za-z0-9\\[\\],:-]{0,12}){0,4}(\n|\\\\\n)",
+            gres in "[A-Za-z=0-9\\[\\]/,# \n-]{0,80}",
+            cg in "[A-Za-z=0-9. \n]{0,60}",
+        ) {
+            let _ = import(&Inputs {
+                slurm_conf: Input { name: "s", text: &conf },
+                gres_conf: Some(Input { name: "g", text: &gres }),
+                topology_conf: Some(Input { name: "t", text: &gres }),
+                cgroup_conf: Some(Input { name: "c", text: &cg }),
+            });
+        }
     }
 
     #[test]

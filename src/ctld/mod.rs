@@ -13,7 +13,6 @@ pub mod array;
 pub mod conns;
 pub mod depend;
 pub mod downtime;
-pub mod failpoint;
 pub mod gres_detect;
 pub mod het;
 pub mod names;

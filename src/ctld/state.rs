@@ -191,6 +191,7 @@ impl Cluster {
                 n.tmp_disk = nc.tmp_disk.unwrap_or(0);
                 n.gres = nc.gres_devices().unwrap_or_default();
                 n.alloc_gres = vec![0; n.gres.len()];
+                n.gpu_foreign = nc.gpu_foreign.unwrap_or_default();
                 n.sockets = nc.sockets.unwrap_or(1);
                 n.threads_per_core = nc.threads_per_core.unwrap_or(1);
                 n.cores_per_socket = nc.cores_per_socket.unwrap_or(n.cpus / n.sockets.max(1));
@@ -247,7 +248,7 @@ impl Cluster {
                     } else {
                         ""
                     },
-                    if cfg.sched.policy == sched::Policy::Easy {
+                    if cfg.sched.policy.is_easy() {
                         ",easy"
                     } else {
                         ""
@@ -1572,6 +1573,15 @@ impl Cluster {
             total.saturating_sub(main_time).as_micros() as u64,
             now,
         );
+        let gpu_reasons = {
+            let jobs: Vec<&Job> = self
+                .jobs
+                .values()
+                .map(|j| &**j)
+                .filter(|j| j.is_active() && !is_held(j))
+                .collect();
+            self.gpu_busy_reasons(&jobs, &out, now)
+        };
         let backfilled: HashSet<u32> = out.backfilled.iter().copied().collect();
         let est: HashMap<u32, &sched::Estimate> =
             out.estimates.iter().map(|e| (e.job_id, e)).collect();
@@ -1643,6 +1653,11 @@ impl Cluster {
                                 }
                             }
                         }
+                        // A GPU busy outside sluice is named (see `gpu`).
+                        let reason = match gpu_reasons.get(&job_id) {
+                            Some(t) if reason == Reason::Resources => Reason::Other(t.clone()),
+                            _ => reason,
+                        };
                         if j.reason != reason {
                             j.reason = reason;
                         }
@@ -2184,6 +2199,9 @@ impl Cluster {
             FromAgent::HealthCheckFailed { reason } => {
                 self.health_check_failed(node, &reason, now);
             }
+            FromAgent::GpuState { busy, faults } => {
+                self.gpu_state_reported(node, busy, faults, now, fx);
+            }
             FromAgent::BatchUsage { job_id, usage } => {
                 // Kept in memory only: the final figures are stored when the job ends.
                 if let Some(s) = self
@@ -2268,7 +2286,16 @@ impl Cluster {
         };
         if let Some(s) = j.steps.iter_mut().find(|s| s.id == "batch") {
             s.state = step_state;
-            s.exit = status;
+            // An OOM-killed batch step ends 0:125 like the job (golden exit_codes.txt,
+            // `200.batch ... OUT_OF_ME+ 0:125`), not with the shell's own status.
+            s.exit = if step_state == JobState::OutOfMemory {
+                ExitStatus {
+                    code: 0,
+                    signal: 125,
+                }
+            } else {
+                status
+            };
             s.end_time = Some(end_time);
             if let Some(e) = &end {
                 s.max_rss_kib = e.max_rss_kib;
@@ -3214,6 +3241,7 @@ mod suspend;
 #[cfg(test)]
 #[path = "state/fs_tests.rs"]
 mod fs_tests;
+mod gpu;
 mod isolation;
 mod nodefail;
 mod reconfig;

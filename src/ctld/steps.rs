@@ -1411,6 +1411,42 @@ impl Cluster {
         ids.len()
     }
 
+    /// Nodes of a `--no-kill` job failed: its live steps that use any of `failed` end
+    /// (cancelled, the part on an away node given up); its other steps run on (Slurm
+    /// kills only the steps on the failed nodes when kill_on_node_fail is off).
+    pub fn end_steps_on(&mut self, job_id: u32, failed: &[String], now: i64, fx: &mut Effects) {
+        for s in self.steps.of_job(job_id) {
+            let node = match self.steps.live.get_mut(&(job_id, s)) {
+                Some(l) => match l.layout.nodes.iter().find(|n| failed.contains(n)) {
+                    Some(n) => {
+                        l.cancelled = true;
+                        n.clone()
+                    }
+                    None => continue,
+                },
+                None => continue,
+            };
+            let msg = format!(
+                "*** STEP {job_id}.{s} ON {node} CANCELLED AT {} DUE TO NODE FAILURE ***",
+                crate::cli::timefmt::fmt_ts(now),
+            );
+            self.terminate_step(job_id, s, Some(msg), now, fx);
+            let away: Vec<usize> = self.steps.live.get(&(job_id, s)).map_or(vec![], |l| {
+                l.parts
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, p)| {
+                        !p.done && (p.detached || failed.contains(&l.layout.nodes[*i]))
+                    })
+                    .map(|(i, _)| i)
+                    .collect()
+            });
+            for pi in away {
+                self.part_over(job_id, s, pi, now, fx);
+            }
+        }
+    }
+
     /// The job is ending: its live steps are ended (marked cancelled, or timed out with
     /// `timeout`), and its waiting step requests fail.
     pub fn end_job_steps(&mut self, job_id: u32, timeout: bool, now: i64, fx: &mut Effects) {

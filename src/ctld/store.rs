@@ -839,16 +839,16 @@ pub fn run(
             _ => false,
         });
         if submits {
-            super::failpoint::hit("submit-before-commit");
+            crate::failpoint::hit("submit-before-commit");
         }
         if ends {
-            super::failpoint::hit("end-before-commit");
+            crate::failpoint::hit("end-before-commit");
         }
         if steps {
-            super::failpoint::hit("step-before-commit");
+            crate::failpoint::hit("step-before-commit");
         }
         if launches {
-            super::failpoint::hit("launch-before-commit");
+            crate::failpoint::hit("launch-before-commit");
         }
         let how = Commit::plan(writes, acknowledges, store.unsynced());
         let mut write_all = |store: &mut Store| -> Result<(), StoreError> {
@@ -895,16 +895,16 @@ pub fn run(
             return Err(e);
         }
         if submits {
-            super::failpoint::hit("submit-after-commit");
+            crate::failpoint::hit("submit-after-commit");
         }
         if ends {
-            super::failpoint::hit("end-after-commit");
+            crate::failpoint::hit("end-after-commit");
         }
         if steps {
-            super::failpoint::hit("step-after-commit");
+            crate::failpoint::hit("step-after-commit");
         }
         if launches {
-            super::failpoint::hit("launch-after-commit");
+            crate::failpoint::hit("launch-after-commit");
         }
         for op in batch {
             match op {

@@ -82,6 +82,91 @@ pub struct Node {
     /// tracking only), as the agent reported it; `None` when they are, or not known.
     #[serde(default)]
     pub isolation_degraded: Option<String>,
+    /// What to do about GPUs used by processes of no sluice job (`gpu_foreign`).
+    #[serde(default)]
+    pub gpu_foreign: GpuForeign,
+    /// GPUs running processes of no sluice job, as the agent last sampled them.
+    #[serde(default)]
+    pub gpu_busy: Vec<BusyGpu>,
+    /// The node is drained because of `gpu_busy` (`gpu_foreign = "drain"`); the drain
+    /// is lifted when the GPUs are free again.
+    #[serde(default)]
+    pub gpu_drained: bool,
+    /// GPUs found unhealthy (ECC, retired pages, fallen off the bus), as the agent last
+    /// sampled them: never allocated while listed.
+    #[serde(default)]
+    pub gpu_faults: Vec<GpuFault>,
+}
+
+/// An unhealthy GPU (issue 24; cf. the checks of NVIDIA's DCGM health watches, which
+/// Slurm leaves to a HealthCheckProgram).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuFault {
+    /// GRES index of the GPU on its node.
+    pub index: u32,
+    /// Slurm-style text naming the GPU: `gpu 3: 2 uncorrectable ECC errors`,
+    /// `gpu 3: 5 retired pages`, `gpu 3: fell off the bus` (`; `-joined when several).
+    pub reason: String,
+    /// The GPU fell off the bus: the node drains (a reset or reboot is needed).
+    pub lost: bool,
+}
+
+/// Policy for GPUs used outside sluice (node key `gpu_foreign`; issue 24). Slurm has no
+/// such policy: `Ignore` is its behaviour.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GpuForeign {
+    /// A busy GPU is not allocated until it is free again (jobs needing it pend with
+    /// `Resources (gpu N in use by pid P, user U)`).
+    #[default]
+    Avoid,
+    /// Busy GPUs are allocated as if free (Slurm's behaviour); they are still shown.
+    Ignore,
+    /// The node drains while any GPU is busy, with the busy GPU as its reason.
+    Drain,
+}
+
+impl GpuForeign {
+    /// The stricter of two policies (drain, then avoid, then ignore).
+    pub fn strictest(self, o: GpuForeign) -> GpuForeign {
+        let rank = |g: GpuForeign| match g {
+            GpuForeign::Ignore => 0,
+            GpuForeign::Avoid => 1,
+            GpuForeign::Drain => 2,
+        };
+        if rank(o) > rank(self) { o } else { self }
+    }
+
+    /// The configuration word (`avoid`, `ignore`, `drain`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GpuForeign::Avoid => "avoid",
+            GpuForeign::Ignore => "ignore",
+            GpuForeign::Drain => "drain",
+        }
+    }
+}
+
+/// A GPU in use by a process that belongs to no sluice job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BusyGpu {
+    /// GRES index of the GPU on its node.
+    pub index: u32,
+    /// The lowest such pid on it.
+    pub pid: u32,
+    /// Its owner's name (its uid in digits when the name is unknown), `None` when the
+    /// process could not be looked at (it ended, or another namespace).
+    pub user: Option<String>,
+}
+
+impl BusyGpu {
+    /// `gpu 1 in use by pid 4242, user bob` (without `, user …` when unknown).
+    pub fn text(&self) -> String {
+        match &self.user {
+            Some(u) => format!("gpu {} in use by pid {}, user {u}", self.index, self.pid),
+            None => format!("gpu {} in use by pid {}", self.index, self.pid),
+        }
+    }
 }
 
 impl Node {
@@ -131,7 +216,52 @@ impl Node {
             arch: String::new(),
             version: String::new(),
             isolation_degraded: None,
+            gpu_foreign: GpuForeign::Avoid,
+            gpu_busy: Vec::new(),
+            gpu_drained: false,
+            gpu_faults: Vec::new(),
         }
+    }
+
+    /// The busy GPUs as `scontrol show node` `GpusBusy=` and sinfo `-O gpusbusy` print
+    /// them (a sluice extension): `1(pid=4242,user=bob),3(pid=77)`; `(null)` when none.
+    pub fn gpus_busy_text(&self) -> String {
+        if self.gpu_busy.is_empty() {
+            return "(null)".into();
+        }
+        self.gpu_busy
+            .iter()
+            .map(|b| match &b.user {
+                Some(u) => format!("{}(pid={},user={u})", b.index, b.pid),
+                None => format!("{}(pid={})", b.index, b.pid),
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// GRES slots (indices into `gres`) the scheduler must not allocate now: the `gpu`
+    /// devices found unhealthy, and those busy with foreign processes under
+    /// `gpu_foreign = "avoid"`.
+    pub fn withheld_gres(&self) -> Vec<usize> {
+        (0..self.gres.len())
+            .filter(|&i| self.withheld_why(i).is_some())
+            .collect()
+    }
+
+    /// Why GRES slot `i` is withheld ([`Node::withheld_gres`]): the fault's text, or
+    /// the busy GPU's (`gpu 1 in use by pid 4242, user bob`); `None` when it is not.
+    pub fn withheld_why(&self, i: usize) -> Option<String> {
+        let d = self.gres.get(i).filter(|d| d.name == "gpu")?;
+        if let Some(f) = self.gpu_faults.iter().find(|f| f.index == d.index) {
+            return Some(f.reason.clone());
+        }
+        if self.gpu_foreign != GpuForeign::Avoid {
+            return None;
+        }
+        self.gpu_busy
+            .iter()
+            .find(|b| b.index == d.index)
+            .map(BusyGpu::text)
     }
 
     /// Whether new work may start here.
@@ -261,6 +391,42 @@ mod tests {
         assert_eq!(up(4, 2).state_compact(), "mix");
         assert_eq!(up(4, 4).state_compact(), "alloc");
         assert_eq!(up(4, 4).state_scontrol(), "ALLOCATED");
+    }
+
+    #[test]
+    fn busy_and_sick_gpus_are_withheld_by_policy_and_shown() {
+        let mut n = up(4, 0);
+        n.gres = crate::model::gres::parse_node_gres("gpu:3").unwrap();
+        assert_eq!(n.gpus_busy_text(), "(null)");
+        n.gpu_busy = vec![
+            BusyGpu {
+                index: 1,
+                pid: 4242,
+                user: Some("bob".into()),
+            },
+            BusyGpu {
+                index: 2,
+                pid: 77,
+                user: None,
+            },
+        ];
+        n.gpu_faults = vec![GpuFault {
+            index: 0,
+            reason: "gpu 0: 1 retired page".into(),
+            lost: false,
+        }];
+        assert_eq!(n.gpus_busy_text(), "1(pid=4242,user=bob),2(pid=77)");
+        assert_eq!(n.withheld_gres(), vec![0, 1, 2]);
+        assert_eq!(n.withheld_why(2).as_deref(), Some("gpu 2 in use by pid 77"));
+        n.gpu_foreign = GpuForeign::Ignore;
+        assert_eq!(
+            n.withheld_gres(),
+            vec![0],
+            "sick GPUs stay out under ignore"
+        );
+        n.gpu_foreign = GpuForeign::Drain;
+        assert_eq!(n.withheld_why(0).as_deref(), Some("gpu 0: 1 retired page"));
+        assert_eq!(n.withheld_why(1), None);
     }
 
     #[test]

@@ -942,6 +942,16 @@ pub enum FromAgent {
     /// The HealthCheckProgram failed here: `reason` is its output (or its exit status
     /// when it printed nothing); the controller drains the node with it.
     HealthCheckFailed { reason: String },
+    /// The node's GPUs as last sampled (issue 24), sent on the first sample and on
+    /// every change: those running processes of no sluice job here (`busy`, by GRES
+    /// index), and the unhealthy ones. The controller applies the node's
+    /// `gpu_foreign` policy and withholds unhealthy GPUs.
+    GpuState {
+        busy: Vec<crate::model::node::BusyGpu>,
+        /// The unhealthy GPUs (ECC errors, retired pages, fallen off the bus).
+        #[serde(default)]
+        faults: Vec<crate::model::node::GpuFault>,
+    },
     /// The epilog of `job_id` is over here (after [`FromAgent::EpilogFailed`] when it
     /// failed): the job no longer keeps this node COMPLETING (cf. Slurm's
     /// MESSAGE_EPILOG_COMPLETE).

@@ -18,6 +18,9 @@ pub const LAUNCH: &str = "launch";
 pub const STEPD_PID: &str = "stepd.pid";
 /// The batch shell's pid (also its process group), written by stepd after spawning it.
 pub const JOB_PID: &str = "job.pid";
+/// Locked (`flock`, exclusive) by the stepd supervising the job, for its lifetime: a
+/// second stepd started for the same launch record finds it taken and leaves.
+pub const STEPD_LOCK: &str = "stepd.lock";
 /// A [`TerminateRequest`], written by the agent before it sends SIGTERM to stepd.
 pub const TERMINATE: &str = "terminate";
 /// The [`StepResult`], written by stepd when the batch shell is gone.

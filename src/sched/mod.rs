@@ -347,6 +347,9 @@ impl<'a> Pass<'a> {
                 }
             }
         }
+        for ((u, n), info) in usage.iter_mut().zip(input.nodes).zip(&infos) {
+            u.withhold(info, &n.withheld_gres());
+        }
         Pass {
             input,
             infos,
@@ -968,7 +971,17 @@ fn backfill<'a>(
     let mut per_user: HashMap<u32, usize> = HashMap::new();
     let mut reserved_parts: HashSet<&str> = HashSet::new();
     let horizon = now.saturating_add(cfg.bf_window.max(cfg.bf_resolution));
-    for (k, job) in pending.iter().enumerate() {
+    // EASY-SJF: behind the first job the main cycle found blocked on resources, the
+    // candidates are tried shortest time limit first (ties: queue order). The blocked
+    // job keeps its place, so it makes the reservation before any of them is tried.
+    let mut order: Vec<usize> = (0..pending.len()).collect();
+    if cfg.policy == Policy::EasySjf
+        && let Some(h) = reasons.iter().position(|r| *r == Reason::Resources)
+    {
+        order[h + 1..].sort_by_key(|&k| (pending[k].time_limit.secs().unwrap_or(u64::MAX), k));
+    }
+    for k in order {
+        let job = &pending[k];
         if started_ids.contains(&(*job as *const Job)) {
             continue;
         }
@@ -1003,8 +1016,8 @@ fn backfill<'a>(
         // EASY: once a partition holds its reservation, later jobs may only start now.
         let mut best: Option<(i64, &str, Req, Placement)> = None;
         for (pv, req, lic) in usable_partitions(pass, job) {
-            let only_now = input.config.policy == Policy::Easy
-                && reserved_parts.contains(pv.part.name.as_str());
+            let only_now =
+                input.config.policy.is_easy() && reserved_parts.contains(pv.part.name.as_str());
             let limit = best.as_ref().map_or(horizon, |b| b.0 - 1).min(horizon);
             if let Some((t, p)) = earliest(
                 pass, pv, &req, &lines, &agg, &lic_line, &lic, now, limit, only_now, acc,
@@ -1093,7 +1106,7 @@ fn backfill<'a>(
         });
         let reserve = match input.config.policy {
             Policy::Conservative => true,
-            Policy::Easy => reserved_parts.insert(pname),
+            Policy::Easy | Policy::EasySjf => reserved_parts.insert(pname),
             Policy::Fifo => false,
         };
         if reserve {
@@ -1183,8 +1196,20 @@ fn earliest(
     if only_now {
         return None;
     }
+    // A job that may run on one node is first planned on one node (a per-node scan);
+    // when it may also span nodes (`-n N` without `-N`, as Slurm allows), a plan over
+    // several nodes that starts earlier wins, and a job no single node can hold is
+    // planned over several (Slurm's backfill tests the whole job at each time).
+    let mut limit = limit;
+    let mut one_node: Option<(i64, Placement)> = None;
     if lic.is_empty() && single_node(req) {
-        return earliest_one_node(pass, req, &members, lines, now, dur, limit, acc);
+        one_node = earliest_one_node(pass, req, &members, lines, now, dur, limit, acc);
+        if let Some((t, _)) = &one_node {
+            if req.nodes_max <= 1 || members.len() <= 1 {
+                return one_node;
+            }
+            limit = t - 1;
+        }
     }
     // Candidate starts: whenever something is released, rounded up to the
     // bf_resolution grid (a later start is always still free of what ended).
@@ -1217,6 +1242,7 @@ fn earliest(
         .filter(|&t| agg.min_cap(t, t + 1).cpus >= need)
         .filter(|&t| bound.may_fit(t))
         .find_map(|t| try_at(t).map(|p| (t, p)))
+        .or(one_node)
 }
 
 /// A quick upper bound for multi-node searches: per node, the tasks each step could
@@ -1305,7 +1331,9 @@ impl TaskBound {
                 dq.pop_front();
             }
             let m = dq.front().map_or(0, |&f| tasks[f]);
-            let m = self.per_node.map_or(m, |p| if m >= p { p } else { 0 });
+            // With --ntasks-per-node, a node hosts at most that many tasks (the last
+            // nodes of a job may hold fewer).
+            let m = self.per_node.map_or(m, |p| m.min(p));
             if m > 0 {
                 hosts += 1;
                 sum += u64::from(m);
@@ -1315,10 +1343,10 @@ impl TaskBound {
     }
 }
 
-/// Whether a job is planned on one node: it asks for one node at most, or its tasks
-/// fit one node. Such jobs may still *start* spread over nodes when that is possible
-/// now; only their future plan is one node (a per-node scan instead of a search over
-/// every release time of the partition).
+/// Whether a job may be planned on one node: it asks for one node at least (`-N 1`, or
+/// no `-N`), names one node at most and counts no features over several. Whether its
+/// tasks fit one node is for [`earliest_one_node`] to find; when it may span nodes
+/// (no `-N`), [`earliest`] also searches plans over several.
 fn single_node(req: &Req) -> bool {
     req.nodes_min <= 1
         && req.required.len() <= 1

@@ -42,6 +42,17 @@ impl Usage {
         }
     }
 
+    /// Marks GRES `slots` of `n` wholly in use, for devices the node may not give
+    /// out now (a GPU busy outside sluice, see [`crate::model::Node::withheld_gres`]).
+    /// They are never given back in the backfill timeline.
+    pub fn withhold(&mut self, n: &NodeInfo, slots: &[usize]) {
+        for &i in slots {
+            if let (Some(u), Some(g)) = (self.gres.get_mut(i), n.gres.get(i)) {
+                *u = g.2;
+            }
+        }
+    }
+
     /// CPUs nobody holds.
     pub fn free_cpus(&self) -> u32 {
         self.cpu_busy

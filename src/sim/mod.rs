@@ -50,6 +50,32 @@ pub struct Metrics {
     pub requeued: usize,
     /// CPU-hours delivered per account, when fair-share accounts are configured.
     pub accounts: Vec<(String, f64)>,
+    /// Longest wait, seconds.
+    pub max_wait: i64,
+    /// 99th-percentile wait (nearest rank), seconds.
+    pub p99_wait: i64,
+    /// Jobs that ran longer than their requested time (the trace's run time past its
+    /// estimate; the simulator lets them run on, as a cluster without enforcement).
+    pub overran: usize,
+    /// One record per trace job, in trace order.
+    pub per_job: Vec<JobResult>,
+}
+
+/// What happened to one trace job (`--jobs-out`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobResult {
+    /// The trace's job number.
+    pub id: u64,
+    /// Epoch seconds of the trace's clock.
+    pub submit: i64,
+    /// Last start (a requeued job's final run).
+    pub start: i64,
+    /// When it left the machine.
+    pub end: i64,
+    /// The nodes of its last allocation.
+    pub nodes: Vec<String>,
+    /// `start - submit`, seconds.
+    pub wait: i64,
 }
 
 /// The cluster a trace runs on: one node with the trace's `MaxProcs` CPUs.
@@ -179,6 +205,17 @@ pub fn simulate(
     simulate_with_qos(trace, nodes, parts, cfg, &[])
 }
 
+/// How closely a simulation follows the controller (see [`simulate_opts`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SimOptions {
+    /// Multifactor priorities from `cfg.priority` for every pass, with or without
+    /// accounts (without: only with fair-share accounts, else submission order).
+    pub priority: bool,
+    /// Backfill only every `cfg.bf_interval` seconds, as the controller's backfill
+    /// thread (without: at every event, the textbook policies).
+    pub bf_interval: bool,
+}
+
 /// [`simulate`] with QOS records for preempt/qos (see there).
 pub fn simulate_with_qos(
     trace: &Trace,
@@ -186,6 +223,20 @@ pub fn simulate_with_qos(
     parts: &[Partition],
     cfg: &SchedConfig,
     qos: &[QosPreempt],
+) -> Result<Metrics, String> {
+    simulate_opts(trace, nodes, parts, cfg, qos, SimOptions::default())
+}
+
+/// [`simulate_with_qos`] at the controller's settings as `opts` asks.
+///
+/// Errors: as [`simulate`].
+pub fn simulate_opts(
+    trace: &Trace,
+    nodes: &[Node],
+    parts: &[Partition],
+    cfg: &SchedConfig,
+    qos: &[QosPreempt],
+    opts: SimOptions,
 ) -> Result<Metrics, String> {
     let default_part = parts
         .iter()
@@ -247,7 +298,15 @@ pub fn simulate_with_qos(
     let mut done = 0usize;
     // Fair-share priorities when accounts are configured; otherwise every job has
     // the same priority and the order is submission order.
-    let fs_on = !cfg.priority.accounts.is_empty();
+    let fs_on = opts.priority || !cfg.priority.accounts.is_empty();
+    let bf_every = if opts.bf_interval {
+        cfg.bf_interval.max(1)
+    } else {
+        0
+    };
+    // The next backfill pass (controller settings: every bf_interval seconds).
+    let mut next_bf: i64 = i64::MIN;
+    let mut last_bf = false;
     let mut fs = fairshare::FairShare::new(
         trace.jobs.first().map_or(0, |j| j.submit),
         parts,
@@ -269,6 +328,16 @@ pub fn simulate_with_qos(
     while done < n {
         let t_arr = trace.jobs.get(next_arrival).map(|j| j.submit);
         let t_ev = events.peek().map(|Reverse((t, ..))| *t);
+        // A pending queue also wakes the backfill timer.
+        let t_ev = match t_ev {
+            Some(e) if bf_every > 0 && !pending.is_empty() => Some(e.min(next_bf)),
+            // Nothing else will happen: one more backfill pass, unless the last pass
+            // was one (then the queue can never start).
+            None if bf_every > 0 && !pending.is_empty() && !last_bf && t_arr.is_none() => {
+                Some(next_bf)
+            }
+            e => e,
+        };
         let now = match (t_arr, t_ev) {
             (Some(a), Some(e)) => a.min(e),
             (Some(a), None) => a,
@@ -351,6 +420,11 @@ pub fn simulate_with_qos(
                 .chain(suspended.iter())
                 .map(|&i| &jobs[i])
                 .collect();
+            let backfill = bf_every == 0 || now >= next_bf;
+            last_bf = backfill;
+            if backfill && bf_every > 0 {
+                next_bf = now + bf_every;
+            }
             let out = sched::run(&Input {
                 jobs: &refs,
                 nodes,
@@ -358,7 +432,7 @@ pub fn simulate_with_qos(
                 licenses: &[],
                 config: cfg,
                 now,
-                backfill: true,
+                backfill,
                 limits: None,
                 reservations: &[],
             });
@@ -485,11 +559,28 @@ fn metrics(
     let mut work = 0.0;
     let first = trace.jobs.iter().map(|j| j.submit).min().unwrap_or(0);
     let mut last = first;
+    let mut per_job = Vec::with_capacity(jobs.len());
+    let mut overran = 0usize;
     for ((j, t), r) in jobs.iter().zip(&trace.jobs).zip(runs) {
         let start = j.start_time.unwrap_or(t.submit);
         let wait = start - t.submit;
         waits.push(wait);
         let end = r.done_at.unwrap_or(start + t.run);
+        if t.run > t.limit.max(1) {
+            overran += 1;
+        }
+        per_job.push(JobResult {
+            id: t.id,
+            submit: t.submit,
+            start,
+            end,
+            nodes: j
+                .alloc
+                .as_ref()
+                .map(|a| a.nodes.clone())
+                .unwrap_or_default(),
+            wait,
+        });
         let run = t.run as f64;
         let response = (end - t.submit) as f64;
         bsld += (response / run.max(10.0)).max(1.0);
@@ -501,6 +592,13 @@ fn metrics(
         0 => 0.0,
         k if k % 2 == 1 => waits[k / 2] as f64,
         k => (waits[k / 2 - 1] + waits[k / 2]) as f64 / 2.0,
+    };
+    let max_wait = waits.last().copied().unwrap_or(0);
+    let p99_wait = if waits.is_empty() {
+        0
+    } else {
+        // Nearest rank: the smallest wait at or above 99% of the jobs.
+        waits[(waits.len() * 99).div_ceil(100).max(1) - 1]
     };
     let capacity: u64 = nodes.iter().map(|n| u64::from(n.cpus)).sum();
     let capacity = if capacity == 0 {
@@ -523,6 +621,10 @@ fn metrics(
         preempted: 0,
         requeued: 0,
         accounts: Vec::new(),
+        max_wait,
+        p99_wait,
+        overran,
+        per_job,
     }
 }
 
@@ -538,7 +640,7 @@ pub fn sim_config(policy: Policy) -> SchedConfig {
     }
 }
 
-const USAGE: &str = "usage: sluice simulate --trace FILE [--config CLUSTER.toml] [--policy fifo|easy|conservative] [--json]
+const USAGE: &str = "usage: sluice simulate --trace FILE [--config CLUSTER.toml] [--textbook] [--policy fifo|easy|conservative|easy-sjf] [--jobs-out FILE] [--json]
        sluice simulate --scenario fairshare|fairshare-gpu [--days N] [--policy P] [--json]
 
 Replays a Standard Workload Format trace (.swf or .swf.gz) on virtual time through the
@@ -549,6 +651,14 @@ preemption settings apply (placement and preemption are the controller's; a job 
 to the partition its SWF partition number names, counting the config's partitions
 from 1), and its [[accounts]] (users = SWF user ids) turn on fair-share priorities
 and per-account CPU-hours.
+
+With --config the controller's settings apply: its [scheduler] (policy unless --policy
+is given, bf_resolution, bf_window, bf_max_job_test, bf_max_job_user; backfill runs
+every bf_interval seconds; bf_continue changes nothing, as a pass is never cut short)
+and multifactor priorities from its [priority] weights, with or without accounts.
+--textbook (the default without --config) runs the textbook policies instead: exact
+times, an unbounded plan, every job tested, backfill at every event, submission order.
+--jobs-out FILE writes one tab-separated line per job: id submit start end nodes wait.
 
 --scenario fairshare: two accounts with 70/30 shares each keep 16 4-CPU jobs queued
 on 64 CPUs for N days (default 7); prints the CPU-hours each account got.
@@ -563,8 +673,10 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
         .collect();
     let mut trace: Option<PathBuf> = None;
     let mut config: Option<PathBuf> = None;
-    let mut policy = Policy::Easy;
+    let mut policy: Option<Policy> = None;
     let mut json = false;
+    let mut textbook = false;
+    let mut jobs_out: Option<PathBuf> = None;
     let mut scenario: Option<String> = None;
     /// A scenario runs in about a second per simulated week on this machine; ten years
     /// is already far past convergence.
@@ -596,10 +708,10 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
             },
             "--policy" | "-p" => match value("--policy") {
                 Ok(v) => match Policy::parse(&v) {
-                    Some(p) => policy = p,
+                    Some(p) => policy = Some(p),
                     None => {
                         eprintln!(
-                            "sluice simulate: unknown policy '{v}' (fifo, easy, conservative)"
+                            "sluice simulate: unknown policy '{v}' (fifo, easy, conservative, easy-sjf)"
                         );
                         return ExitCode::from(2);
                     }
@@ -607,6 +719,11 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
                 Err(c) => return c,
             },
             "--json" => json = true,
+            "--textbook" => textbook = true,
+            "--jobs-out" => match value("--jobs-out") {
+                Ok(v) => jobs_out = Some(v.into()),
+                Err(c) => return c,
+            },
             "--scenario" => match value("--scenario") {
                 Ok(v) => scenario = Some(v),
                 Err(c) => return c,
@@ -640,7 +757,7 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
                 return ExitCode::from(2);
             }
         };
-        sc.policy = policy;
+        sc.policy = policy.unwrap_or(Policy::Easy);
         return print_scenario(&name, &sc, json);
     }
     let Some(trace_path) = trace else {
@@ -654,12 +771,24 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let mut sched_cfg = sim_config(policy);
+    let mut sched_cfg = sim_config(policy.unwrap_or(Policy::Easy));
+    // With a config and without --textbook: the controller's settings.
+    let production = config.is_some() && !textbook;
+    let opts = SimOptions {
+        priority: production,
+        bf_interval: production,
+    };
     let (nodes, parts) = match &config {
         None => default_cluster(t.max_procs),
         Some(p) => match Config::from_file(p)
             .map_err(|e| e.to_string())
             .and_then(|c| {
+                if production {
+                    sched_cfg = c.sched.clone();
+                    if let Some(p) = policy {
+                        sched_cfg.policy = p;
+                    }
+                }
                 sched_cfg.priority = c.sched.priority.clone();
                 sched_cfg.topology = c.sched.topology.clone();
                 sched_cfg.max_switch_wait = c.sched.max_switch_wait;
@@ -680,7 +809,7 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
         },
     };
     let wall = std::time::Instant::now();
-    let m = match simulate(&t, &nodes, &parts, &sched_cfg) {
+    let m = match simulate_opts(&t, &nodes, &parts, &sched_cfg, &[], opts) {
         Ok(m) => m,
         Err(e) => {
             eprintln!("sluice simulate: {e}");
@@ -688,6 +817,24 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
         }
     };
     let secs = wall.elapsed().as_secs_f64();
+    if let Some(path) = &jobs_out
+        && let Err(e) = write_jobs(path, &m.per_job)
+    {
+        eprintln!("sluice simulate: cannot write {}: {e}", path.display());
+        return ExitCode::from(1);
+    }
+    let settings = if production {
+        format!(
+            "config (bf_resolution {} s, bf_window {} s, bf_max_job_test {}, bf_interval {} s, multifactor priority)",
+            sched_cfg.bf_resolution,
+            sched_cfg.bf_window,
+            sched_cfg.bf_max_job_test,
+            sched_cfg.bf_interval
+        )
+    } else {
+        "textbook (exact times, unbounded plan, every job tested, backfill at every event)"
+            .to_string()
+    };
     let rate = m.jobs as f64 / (secs / 60.0).max(1e-9);
     let cpus: u64 = nodes.iter().map(|n| u64::from(n.cpus)).sum();
     let name = trace_path
@@ -703,8 +850,12 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
             "jobs": m.jobs,
             "dropped": m.dropped,
             "utilization": m.utilization,
+            "settings": if production { "config" } else { "textbook" },
             "mean_wait": m.mean_wait,
             "median_wait": m.median_wait,
+            "max_wait": m.max_wait,
+            "p99_wait": m.p99_wait,
+            "overran": m.overran,
             "mean_bounded_slowdown": m.mean_bounded_slowdown,
             "bsld_tau": 10,
             "makespan": m.makespan,
@@ -727,9 +878,13 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
             nodes.len()
         );
         println!("policy:                 {}", m.policy.name());
+        println!("settings:               {settings}");
         println!("utilization:            {:.4}", m.utilization);
         println!("mean wait:              {:.1} s", m.mean_wait);
         println!("median wait:            {:.1} s", m.median_wait);
+        println!("p99 wait:               {} s", m.p99_wait);
+        println!("max wait:               {} s", m.max_wait);
+        println!("jobs past estimate:     {}", m.overran);
         println!(
             "mean bounded slowdown:  {:.3} (tau = 10 s)",
             m.mean_bounded_slowdown
@@ -750,6 +905,34 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+/// Writes one line per job: `id submit start end nodes wait` (tab-separated, with a
+/// header; nodes as a hostlist, `-` when none), into a temporary file renamed over
+/// `path`, so nothing half-written is left.
+///
+/// Errors: the file cannot be written.
+pub fn write_jobs(path: &std::path::Path, jobs: &[JobResult]) -> std::io::Result<()> {
+    use std::io::Write;
+    let tmp = path.with_extension("part");
+    {
+        let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+        writeln!(w, "id\tsubmit\tstart\tend\tnodes\twait")?;
+        for j in jobs {
+            let nodes = if j.nodes.is_empty() {
+                "-".to_string()
+            } else {
+                crate::model::hostlist::compress(&j.nodes)
+            };
+            writeln!(
+                w,
+                "{}\t{}\t{}\t{}\t{nodes}\t{}",
+                j.id, j.submit, j.start, j.end, j.wait
+            )?;
+        }
+        w.flush()?;
+    }
+    std::fs::rename(&tmp, path)
 }
 
 /// Runs the fair-share scenario and prints what each account got.

@@ -155,3 +155,97 @@ fn preemption_on_virtual_time_is_the_controllers() {
     assert_eq!(m.makespan, 130);
     assert_eq!(m.mean_wait, 45.0);
 }
+
+/// The reproducer of issue 19: on 4 nodes × 2 CPUs, an 8-CPU job (submitted at 1 behind
+/// a running 6-CPU job) gets a reservation over the four nodes, so the stream of 2- and
+/// 6-CPU jobs behind it cannot pass it: it starts when the first job ends (100), as it
+/// would on one 8-CPU node, under both backfill policies.
+#[test]
+fn a_job_over_several_nodes_is_not_passed_by_a_stream() {
+    let cfg = crate::config::Config::from_toml(
+        "[[nodes]]\nname='n1'\ncpus=2\n[[nodes]]\nname='n2'\ncpus=2\n\
+         [[nodes]]\nname='n3'\ncpus=2\n[[nodes]]\nname='n4'\ncpus=2\n\
+         [[partitions]]\nname='p'\nnodes='n[1-4]'\ndefault=true\n",
+        Path::new("/x.toml"),
+    )
+    .unwrap();
+    let (n, p) = cluster_from(&cfg).unwrap();
+    let mut text = String::from(
+        "; MaxProcs: 8\n\
+         1 0 -1 100 6 -1 -1 6 100 -1 1 1 -1 -1 -1 -1 -1 -1\n\
+         2 1 -1 100 8 -1 -1 8 100 -1 1 1 -1 -1 -1 -1 -1 -1\n",
+    );
+    let mut id = 3;
+    for t in (2..3000).step_by(50) {
+        text += &format!("{id} {t} -1 100 2 -1 -1 2 100 -1 1 1 -1 -1 -1 -1 -1 -1\n");
+        text += &format!(
+            "{} {} -1 100 6 -1 -1 6 100 -1 1 1 -1 -1 -1 -1 -1 -1\n",
+            id + 1,
+            t + 1
+        );
+        id += 2;
+    }
+    let t = trace(&text);
+    for policy in [Policy::Easy, Policy::Conservative] {
+        let m = simulate(&t, &n, &p, &sim_config(policy)).unwrap();
+        let big = &m.per_job[1];
+        assert_eq!((big.id, big.start), (2, 100), "{policy:?}");
+        assert_eq!(big.nodes.len(), 4, "{policy:?}");
+        assert!(m.max_wait >= big.wait && m.p99_wait <= m.max_wait);
+    }
+}
+
+/// At the controller's settings backfill runs every bf_interval seconds: job 3 of
+/// SMALL (which only backfill may start) waits for the first backfill pass after
+/// its submission at 2; the textbook run starts it at once. `--jobs-out` writes one
+/// line per job.
+#[test]
+fn controller_settings_backfill_on_their_interval() {
+    let t = trace(SMALL);
+    let (n, p) = default_cluster(t.max_procs);
+    let mut cfg = sim_config(Policy::Easy);
+    let textbook = simulate(&t, &n, &p, &cfg).unwrap();
+    assert_eq!(textbook.per_job[2].start, 2);
+    cfg.bf_interval = 30;
+    let opts = SimOptions {
+        priority: true,
+        bf_interval: true,
+    };
+    let m = simulate_opts(&t, &n, &p, &cfg, &[], opts).unwrap();
+    // Backfill at 0 (nothing to do for job 3), then at 30.
+    assert_eq!(m.per_job[2].start, 30);
+    assert_eq!(m.per_job[1].start, 100);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("jobs.tsv");
+    write_jobs(&out, &m.per_job).unwrap();
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert_eq!(
+        text,
+        "id\tsubmit\tstart\tend\tnodes\twait\n\
+         1\t0\t0\t100\tsim1\t0\n\
+         2\t1\t100\t200\tsim1\t99\n\
+         3\t2\t30\t80\tsim1\t28\n"
+    );
+    assert_eq!((m.max_wait, m.p99_wait, m.overran), (99, 99, 0));
+}
+
+/// EASY-SJF: of two jobs that could each take the one free CPU before job 2's
+/// reservation, the shorter one (job 4, 10 s) gets it; EASY gives it to the earlier
+/// one (job 3, 90 s; job 4 follows it at 82). Job 2 starts at 100 under both.
+#[test]
+fn easy_sjf_backfills_the_shortest_first() {
+    let t = trace(
+        "; MaxProcs: 4
+1 0 -1 100 3 -1 -1 3 100 -1 1 1 -1 -1 -1 -1 -1 -1
+2 1 -1 100 4 -1 -1 4 100 -1 1 1 -1 -1 -1 -1 -1 -1
+3 2 -1 80 1 -1 -1 1 90 -1 1 1 -1 -1 -1 -1 -1 -1
+4 2 -1 10 1 -1 -1 1 10 -1 1 1 -1 -1 -1 -1 -1 -1
+",
+    );
+    let easy = run(Policy::Easy, &t);
+    let sjf = run(Policy::EasySjf, &t);
+    assert_eq!((easy.per_job[2].start, easy.per_job[1].start), (2, 100));
+    assert_eq!(easy.per_job[3].start, 82);
+    assert_eq!((sjf.per_job[3].start, sjf.per_job[1].start), (2, 100));
+    assert!(sjf.per_job[2].start >= 100);
+}

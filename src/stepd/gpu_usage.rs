@@ -3,24 +3,20 @@
 //! stepd reads the step's GPUs at the cadence of its /proc sampler and attributes each
 //! GPU's utilization and used memory to the tasks bound to it ([`GpuTracker`]).
 //!
-//! Readings come from a [`GpuSampler`]: NVML ([`NvmlSampler`]) on a real node, or a file
-//! of readings ([`FileSampler`]) named by the `SLUICE_GPU_USAGE_FILE` variable of the
-//! agent's environment. That variable is a **test hook**: it lets the integration tests
-//! exercise the path from stepd to sacct on machines without GPUs; it is read from
-//! stepd's own environment (the agent's), never from a job's. Without NVML and without
-//! the hook, nothing is measured and the GPU TRES are absent, not zero.
+//! Readings come from a [`GpuSampler`]; on a node, [`ProbeSampler`] over the node's
+//! [`crate::gpuprobe::GpuProbe`]: NVML, or the file the `SLUICE_GPU_PROBE_FILE` test
+//! hook names (read from stepd's own environment, the agent's, never from a job's), which
+//! lets the integration tests exercise the path from stepd to sacct on machines without
+//! GPUs. Without NVML and without the hook, nothing is measured and the GPU TRES are
+//! absent, not zero.
 //!
 //! Device-level readings are what NVML gives for a whole GPU; jobs own their GPUs, so
 //! they are the job's. A MIG instance has no utilization counter in NVML, so a step on
 //! MIG instances reports no GPU usage.
 
+use crate::gpuprobe::GpuProbe;
 use crate::model::gres::GresDevice;
 use crate::model::step::GpuUsage;
-use std::path::PathBuf;
-
-/// The environment variable naming a file of fake readings (test hook, see the module
-/// docs).
-pub const USAGE_FILE_VAR: &str = "SLUICE_GPU_USAGE_FILE";
 
 /// One GPU's reading.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,105 +36,32 @@ pub trait GpuSampler {
     fn read(&mut self, devices: &[&GresDevice]) -> Option<Vec<GpuReading>>;
 }
 
-/// Readings through NVML.
-pub struct NvmlSampler {
-    nvml: nvml_wrapper::Nvml,
-}
+/// Readings from the node's [`GpuProbe`] (NVML, or the test hook's file).
+pub struct ProbeSampler(pub Box<dyn GpuProbe>);
 
-impl NvmlSampler {
-    /// Initialises NVML; `None` without libnvidia-ml or a driver.
-    pub fn open() -> Option<NvmlSampler> {
-        for lib in ["libnvidia-ml.so.1", "libnvidia-ml.so"] {
-            if let Ok(nvml) = nvml_wrapper::Nvml::builder()
-                .lib_path(std::ffi::OsStr::new(lib))
-                .init()
-            {
-                return Some(NvmlSampler { nvml });
-            }
-        }
-        None
-    }
-
-    /// The NVML device for a GRES device: by PCI bus id when discovery found it, else
-    /// by the minor number of its `/dev/nvidiaN` file.
-    fn device(&self, d: &GresDevice) -> Option<nvml_wrapper::Device<'_>> {
-        if d.unique_id.is_some() {
-            return None;
-        }
-        if let Some(b) = &d.pci_bus
-            && let Ok(dev) = self.nvml.device_by_pci_bus_id(b.as_str())
-        {
-            return Some(dev);
-        }
-        let minor = dev_minor(d.file.as_deref()?)?;
-        let n = self.nvml.device_count().ok()?;
-        (0..n)
-            .filter_map(|i| self.nvml.device_by_index(i).ok())
-            .find(|x| x.minor_number().ok() == Some(minor))
-    }
-}
-
-/// The `N` of `/dev/nvidiaN`.
-pub fn dev_minor(file: &str) -> Option<u32> {
-    file.strip_prefix("/dev/nvidia")?.parse().ok()
-}
-
-impl GpuSampler for NvmlSampler {
+impl GpuSampler for ProbeSampler {
     fn read(&mut self, devices: &[&GresDevice]) -> Option<Vec<GpuReading>> {
+        let owned: Vec<GresDevice> = devices.iter().map(|d| (*d).clone()).collect();
+        let all = self.0.sample(&owned).ok()?;
         devices
             .iter()
             .map(|d| {
-                let dev = self.device(d)?;
-                let util = dev.utilization_rates().ok()?;
-                let mem = dev.memory_info().ok()?;
+                let s = all.iter().find(|s| s.index == d.index)?;
                 Some(GpuReading {
                     index: d.index,
-                    util_pct: util.gpu,
-                    mem_used_mib: mem.used >> 20,
+                    util_pct: s.util,
+                    mem_used_mib: s.mem_used_mib,
                 })
             })
             .collect()
     }
 }
 
-/// Readings from a text file, re-read at every sample: lines `INDEX UTIL_PCT MEM_MIB`
-/// (`#` comments allowed). The test hook of the module docs.
-pub struct FileSampler {
-    pub path: PathBuf,
-}
-
-/// Parses the lines of a [`FileSampler`] file; malformed lines are skipped.
-pub fn parse_readings(text: &str) -> Vec<GpuReading> {
-    text.lines()
-        .filter_map(|l| {
-            let l = l.split('#').next()?;
-            let mut w = l.split_whitespace();
-            Some(GpuReading {
-                index: w.next()?.parse().ok()?,
-                util_pct: w.next()?.parse().ok()?,
-                mem_used_mib: w.next()?.parse().ok()?,
-            })
-        })
-        .collect()
-}
-
-impl GpuSampler for FileSampler {
-    fn read(&mut self, devices: &[&GresDevice]) -> Option<Vec<GpuReading>> {
-        let all = parse_readings(&std::fs::read_to_string(&self.path).ok()?);
-        devices
-            .iter()
-            .map(|d| all.iter().find(|r| r.index == d.index).copied())
-            .collect()
-    }
-}
-
-/// The sampler for a step with GPUs: the test hook's file when `SLUICE_GPU_USAGE_FILE`
-/// is set, else NVML when it loads, else none.
+/// The sampler for a step with GPUs: over the probe of [`crate::gpuprobe::probe`]
+/// (the test hook's file when `SLUICE_GPU_PROBE_FILE` is set, else NVML when it
+/// loads), else none.
 pub fn sampler() -> Option<Box<dyn GpuSampler>> {
-    if let Some(p) = std::env::var_os(USAGE_FILE_VAR) {
-        return Some(Box::new(FileSampler { path: p.into() }));
-    }
-    NvmlSampler::open().map(|s| Box::new(s) as Box<dyn GpuSampler>)
+    crate::gpuprobe::probe().map(|p| Box::new(ProbeSampler(p)) as Box<dyn GpuSampler>)
 }
 
 /// One task's GPU usage so far.
@@ -362,36 +285,19 @@ mod tests {
     }
 
     #[test]
-    fn file_readings_and_device_minors() {
-        assert_eq!(
-            parse_readings("# idx util mem\n0 35 2048\nbad line\n1 7 12 # note\n"),
-            vec![r(0, 35, 2048), r(1, 7, 12)]
-        );
+    fn probe_samples_become_readings() {
         let t = tempfile::tempdir().unwrap();
-        let p = t.path().join("readings");
-        std::fs::write(&p, "1 55 4096\n").unwrap();
-        let mut f = FileSampler { path: p.clone() };
+        let p = t.path().join("gpus.toml");
+        std::fs::write(&p, "[[gpu]]\nindex = 1\nutil = 55\nmem_used_mib = 4096\n").unwrap();
+        let mut f = ProbeSampler(Box::new(crate::gpuprobe::FakeProbe { path: p.clone() }));
         let d = gpus(2);
         assert_eq!(f.read(&[&d[1]]), Some(vec![r(1, 55, 4096)]));
-        assert_eq!(f.read(&[&d[0], &d[1]]), None, "GPU 0 has no line");
+        assert_eq!(
+            f.read(&[&d[0], &d[1]]),
+            Some(vec![r(0, 0, 0), r(1, 55, 4096)]),
+            "an unlisted GPU is idle"
+        );
         std::fs::remove_file(&p).unwrap();
         assert_eq!(f.read(&[&d[1]]), None);
-        assert_eq!(dev_minor("/dev/nvidia3"), Some(3));
-        assert_eq!(dev_minor("/dev/nvidiactl"), None);
-        assert_eq!(dev_minor("/tmp/gpu0"), None);
-    }
-
-    #[test]
-    fn nvml_sampler_opens_only_with_a_driver() {
-        // Without libnvidia-ml (this machine) there is no sampler; with it, one that
-        // finds no NVML device for a file-backed fake GPU.
-        if let Some(mut s) = NvmlSampler::open() {
-            let fake = GresDevice {
-                name: "gpu".into(),
-                file: Some("/tmp/not-a-gpu".into()),
-                ..GresDevice::default()
-            };
-            assert_eq!(s.read(&[&fake]), None);
-        }
     }
 }

@@ -112,6 +112,12 @@ fn unstarted(kind: EndKind, status: ExitStatus, message: Option<String>) -> Step
 
 /// Supervises one job; see the module docs.
 pub fn run(dir: &Path) -> anyhow::Result<()> {
+    // One stepd per launch record: an agent restarted while a launch was under way
+    // starts one for a record whose stepd it cannot find, which then finds the lock
+    // taken if the first one was only slow to start.
+    let Some(_supervising) = claim(dir)? else {
+        return Ok(());
+    };
     let lb: LaunchBatch = spool::read_launch(dir)?.context("no launch record")?;
     let _ = nix::unistd::setsid();
     let mut mask = SigSet::empty();
@@ -254,17 +260,27 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         .filter(|(k, _)| !k.contains('=') && !k.contains('\0'))
         .filter_map(|(k, v)| CString::new(format!("{k}={v}")).ok())
         .collect();
+    let (stdin_abs, stdout_abs, stderr_abs) = (
+        under_work_dir(&job.spec.work_dir, &paths.stdin),
+        under_work_dir(&job.spec.work_dir, &paths.stdout),
+        under_work_dir(&job.spec.work_dir, &paths.stderr),
+    );
+    wait_for_io_paths(
+        &[&stdout_abs, &stderr_abs],
+        Some(&stdin_abs),
+        lb.scripts.launch_io_wait(),
+    );
     let prep = Prepared {
         script: cs(&script_path.to_string_lossy())?,
         argv,
         env,
         work_dir: cs(&job.spec.work_dir)?,
-        stdin: cs(&under_work_dir(&job.spec.work_dir, &paths.stdin))?,
-        stdout: cs(&under_work_dir(&job.spec.work_dir, &paths.stdout))?,
+        stdin: cs(&stdin_abs)?,
+        stdout: cs(&stdout_abs)?,
         stderr: if paths.stderr == paths.stdout {
             None
         } else {
-            Some(cs(&under_work_dir(&job.spec.work_dir, &paths.stderr))?)
+            Some(cs(&stderr_abs)?)
         },
         append: job.spec.open_append || job.restarts > 0,
         umask: job.spec.umask,
@@ -363,6 +379,27 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
 const UID_NOT_FOUND: &str = "User not found on host";
 
 /// The lock file stepds of one agent share while choosing CPUs (`isolate::step`).
+/// Takes the job's [`spool::STEPD_LOCK`]: `Some` (held while the file lives) when this
+/// stepd is the job's only one, `None` when another holds it.
+///
+/// Errors: the lock file cannot be opened or locked for another reason.
+fn claim(dir: &Path) -> anyhow::Result<Option<std::fs::File>> {
+    let path = dir.join(spool::STEPD_LOCK);
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    match f.try_lock() {
+        Ok(()) => Ok(Some(f)),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(e).with_context(|| format!("cannot lock {}", path.display()))
+        }
+    }
+}
+
 fn isolate_lock(job_dir: &Path) -> PathBuf {
     job_dir.parent().unwrap_or(job_dir).join(".isolate.lock")
 }
@@ -593,7 +630,7 @@ fn shebang(path: &Path) -> Option<String> {
 /// The line slurmstepd on `node` writes when the task's `what` file (`stdin`,
 /// `stdout`) at `path` cannot be opened (its io setup, cf. `io_init_tasks_stdio`),
 /// newline included.
-fn setup_failure_line(node: &str, what: &str, path: &str, e: nix::Error) -> String {
+pub(crate) fn setup_failure_line(node: &str, what: &str, path: &str, e: nix::Error) -> String {
     format!(
         "slurmstepd-{node}: error: Could not open {what} file {path}: {}\n",
         e.desc()
@@ -610,9 +647,30 @@ pub fn chdir_fallback_line(node: &str, dir: &str, e: nix::Error) -> String {
     )
 }
 
+/// Waits, at most `limit`, until the directory of every file in `outputs` exists and
+/// `input` (when given) exists, polling every 20 ms; returns at once when they already
+/// do, so a launch whose directories exist stays fast. Paths are absolute (see
+/// [`under_work_dir`]). After `limit` it returns anyway and the open that follows fails
+/// with slurmstepd's `Could not open … file` line. This is sluice's tolerance for tools
+/// (submitit) that create the `%j/` output folder only after sbatch or srun returns,
+/// a race Slurm's slower launch lets them win; config `launch_io_wait`.
+pub(crate) fn wait_for_io_paths(outputs: &[&str], input: Option<&str>, limit: std::time::Duration) {
+    let missing = || {
+        outputs.iter().any(|f| {
+            Path::new(f)
+                .parent()
+                .is_some_and(|d| !d.as_os_str().is_empty() && !d.exists())
+        }) || input.is_some_and(|f| !Path::new(f).exists())
+    };
+    let deadline = std::time::Instant::now() + limit;
+    while missing() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// `path` made absolute against the working directory `work_dir`, as Slurm's
 /// `fname_create` does for output, error and input file names.
-fn under_work_dir(work_dir: &str, path: &str) -> String {
+pub(crate) fn under_work_dir(work_dir: &str, path: &str) -> String {
     if path.starts_with('/') {
         path.to_string()
     } else {

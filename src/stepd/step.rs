@@ -401,6 +401,17 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
             tasks.push(t);
             continue;
         }
+        let abs = |f: &Option<CString>| f.as_ref().map(|c| c.to_string_lossy().into_owned());
+        let outs_abs: Vec<String> = [abs(&setup.stdout_file), abs(&setup.stderr_file)]
+            .into_iter()
+            .flatten()
+            .collect();
+        let outs_ref: Vec<&str> = outs_abs.iter().map(String::as_str).collect();
+        super::wait_for_io_paths(
+            &outs_ref,
+            abs(&setup.stdin_file).as_deref(),
+            ls.scripts.launch_io_wait(),
+        );
         match spawn_task(&setup, &ls, rank, pty) {
             Ok(sp) => {
                 t.pid = Some(sp.pid);
@@ -434,7 +445,21 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
                     pty_master = sp.master;
                 }
             }
-            Err(e) => {
+            Err(SpawnError {
+                err,
+                setup_line: Some(line),
+            }) => {
+                link.send(&StepdEvent::Output {
+                    task: rank,
+                    stderr: true,
+                    data: line.into_bytes(),
+                });
+                t.status = Some(ExitStatus {
+                    code: err.raw_os_error().unwrap_or(1) & 0xff,
+                    signal: 0,
+                });
+            }
+            Err(SpawnError { err: e, .. }) => {
                 let errno = e.raw_os_error().unwrap_or(1);
                 // The file exec was given: under the working directory, or on PATH.
                 let name = &setup.argv0_name;
@@ -986,7 +1011,9 @@ impl TaskSetup {
                 p,
                 &PatternCtx {
                     job_id: ls.job.id,
-                    array: None,
+                    // A step of an array task expands %A/%a from the task's array
+                    // (SLURM_ARRAY_JOB_ID/SLURM_ARRAY_TASK_ID), as slurmstepd does.
+                    array: ls.job.array_task_id.map(|t| (ls.job.array_job_id, t)),
                     job_name: &ls.job.spec.name,
                     user: &ls.job.user,
                     node,
@@ -1000,7 +1027,10 @@ impl TaskSetup {
             match p.as_deref() {
                 None => Ok(None),
                 Some("none") => Ok(Some(cs("/dev/null")?)),
-                Some(p) => Ok(Some(cs(&ctx_expand(p))?)),
+                Some(p) => Ok(Some(cs(&super::under_work_dir(
+                    &ls.spec.work_dir,
+                    &ctx_expand(p),
+                ))?)),
             }
         };
         let stdout_file = file_of(&ls.spec.stdout)?;
@@ -1009,7 +1039,10 @@ impl TaskSetup {
             None => stdout_file.clone(),
         };
         let stdin_file = match &ls.spec.stdin {
-            StdinMode::File(p) => Some(cs(&ctx_expand(p))?),
+            StdinMode::File(p) => Some(cs(&super::under_work_dir(
+                &ls.spec.work_dir,
+                &ctx_expand(p),
+            ))?),
             StdinMode::None => Some(cs("/dev/null")?),
             m if !m.reaches(rank) => Some(cs("/dev/null")?),
             _ => None,
@@ -1034,6 +1067,22 @@ impl TaskSetup {
     }
 }
 
+/// Why a task did not start: the error, and slurmstepd's line when it was the task's
+/// stdin/stdout/stderr file that could not be opened (not the exec).
+struct SpawnError {
+    err: std::io::Error,
+    setup_line: Option<String>,
+}
+
+impl From<std::io::Error> for SpawnError {
+    fn from(err: std::io::Error) -> SpawnError {
+        SpawnError {
+            err,
+            setup_line: None,
+        }
+    }
+}
+
 /// What spawning a task gives stepd.
 struct Spawned {
     pid: i32,
@@ -1042,7 +1091,7 @@ struct Spawned {
     master: Option<OwnedFd>,
 }
 
-fn spawn_task(s: &TaskSetup, ls: &LaunchStep, rank: u32, pty: bool) -> std::io::Result<Spawned> {
+fn spawn_task(s: &TaskSetup, ls: &LaunchStep, rank: u32, pty: bool) -> Result<Spawned, SpawnError> {
     use std::os::unix::process::CommandExt;
     use std::process::Stdio;
     let io = |e: Errno| std::io::Error::from_raw_os_error(e as i32);
@@ -1133,16 +1182,32 @@ fn spawn_task(s: &TaskSetup, ls: &LaunchStep, rank: u32, pty: bool) -> std::io::
         }
         cmd.process_group(0);
     }
+    // The child says here which file it could not open; closed on exec.
+    let (report_r, report_w) = pipe()?;
     let child = Child {
         s: CloneSetup::from(s),
         tty: tty_path,
+        report: report_w.as_raw_fd(),
     };
-    spawn_with(cmd, child).map(|pid| Spawned {
-        pid,
-        outs,
-        stdin,
-        master,
-    })
+    let spawned = spawn_with(cmd, child);
+    drop(report_w);
+    match spawned {
+        Ok(pid) => Ok(Spawned {
+            pid,
+            outs,
+            stdin,
+            master,
+        }),
+        Err(err) => {
+            // Every writer is closed now (the child has exited), so this read ends.
+            let mut line = String::new();
+            let _ = std::io::Read::read_to_string(&mut std::fs::File::from(report_r), &mut line);
+            Err(SpawnError {
+                err,
+                setup_line: Some(line).filter(|l| !l.is_empty()),
+            })
+        }
+    }
 }
 
 fn set_nonblock(fd: &OwnedFd) {
@@ -1199,6 +1264,9 @@ struct Child {
     s: CloneSetup,
     /// The pty slave to open as the controlling terminal (`--pty`).
     tty: Option<CString>,
+    /// Where the child writes slurmstepd's `Could not open … file` line when one of the
+    /// task's files cannot be opened (a close-on-exec pipe to stepd).
+    report: std::os::fd::RawFd,
 }
 
 /// Forks and execs the task; the closure runs in the child between fork and exec.
@@ -1215,6 +1283,7 @@ fn spawn_with(mut cmd: std::process::Command, c: Child) -> std::io::Result<i32> 
     Ok(child.id() as i32)
 }
 
+#[allow(unsafe_code)]
 fn child_setup(c: &Child) -> std::io::Result<()> {
     use nix::fcntl::open;
     use nix::sys::stat::Mode;
@@ -1257,12 +1326,22 @@ fn child_setup(c: &Child) -> std::io::Result<()> {
             OFlag::O_TRUNC
         };
     let perm = Mode::from_bits_truncate(0o666);
+    // As slurmstepd's io setup: a file that cannot be opened is said as such.
+    let open_or_say = |p: &CString, what: &str, flags: OFlag, perm: Mode| {
+        open(p.as_c_str(), flags, perm).map_err(|e| {
+            let line = super::setup_failure_line(&s.node, what, &p.to_string_lossy(), e);
+            // SAFETY: `report` is the write end of stepd's pipe, open in this child.
+            let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(c.report) };
+            let _ = nix::unistd::write(fd, line.as_bytes());
+            io(e)
+        })
+    };
     if let Some(p) = &s.stdin_file {
-        let fd = open(p.as_c_str(), OFlag::O_RDONLY, Mode::empty()).map_err(io)?;
+        let fd = open_or_say(p, "stdin", OFlag::O_RDONLY, Mode::empty())?;
         nix::unistd::dup2(fd.as_raw_fd(), 0).map_err(io)?;
     }
     if let Some(p) = &s.stdout_file {
-        let fd = open(p.as_c_str(), mode, perm).map_err(io)?;
+        let fd = open_or_say(p, "stdout", mode, perm)?;
         nix::unistd::dup2(fd.as_raw_fd(), 1).map_err(io)?;
         if s.stderr_file.as_ref() == Some(p) {
             nix::unistd::dup2(fd.as_raw_fd(), 2).map_err(io)?;
@@ -1271,7 +1350,7 @@ fn child_setup(c: &Child) -> std::io::Result<()> {
     if let Some(p) = &s.stderr_file
         && s.stdout_file.as_ref() != Some(p)
     {
-        let fd = open(p.as_c_str(), mode, perm).map_err(io)?;
+        let fd = open_or_say(p, "stderr", mode, perm)?;
         nix::unistd::dup2(fd.as_raw_fd(), 2).map_err(io)?;
     }
     if let Some(e) = chdir_failed {

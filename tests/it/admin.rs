@@ -44,14 +44,13 @@ fn scontrol_write_batch_script_to_stdout_a_file_or_the_default_name() {
         "nothing written on failure"
     );
     // An allocation has no script.
-    let alloc = c.ok("salloc", &["--no-shell", "-n1"]);
-    let _ = alloc;
-    let out = c.run("squeue", &["-h", "-o", "%i %j"]);
-    let aid = stdout(&out)
+    let o = c.run("salloc", &["--no-shell", "-n1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let aid = stderr(&o)
         .lines()
-        .filter(|l| !l.starts_with(&ids))
-        .find_map(|l| l.split_whitespace().next().map(str::to_string))
-        .expect("the allocation is in squeue");
+        .find_map(|l| l.strip_prefix("salloc: Granted job allocation "))
+        .map(|x| x.trim().to_string())
+        .unwrap_or_else(|| panic!("no allocation granted: {}", stderr(&o)));
     let (_, _, err) = c.fails("scontrol", &["write", "batch_script", &aid, "-"]);
     assert_eq!(
         err,

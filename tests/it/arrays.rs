@@ -127,6 +127,11 @@ fn pending_arrays_collapse_expand_cancel_and_throttle() {
     ]);
     let s = a.to_string();
     assert_eq!(squeue_ids(&c, &["-j", &s]), format!("{a}_[0-9%3]\n"));
+    // sacct's record of the pending array carries the throttle too.
+    assert_eq!(
+        c.ok("sacct", &["-X", "-n", "-P", "-o", "JobID,State", "-j", &s]),
+        format!("{a}_[0-9%3]|PENDING\n")
+    );
     assert_eq!(
         c.ok("squeue", &["-h", "-r", "-j", &s, "-o", "%i"])
             .lines()

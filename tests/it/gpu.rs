@@ -403,15 +403,28 @@ fn mig_instances_are_typed_gres_and_jobs_see_their_uuids() {
 
 #[test]
 fn gpu_usage_from_the_sampler_reaches_sacct_and_sstat() {
-    // The test hook: stepd reads its GPU readings from this file (see
-    // stepd::gpu_usage); lines are `INDEX UTIL_PCT MEM_MIB`.
+    // The test hook: the GPU probe (and so stepd's sampler) reads the GPUs' state
+    // from this file (see sluice::gpuprobe).
     let readings = tempfile::tempdir().unwrap();
-    let file = readings.path().join("gpu-readings");
-    std::fs::write(&file, "0 40 1024\n1 90 3072\n2 5 10\n3 0 0\n").unwrap();
+    let file = readings.path().join("gpus.toml");
+    let gpu = |i: u32, util: u64, mem: u64| {
+        format!("[[gpu]]\nindex = {i}\nutil = {util}\nmem_used_mib = {mem}\n")
+    };
+    std::fs::write(
+        &file,
+        [
+            gpu(0, 40, 1024),
+            gpu(1, 90, 3072),
+            gpu(2, 20, 2048),
+            gpu(3, 70, 5120),
+        ]
+        .concat(),
+    )
+    .unwrap();
     let c = TestCluster::start_with(Setup {
         top: FOUR_GPUS,
         env: vec![(
-            "SLUICE_GPU_USAGE_FILE".to_string(),
+            "SLUICE_GPU_PROBE_FILE".to_string(),
             file.display().to_string(),
         )],
         ..Setup::default()

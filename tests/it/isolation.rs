@@ -108,6 +108,16 @@ fn a_job_allocating_past_its_mem_ends_out_of_memory() {
     let show = c.ok("scontrol", &["show", "job", &id.to_string()]);
     assert!(show.contains("JobState=OUT_OF_MEMORY"), "{show}");
     assert!(show.contains(" ExitCode=0:125"), "{show}");
+    // sacct: the job and its .batch step both end 0:125 (golden exit_codes.txt).
+    let rows = c.sacct_rows(id, 2);
+    assert_eq!(
+        rows,
+        [
+            format!("{id}|OUT_OF_MEMORY|0:125"),
+            format!("{id}.batch|OUT_OF_MEMORY|0:125")
+        ],
+        "{rows:?}"
+    );
 }
 
 #[test]

@@ -190,7 +190,8 @@ fn crashes_lose_duplicate_or_misreport_nothing() {
         "job.sh",
         "#!/bin/sh\necho \"$1 $SLURM_JOB_ID\" >> runs.txt\nexit $2\n",
     );
-    const POINTS: [&str; 6] = [
+    const POINTS: [&str; 7] = [
+        "launch-unstarted",
         "submit-before-commit",
         "submit-after-commit",
         "launch-before-commit",
@@ -295,7 +296,37 @@ fn crashes_lose_duplicate_or_misreport_nothing() {
     }
     for (&id, (tag, code)) in &acked {
         let want = if *code == 0 { "COMPLETED" } else { "FAILED" };
-        assert_eq!(c.wait_done(id), want, "job {id} ({tag})");
+        let got = c.wait_done(id);
+        if got != want {
+            let show = c.ok("scontrol", &["show", "job", &id.to_string()]);
+            let acct = c.ok(
+                "sacct",
+                &[
+                    "-j",
+                    &id.to_string(),
+                    "-D",
+                    "-P",
+                    "-o",
+                    "JobID,State,ExitCode,Reason,NodeList",
+                ],
+            );
+            let runs = std::fs::read_to_string(c.path("runs.txt")).unwrap_or_default();
+            let log: Vec<String> = c
+                .controller_log()
+                .lines()
+                .filter(|l| {
+                    l.contains(&format!("job_id={id}")) || l.contains(&format!("JobId={id} "))
+                })
+                .map(String::from)
+                .collect();
+            panic!(
+                "job {id} ({tag}) ended {got}, not {want}\n{show}\n{acct}\nruns: {:?}\nlog:\n{}",
+                runs.lines()
+                    .filter(|l| l.starts_with(&format!("{tag} ")))
+                    .collect::<Vec<_>>(),
+                log.join("\n")
+            );
+        }
         assert_eq!(c.show_field(id, "JobName"), *tag, "job {id}");
     }
     let runs = std::fs::read_to_string(c.path("runs.txt")).unwrap_or_default();
@@ -401,4 +432,14 @@ fn a_killed_stepd_fails_its_job_at_once_or_requeues_it() {
     assert!(out.contains("DUE TO THE DEATH OF ITS STEPD"), "{out}");
     assert_eq!(c.wait_done(again), "COMPLETED");
     assert_eq!(c.show_field(again, "Restarts"), "1");
+}
+
+/// The controller (with its in-process agent) dies after the agent wrote a job's launch
+/// record but before it started the job's stepd: the restarted agent starts that stepd,
+/// and the job runs once and completes (before, it waited 30 s and ended FAILED 0:53,
+/// a launch failure for a job that never ran, as the crash harness found).
+#[test]
+fn a_launch_left_unstarted_by_a_dying_agent_runs_once() {
+    let (c, id) = submit_through_a_crash("launch-unstarted");
+    check_one_job_ran_once(&c, id);
 }

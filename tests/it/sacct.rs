@@ -183,3 +183,29 @@ fn bad_input() {
         format!("{HEADER}\n{RULE}\n")
     );
 }
+
+/// What tools parse: ReqMem is the ReqTRES memory total; `--format` names match by
+/// case-insensitive prefix; `%N` right-justifies, `%-N` left-justifies, headers are cut
+/// plainly (sacct(1) `--format`; golden sacct.txt `AllocTRES%40`).
+#[test]
+fn req_mem_total_prefix_names_and_justification() {
+    let c = TestCluster::start();
+    let id = c.submit(&["-n", "2", "--mem-per-cpu=100", "--wrap", "true"]);
+    assert_eq!(c.wait_done(id), "COMPLETED");
+    let j = id.to_string();
+    assert_eq!(
+        c.ok(
+            "sacct",
+            &["-X", "-n", "-P", "-o", "reqm,jobidr,STAT", "-j", &j]
+        ),
+        format!("200M|{id}|COMPLETED\n")
+    );
+    let out = c.ok(
+        "sacct",
+        &["-X", "-j", &j, "-o", "JobID%8,State%-3,ReqMem%6"],
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "   JobID Sta ReqMem ");
+    assert_eq!(lines[1], "-------- --- ------ ");
+    assert_eq!(lines[2], format!("{id:>8} CO+   200M "));
+}

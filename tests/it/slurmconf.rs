@@ -1,5 +1,5 @@
 //! `sluice config import|export` through the real binary: a Slurm 22.05 configuration
-//! (the fixture in tests/fixtures/slurm, modelled on the reference cluster) comes in
+//! (the fixture in tests/data/slurm, modelled on the reference cluster) comes in
 //! as TOML the loader takes, goes out as Slurm files, and comes in again as the same
 //! cluster; `SLUICE_CONF` pointing at a slurm.conf says how to convert it; an export
 //! with the controller up carries its accounts as a `sacctmgr load` file and its QOS
@@ -12,7 +12,7 @@ use std::process::Command;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/slurm")
+        .join("tests/data/slurm")
         .join(name)
 }
 
@@ -104,6 +104,25 @@ fn config_import_then_export_then_import_gives_the_same_cluster() {
     for name in ["slurm.conf", "gres.conf", "topology.conf", "cgroup.conf"] {
         assert!(out.join(name).is_file(), "{name} not written");
     }
+    // Files already there are not overwritten unless asked.
+    std::fs::write(out.join("cgroup.conf"), "# mine\n").unwrap();
+    let again = |extra: &[&str]| {
+        let mut a = vec!["config", "export", "--slurm", out.to_str().unwrap()];
+        a.extend_from_slice(extra);
+        sluice(&a, Some(&first))
+    };
+    let o = again(&[]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("nothing written"), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(out.join("cgroup.conf")).unwrap(),
+        "# mine\n"
+    );
+    assert!(again(&["--force"]).status.success());
+    assert_ne!(
+        std::fs::read_to_string(out.join("cgroup.conf")).unwrap(),
+        "# mine\n"
+    );
     let conf = std::fs::read_to_string(out.join("slurm.conf")).unwrap();
     assert!(
         conf.contains("\nPartitionName=debug Nodes=node01 Default=YES MaxTime=01:00:00"),

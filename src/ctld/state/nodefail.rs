@@ -42,6 +42,25 @@ impl Cluster {
             .collect();
         hit.sort();
         hit.dedup();
+        // --no-kill: a running job whose batch host still answers keeps its other
+        // nodes (Slurm's kill_on_node_fail off): it loses the failed ones and the steps
+        // on them, and runs on.
+        let mut kept: Vec<u32> = Vec::new();
+        hit.retain(|(id, host)| {
+            let j = &self.jobs[id];
+            let keep = j.spec.no_kill
+                && j.state == JobState::Running
+                && !j.completing
+                && j.het.is_none()
+                && !nodes.contains(host);
+            if keep {
+                kept.push(*id);
+            }
+            !keep
+        });
+        for id in &kept {
+            self.drop_failed_nodes(*id, nodes, now, fx);
+        }
         for (id, host) in &hit {
             tracing::warn!(job_id = id, "node failure: ending the job's run");
             // An allocation of salloc or srun has no batch step and is never requeued
@@ -71,7 +90,38 @@ impl Cluster {
             }
         }
         fx.schedule = true;
-        hit.into_iter().map(|(id, _)| id).collect()
+        hit.into_iter().map(|(id, _)| id).chain(kept).collect()
+    }
+
+    /// Takes the `failed` nodes out of running job `id`'s allocation (their
+    /// resources go back, its steps there end); the job keeps the rest.
+    fn drop_failed_nodes(&mut self, id: u32, failed: &[String], now: i64, fx: &mut Effects) {
+        let Some(old) = self.jobs.get(&id).and_then(|j| j.alloc.clone()) else {
+            return;
+        };
+        tracing::warn!(
+            job_id = id,
+            "node failure: --no-kill job keeps its other nodes"
+        );
+        self.end_steps_on(id, failed, now, fx);
+        let keep: Vec<usize> = (0..old.nodes.len())
+            .filter(|&k| !failed.contains(&old.nodes[k]))
+            .collect();
+        fn pick<T: Clone>(v: &[T], keep: &[usize]) -> Vec<T> {
+            keep.iter().filter_map(|&k| v.get(k).cloned()).collect()
+        }
+        let mut new = old.clone();
+        new.nodes = pick(&old.nodes, &keep);
+        new.cpus = pick(&old.cpus, &keep);
+        new.cpu_ids = pick(&old.cpu_ids, &keep);
+        new.gres = pick(&old.gres, &keep);
+        new.tasks = pick(&old.tasks, &keep);
+        self.charge(&old, false, -1);
+        self.charge(&new, false, 1);
+        if let Some(j) = self.jobs.get_mut(&id) {
+            j.alloc = Some(new);
+            fx.persist.push((**j).clone());
+        }
     }
 
     /// Of the jobs a registering `node` says it runs, those that must not run there:

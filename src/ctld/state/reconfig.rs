@@ -51,6 +51,7 @@ impl Cluster {
                 n.features.clone_from(&f.features);
                 n.weight = f.weight;
                 n.tmp_disk = f.tmp_disk;
+                n.gpu_foreign = f.gpu_foreign;
                 n.partitions.clone_from(&f.partitions);
             }
         }

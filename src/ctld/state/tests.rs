@@ -1060,6 +1060,64 @@ fn no_kill_job_on_a_failed_node_ends_node_fail_as_in_slurm() {
 }
 
 #[test]
+fn no_kill_job_over_two_nodes_keeps_the_node_that_answers() {
+    // Slurm with --no-kill (kill_on_node_fail off): a failed node that is not the batch
+    // host is taken out of the job, which runs on; without it the job ends NODE_FAIL.
+    let cfg = Config::from_toml(
+        r#"
+[[nodes]]
+name = "n1"
+cpus = 4
+memory = 4000
+[[nodes]]
+name = "n2"
+cpus = 4
+memory = 4000
+[[partitions]]
+name = "debug"
+nodes = "n[1-2]"
+default = true
+max_time = "1:00:00"
+"#,
+        Path::new("/x/sluice.toml"),
+    )
+    .unwrap();
+    let mut c = Cluster::new(&cfg, 999);
+    for n in &mut c.nodes {
+        n.state = NodeState::Up;
+    }
+    let mut ids = Vec::new();
+    for no_kill in [true, false] {
+        let mut s = spec("wide");
+        s.requeue = Some(false);
+        s.no_kill = no_kill;
+        s.nodes_min = Some(2);
+        s.ntasks = Some(2);
+        s.ntasks_per_node = Some(1);
+        ids.push(submit(&mut c, s, ALICE, 10));
+    }
+    let mut fx = Effects::default();
+    c.schedule(10, &mut fx);
+    assert_eq!(launches(&fx), ids);
+    let mut fx = Effects::default();
+    let mut hit = c.nodes_failed(&["n2".to_string()], 50, &mut fx);
+    hit.sort();
+    assert_eq!(hit, ids);
+    let kept = &c.jobs[&ids[0]];
+    assert_eq!(kept.state, JobState::Running);
+    let a = kept.alloc.as_ref().unwrap();
+    assert_eq!(
+        (a.nodes.as_slice(), a.cpus.len()),
+        (&["n1".to_string()][..], 1)
+    );
+    assert!(fx.persist.iter().any(|j| j.id == ids[0]));
+    let ended = &c.jobs[&ids[1]];
+    assert_eq!(ended.state, JobState::NodeFail);
+    assert_eq!(c.nodes[1].alloc_cpus, 0);
+    c.sanity_check().unwrap();
+}
+
+#[test]
 fn priority_at_submit_is_for_operators_and_stays_fixed() {
     let mut c = cluster();
     let mut s = spec("p");

@@ -9,6 +9,7 @@ mod props;
 mod reasons;
 mod resv;
 mod select;
+mod streams;
 mod topology;
 
 use super::*;

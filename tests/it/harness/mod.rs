@@ -66,7 +66,7 @@ pub struct Setup {
     /// More keys of the node's `[[nodes]]` entry (`gres = "gpu:2"`).
     pub node_extra: &'static str,
     /// Extra environment variables of the controller, its agent and their stepds (test
-    /// hooks such as `SLUICE_GPU_USAGE_FILE`).
+    /// hooks such as `SLUICE_GPU_PROBE_FILE`).
     pub env: Vec<(String, String)>,
 }
 

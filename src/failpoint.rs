@@ -1,9 +1,12 @@
 //! Crash-injection points for the durability tests (issue #25). In debug builds,
-//! `SLUICE_FAILPOINTS=name[,name…]` names points at which the controller kills itself
-//! with SIGKILL, as `kill -9` would, the first time it passes them; release builds
-//! compile every point to nothing.
+//! `SLUICE_FAILPOINTS=name[,name…]` names points at which the process (the controller
+//! and its in-process local agent) kills itself with SIGKILL, as `kill -9` would, the
+//! first time it passes them; release builds compile every point to nothing.
 //!
-//! The points (each in the store thread, around one batch's commit):
+//! In the agent:
+//! - `launch-unstarted`: a job's launch record is written, its stepd not yet started.
+//!
+//! In the controller's store thread, around one batch's commit:
 //! - `submit-before-commit`, `submit-after-commit`: a batch that answers a submission,
 //!   before its transaction, and after it but before the answer is sent;
 //! - `launch-before-commit`, `launch-after-commit`: a batch that carries a job launch
@@ -25,7 +28,7 @@ pub fn hit(name: &str) {
                 .unwrap_or_default()
         });
         if armed.iter().any(|a| a == name) {
-            tracing::warn!("failpoint {name}: killing the controller");
+            tracing::warn!("failpoint {name}: killing the process");
             let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
         }
     }
