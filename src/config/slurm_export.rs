@@ -662,6 +662,21 @@ mod tests {
             .collect()
     }
 
+    /// easy-sjf (merged beside the exporter) exports as sched/backfill, with a note.
+    #[test]
+    fn easy_sjf_exports_as_backfill_with_a_note() {
+        let mut a = load([Some(SLURM), None, None, None]);
+        a.sched.policy = super::super::sched::Policy::EasySjf;
+        let ex = export(&a, &[], "here");
+        let conf = &ex.files.iter().find(|(f, _)| f == "slurm.conf").unwrap().1;
+        assert!(conf.contains("SchedulerType=sched/backfill\n"), "{conf}");
+        assert!(
+            ex.notes.iter().any(|n| n.contains("easy-sjf")),
+            "{:?}",
+            ex.notes
+        );
+    }
+
     #[test]
     fn import_export_import_gives_the_same_cluster() {
         let a = load([Some(SLURM), Some(GRES), Some(TOPO), Some(CGROUP)]);

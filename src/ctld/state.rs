@@ -3210,13 +3210,13 @@ struct End {
     usage: Option<crate::model::step::StepUsage>,
 }
 
-/// Drops the script and environment of a job that has ended from the in-memory record
-/// (its stored record keeps them): nothing reads them any more, and a queue of many
-/// finished jobs, such as a drained array whose tasks all copied the submission's
-/// environment, would otherwise hold them until MinJobAge.
+/// Drops the environment of a job that has ended from the in-memory record (its stored
+/// record keeps it): nothing reads it any more, and a queue of many finished jobs, such
+/// as a drained array whose tasks all copied the submission's environment, would
+/// otherwise hold it until MinJobAge. The script stays: `scontrol write batch_script`
+/// reads it until the record is purged, as from slurmctld (`_slurm_rpc_batch_script`).
 pub(super) fn shed_after_end(j: &mut Job) {
     if !j.is_active() {
-        j.spec.script = String::new();
         j.spec.environment = Default::default();
     }
 }

@@ -248,3 +248,16 @@ fn scontrol_top_puts_jobs_first_in_their_users_queue() {
         ],
     );
 }
+
+/// A finished job's script is still there until the record is purged (a finished job
+/// once wrote an empty file and said it had written the script).
+#[test]
+fn scontrol_write_batch_script_of_a_finished_job() {
+    let c = TestCluster::start();
+    let id = c.submit(&["--wrap", "true"]);
+    c.wait_done(id);
+    assert_eq!(
+        c.ok("scontrol", &["write", "batch_script", &id.to_string(), "-"]),
+        "#!/bin/sh\n# This script was created by sbatch --wrap.\n\ntrue\n"
+    );
+}
