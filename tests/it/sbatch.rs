@@ -347,12 +347,19 @@ fn a_job_runs_in_submission_order_when_the_node_is_full() {
     c.wait_state(first, &["RUNNING"], Duration::from_secs(20));
     let second = c.submit(&["-n", "2", "--wrap", "true"]);
     let third = c.submit(&["-n", "1", "--wrap", "true"]);
-    let o = c.ok(
-        "squeue",
-        &["-h", "-j", &format!("{second},{third}"), "-o", "%i %t %r"],
-    );
-    assert!(o.contains(&format!("{second} PD Resources")), "{o}");
-    assert!(o.contains(&format!("{third} PD Priority")), "{o}");
+    // The reasons are set by the first scheduling pass after each submission (as in
+    // Slurm, where a new job shows `None` until then): wait for it on a loaded machine.
+    let want = [
+        format!("{second} PD Resources"),
+        format!("{third} PD Priority"),
+    ];
+    wait_until("the pending reasons", Duration::from_secs(20), || {
+        let o = c.ok(
+            "squeue",
+            &["-h", "-j", &format!("{second},{third}"), "-o", "%i %t %r"],
+        );
+        want.iter().all(|w| o.contains(w.as_str())).then_some(())
+    });
     std::fs::write(c.path("go"), "").unwrap();
     for id in [first, second, third] {
         assert_eq!(c.wait_done(id), "COMPLETED");
