@@ -39,10 +39,17 @@ use std::process::ExitCode;
 
 /// `sluice stepd <spool-dir>`: supervises the job described by `<spool-dir>/launch`.
 pub fn cli_main(args: Vec<OsString>) -> ExitCode {
+    const USAGE: &str = "Usage: sluice stepd <job-spool-dir>\n\
+        The step supervisor (slurmstepd's twin): the node agent starts one per job and step;\n\
+        it is not run by hand.";
     let Some(dir) = args.get(1).map(PathBuf::from) else {
-        eprintln!("usage: sluice stepd <job-spool-dir> (started by the node agent)");
+        eprintln!("{USAGE}");
         return ExitCode::from(2);
     };
+    if matches!(args[1].to_str(), Some("--help" | "-h" | "--usage")) {
+        println!("{USAGE}");
+        return ExitCode::SUCCESS;
+    }
     if dir.join(step::STEP_LAUNCH).exists() {
         return match step::run(&dir) {
             Ok(()) => ExitCode::SUCCESS,

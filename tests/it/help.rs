@@ -164,6 +164,11 @@ fn every_front_end_answers_help_and_usage_on_stdout_with_exit_0() {
         let t = l.text("seff", &[flag]);
         assert!(t.starts_with("Usage: seff") && t.contains("<Jobid>"), "{t}");
     }
+    // stepd, a role started by agents, still answers --help (it was "no launch record").
+    for flag in ["--help", "--usage"] {
+        let t = l.text("sluice", &["stepd", flag]);
+        assert!(t.starts_with("Usage: sluice stepd <job-spool-dir>"), "{t}");
+    }
     // sluice itself: the roles and every command.
     for flag in ["--help", "--usage", "help"] {
         let t = l.text("sluice", &[flag]);
