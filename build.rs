@@ -30,10 +30,16 @@ fn main() {
     println!("cargo:rustc-link-arg-bins=-no-pie");
     let wanted = std::env::var("SLUICE_LINK_ORDER").map_or(true, |v| v != "0");
     let order = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("link/front-end.order");
-    if wanted && links_with_lld() && order.is_file() {
+    // Linked from a copy in OUT_DIR, not from the source tree: a build that reuses this
+    // script's output from another checkout sharing the target directory (as `.ci/run`'s
+    // fresh clone does, then deletes) must still find the file.
+    let copy = std::env::var_os("OUT_DIR")
+        .map(|d| std::path::Path::new(&d).join("front-end.order"))
+        .filter(|c| std::fs::copy(&order, c).is_ok());
+    if let (true, true, Some(copy)) = (wanted, links_with_lld(), copy) {
         println!(
             "cargo:rustc-link-arg-bins=-Wl,--symbol-ordering-file={}",
-            order.display()
+            copy.display()
         );
         // A function renamed or gone since the file was written is not an error.
         println!("cargo:rustc-link-arg-bins=-Wl,--no-warn-symbol-ordering");
