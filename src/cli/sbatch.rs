@@ -500,6 +500,9 @@ pub(crate) fn current_umask() -> u32 {
 /// controller went away after the request was sent), reconnecting to the restarted
 /// controller; Slurm's sbatch likewise waits out a slurmctld restart.
 const SUBMIT_RETRY: std::time::Duration = std::time::Duration::from_secs(60);
+/// The longest sbatch keeps resending one submission to a controller that answers but
+/// keeps going away before it replies.
+const SUBMIT_RETRY_MAX: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// A non-zero random number naming one submission (see `JobSpec::submit_token`).
 fn submit_token() -> u64 {
@@ -522,8 +525,9 @@ fn submit_token() -> u64 {
 
 /// Sends a submission; when the connection is lost before the answer arrives, the
 /// controller may or may not have made the job, so the same request (same
-/// `submit_token`) is sent again to the controller once it answers, for up to
-/// [`SUBMIT_RETRY`]: it answers with the job it already made, or makes it.
+/// `submit_token`) is sent again to the controller once it answers: it answers with the
+/// job it already made, or makes it. sbatch gives up when the controller has not
+/// answered for [`SUBMIT_RETRY`], or after [`SUBMIT_RETRY_MAX`] in all.
 ///
 /// Errors: the first connection error that is not a lost connection, or the last one
 /// when the controller does not come back in time.
@@ -532,16 +536,23 @@ fn submit_retrying(
     cfg: &Config,
     req: &Request,
 ) -> Result<Response, ClientError> {
-    let deadline = std::time::Instant::now() + SUBMIT_RETRY;
+    let start = std::time::Instant::now();
+    // Unreachable for SUBMIT_RETRY in a row, or retrying for SUBMIT_RETRY_MAX in all.
+    let mut deadline = start + SUBMIT_RETRY;
     let mut err = match client.request(req) {
         Ok(r) => return Ok(r),
         Err(e) => e,
     };
     let mut pause = std::time::Duration::from_millis(50);
-    while connection_lost(&err) && std::time::Instant::now() < deadline {
+    while connection_lost(&err)
+        && std::time::Instant::now() < deadline
+        && start.elapsed() < SUBMIT_RETRY_MAX
+    {
         std::thread::sleep(pause);
         pause = (pause * 2).min(std::time::Duration::from_secs(1));
+        let mut reached = false;
         match Client::connect_with(cfg).and_then(|mut c| {
+            reached = true;
             let r = c.request(req);
             *client = c;
             r
@@ -550,6 +561,11 @@ fn submit_retrying(
             // Not answering yet (restarting): keep trying until the deadline.
             Err(ClientError::Unreachable { .. }) => {}
             Err(e) => err = e,
+        }
+        if reached {
+            // A controller that answers and goes away again (restarting more than
+            // once) may have saved this submission: keep trying while it answers.
+            deadline = std::time::Instant::now() + SUBMIT_RETRY;
         }
     }
     Err(err)
