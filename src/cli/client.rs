@@ -163,14 +163,6 @@ impl Client {
         }
     }
 
-    /// Connects to the controller of `cfg` only if one is already running: never
-    /// starts one (for commands that merely read from it when it is there).
-    ///
-    /// Errors: `Unreachable` when none answers.
-    pub fn connect_running(cfg: &Config) -> Result<Client, ClientError> {
-        Client::try_connect(cfg)
-    }
-
     /// Connects to `cfg.socket`; in personal mode, failing that, to the socket the
     /// controller of `cfg.state_dir` recorded (one started meanwhile from another
     /// environment, e.g. by a command that won the start race: `config::personal`).

@@ -250,7 +250,7 @@ fn export(args: &[String]) -> ExitCode {
     let mut accounts: Option<(String, String)> = None;
     let mut qos_file: Option<(String, String)> = None;
     let mut notes = Vec::new();
-    match crate::cli::client::Client::connect_running(&cfg) {
+    match crate::cli::client::Client::try_connect(&cfg) {
         Ok(mut c) => {
             if let Ok(Response::Nodes { nodes, .. }) = c.request(&Request::Nodes) {
                 live = nodes

@@ -1039,24 +1039,25 @@ impl Actor {
         // OS names the uid for this very request (a renamed or removed user is seen
         // at once; nothing is kept from an earlier request).
         self.cluster.groups.note_name(c.uid, user.clone());
+        // A retry of a submission whose answer was lost: the same job again.
+        if let Request::Submit {
+            spec,
+            test_only: false,
+            ..
+        } = &req
+            && let Some(id) = self.resubmitted(c.uid, spec.submit_token)
+        {
+            tracing::info!(
+                job_id = id,
+                uid = c.uid,
+                "submission retried; answered with the job it made"
+            );
+            self.store
+                .send(StoreOp::Reply(reply, Response::Submitted { job_id: id }));
+            return;
+        }
         let resp = match req {
             Request::Ping => Response::Ok,
-            Request::Submit {
-                spec, test_only, ..
-            } if !test_only && self.resubmitted(c.uid, spec.submit_token).is_some() => {
-                // A retry of a submission whose answer was lost: the same job again.
-                let id = self
-                    .resubmitted(c.uid, spec.submit_token)
-                    .unwrap_or_default();
-                tracing::info!(
-                    job_id = id,
-                    uid = c.uid,
-                    "submission retried; answered with the job it made"
-                );
-                self.store
-                    .send(StoreOp::Reply(reply, Response::Submitted { job_id: id }));
-                return;
-            }
             Request::Submit {
                 spec,
                 test_only,
