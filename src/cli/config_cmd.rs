@@ -77,7 +77,12 @@ fn import(args: &[String]) -> ExitCode {
         return ExitCode::from(2);
     };
     let read = |p: &Path| {
-        std::fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()))
+        let bytes = std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display()))?;
+        String::from_utf8(bytes).map_err(|e| {
+            let good = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+            let line = good.iter().filter(|b| **b == b'\n').count() + 1;
+            format!("{}:{line}: not valid UTF-8 text", p.display())
+        })
     };
     let slurm_text = match read(&main) {
         Ok(t) => t,

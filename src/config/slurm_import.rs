@@ -50,6 +50,309 @@ const LINE_KINDS: &[&str] = &[
     "frontendname",
 ];
 
+/// The global keys slurm.conf(5) of Slurm 22.05 defines (src/common/read_config.c's
+/// option table), lower-case: a key outside them makes slurmctld refuse the file.
+const SLURM_CONF_KEYS: &[&str] = &[
+    "accountingstoragebackuphost",
+    "accountingstorageenforce",
+    "accountingstorageexternalhost",
+    "accountingstoragehost",
+    "accountingstorageloc",
+    "accountingstorageparameters",
+    "accountingstoragepass",
+    "accountingstorageport",
+    "accountingstoragetres",
+    "accountingstoragetype",
+    "accountingstorageuser",
+    "accountingstoreflags",
+    "accountingstorejobcomment",
+    "acctgatherenergytype",
+    "acctgatherfilesystemtype",
+    "acctgatherinfinibandtype",
+    "acctgatherinterconnecttype",
+    "acctgathernodefreq",
+    "acctgatherprofiletype",
+    "allowspecresourcesusage",
+    "authaltparameters",
+    "authalttypes",
+    "authinfo",
+    "authtype",
+    "backupaddr",
+    "backupcontroller",
+    "batchstarttimeout",
+    "bcastexclude",
+    "bcastparameters",
+    "burstbufferparameters",
+    "burstbuffertype",
+    "clifilterplugins",
+    "clustername",
+    "communicationparameters",
+    "completewait",
+    "controladdr",
+    "controlmachine",
+    "corespecplugin",
+    "cpufreqdef",
+    "cpufreqgovernors",
+    "credtype",
+    "cryptotype",
+    "debugflags",
+    "defcpupergpu",
+    "defmempercpu",
+    "defmempergpu",
+    "defmempernode",
+    "dependencyparameters",
+    "disablerootjobs",
+    "eiotimeout",
+    "enforcepartlimits",
+    "epilog",
+    "epilogmsgtime",
+    "epilogslurmctld",
+    "extsensorsfreq",
+    "extsensorstype",
+    "fairsharedampeningfactor",
+    "fastschedule",
+    "federationparameters",
+    "firstjobid",
+    "getenvtimeout",
+    "gpufreqdef",
+    "grestypes",
+    "groupupdateforce",
+    "groupupdatetime",
+    "healthcheckinterval",
+    "healthchecknodestate",
+    "healthcheckprogram",
+    "inactivelimit",
+    "interactivestepoptions",
+    "jobacctgatherfrequency",
+    "jobacctgatherparams",
+    "jobacctgathertype",
+    "jobcomphost",
+    "jobcomploc",
+    "jobcompparams",
+    "jobcomppass",
+    "jobcompport",
+    "jobcomptype",
+    "jobcompuser",
+    "jobcontainertype",
+    "jobcredentialprivatekey",
+    "jobcredentialpubliccertificate",
+    "jobfileappend",
+    "jobrequeue",
+    "jobsubmitplugins",
+    "keepalivetime",
+    "killonbadexit",
+    "killwait",
+    "launchparameters",
+    "launchtype",
+    "licenses",
+    "logtimeformat",
+    "maildomain",
+    "mailprog",
+    "maxarraysize",
+    "maxbatchrequeue",
+    "maxdbdmsgs",
+    "maxjobcount",
+    "maxjobid",
+    "maxmempercpu",
+    "maxmempernode",
+    "maxnodecount",
+    "maxstepcount",
+    "maxtaskspernode",
+    "mcsparameters",
+    "mcsplugin",
+    "messagetimeout",
+    "minjobage",
+    "mpidefault",
+    "mpiparams",
+    "nodefeaturesplugins",
+    "overtimelimit",
+    "plugindir",
+    "plugstackconfig",
+    "powerparameters",
+    "powerplugin",
+    "preemptexempttime",
+    "preemptmode",
+    "preempttype",
+    "prepparameters",
+    "prepplugins",
+    "prioritycalcperiod",
+    "prioritydecayhalflife",
+    "priorityfavorsmall",
+    "priorityflags",
+    "prioritymaxage",
+    "priorityparameters",
+    "prioritysitefactorparameters",
+    "prioritysitefactorplugin",
+    "prioritytype",
+    "priorityusageresetperiod",
+    "priorityweightage",
+    "priorityweightassoc",
+    "priorityweightfairshare",
+    "priorityweightjobsize",
+    "priorityweightpartition",
+    "priorityweightqos",
+    "priorityweighttres",
+    "privatedata",
+    "proctracktype",
+    "prolog",
+    "prologepilogtimeout",
+    "prologflags",
+    "prologslurmctld",
+    "propagateprioprocess",
+    "propagateresourcelimits",
+    "propagateresourcelimitsexcept",
+    "rebootprogram",
+    "reconfigflags",
+    "requeueexit",
+    "requeueexithold",
+    "resumefailprogram",
+    "resumeprogram",
+    "resumerate",
+    "resumetimeout",
+    "resvepilog",
+    "resvoverrun",
+    "resvprolog",
+    "returntoservice",
+    "routeplugin",
+    "sallocdefaultcommand",
+    "sbcastparameters",
+    "schedulerauth",
+    "schedulerparameters",
+    "schedulertimeslice",
+    "schedulertype",
+    "scronparameters",
+    "selecttype",
+    "selecttypeparameters",
+    "slurmctldaddr",
+    "slurmctlddebug",
+    "slurmctldhost",
+    "slurmctldlogfile",
+    "slurmctldparameters",
+    "slurmctldpidfile",
+    "slurmctldplugstack",
+    "slurmctldport",
+    "slurmctldprimaryoffprog",
+    "slurmctldprimaryonprog",
+    "slurmctldsyslogdebug",
+    "slurmctldtimeout",
+    "slurmddebug",
+    "slurmdlogfile",
+    "slurmdparameters",
+    "slurmdpidfile",
+    "slurmdport",
+    "slurmdspooldir",
+    "slurmdsyslogdebug",
+    "slurmdtimeout",
+    "slurmduser",
+    "slurmschedlogfile",
+    "slurmschedloglevel",
+    "slurmuser",
+    "srunepilog",
+    "srunportrange",
+    "srunprolog",
+    "statesavelocation",
+    "suspendexcnodes",
+    "suspendexcparts",
+    "suspendexcstates",
+    "suspendprogram",
+    "suspendrate",
+    "suspendtime",
+    "suspendtimeout",
+    "switchparameters",
+    "switchtype",
+    "taskepilog",
+    "taskplugin",
+    "taskpluginparam",
+    "taskprolog",
+    "tcptimeout",
+    "tmpfs",
+    "topologyparam",
+    "topologyplugin",
+    "trackwckey",
+    "treewidth",
+    "unkillablestepprogram",
+    "unkillablesteptimeout",
+    "usepam",
+    "vsizefactor",
+    "waittime",
+    "x11parameters",
+];
+
+/// The keys of a `NodeName=` line in slurm.conf(5), lower-case.
+const NODE_KEYS: &[&str] = &[
+    "bcastaddr",
+    "boards",
+    "corespeccount",
+    "corespersocket",
+    "cpubind",
+    "cpus",
+    "cpuspeclist",
+    "feature",
+    "features",
+    "gres",
+    "memspeclimit",
+    "nodeaddr",
+    "nodehostname",
+    "port",
+    "procs",
+    "realmemory",
+    "reason",
+    "sockets",
+    "socketsperboard",
+    "state",
+    "threadspercore",
+    "tmpdisk",
+    "tresweights",
+    "weight",
+];
+
+/// The keys of a `PartitionName=` line in slurm.conf(5), lower-case.
+const PARTITION_KEYS: &[&str] = &[
+    "allocnodes",
+    "allowaccounts",
+    "allowgroups",
+    "allowqos",
+    "alternate",
+    "cpubind",
+    "default",
+    "defaulttime",
+    "defcpupergpu",
+    "defmempercpu",
+    "defmempergpu",
+    "defmempernode",
+    "denyaccounts",
+    "denyqos",
+    "disablerootjobs",
+    "exclusiveuser",
+    "gracetime",
+    "hidden",
+    "lln",
+    "maxcpuspernode",
+    "maxmempercpu",
+    "maxmempernode",
+    "maxnodes",
+    "maxtime",
+    "minnodes",
+    "nodes",
+    "oversubscribe",
+    "overtimelimit",
+    "powerdownonidle",
+    "preemptmode",
+    "priority",
+    "priorityjobfactor",
+    "prioritytier",
+    "qos",
+    "reqresv",
+    "resumetimeout",
+    "rootonly",
+    "selecttypeparameters",
+    "shared",
+    "state",
+    "suspendtime",
+    "suspendtimeout",
+    "tresbillingweights",
+];
+
 /// slurm.conf keys sluice needs no equivalent of, with the reason given in the note.
 const NOT_NEEDED: &[(&str, &str)] = &[
     (
@@ -323,13 +626,34 @@ fn unlimited(v: &str) -> bool {
     )
 }
 
-/// Collects the notes of one file.
+/// Collects the notes of one file, and the errors that make slurmctld refuse it.
 struct Notes<'a> {
     file: &'a str,
     out: &'a mut Vec<String>,
+    errors: Vec<String>,
 }
 
 impl Notes<'_> {
+    /// A value or key slurmctld refuses (`fatal: Parsing error at unrecognized key`,
+    /// a number that does not parse): the import fails and writes nothing.
+    fn error(&mut self, no: usize, key: &str, val: &str, why: &str) {
+        self.errors
+            .push(format!("{}:{no}: {key}={val}: {why}", self.file));
+    }
+    /// A key sluice does not carry: a note when slurm.conf(5) knows it (`known`, the
+    /// lower-case names of its line kind), an error when it does not.
+    fn unknown(&mut self, no: usize, key: &str, val: &str, known: &[&str], why: &str) {
+        if known.contains(&key.to_ascii_lowercase().as_str()) {
+            self.skip(no, key, val, why);
+        } else {
+            self.error(
+                no,
+                key,
+                val,
+                "unrecognized key (slurmctld refuses the file)",
+            );
+        }
+    }
     fn skip(&mut self, no: usize, key: &str, val: &str, why: &str) {
         let kv = if val.is_empty() {
             key.to_string()
@@ -387,6 +711,7 @@ pub fn import(inputs: &Inputs) -> Result<Imported, String> {
     let mut n = Notes {
         file: sc.name,
         out: &mut notes,
+        errors: Vec::new(),
     };
     let mut node_default: BTreeMap<String, (String, String)> = BTreeMap::new();
     let mut part_default: BTreeMap<String, (String, String)> = BTreeMap::new();
@@ -489,8 +814,26 @@ pub fn import(inputs: &Inputs) -> Result<Imported, String> {
         }
         import_partition(&p, &mut out, &mut n);
     }
+    let mut errors = std::mem::take(&mut n.errors);
+    if !errors.is_empty() {
+        let line_no = |e: &String| -> usize {
+            e[sc.name.len()..]
+                .trim_start_matches(':')
+                .split(':')
+                .next()
+                .and_then(|x| x.parse().ok())
+                .unwrap_or(0)
+        };
+        errors.sort_by_key(line_no);
+        return Err(errors.join("\n"));
+    }
     if let Some(g) = inputs.gres_conf {
-        import_gres(g, &mut out, &mut notes)?;
+        let known: Vec<String> = nodes
+            .iter()
+            .filter_map(|d| hostlist::expand(&d.names).ok())
+            .flatten()
+            .collect();
+        import_gres(g, &known, &mut out, &mut notes)?;
     }
     if let Some(t) = inputs.topology_conf {
         import_topology(t, &mut out)?;
@@ -576,7 +919,7 @@ fn assemble(out: &Out, source: &str) -> String {
 fn num<T: std::str::FromStr>(n: &mut Notes, no: usize, key: &str, v: &str) -> Option<T> {
     let r = v.trim().parse::<T>().ok();
     if r.is_none() {
-        n.skip(no, key, v, "not a number");
+        n.error(no, key, v, "not a number");
     }
     r
 }
@@ -775,7 +1118,7 @@ fn import_globals(g: &BTreeMap<String, (usize, String, String)>, out: &mut Out, 
             | "topologyplugin" => {}
             _ => match NOT_NEEDED.iter().find(|(nk, _)| nk == k) {
                 Some((_, why)) => n.skip(no, key, v, why),
-                None => n.skip(no, key, v, "sluice has no equivalent"),
+                None => n.unknown(no, key, v, SLURM_CONF_KEYS, "sluice has no equivalent"),
             },
         }
     }
@@ -933,7 +1276,7 @@ fn import_node(
                     n.skip(no, key, v, "sluice nodes start as their agent reports them");
                 }
             }
-            _ => n.skip(no, key, v, "sluice has no equivalent"),
+            _ => n.unknown(no, key, v, NODE_KEYS, "sluice has no equivalent"),
         }
     }
     if let Some(s) = sockets {
@@ -1084,7 +1427,7 @@ fn import_partition(p: &PartDecl, out: &mut Out, n: &mut Notes) {
             "tresbillingweights" => {
                 let _ = writeln!(body, "billing_weights = {}", q(v));
             }
-            _ => n.skip(no, key, v, "sluice has no equivalent"),
+            _ => n.unknown(no, key, v, PARTITION_KEYS, "sluice has no equivalent"),
         }
     }
     if !has_nodes {
@@ -1103,7 +1446,15 @@ fn import_partition(p: &PartDecl, out: &mut Out, n: &mut Notes) {
     );
 }
 
-fn import_gres(g: Input, out: &mut Out, notes: &mut Vec<String>) -> Result<(), String> {
+/// Carries gres.conf's lines. A line for nodes slurm.conf does not define is not
+/// carried (each slurmd reads only the lines naming itself, so Slurm ignores it);
+/// a line naming some defined nodes is carried for those.
+fn import_gres(
+    g: Input,
+    known: &[String],
+    out: &mut Out,
+    notes: &mut Vec<String>,
+) -> Result<(), String> {
     let parsed: Vec<GresLine> =
         gres_conf::parse_slurm(g.text).map_err(|e| format!("{}: {e}", g.name))?;
     for (i, l) in g.text.lines().enumerate() {
@@ -1117,7 +1468,30 @@ fn import_gres(g: Input, out: &mut Out, notes: &mut Vec<String>) -> Result<(), S
             ));
         }
     }
-    for l in parsed {
+    for mut l in parsed {
+        if let Some(names) = &l.nodes {
+            let all = hostlist::expand(names)
+                .map_err(|e| format!("{}: NodeName={names}: {e}", g.name))?;
+            let (ours, others): (Vec<String>, Vec<String>) =
+                all.into_iter().partition(|x| known.contains(x));
+            if !others.is_empty() {
+                let low = format!("nodename={}", names.to_ascii_lowercase());
+                let no = g
+                    .text
+                    .lines()
+                    .position(|t| t.to_ascii_lowercase().contains(&low))
+                    .map_or(String::new(), |i| format!("{}:", i + 1));
+                notes.push(format!(
+                    "{}:{no} NodeName={}: not carried: slurm.conf defines no such node",
+                    g.name,
+                    hostlist::compress(&others)
+                ));
+            }
+            if ours.is_empty() {
+                continue;
+            }
+            l.nodes = Some(hostlist::compress(&ours));
+        }
         let mut s = String::from("\n[[gres]]\n");
         for (k, v) in [
             ("nodes", &l.nodes),
@@ -1177,6 +1551,7 @@ fn import_cgroup(c: Input, out: &mut Out, notes: &mut Vec<String>) -> Result<(),
     let mut n = Notes {
         file: c.name,
         out: notes,
+        errors: Vec::new(),
     };
     for line in lines(c.text, c.name)? {
         for (k, key, v) in &line.pairs {
@@ -1226,7 +1601,11 @@ fn import_cgroup(c: Input, out: &mut Out, notes: &mut Vec<String>) -> Result<(),
             }
         }
     }
-    Ok(())
+    if n.errors.is_empty() {
+        Ok(())
+    } else {
+        Err(n.errors.join("\n"))
+    }
 }
 
 /// Which kind of Slurm file `text` is, judged by its keys: `gres`, `topology`,
@@ -1343,6 +1722,72 @@ PartitionName=batch Nodes=ALL MaxTime=INFINITE State=UP DenyAccounts=x
         ] {
             assert!(notes.contains(want), "missing '{want}' in\n{notes}");
         }
+    }
+
+    fn run_err(conf: &str) -> String {
+        import(&Inputs {
+            slurm_conf: Input {
+                name: "slurm.conf",
+                text: conf,
+            },
+            gres_conf: None,
+            topology_conf: None,
+            cgroup_conf: None,
+        })
+        .expect_err("slurmctld refuses this file, so must the import")
+    }
+
+    #[test]
+    fn keys_slurmctld_refuses_fail_the_import_with_every_line_named() {
+        let e = run_err(
+            "ClusterName=x\nFooBar=1\nNodeName=a CPUs=four Colour=red\n\
+             PartitionName=p Nodes=a MaxNodes=lots Flavour=x\n",
+        );
+        let lines: Vec<&str> = e.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "slurm.conf:2: FooBar=1: unrecognized key (slurmctld refuses the file)",
+                "slurm.conf:3: Colour=red: unrecognized key (slurmctld refuses the file)",
+                "slurm.conf:3: CPUs=four: not a number",
+                "slurm.conf:4: Flavour=x: unrecognized key (slurmctld refuses the file)",
+                "slurm.conf:4: MaxNodes=lots: not a number",
+            ]
+        );
+        // Keys slurm.conf(5) defines stay notes, in any case.
+        let r = run(
+            "NodeName=a CPUs=1 cpuspeclist=0\nmailprog=/bin/mail\n",
+            None,
+        );
+        let notes = r.notes.join("\n");
+        assert!(
+            notes.contains("slurm.conf:2: mailprog=/bin/mail: not carried"),
+            "{notes}"
+        );
+        assert!(
+            notes.contains("slurm.conf:1: cpuspeclist=0: not carried"),
+            "{notes}"
+        );
+    }
+
+    #[test]
+    fn gres_lines_for_nodes_slurm_conf_lacks_are_noted_not_carried() {
+        let gres = "NodeName=other Name=gpu File=/dev/g0\n\
+                    NodeName=a,b,other2 Name=gpu File=/dev/g1\n";
+        let r = run("NodeName=a,b CPUs=1\n", Some(gres));
+        assert_eq!(r.toml.matches("[[gres]]").count(), 1, "{}", r.toml);
+        assert!(r.toml.contains("nodes = \"a,b\""), "{}", r.toml);
+        let notes = r.notes.join("\n");
+        assert!(
+            notes.contains(
+                "gres.conf:1: NodeName=other: not carried: slurm.conf defines no such node"
+            ),
+            "{notes}"
+        );
+        assert!(
+            notes.contains("gres.conf:2: NodeName=other2: not carried"),
+            "{notes}"
+        );
     }
 
     #[test]

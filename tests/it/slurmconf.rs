@@ -276,3 +276,49 @@ fn config_export_with_the_controller_up_carries_accounts_and_detected_nodes() {
     );
     assert!(conf.contains("RealMemory=4000"), "{conf}");
 }
+
+/// A file slurmctld would refuse (a key it does not know, a number that is not one,
+/// bytes that are not text) fails the import with each line named, exit 1, and
+/// `-o` leaves no file behind.
+#[test]
+fn config_import_refuses_what_slurmctld_refuses_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.toml");
+    let conf = dir.path().join("slurm.conf");
+    std::fs::write(
+        &conf,
+        "ClusterName=x\nNodeName=a CPUs=2x\nPartitionName=p Nodes=a\nNoSuchKey=1\n",
+    )
+    .unwrap();
+    let args = |c: &Path| {
+        vec![
+            "config".to_string(),
+            "import".into(),
+            c.display().to_string(),
+            "-o".into(),
+            out.display().to_string(),
+        ]
+    };
+    let a = args(&conf);
+    let o = sluice(&a.iter().map(String::as_str).collect::<Vec<_>>(), None);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("slurm.conf:2: CPUs=2x: not a number"), "{err}");
+    assert!(
+        err.contains("slurm.conf:4: NoSuchKey=1: unrecognized key"),
+        "{err}"
+    );
+    assert!(!out.exists(), "a refused import wrote {}", out.display());
+
+    let bin = dir.path().join("latin1.conf");
+    std::fs::write(&bin, b"ClusterName=x\nNodeName=a CPUs=2\n# caf\xe9\n").unwrap();
+    let a = args(&bin);
+    let o = sluice(&a.iter().map(String::as_str).collect::<Vec<_>>(), None);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("latin1.conf:3: not valid UTF-8 text"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!out.exists());
+}
