@@ -753,9 +753,12 @@ pub fn execute(
             Err(e) => client_failure("slurm_reconfigure", &e),
         },
         Command::WriteBatchScript { job, file } => {
-            let id = match job.parse::<u32>() {
-                Ok(id) => id,
-                Err(_) => {
+            // scontrol reads the leading number (atoll), so `108_3` or `108.batch`
+            // name job 108: every task of an array shares its script.
+            let digits = job.bytes().take_while(u8::is_ascii_digit).count();
+            let id = match job[..digits].parse::<u32>() {
+                Ok(id) if id > 0 => id,
+                _ => {
                     return Output::err(
                         "job script retrieval failed: Invalid job id specified\n".into(),
                     );

@@ -43,6 +43,15 @@ fn scontrol_write_batch_script_to_stdout_a_file_or_the_default_name() {
         !c.path("slurm-999999.sh").exists(),
         "nothing written on failure"
     );
+    // An array task's id names the array's script, as scontrol's atoll reads it.
+    let arr = c.submit(&["--hold", "--array=1-3", path.to_str().unwrap()]);
+    assert_eq!(
+        c.ok(
+            "scontrol",
+            &["write", "batch_script", &format!("{arr}_2"), "-"]
+        ),
+        script
+    );
     // An allocation has no script.
     let o = c.run("salloc", &["--no-shell", "-n1"]);
     assert!(o.status.success(), "{}", stderr(&o));
