@@ -61,11 +61,6 @@ const KNOWN: &[(&str, &str)] = &[
     ("ctld/mod.rs", "agent"),
     // Job options build their --help text with the front-ends' help builder.
     ("jobspec/opts.rs", "cli::help"),
-    // Shared time formatting, in the front-ends.
-    ("agent/mod.rs", "cli::timefmt"),
-    ("ctld/mod.rs", "cli::timefmt"),
-    ("ctld/state.rs", "cli::timefmt"),
-    ("ctld/steps.rs", "cli::timefmt"),
     // Constants of the spool and the environment, in stepd.
     ("agent/steps.rs", "stepd::stream::SOCKET"),
     ("ctld/state.rs", "stepd::env::WORKING_CLUSTER_PORT"),
