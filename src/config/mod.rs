@@ -34,6 +34,11 @@ pub fn advertised_slurm_version() -> String {
 /// Slurm's default MaxArraySize: array indices run from 0 to 1000.
 pub const DEFAULT_MAX_ARRAY_SIZE: u32 = 1001;
 
+/// Slurm's default SlurmctldPort, reported in `SLURM_WORKING_CLUSTER` and as
+/// `scontrol show config`'s SlurmctldPort. sluice opens no TCP port; the field keeps the
+/// variable's shape for tools that split it.
+pub const WORKING_CLUSTER_PORT: u16 = 6817;
+
 /// Default path of the system-mode configuration file.
 pub const SYSTEM_CONF: &str = "/etc/sluice/sluice.toml";
 
