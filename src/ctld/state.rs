@@ -218,7 +218,7 @@ impl Cluster {
             // the value SLURM_WORKING_CLUSTER reports, the socket has its own key.
             (
                 "SlurmctldPort".into(),
-                crate::stepd::env::WORKING_CLUSTER_PORT.to_string(),
+                crate::config::WORKING_CLUSTER_PORT.to_string(),
             ),
             ("SluiceSocket".into(), cfg.socket.display().to_string()),
             (

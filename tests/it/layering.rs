@@ -61,9 +61,6 @@ const KNOWN: &[(&str, &str)] = &[
     ("ctld/mod.rs", "agent"),
     // Job options build their --help text with the front-ends' help builder.
     ("jobspec/opts.rs", "cli::help"),
-    // Constants of the spool and the environment, in stepd.
-    ("agent/steps.rs", "stepd::stream::SOCKET"),
-    ("ctld/state.rs", "stepd::env::WORKING_CLUSTER_PORT"),
     // Fair-share settings (config) and the shares and factors sent to sshare and sprio
     // (wire types) defined in `sched`; an ssh address parsed by config, in transport.
     ("config/mod.rs", "sched::fairshare"),
