@@ -1239,16 +1239,16 @@ fn sched_config(s: &SchedulerConf, p: &PriorityConf) -> Result<sched::SchedConfi
                 "" => {}
                 "SMALL_RELATIVE_TO_TIME" => w.small_relative_to_time = true,
                 "NO_FAIR_TREE" => {
-                    w.fairshare_algorithm = crate::sched::fairshare::Algorithm::Classic
+                    w.fairshare_algorithm = crate::config::sched::Algorithm::Classic
                 }
-                "FAIR_TREE" => w.fairshare_algorithm = crate::sched::fairshare::Algorithm::FairTree,
+                "FAIR_TREE" => w.fairshare_algorithm = crate::config::sched::Algorithm::FairTree,
                 "MAX_TRES" => w.max_tres = true,
                 other => return Err(format!("unknown priority flag '{other}'")),
             }
         }
     }
     if let Some(r) = &p.usage_reset_period {
-        w.usage_reset = crate::sched::fairshare::ResetPeriod::parse(r).ok_or_else(|| {
+        w.usage_reset = crate::config::sched::ResetPeriod::parse(r).ok_or_else(|| {
             format!(
                 "bad usage_reset_period '{r}' (NONE, NOW, DAILY, WEEKLY, MONTHLY, QUARTERLY, YEARLY)"
             )
@@ -1262,7 +1262,7 @@ fn sched_config(s: &SchedulerConf, p: &PriorityConf) -> Result<sched::SchedConfi
 /// Errors: an account defined twice, an empty name, or a parent that is not defined
 /// (other than `root`).
 fn fairshare_accounts(accts: &[AccountConf], w: &mut sched::PriorityConfig) -> Result<(), String> {
-    use crate::sched::fairshare::{AccountDef, UserDef};
+    use crate::config::sched::{AccountDef, UserDef};
     let mut seen = std::collections::HashSet::new();
     for a in accts {
         if a.name.is_empty() || a.name == "root" {

@@ -172,7 +172,7 @@ pub fn export(cfg: &Config, live: &[NodeFacts], here: &str) -> Exported {
     if pr.small_relative_to_time {
         flags.push("SMALL_RELATIVE_TO_TIME");
     }
-    if pr.fairshare_algorithm == crate::sched::fairshare::Algorithm::Classic {
+    if pr.fairshare_algorithm == crate::config::sched::Algorithm::Classic {
         flags.push("NO_FAIR_TREE");
     }
     if pr.max_tres {
