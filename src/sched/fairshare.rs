@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
 pub use crate::config::sched::{AccountDef, Algorithm, ResetPeriod, UserDef};
+pub use crate::model::priority::Share;
 
 impl ResetPeriod {
     /// The index of the period holding epoch second `t` (None for NONE/NOW).
@@ -257,23 +258,6 @@ pub struct Assoc {
     /// The association's own decayed usage, billing-seconds (0 for accounts: theirs is
     /// the sum of their children's).
     pub usage: f64,
-}
-
-/// What fair-share computes for one association (sshare's columns).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Share {
-    /// Depth in the tree (root 0).
-    pub depth: u32,
-    pub norm_shares: f64,
-    /// Decayed usage of the subtree, billing-seconds.
-    pub raw_usage: f64,
-    /// `raw_usage` over the root's.
-    pub norm_usage: f64,
-    pub effectv_usage: f64,
-    /// The FairShare factor in [0, 1] (users; classic also fills accounts).
-    pub fairshare: f64,
-    /// Fair Tree's LevelFS (may be infinite); 0 under the classic algorithm.
-    pub level_fs: f64,
 }
 
 /// Why a tree cannot be computed.
