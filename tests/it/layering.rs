@@ -63,8 +63,6 @@ const KNOWN: &[(&str, &str)] = &[
     ("jobspec/opts.rs", "cli::help"),
     // Fair-share settings (config) and the shares and factors sent to sshare and sprio
     // (wire types) defined in `sched`; an ssh address parsed by config, in transport.
-    ("proto/mod.rs", "sched::fairshare"),
-    ("proto/mod.rs", "sched::priority"),
     ("config/mod.rs", "transport::ssh::SshAddr"),
     ("config/slurm_export.rs", "transport::ssh::SshAddr"),
 ];
