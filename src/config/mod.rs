@@ -11,6 +11,7 @@ pub mod sched;
 pub mod scripts;
 pub mod slurm_export;
 pub mod slurm_import;
+pub mod ssh_addr;
 pub mod topology_conf;
 
 use crate::model::hostlist;
