@@ -596,7 +596,7 @@ impl Config {
         let default_key = state_dir.join("ssh").join(KEY_FILE);
         for n in &mut nodes {
             let Some(addr) = &n.ssh else { continue };
-            if let Err(e) = crate::transport::ssh::SshAddr::parse(addr) {
+            if let Err(e) = ssh_addr::SshAddr::parse(addr) {
                 return Err(invalid(format!("node '{}': {e}", n.name)));
             }
             n.identity_file = Some(abs(n

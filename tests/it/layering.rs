@@ -61,10 +61,6 @@ const KNOWN: &[(&str, &str)] = &[
     ("ctld/mod.rs", "agent"),
     // Job options build their --help text with the front-ends' help builder.
     ("jobspec/opts.rs", "cli::help"),
-    // Fair-share settings (config) and the shares and factors sent to sshare and sprio
-    // (wire types) defined in `sched`; an ssh address parsed by config, in transport.
-    ("config/mod.rs", "transport::ssh::SshAddr"),
-    ("config/slurm_export.rs", "transport::ssh::SshAddr"),
 ];
 
 /// `(file, path)` of every `crate::…` path in the non-test code of `src/`, where `path`
