@@ -1239,9 +1239,7 @@ fn sched_config(s: &SchedulerConf, p: &PriorityConf) -> Result<sched::SchedConfi
             match flag.as_str() {
                 "" => {}
                 "SMALL_RELATIVE_TO_TIME" => w.small_relative_to_time = true,
-                "NO_FAIR_TREE" => {
-                    w.fairshare_algorithm = crate::config::sched::Algorithm::Classic
-                }
+                "NO_FAIR_TREE" => w.fairshare_algorithm = crate::config::sched::Algorithm::Classic,
                 "FAIR_TREE" => w.fairshare_algorithm = crate::config::sched::Algorithm::FairTree,
                 "MAX_TRES" => w.max_tres = true,
                 other => return Err(format!("unknown priority flag '{other}'")),
