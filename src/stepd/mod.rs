@@ -4,7 +4,7 @@
 //!
 //! - `batch`: the batch step, the job's script (outcome in the spool's `result` file);
 //! - `step`: a numbered (`srun`) step's tasks, their I/O streamed to the agent;
-//!   `step/spawn.rs` plans and starts one task;
+//! - `spawn`: one task's plan (what its child needs, built before fork) and its start;
 //! - this file: the entry point, and what both write into a job's files (slurmstepd's
 //!   error lines, output paths).
 //!
@@ -19,6 +19,7 @@ pub mod gpu_usage;
 pub mod gpus;
 pub mod isolate;
 pub mod nccl;
+mod spawn;
 pub mod step;
 pub mod stream;
 mod task_script;

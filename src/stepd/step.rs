@@ -29,7 +29,6 @@ use nix::sys::signal::{SigSet, Signal, kill};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
-use std::collections::VecDeque;
 use std::ffi::CString;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -37,8 +36,7 @@ use std::time::{Duration, Instant};
 
 pub use crate::proto::spool::STEP_LAUNCH;
 
-mod spawn;
-use spawn::{SpawnError, TaskSetup, spawn_task};
+use super::spawn::{InFd, OutFd, SpawnError, TaskSetup, spawn_task};
 
 /// How often usage is sampled and reported.
 const SAMPLE_EVERY: Duration = Duration::from_secs(1);
@@ -53,23 +51,6 @@ struct Task {
     rank: u32,
     pid: Option<i32>,
     status: Option<ExitStatus>,
-}
-
-/// An fd the tasks write to and stepd reads.
-struct OutFd {
-    fd: OwnedFd,
-    rank: u32,
-    stderr: bool,
-    /// A pty master: EIO means the slave side is closed.
-    pty: bool,
-}
-
-/// An fd stepd writes a task's stdin to.
-struct InFd {
-    fd: OwnedFd,
-    buf: VecDeque<u8>,
-    eof: bool,
-    pty: bool,
 }
 
 /// Runs the step described by `dir/launch_step`; see the module docs.

@@ -3,7 +3,6 @@
 //! the launch request; [`spawn_task`] forks, sets the child up (cgroup, pty, CPU
 //! affinity, identity, working directory, files) and execs it.
 
-use super::{InFd, OutFd};
 use crate::model::step::StdinMode;
 use crate::proto::LaunchStep;
 use anyhow::Context;
@@ -14,6 +13,23 @@ use nix::unistd::Pid;
 use std::collections::VecDeque;
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd};
+
+/// An fd the tasks write to and stepd reads.
+pub(super) struct OutFd {
+    pub(super) fd: OwnedFd,
+    pub(super) rank: u32,
+    pub(super) stderr: bool,
+    /// A pty master: EIO means the slave side is closed.
+    pub(super) pty: bool,
+}
+
+/// An fd stepd writes a task's stdin to.
+pub(super) struct InFd {
+    pub(super) fd: OwnedFd,
+    pub(super) buf: VecDeque<u8>,
+    pub(super) eof: bool,
+    pub(super) pty: bool,
+}
 
 /// Everything one task's child needs, prepared before fork.
 pub(super) struct TaskSetup {
