@@ -12,9 +12,10 @@
 //! everything left in the job's cgroup is killed and an OOM kill is reported the way
 //! slurmstepd does.
 
+use super::spawn::{Flavour, SpawnError, TaskSetup, spawn_task};
 use super::{
-    Paths, chdir_fallback_line, env, exec_failure_line, gpu_usage, gpus, isolate, note_in_stderr,
-    output_paths, setup_failure_line, task_script, under_work_dir, usage, wait_for_io_paths,
+    Paths, env, gpu_usage, gpus, isolate, note_in_stderr, output_paths, task_script,
+    under_work_dir, usage, wait_for_io_paths,
 };
 use crate::model::job::ExitStatus;
 use crate::model::step::StepUsage;
@@ -30,28 +31,6 @@ use std::path::{Path, PathBuf};
 
 pub(super) fn now() -> i64 {
     chrono::Utc::now().timestamp()
-}
-
-/// Paths and identity prepared before fork, so the child does as little as possible.
-struct Prepared {
-    script: CString,
-    argv: Vec<CString>,
-    env: Vec<CString>,
-    work_dir: CString,
-    stdin: CString,
-    stdout: CString,
-    /// `None` when stderr goes to the stdout file.
-    stderr: Option<CString>,
-    append: bool,
-    umask: u32,
-    /// `Some` when privileges must be dropped (running as root for another user).
-    user: Option<(CString, u32, u32)>,
-    /// Entering the task's cgroup (before privileges are dropped).
-    join: std::sync::Arc<isolate::TaskJoin>,
-    /// This node's name, for slurmstepd's lines in the job's stderr.
-    node: String,
-    /// What TaskProlog's `print` lines write to the task's stdout before it execs.
-    preamble: Vec<u8>,
 }
 
 /// The result of a job that ended before (or instead of) its script running: no usage,
@@ -229,31 +208,38 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         Some(&stdin_abs),
         lb.scripts.launch_io_wait(),
     );
-    let prep = Prepared {
-        script: cs(&script_path.to_string_lossy())?,
+    // The batch script is a one-task step: task 0, its files given, no pty, no binding.
+    let stdout = cs(&stdout_abs)?;
+    let prep = TaskSetup {
+        flavour: Flavour::Batch,
+        rank: 0,
+        pty: None,
+        candidates: vec![cs(&script_path.to_string_lossy())?],
         argv,
         env,
         work_dir: cs(&job.spec.work_dir)?,
-        stdin: cs(&stdin_abs)?,
-        stdout: cs(&stdout_abs)?,
-        stderr: if paths.stderr == paths.stdout {
-            None
+        stdin_file: Some(cs(&stdin_abs)?),
+        stderr_file: Some(if paths.stderr == paths.stdout {
+            stdout.clone()
         } else {
-            Some(cs(&stderr_abs)?)
-        },
+            cs(&stderr_abs)?
+        }),
+        stdout_file: Some(stdout),
         append: job.spec.open_append || job.restarts > 0,
         umask: job.spec.umask,
         user: match drop_to {
             Some((uid, gid)) => Some((cs(&job.user)?, uid, gid)),
             None => None,
         },
-        join: iso.task_join(0).context("no cgroup for task 0")?,
+        cpus: None,
+        join: Some(iso.task_join(0).context("no cgroup for task 0")?),
+        argv0_name: script_path.to_string_lossy().into_owned(),
         node: node.clone(),
         preamble,
     };
-    let child = match spawn_job(&prep) {
-        Ok(c) => c,
-        Err(e) => {
+    let pid = match spawn_task(&prep) {
+        Ok(sp) => sp.pid as u32,
+        Err(SpawnError { err: e, .. }) => {
             let r = unstarted(
                 EndKind::LaunchFailed,
                 ExitStatus::default(),
@@ -266,7 +252,6 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
             return Ok(());
         }
     };
-    let pid = child.id();
     spool::write_pid(dir, spool::JOB_PID, pid)?;
     // A suspend asked for before the shell existed applies now.
     if spool::read::<bool>(dir, spool::SUSPEND).ok().flatten() == Some(true) {
@@ -377,136 +362,6 @@ fn write_launch_failed(dir: &Path, message: String) -> anyhow::Result<()> {
     };
     spool::write(dir, spool::RESULT, &r)?;
     Ok(())
-}
-
-/// Starts the batch script. The closure runs in the forked child before exec; it drops
-/// privileges, enters the working directory, opens the output files as the user, and
-/// execs the script with SLURM_TASK_PID set to its own pid.
-#[allow(unsafe_code)]
-fn spawn_job(p: &Prepared) -> std::io::Result<std::process::Child> {
-    use std::os::unix::process::CommandExt;
-    let mut cmd = std::process::Command::new("/bin/false");
-    cmd.stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .process_group(0);
-    let p2 = Prepared {
-        script: p.script.clone(),
-        argv: p.argv.clone(),
-        env: p.env.clone(),
-        work_dir: p.work_dir.clone(),
-        stdin: p.stdin.clone(),
-        stdout: p.stdout.clone(),
-        stderr: p.stderr.clone(),
-        append: p.append,
-        umask: p.umask,
-        user: p.user.clone(),
-        join: p.join.clone(),
-        node: p.node.clone(),
-        preamble: p.preamble.clone(),
-    };
-    // SAFETY: stepd is single-threaded (no runtime, no helper threads), so after fork the
-    // child holds no locks another thread could own; the closure only makes system calls
-    // and small allocations before exec, and returns errors instead of panicking.
-    unsafe {
-        cmd.pre_exec(move || child_setup(&p2));
-    }
-    cmd.spawn()
-}
-
-#[allow(unsafe_code)]
-fn child_setup(p: &Prepared) -> std::io::Result<()> {
-    use nix::fcntl::{OFlag, open};
-    use nix::sys::stat::Mode;
-    let io = |e: nix::Error| std::io::Error::from_raw_os_error(e as i32);
-    let _ = SigSet::all().thread_unblock();
-    p.join.enter()?;
-    if let Some((name, uid, gid)) = &p.user {
-        let gid = nix::unistd::Gid::from_raw(*gid);
-        nix::unistd::initgroups(name, gid).map_err(io)?;
-        nix::unistd::setgid(gid).map_err(io)?;
-        nix::unistd::setuid(nix::unistd::Uid::from_raw(*uid)).map_err(io)?;
-    }
-    nix::sys::stat::umask(Mode::from_bits_truncate(p.umask as nix::libc::mode_t));
-    // Slurm's slurmstepd (`_fork_all_tasks`) falls back to /tmp when the working
-    // directory cannot be entered, and says so in the job's stderr. Relative output
-    // paths were made absolute against the working directory beforehand (Slurm's
-    // `fname_create`), so they do not follow the fallback.
-    let chdir_err = match nix::unistd::chdir(p.work_dir.as_c_str()) {
-        Ok(()) => None,
-        Err(e) => {
-            nix::unistd::chdir(c"/tmp").map_err(io)?;
-            Some(e)
-        }
-    };
-    // Always O_APPEND: stepd appends its own lines (time limit, cancel, OOM) to these
-    // files while the job may still write, and neither may overwrite the other.
-    let mode = OFlag::O_WRONLY
-        | OFlag::O_CREAT
-        | OFlag::O_APPEND
-        | if p.append {
-            OFlag::empty()
-        } else {
-            OFlag::O_TRUNC
-        };
-    let perm = Mode::from_bits_truncate(0o666);
-    // A file that cannot be opened fails the launch (JobLaunchFailure, 0:53), with
-    // slurmstepd's line in the job's error file when that one can be opened.
-    let out = match open(p.stdout.as_c_str(), mode, perm) {
-        Ok(fd) => fd,
-        Err(e) => {
-            if let Some(path) = &p.stderr
-                && let Ok(fd) = open(path.as_c_str(), mode, perm)
-                && nix::unistd::dup2(fd, 2).is_ok()
-            {
-                let line = setup_failure_line(&p.node, "stdout", &p.stdout.to_string_lossy(), e);
-                let _ = nix::unistd::write(std::io::stderr(), line.as_bytes());
-            }
-            return Err(io(e));
-        }
-    };
-    let err = match &p.stderr {
-        Some(e) => open(e.as_c_str(), mode, perm).map_err(io)?,
-        None => nix::unistd::dup(std::os::fd::AsRawFd::as_raw_fd(&out)).map_err(io)?,
-    };
-    let inp = match open(p.stdin.as_c_str(), OFlag::O_RDONLY, Mode::empty()) {
-        Ok(fd) => fd,
-        Err(e) => {
-            if nix::unistd::dup2(err, 2).is_ok() {
-                let line = setup_failure_line(&p.node, "stdin", &p.stdin.to_string_lossy(), e);
-                let _ = nix::unistd::write(std::io::stderr(), line.as_bytes());
-            }
-            return Err(io(e));
-        }
-    };
-    use std::os::fd::AsRawFd;
-    nix::unistd::dup2(inp.as_raw_fd(), 0).map_err(io)?;
-    nix::unistd::dup2(out.as_raw_fd(), 1).map_err(io)?;
-    nix::unistd::dup2(err.as_raw_fd(), 2).map_err(io)?;
-    if let Some(e) = chdir_err {
-        let line = chdir_fallback_line(&p.node, &p.work_dir.to_string_lossy(), e);
-        let _ = nix::unistd::write(std::io::stderr(), line.as_bytes());
-    }
-    // TaskProlog's `print` lines come first in the task's output.
-    if !p.preamble.is_empty() {
-        let _ = nix::unistd::write(std::io::stdout(), &p.preamble);
-    }
-    let mut env = p.env.clone();
-    if let Ok(c) = CString::new(format!("SLURM_TASK_PID={}", std::process::id())) {
-        env.push(c);
-    }
-    // As slurmstepd's `_exec_task`: a failed exec is said in the job's stderr and the
-    // task exits with the errno (the job ends FAILED, NonZeroExitCode, ExitCode N:0).
-    let e = match nix::unistd::execve(p.script.as_c_str(), &p.argv, &env) {
-        Ok(never) => match never {},
-        Err(e) => e,
-    };
-    let script = p.script.to_string_lossy();
-    let line = exec_failure_line(&p.node, &script, Path::new(&*script), e);
-    let _ = nix::unistd::write(std::io::stderr(), line.as_bytes());
-    // SAFETY: `_exit` ends this forked child at once, without running the parent's
-    // atexit handlers or flushing stdio buffers it shares with the parent.
-    unsafe { nix::libc::_exit(e as i32) }
 }
 
 /// How often the batch step's processes are sampled for `sstat` and accounting

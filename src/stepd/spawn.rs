@@ -1,7 +1,9 @@
-//! Starting one task of a step (cf. slurmstepd's `_fork_all_tasks` and `exec_task`):
-//! [`TaskSetup`] is the task's plan, everything its child needs, built before fork from
-//! the launch request; [`spawn_task`] forks, sets the child up (cgroup, pty, CPU
-//! affinity, identity, working directory, files) and execs it.
+//! Starting one task (cf. slurmstepd's `_fork_all_tasks` and `exec_task`), for both
+//! supervisors: [`TaskSetup`] is the task's plan, everything its child needs, built
+//! before fork from the launch request (`TaskSetup::new` for a numbered step's task,
+//! `batch::run` for the batch script, a one-task step); [`spawn_task`] forks, sets the
+//! child up (cgroup, pty, CPU affinity, identity, working directory, files) and execs
+//! it. Where slurmstepd's batch and task paths differ, [`Flavour`] says which is taken.
 
 use crate::model::step::StdinMode;
 use crate::proto::LaunchStep;
@@ -31,8 +33,39 @@ pub(super) struct InFd {
     pub(super) pty: bool,
 }
 
+/// Where the batch script's start differs from a numbered step's task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Flavour {
+    /// A numbered step's task: stdin, stdout, stderr opened in that order when given as
+    /// files (else pipes or a pty to stepd); a file that cannot be opened is said to
+    /// stepd through the report pipe; exec tries each candidate, and its failure comes
+    /// back to stepd as the spawn's error.
+    Task,
+    /// The batch script: stdout, stderr, stdin are files, opened in that order and
+    /// always O_APPEND (stepd appends its own lines to them while the job writes); one
+    /// that cannot be opened is said in the job's stderr file when that one opens; the
+    /// /tmp fallback of the working directory must work; a failed exec is said in the
+    /// job's stderr and the script exits with the errno (the launch itself succeeded).
+    Batch,
+}
+
+/// The pty of `--pty` (task 0 of the step).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct PtyPlan {
+    /// Rows and columns of the user's terminal.
+    pub(super) winsize: Option<(u16, u16)>,
+    /// Whether the task's stdin comes from srun (through the pty master).
+    pub(super) stdin: bool,
+}
+
 /// Everything one task's child needs, prepared before fork.
+#[derive(Clone)]
 pub(super) struct TaskSetup {
+    pub(super) flavour: Flavour,
+    /// The task's global rank (its output is tagged with it).
+    pub(super) rank: u32,
+    /// `Some` for the task that gets `--pty`'s terminal.
+    pub(super) pty: Option<PtyPlan>,
     /// Candidate paths to exec, in PATH order.
     pub(super) candidates: Vec<CString>,
     pub(super) argv: Vec<CString>,
@@ -136,6 +169,12 @@ impl TaskSetup {
             _ => None,
         };
         Ok(TaskSetup {
+            flavour: Flavour::Task,
+            rank,
+            pty: (ls.spec.pty && rank == 0).then_some(PtyPlan {
+                winsize: ls.spec.winsize,
+                stdin: ls.spec.stdin.reaches(rank),
+            }),
             candidates,
             argv,
             env: envc,
@@ -179,12 +218,15 @@ pub(super) struct Spawned {
     pub(super) master: Option<OwnedFd>,
 }
 
-pub(super) fn spawn_task(
-    s: &TaskSetup,
-    ls: &LaunchStep,
-    rank: u32,
-    pty: bool,
-) -> Result<Spawned, SpawnError> {
+/// Starts the task planned in `s`: its child runs in a process group of its own (a
+/// session of its own with a pty), with stdio from the plan's files, else pipes (or the
+/// pty) whose stepd ends come back in [`Spawned`].
+///
+/// Errors: a pipe or pty cannot be made, or the child failed before exec (cgroup,
+/// identity, a file: then `setup_line` is slurmstepd's line for it) or, for a
+/// [`Flavour::Task`], at exec.
+pub(super) fn spawn_task(s: &TaskSetup) -> Result<Spawned, SpawnError> {
+    let rank = s.rank;
     use std::os::unix::process::CommandExt;
     use std::process::Stdio;
     let io = |e: Errno| std::io::Error::from_raw_os_error(e as i32);
@@ -194,8 +236,8 @@ pub(super) fn spawn_task(
     let mut master = None;
     let mut cmd = std::process::Command::new("/bin/false");
     let mut tty_path: Option<CString> = None;
-    if pty {
-        let ws = ls.spec.winsize.map(|(r, c)| nix::pty::Winsize {
+    if let Some(pty) = s.pty {
+        let ws = pty.winsize.map(|(r, c)| nix::pty::Winsize {
             ws_row: r,
             ws_col: c,
             ws_xpixel: 0,
@@ -219,7 +261,7 @@ pub(super) fn spawn_task(
             stderr: false,
             pty: true,
         });
-        if ls.spec.stdin.reaches(rank) {
+        if pty.stdin {
             set_nonblock(&m2);
             stdin = Some(InFd {
                 fd: m2.try_clone()?,
@@ -278,7 +320,7 @@ pub(super) fn spawn_task(
     // The child says here which file it could not open; closed on exec.
     let (report_r, report_w) = pipe()?;
     let child = Child {
-        s: CloneSetup::from(s),
+        s: s.clone(),
         tty: tty_path,
         report: report_w.as_raw_fd(),
     };
@@ -313,48 +355,8 @@ fn set_nonblock(fd: &OwnedFd) {
     }
 }
 
-/// An owned copy of a [`TaskSetup`] for the pre-exec closure.
-#[derive(Clone)]
-struct CloneSetup {
-    candidates: Vec<CString>,
-    argv: Vec<CString>,
-    env: Vec<CString>,
-    work_dir: CString,
-    stdout_file: Option<CString>,
-    stderr_file: Option<CString>,
-    stdin_file: Option<CString>,
-    append: bool,
-    umask: u32,
-    user: Option<(CString, u32, u32)>,
-    cpus: Option<Vec<usize>>,
-    join: Option<std::sync::Arc<crate::stepd::isolate::TaskJoin>>,
-    node: String,
-    preamble: Vec<u8>,
-}
-
-impl From<&TaskSetup> for CloneSetup {
-    fn from(s: &TaskSetup) -> CloneSetup {
-        CloneSetup {
-            candidates: s.candidates.clone(),
-            argv: s.argv.clone(),
-            env: s.env.clone(),
-            work_dir: s.work_dir.clone(),
-            stdout_file: s.stdout_file.clone(),
-            stderr_file: s.stderr_file.clone(),
-            stdin_file: s.stdin_file.clone(),
-            append: s.append,
-            umask: s.umask,
-            user: s.user.clone(),
-            cpus: s.cpus.clone(),
-            join: s.join.clone(),
-            node: s.node.clone(),
-            preamble: s.preamble.clone(),
-        }
-    }
-}
-
 struct Child {
-    s: CloneSetup,
+    s: TaskSetup,
     /// The pty slave to open as the controlling terminal (`--pty`).
     tty: Option<CString>,
     /// Where the child writes slurmstepd's `Could not open … file` line when one of the
@@ -376,6 +378,11 @@ fn spawn_with(mut cmd: std::process::Command, c: Child) -> std::io::Result<i32> 
     Ok(child.id() as i32)
 }
 
+/// The child's side, between fork and exec: signals unblocked, the task's cgroup
+/// joined (before privileges are dropped), the pty made its controlling terminal, CPU
+/// affinity, supplementary groups, gid and uid, umask, the working directory (or /tmp,
+/// said in its stderr, as slurmstepd's `_fork_all_tasks` does), its files, TaskProlog's
+/// `print` lines, then exec with SLURM_TASK_PID set to its own pid.
 #[allow(unsafe_code)]
 fn child_setup(c: &Child) -> std::io::Result<()> {
     use nix::fcntl::open;
@@ -407,10 +414,57 @@ fn child_setup(c: &Child) -> std::io::Result<()> {
         nix::unistd::setuid(nix::unistd::Uid::from_raw(*uid)).map_err(io)?;
     }
     nix::sys::stat::umask(Mode::from_bits_truncate(s.umask as nix::libc::mode_t));
+    // Relative file names were made absolute against the working directory beforehand
+    // (Slurm's `fname_create`), so they do not follow the fallback.
     let chdir_failed = nix::unistd::chdir(s.work_dir.as_c_str()).err();
     if chdir_failed.is_some() {
-        let _ = nix::unistd::chdir(c"/tmp");
+        let tmp = nix::unistd::chdir(c"/tmp");
+        if s.flavour == Flavour::Batch {
+            tmp.map_err(io)?;
+        }
     }
+    match s.flavour {
+        Flavour::Task => open_task_files(c)?,
+        Flavour::Batch => open_batch_files(s)?,
+    }
+    if let Some(e) = chdir_failed {
+        let line = crate::stepd::chdir_fallback_line(&s.node, &s.work_dir.to_string_lossy(), e);
+        let _ = nix::unistd::write(std::io::stderr(), line.as_bytes());
+    }
+    // TaskProlog's `print` lines come first in the task's output.
+    if !s.preamble.is_empty() {
+        let _ = nix::unistd::write(std::io::stdout(), &s.preamble);
+    }
+    let mut env = s.env.clone();
+    if let Ok(v) = CString::new(format!("SLURM_TASK_PID={}", std::process::id())) {
+        env.push(v);
+    }
+    if s.flavour == Flavour::Batch {
+        exec_batch(s, &env);
+    }
+    let mut last = Errno::ENOENT;
+    for cand in &s.candidates {
+        match nix::unistd::execve(cand.as_c_str(), &s.argv, &env) {
+            Err(e @ (Errno::ENOENT | Errno::ENOTDIR)) => {
+                last = if last == Errno::EACCES { last } else { e }
+            }
+            Err(Errno::EACCES) => last = Errno::EACCES,
+            Err(e) => return Err(io(e)),
+            Ok(_) => {}
+        }
+    }
+    Err(io(last))
+}
+
+/// A numbered step's task files (those given; the others are stepd's pipes): stdin,
+/// stdout, stderr, in that order. One that cannot be opened is said through the report
+/// pipe, as slurmstepd's io setup says it.
+#[allow(unsafe_code)]
+fn open_task_files(c: &Child) -> std::io::Result<()> {
+    use nix::fcntl::open;
+    use nix::sys::stat::Mode;
+    let io = |e: Errno| std::io::Error::from_raw_os_error(e as i32);
+    let s = &c.s;
     let mode = OFlag::O_WRONLY
         | OFlag::O_CREAT
         | if s.append {
@@ -419,7 +473,6 @@ fn child_setup(c: &Child) -> std::io::Result<()> {
             OFlag::O_TRUNC
         };
     let perm = Mode::from_bits_truncate(0o666);
-    // As slurmstepd's io setup: a file that cannot be opened is said as such.
     let open_or_say = |p: &CString, what: &str, flags: OFlag, perm: Mode| {
         open(p.as_c_str(), flags, perm).map_err(|e| {
             let line = crate::stepd::setup_failure_line(&s.node, what, &p.to_string_lossy(), e);
@@ -446,27 +499,87 @@ fn child_setup(c: &Child) -> std::io::Result<()> {
         let fd = open_or_say(p, "stderr", mode, perm)?;
         nix::unistd::dup2(fd.as_raw_fd(), 2).map_err(io)?;
     }
-    if let Some(e) = chdir_failed {
-        let line = crate::stepd::chdir_fallback_line(&s.node, &s.work_dir.to_string_lossy(), e);
+    Ok(())
+}
+
+/// The batch script's files: stdout, stderr (the stdout file again when they are the
+/// same), stdin. A file that cannot be opened fails the launch (JobLaunchFailure, 0:53),
+/// with slurmstepd's line in the job's error file when that one can be opened.
+fn open_batch_files(s: &TaskSetup) -> std::io::Result<()> {
+    use nix::fcntl::open;
+    use nix::sys::stat::Mode;
+    use std::os::fd::AsRawFd;
+    let io = |e: Errno| std::io::Error::from_raw_os_error(e as i32);
+    let missing = || std::io::Error::from_raw_os_error(libc::EINVAL);
+    let stdout = s.stdout_file.as_ref().ok_or_else(missing)?;
+    let stdin = s.stdin_file.as_ref().ok_or_else(missing)?;
+    let stderr = s.stderr_file.as_ref().filter(|e| *e != stdout);
+    // Always O_APPEND: stepd appends its own lines (time limit, cancel, OOM) to these
+    // files while the job may still write, and neither may overwrite the other.
+    let mode = OFlag::O_WRONLY
+        | OFlag::O_CREAT
+        | OFlag::O_APPEND
+        | if s.append {
+            OFlag::empty()
+        } else {
+            OFlag::O_TRUNC
+        };
+    let perm = Mode::from_bits_truncate(0o666);
+    let say = |what: &str, path: &CString, e: Errno| {
+        let line = crate::stepd::setup_failure_line(&s.node, what, &path.to_string_lossy(), e);
         let _ = nix::unistd::write(std::io::stderr(), line.as_bytes());
-    }
-    if !s.preamble.is_empty() {
-        let _ = nix::unistd::write(std::io::stdout(), &s.preamble);
-    }
-    let mut env = s.env.clone();
-    if let Ok(v) = CString::new(format!("SLURM_TASK_PID={}", std::process::id())) {
-        env.push(v);
-    }
-    let mut last = Errno::ENOENT;
-    for cand in &s.candidates {
-        match nix::unistd::execve(cand.as_c_str(), &s.argv, &env) {
-            Err(e @ (Errno::ENOENT | Errno::ENOTDIR)) => {
-                last = if last == Errno::EACCES { last } else { e }
+    };
+    let out = match open(stdout.as_c_str(), mode, perm) {
+        Ok(fd) => fd,
+        Err(e) => {
+            if let Some(path) = stderr
+                && let Ok(fd) = open(path.as_c_str(), mode, perm)
+                && nix::unistd::dup2(fd, 2).is_ok()
+            {
+                say("stdout", stdout, e);
             }
-            Err(Errno::EACCES) => last = Errno::EACCES,
-            Err(e) => return Err(io(e)),
-            Ok(_) => {}
+            return Err(io(e));
         }
-    }
-    Err(io(last))
+    };
+    let err = match stderr {
+        Some(e) => open(e.as_c_str(), mode, perm).map_err(io)?,
+        None => nix::unistd::dup(out.as_raw_fd()).map_err(io)?,
+    };
+    let inp = match open(stdin.as_c_str(), OFlag::O_RDONLY, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(e) => {
+            if nix::unistd::dup2(err.as_raw_fd(), 2).is_ok() {
+                say("stdin", stdin, e);
+            }
+            return Err(io(e));
+        }
+    };
+    nix::unistd::dup2(inp.as_raw_fd(), 0).map_err(io)?;
+    nix::unistd::dup2(out.as_raw_fd(), 1).map_err(io)?;
+    nix::unistd::dup2(err.as_raw_fd(), 2).map_err(io)?;
+    Ok(())
+}
+
+/// Execs the batch script; as slurmstepd's `_exec_task`, a failed exec is said in the
+/// job's stderr and the script exits with the errno (the job ends FAILED,
+/// NonZeroExitCode, ExitCode N:0).
+#[allow(unsafe_code)]
+fn exec_batch(s: &TaskSetup, env: &[CString]) -> ! {
+    let e = match s.candidates.first() {
+        Some(script) => match nix::unistd::execve(script.as_c_str(), &s.argv, env) {
+            Ok(never) => match never {},
+            Err(e) => e,
+        },
+        None => Errno::ENOENT,
+    };
+    let script = s
+        .candidates
+        .first()
+        .map(|c| c.to_string_lossy())
+        .unwrap_or_default();
+    let line = crate::stepd::exec_failure_line(&s.node, &script, std::path::Path::new(&*script), e);
+    let _ = nix::unistd::write(std::io::stderr(), line.as_bytes());
+    // SAFETY: `_exit` ends this forked child at once, without running the parent's
+    // atexit handlers or flushing stdio buffers it shares with the parent.
+    unsafe { nix::libc::_exit(e as i32) }
 }

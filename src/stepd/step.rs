@@ -367,7 +367,6 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         let mut setup = TaskSetup::new(&ls, rank, &node, env, user.clone(), cpus.clone())?;
         setup.preamble = preamble;
         setup.join = iso.as_ref().and_then(|i| i.task_join(local as u32));
-        let pty = ls.spec.pty && rank == 0;
         let mut t = Task {
             rank,
             pid: None,
@@ -395,7 +394,7 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
             abs(&setup.stdin_file).as_deref(),
             ls.scripts.launch_io_wait(),
         );
-        match spawn_task(&setup, &ls, rank, pty) {
+        match spawn_task(&setup) {
             Ok(sp) => {
                 t.pid = Some(sp.pid);
                 pids.push((rank, sp.pid as u32));
