@@ -43,6 +43,7 @@ macro_rules! print {
 
 pub mod agent;
 pub mod cli;
+pub mod common;
 pub mod config;
 pub mod ctld;
 pub mod failpoint;

@@ -635,7 +635,7 @@ fn collect(dir: &Path, id: u32) -> FromAgent {
                             lb,
                             &format!(
                                 "*** JOB {id} ON {node} FAILED AT {} DUE TO THE DEATH OF ITS STEPD ***",
-                                crate::cli::timefmt::fmt_ts(time)
+                                crate::common::timefmt::fmt_ts(time)
                             ),
                         );
                     }

@@ -117,7 +117,7 @@ impl Steps {
         }
         let dir = step_dir(&cfg.spool_dir, job_id, step_id);
         let stream =
-            std::os::unix::net::UnixStream::connect(dir.join(crate::stepd::stream::SOCKET))
+            std::os::unix::net::UnixStream::connect(dir.join(crate::proto::spool::STEPD_SOCKET))
                 .and_then(|s| s.set_nonblocking(true).map(|()| s))
                 .and_then(tokio::net::UnixStream::from_std);
         match stream {
@@ -147,7 +147,7 @@ impl Steps {
         }
         let dir = step_dir(&cfg.spool_dir, job_id, step_id);
         let Ok(stream) =
-            std::os::unix::net::UnixStream::connect(dir.join(crate::stepd::stream::SOCKET))
+            std::os::unix::net::UnixStream::connect(dir.join(crate::proto::spool::STEPD_SOCKET))
                 .and_then(|s| s.set_nonblocking(true).map(|()| s))
                 .and_then(tokio::net::UnixStream::from_std)
         else {
@@ -185,7 +185,7 @@ pub fn running(spool: &Path) -> Vec<(u32, u32)> {
         let dir = e.path();
         let alive = spool::read_pid(&dir, spool::STEPD_PID)
             .is_some_and(|pid| kill(Pid::from_raw(pid), None).is_ok());
-        if alive && dir.join(crate::stepd::stream::SOCKET).exists() {
+        if alive && dir.join(crate::proto::spool::STEPD_SOCKET).exists() {
             out.push((j, st));
         } else if !alive {
             let _ = std::fs::remove_dir_all(&dir);

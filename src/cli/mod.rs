@@ -37,7 +37,7 @@ pub mod srun;
 pub mod sshare;
 pub mod sstat;
 pub mod stepio;
-pub mod timefmt;
+pub use crate::common::timefmt;
 pub mod timeparse;
 pub mod usagefmt;
 

@@ -11,6 +11,7 @@ pub mod sched;
 pub mod scripts;
 pub mod slurm_export;
 pub mod slurm_import;
+pub mod ssh_addr;
 pub mod topology_conf;
 
 use crate::model::hostlist;
@@ -33,6 +34,11 @@ pub fn advertised_slurm_version() -> String {
 
 /// Slurm's default MaxArraySize: array indices run from 0 to 1000.
 pub const DEFAULT_MAX_ARRAY_SIZE: u32 = 1001;
+
+/// Slurm's default SlurmctldPort, reported in `SLURM_WORKING_CLUSTER` and as
+/// `scontrol show config`'s SlurmctldPort. sluice opens no TCP port; the field keeps the
+/// variable's shape for tools that split it.
+pub const WORKING_CLUSTER_PORT: u16 = 6817;
 
 /// Default path of the system-mode configuration file.
 pub const SYSTEM_CONF: &str = "/etc/sluice/sluice.toml";
@@ -590,7 +596,7 @@ impl Config {
         let default_key = state_dir.join("ssh").join(KEY_FILE);
         for n in &mut nodes {
             let Some(addr) = &n.ssh else { continue };
-            if let Err(e) = crate::transport::ssh::SshAddr::parse(addr) {
+            if let Err(e) = ssh_addr::SshAddr::parse(addr) {
                 return Err(invalid(format!("node '{}': {e}", n.name)));
             }
             n.identity_file = Some(abs(n
@@ -1233,17 +1239,15 @@ fn sched_config(s: &SchedulerConf, p: &PriorityConf) -> Result<sched::SchedConfi
             match flag.as_str() {
                 "" => {}
                 "SMALL_RELATIVE_TO_TIME" => w.small_relative_to_time = true,
-                "NO_FAIR_TREE" => {
-                    w.fairshare_algorithm = crate::sched::fairshare::Algorithm::Classic
-                }
-                "FAIR_TREE" => w.fairshare_algorithm = crate::sched::fairshare::Algorithm::FairTree,
+                "NO_FAIR_TREE" => w.fairshare_algorithm = crate::config::sched::Algorithm::Classic,
+                "FAIR_TREE" => w.fairshare_algorithm = crate::config::sched::Algorithm::FairTree,
                 "MAX_TRES" => w.max_tres = true,
                 other => return Err(format!("unknown priority flag '{other}'")),
             }
         }
     }
     if let Some(r) = &p.usage_reset_period {
-        w.usage_reset = crate::sched::fairshare::ResetPeriod::parse(r).ok_or_else(|| {
+        w.usage_reset = crate::config::sched::ResetPeriod::parse(r).ok_or_else(|| {
             format!(
                 "bad usage_reset_period '{r}' (NONE, NOW, DAILY, WEEKLY, MONTHLY, QUARTERLY, YEARLY)"
             )
@@ -1257,7 +1261,7 @@ fn sched_config(s: &SchedulerConf, p: &PriorityConf) -> Result<sched::SchedConfi
 /// Errors: an account defined twice, an empty name, or a parent that is not defined
 /// (other than `root`).
 fn fairshare_accounts(accts: &[AccountConf], w: &mut sched::PriorityConfig) -> Result<(), String> {
-    use crate::sched::fairshare::{AccountDef, UserDef};
+    use crate::config::sched::{AccountDef, UserDef};
     let mut seen = std::collections::HashSet::new();
     for a in accts {
         if a.name.is_empty() || a.name == "root" {

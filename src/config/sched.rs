@@ -121,10 +121,10 @@ pub struct PriorityConfig {
     pub decay_half_life: i64,
     /// Fair Tree, or classic with `PriorityFlags=NO_FAIR_TREE`.
     #[serde(default)]
-    pub fairshare_algorithm: crate::sched::fairshare::Algorithm,
+    pub fairshare_algorithm: Algorithm,
     /// `PriorityUsageResetPeriod`.
     #[serde(default)]
-    pub usage_reset: crate::sched::fairshare::ResetPeriod,
+    pub usage_reset: ResetPeriod,
     /// `PriorityFlags=MAX_TRES`: a job is billed its largest weighted per-node TRES
     /// plus its global ones (see `model::billing`); the weights themselves are the
     /// partitions' (`Partition::billing_weights`).
@@ -132,10 +132,10 @@ pub struct PriorityConfig {
     pub max_tres: bool,
     /// Accounts of the fair-share tree as configured (`[[accounts]]`).
     #[serde(default)]
-    pub accounts: Vec<crate::sched::fairshare::AccountDef>,
+    pub accounts: Vec<AccountDef>,
     /// User associations as configured (each account's `users`).
     #[serde(default)]
-    pub user_assocs: Vec<crate::sched::fairshare::UserDef>,
+    pub user_assocs: Vec<UserDef>,
 }
 
 impl Default for PriorityConfig {
@@ -159,4 +159,81 @@ impl Default for PriorityConfig {
             user_assocs: Vec::new(),
         }
     }
+}
+
+/// Which fair-share algorithm computes the factor (`PriorityFlags`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Algorithm {
+    /// Fair Tree (Slurm's default since 19.05).
+    #[default]
+    FairTree,
+    /// The classic formula `2^(-U/S)` (`PriorityFlags=NO_FAIR_TREE`).
+    Classic,
+}
+
+/// `PriorityUsageResetPeriod`: when all recorded usage is cleared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum ResetPeriod {
+    /// Never (rely on decay).
+    #[default]
+    None,
+    /// Once, when the controller next starts.
+    Now,
+    /// At 00:00 UTC every day.
+    Daily,
+    /// At 00:00 UTC every Sunday.
+    Weekly,
+    /// At 00:00 UTC on the first of each month.
+    Monthly,
+    /// At 00:00 UTC on the first of January, April, July and October.
+    Quarterly,
+    /// At 00:00 UTC on the first of January.
+    Yearly,
+}
+
+impl ResetPeriod {
+    /// Parses Slurm's names (case-insensitive): NONE, NOW, DAILY, WEEKLY, MONTHLY,
+    /// QUARTERLY, YEARLY.
+    pub fn parse(s: &str) -> Option<ResetPeriod> {
+        Some(match s.to_ascii_uppercase().as_str() {
+            "NONE" => ResetPeriod::None,
+            "NOW" => ResetPeriod::Now,
+            "DAILY" => ResetPeriod::Daily,
+            "WEEKLY" => ResetPeriod::Weekly,
+            "MONTHLY" => ResetPeriod::Monthly,
+            "QUARTERLY" => ResetPeriod::Quarterly,
+            "YEARLY" => ResetPeriod::Yearly,
+            _ => return None,
+        })
+    }
+
+    /// Slurm's upper-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ResetPeriod::None => "NONE",
+            ResetPeriod::Now => "NOW",
+            ResetPeriod::Daily => "DAILY",
+            ResetPeriod::Weekly => "WEEKLY",
+            ResetPeriod::Monthly => "MONTHLY",
+            ResetPeriod::Quarterly => "QUARTERLY",
+            ResetPeriod::Yearly => "YEARLY",
+        }
+    }
+}
+
+/// An account as configured (sacctmgr `add account NAME parent=P fairshare=N`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccountDef {
+    pub name: String,
+    /// `None` (or an unknown name): under root.
+    pub parent: Option<String>,
+    pub shares: u32,
+}
+
+/// A user association as configured (`add user U account=A fairshare=N`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserDef {
+    pub user: String,
+    pub account: String,
+    pub shares: u32,
 }

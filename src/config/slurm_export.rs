@@ -56,7 +56,7 @@ fn val(v: &str) -> String {
 /// The node's address for `NodeAddr=`: the host of its SSH address, or this machine.
 fn node_addr(n: &NodeConf, here: &str) -> String {
     match &n.ssh {
-        Some(a) => crate::transport::ssh::SshAddr::parse(a)
+        Some(a) => super::ssh_addr::SshAddr::parse(a)
             .map(|s| s.host)
             .unwrap_or_else(|_| a.clone()),
         None => here.to_string(),
@@ -172,7 +172,7 @@ pub fn export(cfg: &Config, live: &[NodeFacts], here: &str) -> Exported {
     if pr.small_relative_to_time {
         flags.push("SMALL_RELATIVE_TO_TIME");
     }
-    if pr.fairshare_algorithm == crate::sched::fairshare::Algorithm::Classic {
+    if pr.fairshare_algorithm == crate::config::sched::Algorithm::Classic {
         flags.push("NO_FAIR_TREE");
     }
     if pr.max_tres {

@@ -484,7 +484,7 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
     let _spool_lock = lock_spool_dir(&cfg)?;
     let db_path = cfg.state_dir.join("sluice.db");
     let mut store = store::Store::open(&db_path)?;
-    let now = crate::cli::timefmt::now();
+    let now = crate::common::timefmt::now();
     let (jobs, next_id) = store.load(now, i64::from(cfg.min_job_age))?;
     let owner = nix::unistd::geteuid().as_raw();
     let mut cluster = Cluster::new(&cfg, owner);
@@ -637,7 +637,7 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
                         Err(e) => tracing::error!(socket = %cfg.socket.display(), "socket was removed and cannot be re-created: {e}"),
                     }
                 }
-                let now = crate::cli::timefmt::now();
+                let now = crate::common::timefmt::now();
                 actor.check_health(now, &mut fx);
                 actor.expire_client_logs(now, &mut fx);
                 actor.cluster.tick(now, &mut fx);
@@ -683,7 +683,9 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
             // next-task slot, which no other worker takes: they go out before the pass.
             tokio::task::yield_now().await;
             let t0 = tokio::time::Instant::now();
-            actor.cluster.schedule(crate::cli::timefmt::now(), &mut fx);
+            actor
+                .cluster
+                .schedule(crate::common::timefmt::now(), &mut fx);
             last_end = tokio::time::Instant::now();
             last_cost = last_end - t0;
         }
@@ -834,7 +836,7 @@ impl Actor {
     }
 
     fn handle(&mut self, msg: Msg, fx: &mut Effects) {
-        let now = crate::cli::timefmt::now();
+        let now = crate::common::timefmt::now();
         match msg {
             Msg::Client {
                 cred,

@@ -218,7 +218,7 @@ impl Cluster {
             // the value SLURM_WORKING_CLUSTER reports, the socket has its own key.
             (
                 "SlurmctldPort".into(),
-                crate::stepd::env::WORKING_CLUSTER_PORT.to_string(),
+                crate::config::WORKING_CLUSTER_PORT.to_string(),
             ),
             ("SluiceSocket".into(), cfg.socket.display().to_string()),
             (
@@ -1964,7 +1964,7 @@ impl Cluster {
         if let Some(node) = self.end_running(id, state, reason, now, fx) {
             let msg = format!(
                 "*** JOB {id} ON {node} CANCELLED AT {} DUE TO {why} ***",
-                crate::cli::timefmt::fmt_ts(now)
+                crate::common::timefmt::fmt_ts(now)
             );
             fx.to_agent.push((
                 node,
@@ -2604,7 +2604,7 @@ impl Cluster {
                             kill_wait: self.kill_wait,
                             reason: Some(format!(
                                 "*** JOB {id} ON {node} CANCELLED AT {} ***",
-                                crate::cli::timefmt::fmt_ts(now)
+                                crate::common::timefmt::fmt_ts(now)
                             )),
                         },
                     ));

@@ -1362,7 +1362,7 @@ impl Cluster {
                             }
                             let msg = format!(
                                 "*** STEP {job_id}.{step_id} ON {node} CANCELLED AT {} ***",
-                                crate::cli::timefmt::fmt_ts(now)
+                                crate::common::timefmt::fmt_ts(now)
                             );
                             self.terminate_step(job_id, step_id, Some(msg), now, fx);
                         }
@@ -1428,7 +1428,7 @@ impl Cluster {
             };
             let msg = format!(
                 "*** STEP {job_id}.{s} ON {node} CANCELLED AT {} DUE TO NODE FAILURE ***",
-                crate::cli::timefmt::fmt_ts(now),
+                crate::common::timefmt::fmt_ts(now),
             );
             self.terminate_step(job_id, s, Some(msg), now, fx);
             let away: Vec<usize> = self.steps.live.get(&(job_id, s)).map_or(vec![], |l| {
@@ -1461,7 +1461,7 @@ impl Cluster {
             };
             let msg = format!(
                 "*** STEP {job_id}.{s} ON {node} CANCELLED AT {}{} ***",
-                crate::cli::timefmt::fmt_ts(now),
+                crate::common::timefmt::fmt_ts(now),
                 if timeout { " DUE TO TIME LIMIT" } else { "" }
             );
             self.terminate_step(job_id, s, Some(msg), now, fx);
@@ -1557,7 +1557,7 @@ impl Cluster {
             }
             let msg = format!(
                 "*** STEP {j}.{s} ON {node} CANCELLED AT {} DUE TO TIME LIMIT ***",
-                crate::cli::timefmt::fmt_ts(now)
+                crate::common::timefmt::fmt_ts(now)
             );
             self.terminate_step(j, s, Some(msg), now, fx);
         }

@@ -18,6 +18,7 @@ pub mod limit;
 pub mod node;
 pub mod partition;
 pub mod preempt;
+pub mod priority;
 pub mod reservation;
 pub mod step;
 pub mod time;

@@ -651,7 +651,7 @@ pub struct ShareRow {
     /// RawShares; `None` for the root account (printed blank).
     pub raw_shares: Option<u32>,
     /// NormShares, usages, FairShare and LevelFS (see `sched::fairshare::Share`).
-    pub share: crate::sched::fairshare::Share,
+    pub share: crate::model::priority::Share,
     /// Fair Tree (LevelFS meaningful) or classic.
     pub fair_tree: bool,
     /// TRESRunMins: (TRES name, allocated amount × minutes left) over running jobs of
@@ -681,7 +681,7 @@ pub struct PriorityRow {
     pub partition: String,
     pub user: String,
     pub priority: u32,
-    pub factors: crate::sched::priority::Factors,
+    pub factors: crate::model::priority::Factors,
 }
 
 /// The configured weights (sprio -w).

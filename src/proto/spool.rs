@@ -34,6 +34,9 @@ pub const SUSPEND: &str = "suspend";
 pub const USAGE: &str = "usage";
 /// The [`super::LaunchStep`] of a numbered step's directory (`step_<job>.<step>`).
 pub const STEP_LAUNCH: &str = "launch_step";
+/// The socket a new agent connects to, in a numbered step's spool directory, to
+/// re-attach to its stepd (`stepd::stream`).
+pub const STEPD_SOCKET: &str = "stepd.sock";
 
 /// Asks stepd to end the job: SIGCONT+SIGTERM to its processes, SIGKILL after
 /// `kill_wait` seconds, and `message` appended to the job's stderr first.

@@ -29,65 +29,10 @@
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
-/// Which fair-share algorithm computes the factor (`PriorityFlags`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub enum Algorithm {
-    /// Fair Tree (Slurm's default since 19.05).
-    #[default]
-    FairTree,
-    /// The classic formula `2^(-U/S)` (`PriorityFlags=NO_FAIR_TREE`).
-    Classic,
-}
-
-/// `PriorityUsageResetPeriod`: when all recorded usage is cleared.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub enum ResetPeriod {
-    /// Never (rely on decay).
-    #[default]
-    None,
-    /// Once, when the controller next starts.
-    Now,
-    /// At 00:00 UTC every day.
-    Daily,
-    /// At 00:00 UTC every Sunday.
-    Weekly,
-    /// At 00:00 UTC on the first of each month.
-    Monthly,
-    /// At 00:00 UTC on the first of January, April, July and October.
-    Quarterly,
-    /// At 00:00 UTC on the first of January.
-    Yearly,
-}
+pub use crate::config::sched::{AccountDef, Algorithm, ResetPeriod, UserDef};
+pub use crate::model::priority::Share;
 
 impl ResetPeriod {
-    /// Parses Slurm's names (case-insensitive): NONE, NOW, DAILY, WEEKLY, MONTHLY,
-    /// QUARTERLY, YEARLY.
-    pub fn parse(s: &str) -> Option<ResetPeriod> {
-        Some(match s.to_ascii_uppercase().as_str() {
-            "NONE" => ResetPeriod::None,
-            "NOW" => ResetPeriod::Now,
-            "DAILY" => ResetPeriod::Daily,
-            "WEEKLY" => ResetPeriod::Weekly,
-            "MONTHLY" => ResetPeriod::Monthly,
-            "QUARTERLY" => ResetPeriod::Quarterly,
-            "YEARLY" => ResetPeriod::Yearly,
-            _ => return None,
-        })
-    }
-
-    /// Slurm's upper-case name.
-    pub fn name(self) -> &'static str {
-        match self {
-            ResetPeriod::None => "NONE",
-            ResetPeriod::Now => "NOW",
-            ResetPeriod::Daily => "DAILY",
-            ResetPeriod::Weekly => "WEEKLY",
-            ResetPeriod::Monthly => "MONTHLY",
-            ResetPeriod::Quarterly => "QUARTERLY",
-            ResetPeriod::Yearly => "YEARLY",
-        }
-    }
-
     /// The index of the period holding epoch second `t` (None for NONE/NOW).
     fn period(self, t: i64) -> Option<i64> {
         let days = t.div_euclid(86400);
@@ -315,23 +260,6 @@ pub struct Assoc {
     pub usage: f64,
 }
 
-/// What fair-share computes for one association (sshare's columns).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Share {
-    /// Depth in the tree (root 0).
-    pub depth: u32,
-    pub norm_shares: f64,
-    /// Decayed usage of the subtree, billing-seconds.
-    pub raw_usage: f64,
-    /// `raw_usage` over the root's.
-    pub norm_usage: f64,
-    pub effectv_usage: f64,
-    /// The FairShare factor in [0, 1] (users; classic also fills accounts).
-    pub fairshare: f64,
-    /// Fair Tree's LevelFS (may be infinite); 0 under the classic algorithm.
-    pub level_fs: f64,
-}
-
 /// Why a tree cannot be computed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TreeError {
@@ -497,23 +425,6 @@ impl Walk {
             k = end;
         }
     }
-}
-
-/// An account as configured (sacctmgr `add account NAME parent=P fairshare=N`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AccountDef {
-    pub name: String,
-    /// `None` (or an unknown name): under root.
-    pub parent: Option<String>,
-    pub shares: u32,
-}
-
-/// A user association as configured (`add user U account=A fairshare=N`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UserDef {
-    pub user: String,
-    pub account: String,
-    pub shares: u32,
 }
 
 /// A computed tree with its lookups.

@@ -15,11 +15,11 @@
 
 use super::fairshare::FairShareTree;
 use crate::model::Job;
-use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::Arc;
 
 pub use crate::config::sched::PriorityConfig;
+pub use crate::model::priority::Factors;
 
 /// Cluster-wide facts the factors are normalised by.
 #[derive(Debug, Clone, Default)]
@@ -51,37 +51,6 @@ impl PriorityContext {
     /// when empty); 1.0 for an association the tree does not hold.
     pub fn fairshare(&self, account: &str, user: &str) -> f64 {
         self.fairshare.factor(account, user)
-    }
-}
-
-/// A job's weighted factors (what sprio prints) and the resulting priority.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Factors {
-    pub site: f64,
-    pub age: f64,
-    pub assoc: f64,
-    pub fairshare: f64,
-    pub jobsize: f64,
-    pub partition: f64,
-    pub qos: f64,
-    /// Weighted TRES factors: (name, value).
-    pub tres: Vec<(String, f64)>,
-    pub nice: i64,
-}
-
-impl Factors {
-    /// The job priority: the truncated sum, at least 1.
-    pub fn priority(&self) -> u32 {
-        let sum = self.site
-            + self.age
-            + self.assoc
-            + self.fairshare
-            + self.jobsize
-            + self.partition
-            + self.qos
-            + self.tres.iter().map(|t| t.1).sum::<f64>()
-            - self.nice as f64;
-        sum.clamp(1.0, f64::from(u32::MAX - 1)) as u32
     }
 }
 

@@ -33,9 +33,7 @@ use std::collections::BTreeMap;
 /// mention it still work) while saying "no slurm.conf here".
 pub const SLURM_CONF_VALUE: &str = "";
 
-/// Slurm's default SlurmctldPort, reported in `SLURM_WORKING_CLUSTER`. sluice opens no
-/// TCP port; the field keeps the variable's shape for tools that split it.
-pub const WORKING_CLUSTER_PORT: u16 = 6817;
+pub use crate::config::WORKING_CLUSTER_PORT;
 
 /// Slurm 22.05's RPC protocol version (`SLURM_22_05_PROTOCOL_VERSION`), the version
 /// sluice reports, for `SLURM_WORKING_CLUSTER`.

@@ -32,8 +32,7 @@ use std::path::{Path, PathBuf};
 pub const LOG_CAP: u64 = 64 << 20;
 /// The event log's name in the step's spool directory.
 pub const EVENTS: &str = "events";
-/// The socket a new agent connects to, in the step's spool directory.
-pub const SOCKET: &str = "stepd.sock";
+pub use crate::proto::spool::STEPD_SOCKET as SOCKET;
 /// Acknowledged bytes at the front of the log that make it worth compacting.
 const COMPACT_AT: u64 = 8 << 20;
 

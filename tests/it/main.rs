@@ -18,6 +18,7 @@ mod holds;
 mod isolation;
 mod json;
 mod launch;
+mod layering;
 mod limits;
 mod limits_policy;
 mod outputs;

@@ -20,7 +20,8 @@ pub fn fmt_banner(epoch: i64) -> String {
     }
 }
 
-/// Current time as epoch seconds (front-ends only; the core never reads the clock).
+/// Current time as epoch seconds (for the edges: front-ends, the controller's loop, the
+/// agent; the core never reads the clock).
 pub fn now() -> i64 {
     chrono::Utc::now().timestamp()
 }
