@@ -1,10 +1,10 @@
 //! The actor: the one task that owns [`Cluster`], takes [`Msg`]s from the connection
 //! and agent-link tasks, answers requests and carries out the reactors' [`Effects`].
 
-use super::state::{self, Caller, Cluster, Effects};
+use super::handlers::{self, Later, Reply};
+use super::state::{Caller, Cluster, Effects};
 use super::store::{self, StoreOp};
 use super::{agents, downtime, names};
-use crate::config::Config;
 use crate::model::Job;
 use crate::model::step::StepSpec;
 use crate::proto::{FromAgent, Request, Response, SlurmError, StepEvent, StepInput, ToAgent};
@@ -135,34 +135,6 @@ impl ClientLog {
     }
 }
 
-/// One page of a paged `Request::Jobs` (`filter.page > 0`): the first `filter.page`
-/// matching jobs with ids above `filter.after`, in id order, as the query sees them
-/// (`Job::for_query`), and whether more may follow.
-fn jobs_page(
-    jobs: &std::collections::BTreeMap<u32, Box<Job>>,
-    filter: &crate::proto::JobFilter,
-    now: i64,
-) -> Response {
-    let page = filter.page as usize;
-    let mut out: Vec<Job> = match filter.after.checked_add(1) {
-        Some(from) => jobs
-            .range(from..)
-            .map(|(_, j)| j)
-            .filter(|j| filter.matches(j))
-            .take(page + 1)
-            .map(|j| j.for_query())
-            .collect(),
-        None => Vec::new(),
-    };
-    let more = out.len() > page;
-    out.truncate(page);
-    Response::JobsPage {
-        jobs: out,
-        now,
-        more,
-    }
-}
-
 pub(super) struct Actor {
     pub(super) cluster: Cluster,
     /// Store ops of this iteration, sent to the store thread in one batch.
@@ -189,80 +161,10 @@ pub(super) struct Actor {
     /// The job each (uid, `JobSpec::submit_token`) submission made, so that a
     /// submission sbatch retries after losing the answer is answered with the same job
     /// (rebuilt from the job records at start; pruned as jobs are purged).
-    pub(super) submissions: HashMap<(u32, u64), u32>,
-}
-
-/// The id a submission of `j` was answered with: its array's or heterogeneous
-/// job's id for a task or component, else its own.
-fn submitted_id(j: &Job) -> u32 {
-    if j.array_job_id != 0 {
-        j.array_job_id
-    } else {
-        j.het.map_or(j.id, |h| h.job_id)
-    }
+    pub(super) submissions: handlers::submit::Submissions,
 }
 
 impl Actor {
-    /// Fills [`Actor::submissions`] from the jobs the controller holds.
-    pub(super) fn remember_submissions(&mut self) {
-        self.submissions = self
-            .cluster
-            .jobs
-            .values()
-            .filter(|j| j.spec.submit_token != 0)
-            .map(|j| ((j.uid, j.spec.submit_token), submitted_id(j)))
-            .collect();
-    }
-
-    /// Notes the job a submission made; forgets those of purged jobs now and then, so
-    /// the map stays within twice the job count.
-    fn note_submission(&mut self, uid: u32, token: u64, id: u32) {
-        if token == 0 {
-            return;
-        }
-        self.submissions.insert((uid, token), id);
-        if self.submissions.len() > 2 * self.cluster.jobs.len() + 1024 {
-            let jobs = &self.cluster.jobs;
-            self.submissions.retain(|_, id| jobs.contains_key(id));
-        }
-    }
-
-    /// The job an earlier copy of this submission already made, if it is still known.
-    fn resubmitted(&self, uid: u32, token: u64) -> Option<u32> {
-        if token == 0 {
-            return None;
-        }
-        let id = *self.submissions.get(&(uid, token))?;
-        self.cluster.jobs.contains_key(&id).then_some(id)
-    }
-
-    /// `scontrol reconfigure`: reads the config file again and applies it
-    /// ([`Cluster::reconfigure`]); the node declarations agents register against
-    /// take the new features, weight and tmp_disk.
-    ///
-    /// Errors: personal mode (no file), a file that does not load, or a change that
-    /// needs a restart; nothing changes then.
-    fn reconfigure(&mut self) -> Result<(), String> {
-        let Some(path) = self.cluster.config_source.clone() else {
-            return Err("personal mode has no config file to read".into());
-        };
-        let cfg = Config::from_file(&path).map_err(|e| e.to_string())?;
-        for n in &cfg.nodes {
-            if let Some(d) = self.declared.get(&n.name) {
-                state::node_identity_unchanged(d, n)?;
-            }
-        }
-        self.cluster.reconfigure(&cfg)?;
-        for n in &cfg.nodes {
-            if let Some(d) = self.declared.get_mut(&n.name) {
-                d.features.clone_from(&n.features);
-                d.weight = n.weight;
-                d.tmp_disk = n.tmp_disk;
-            }
-        }
-        Ok(())
-    }
-
     pub(super) fn handle(&mut self, msg: Msg, fx: &mut Effects) {
         let now = crate::cli::timefmt::now();
         match msg {
@@ -452,6 +354,8 @@ impl Actor {
         self.waiters = keep;
     }
 
+    /// A front-end's request: its handler ([`handlers::dispatch`]) runs on the state,
+    /// then its reply is routed.
     fn on_request(
         &mut self,
         cred: PeerCred,
@@ -461,360 +365,77 @@ impl Actor {
         now: i64,
         fx: &mut Effects,
     ) {
-        let c = Caller {
-            uid: cred.uid,
-            gid: cred.gid,
+        let mut cx = handlers::Ctx {
+            cluster: &mut self.cluster,
+            fx,
+            caller: Caller {
+                uid: cred.uid,
+                gid: cred.gid,
+            },
+            user,
+            now,
+            submissions: &mut self.submissions,
+            declared: &mut self.declared,
+            downlog: &self.downlog,
+            names: &user_group_names,
+            refresh_groups: &refresh_groups,
+            control: handlers::Control::default(),
         };
-        // Coordinators and accounting admins are known by name: the caller's, as the
-        // OS names the uid for this very request (a renamed or removed user is seen
-        // at once; nothing is kept from an earlier request).
-        self.cluster.groups.note_name(c.uid, user.clone());
-        // A retry of a submission whose answer was lost: the same job again.
-        if let Request::Submit {
-            spec,
-            test_only: false,
-            ..
-        } = &req
-            && let Some(id) = self.resubmitted(c.uid, spec.submit_token)
-        {
-            tracing::info!(
-                job_id = id,
-                uid = c.uid,
-                "submission retried; answered with the job it made"
-            );
-            self.store
-                .send(StoreOp::Reply(reply, Response::Submitted { job_id: id }));
-            return;
-        }
-        let resp = match req {
-            Request::Ping => Response::Ok,
-            Request::Submit {
-                spec,
-                test_only,
-                het,
-            } if !het.is_empty() => {
-                let mut jobs = Vec::new();
-                let mut err = None;
-                let token = spec.submit_token;
-                refresh_groups(&mut self.cluster, c);
-                for s in std::iter::once(*spec).chain(het) {
-                    match self.cluster.resolve(s, c, now, &user_group_names) {
-                        Ok(j) => jobs.push(j),
-                        Err(e) => {
-                            err = Some(e);
-                            break;
-                        }
-                    }
-                }
-                match err {
-                    Some(e) => Response::Error(e),
-                    None if test_only => {
-                        Response::TestOnly(self.cluster.test_only(jobs.swap_remove(0), now))
-                    }
-                    None => match self.cluster.submit_het(jobs, fx) {
-                        Err(e) => Response::Error(e),
-                        Ok(id) => {
-                            self.note_submission(c.uid, token, id);
-                            self.apply_persist(fx);
-                            self.store
-                                .send(StoreOp::Reply(reply, Response::Submitted { job_id: id }));
-                            return;
-                        }
+        let out = handlers::dispatch(&mut cx, req);
+        let control = cx.control;
+        if control.configure_agents {
+            for node in self.agents.keys() {
+                fx.to_agent.push((
+                    node.clone(),
+                    ToAgent::Configure {
+                        cgroup: self.cluster.cgroup.clone(),
+                        scripts: self.cluster.scripts.clone(),
                     },
-                }
+                ));
             }
-            Request::Submit {
-                spec, test_only, ..
-            } => {
-                refresh_groups(&mut self.cluster, c);
-                match self.cluster.resolve(*spec, c, now, &user_group_names) {
-                    Err(e) => Response::Error(e),
-                    Ok(job) if test_only => Response::TestOnly(self.cluster.test_only(job, now)),
-                    Ok(job) if job.spec.immediate && !self.cluster.can_start_now(&job, now) => {
-                        Response::Error(SlurmError::CannotStartImmediately)
-                    }
-                    Ok(job) => {
-                        let token = job.spec.submit_token;
-                        let id = self.cluster.submit(job, fx);
-                        self.note_submission(c.uid, token, id);
-                        // The reply waits for the commit of this job's record.
-                        self.apply_persist(fx);
-                        self.store
-                            .send(StoreOp::Reply(reply, Response::Submitted { job_id: id }));
-                        return;
-                    }
-                }
-            }
-            Request::Jobs(filter) if filter.page > 0 => jobs_page(&self.cluster.jobs, &filter, now),
-            Request::Jobs(filter) => Response::Jobs {
-                jobs: self
-                    .cluster
-                    .jobs
-                    .values()
-                    .filter(|j| filter.matches(j))
-                    .map(|j| j.for_query())
-                    .collect(),
-                now,
-            },
-            Request::Nodes => Response::Nodes {
-                nodes: self.cluster.nodes_for_query(now),
-                partitions: self.cluster.partitions_shown(),
-                now,
-            },
-            Request::Cancel {
-                filter,
-                signal,
-                batch_only,
-                full,
-            } => {
-                let scope = state::SignalScope::of(batch_only, full);
-                Response::Results(self.cluster.cancel(&filter, signal, scope, c, now, fx))
-            }
-            Request::Hold {
-                ids,
-                user_hold,
-                array_tasks,
-            } => Response::Results(self.cluster.hold(&ids, &array_tasks, user_hold, c, fx)),
-            Request::Release { ids, array_tasks } => {
-                Response::Results(self.cluster.release(&ids, &array_tasks, c, now, fx))
-            }
-            Request::Requeue {
-                ids,
-                hold,
-                array_tasks,
-            } => Response::Results(self.cluster.requeue(&ids, &array_tasks, hold, c, now, fx)),
-            Request::Suspend {
-                ids,
-                array_tasks,
-                resume,
-            } => Response::Results(self.cluster.suspend(&ids, &array_tasks, resume, c, now, fx)),
-            Request::UpdateJob { id, updates, tasks } => {
-                match self
-                    .cluster
-                    .update_job_at(id, tasks.as_ref(), &updates, c, now, fx)
-                {
-                    Ok(()) => Response::Ok,
-                    Err(e) => Response::Error(e),
-                }
-            }
-            Request::UpdateNode { names, update } => {
-                match self.cluster.update_node(&names, &update, c, now, fx) {
-                    Ok(()) => Response::Ok,
-                    Err(e) => Response::Error(e),
-                }
-            }
-            Request::Acct(q) => {
-                // Answered by the store after the writes queued so far.
-                self.apply_persist(fx);
-                self.store.send(StoreOp::Query(q, reply, now));
-                return;
-            }
-            Request::Config => Response::Config(self.config_pairs()),
-            Request::Topology => {
-                Response::Topology(Box::new(self.cluster.sched_cfg.topology.clone()))
-            }
-            Request::Priority { ids, users } => {
-                let (rows, weights) = self.cluster.priority_rows(&ids, &users, now);
-                Response::Priority { rows, weights }
-            }
-            Request::Stats => Response::Stats(Box::new(self.cluster.stats_at(now))),
-            Request::Shares => Response::Shares {
-                rows: self.cluster.share_rows(now),
-                cluster: self.cluster.cluster_name.clone(),
-            },
-            Request::Allocate { spec, het, .. } => {
-                refresh_groups(&mut self.cluster, c);
-                let mut jobs = Vec::new();
-                let mut err = None;
-                for mut s in std::iter::once(*spec).chain(het) {
-                    s.alloc_only = true;
-                    match self.cluster.resolve(s, c, now, &user_group_names) {
-                        Ok(j) => jobs.push(j),
-                        Err(e) => {
-                            err = Some(e);
-                            break;
-                        }
-                    }
-                }
-                // A heterogeneous allocation is scheduled as sbatch's het jobs are.
-                let id = match err {
-                    Some(e) => Err(e),
-                    None if jobs.len() == 1 => Ok(self.cluster.submit(jobs.swap_remove(0), fx)),
-                    None => self.cluster.submit_het(jobs, fx),
-                };
-                match id {
-                    Err(e) => Response::Error(e),
-                    Ok(id) => {
-                        self.alloc_replies.push((id, reply));
-                        return;
-                    }
-                }
-            }
-            Request::WaitJob { job_id, started } => {
-                if !self.cluster.jobs.contains_key(&job_id) {
-                    Response::Error(SlurmError::InvalidJobId)
-                } else {
-                    self.waiters.push((job_id, started, reply));
-                    return;
-                }
-            }
-            Request::ReleaseAllocation { job_id, exit } => {
-                match self.cluster.release_allocation(job_id, exit, c, now, fx) {
-                    Ok(()) => Response::Ok,
-                    Err(e) => Response::Error(e),
-                }
-            }
-            Request::StepLaunch { .. } | Request::StepAttach { .. } => {
-                Response::Error(SlurmError::Other("step launch out of place".into()))
-            }
-            Request::CancelSteps {
-                steps,
-                signal,
-                het_steps,
-            } => {
-                let mut out = self.cluster.cancel_steps(&steps, signal, c, now, fx);
-                out.extend(
-                    self.cluster
-                        .cancel_het_steps(&het_steps, signal, c, now, fx),
-                );
-                Response::Results(out)
-            }
-            Request::AcctTree => Response::AcctTree {
-                tree: Box::new(self.cluster.assoc.clone()),
-                cluster: self.cluster.cluster_name.clone(),
-                enforce: self.cluster.enforce(),
-            },
-            Request::AcctChange { op, commit } => {
-                let user = user.unwrap_or_else(|| c.uid.to_string());
-                match self.cluster.acct_change(&op, commit, c, &user) {
-                    Err(e) => Response::Error(e),
-                    Ok(out) if commit && out.changed => {
-                        // Pending jobs are re-evaluated against the new limits; the
-                        // reply waits for the tree's commit.
-                        fx.schedule = true;
-                        self.apply_persist(fx);
-                        let tree = Box::new(self.cluster.assoc.clone());
-                        self.store.send(StoreOp::PutAssoc(tree));
-                        self.store
-                            .send(StoreOp::Reply(reply, Response::AcctChanged(out)));
-                        return;
-                    }
-                    Ok(out) => Response::AcctChanged(out),
-                }
-            }
-            Request::CreateResv(spec) => match self.cluster.create_resv(&spec, c, now, fx) {
-                Ok(name) => Response::ResvCreated { name },
-                Err(e) => Response::Error(e),
-            },
-            Request::UpdateResv(spec) => match self.cluster.update_resv(&spec, c, now, fx) {
-                Ok(()) => Response::Ok,
-                Err(e) => Response::Error(e),
-            },
-            Request::DeleteResv { name } => match self.cluster.delete_resv(&name, c, now, fx) {
-                Ok(()) => Response::Ok,
-                Err(e) => Response::Error(e),
-            },
-            Request::Reservations => Response::Reservations {
-                resvs: self.cluster.resv.list.clone(),
-                now,
-            },
-            Request::Usage { start, end } => {
-                // The store adds job records and past reservation windows after the
-                // writes queued so far.
-                self.apply_persist(fx);
-                self.persist_resvs();
-                let rep = crate::proto::UsageReport {
-                    cluster: self.cluster.cluster_name.clone(),
-                    nodes: self
-                        .cluster
-                        .nodes
-                        .iter()
-                        .map(|n| (n.name.clone(), n.cpus))
-                        .collect(),
-                    resvs: self.cluster.resv.list.clone(),
-                    down: self.downlog.pending(now),
-                    now,
-                    ..Default::default()
-                };
-                self.store
-                    .send(StoreOp::Usage(start, end, Box::new(rep), reply));
-                return;
-            }
-            Request::Reconfigure => {
-                if self.cluster.is_operator(c) {
-                    match self.reconfigure() {
-                        Ok(()) => {
-                            // Agents run Prolog/Epilog/HealthCheckProgram from what they
-                            // were last sent: send every connected one the new scripts.
-                            for node in self.agents.keys() {
-                                fx.to_agent.push((
-                                    node.clone(),
-                                    ToAgent::Configure {
-                                        cgroup: self.cluster.cgroup.clone(),
-                                        scripts: self.cluster.scripts.clone(),
-                                    },
-                                ));
-                            }
-                            fx.schedule = true;
-                            Response::Ok
-                        }
-                        Err(e) => {
-                            tracing::warn!("reconfigure refused: {e}");
-                            Response::Error(SlurmError::Other(e))
-                        }
-                    }
-                } else {
-                    Response::Error(SlurmError::AccessDenied)
-                }
-            }
-            Request::BatchScript { job_id } => match self.cluster.jobs.get(&job_id) {
-                None => Response::Error(SlurmError::InvalidJobId),
-                Some(j) if j.uid != c.uid && !self.cluster.is_operator(c) => {
-                    Response::Error(SlurmError::AccessDenied)
-                }
-                Some(j) if j.spec.alloc_only => Response::Error(SlurmError::NotBatch),
-                Some(j) => Response::BatchScript(j.spec.script.clone()),
-            },
-            Request::SetDebug { level } => {
-                if !self.cluster.is_operator(c) {
-                    Response::Error(SlurmError::AccessDenied)
-                } else {
-                    match crate::logsink::set_level(&level) {
-                        Ok(()) => Response::Ok,
-                        Err(e) => Response::Error(SlurmError::Other(e)),
-                    }
-                }
-            }
-            Request::Shutdown => {
-                if self.cluster.is_operator(c) {
-                    let _ = self.stop.try_send(());
-                    Response::Ok
-                } else {
-                    Response::Error(SlurmError::AccessDenied)
-                }
-            }
-        };
-        // Replies to requests that changed state also wait for their records' commit.
-        if self.persist_resvs() {
-            self.apply_persist(fx);
-            self.store.send(StoreOp::Reply(reply, resp));
-        } else if fx.persist.is_empty() {
-            let _ = reply.send(resp);
-        } else {
-            self.apply_persist(fx);
-            self.store.send(StoreOp::Reply(reply, resp));
         }
+        if control.stop {
+            let _ = self.stop.try_send(());
+        }
+        self.route(out, reply, fx);
     }
 
-    fn config_pairs(&self) -> Vec<(String, String)> {
-        let c = &self.cluster;
-        let mut v = c.config_entries.clone();
-        v.push(("KillWait".into(), format!("{} sec", c.kill_wait)));
-        v.push(("MinJobAge".into(), format!("{} sec", c.min_job_age)));
-        v.push(("SLURM_VERSION".into(), c.slurm_version.clone()));
-        v.push(("AccountingStorageEnforce".into(), c.enforce().as_text()));
-        v.sort();
-        v
+    /// Sends a handler's reply when it says: the one place replies are routed.
+    pub(super) fn route(&mut self, out: Reply, reply: oneshot::Sender<Response>, fx: &mut Effects) {
+        match out {
+            // Replies to requests that changed state also wait for their records' commit.
+            Reply::Now(resp) => {
+                if self.persist_resvs() || !fx.persist.is_empty() {
+                    self.apply_persist(fx);
+                    self.store.send(StoreOp::Reply(reply, resp));
+                } else {
+                    let _ = reply.send(resp);
+                }
+            }
+            Reply::AfterCommit(resp) => {
+                self.apply_persist(fx);
+                self.store.send(StoreOp::Reply(reply, resp));
+            }
+            Reply::Later(Later::Allocation(id)) => self.alloc_replies.push((id, reply)),
+            Reply::Later(Later::Wait { job_id, started }) => {
+                self.waiters.push((job_id, started, reply))
+            }
+            Reply::Later(Later::Acct { query, now: at }) => {
+                self.apply_persist(fx);
+                self.store.send(StoreOp::Query(query, reply, at));
+            }
+            Reply::Later(Later::Usage { start, end, report }) => {
+                self.apply_persist(fx);
+                self.persist_resvs();
+                self.store.send(StoreOp::Usage(start, end, report, reply));
+            }
+            Reply::Later(Later::AssocCommit(resp)) => {
+                self.apply_persist(fx);
+                let tree = Box::new(self.cluster.assoc.clone());
+                self.store.send(StoreOp::PutAssoc(tree));
+                self.store.send(StoreOp::Reply(reply, resp));
+            }
+        }
     }
 
     /// Marks nodes silent past SlurmdTimeout DOWN, and drops remote ones' links so that
@@ -960,66 +581,4 @@ fn user_group_names(uid: u32, gid: u32) -> (String, String) {
     let user = names::user_name(uid).unwrap_or_else(|| uid.to_string());
     let group = names::group_name(gid).unwrap_or_else(|| gid.to_string());
     (user, group)
-}
-
-#[cfg(test)]
-mod page_tests {
-    use super::*;
-    use crate::model::JobState;
-    use crate::proto::JobFilter;
-
-    #[test]
-    fn job_pages_cover_each_matching_job_once_in_id_order() {
-        let mut jobs = std::collections::BTreeMap::new();
-        for id in 1..=7u32 {
-            let j = Job {
-                id,
-                state: if id % 3 == 0 {
-                    JobState::Completed
-                } else {
-                    JobState::Pending
-                },
-                spec: crate::model::JobSpec {
-                    script: "#!/bin/sh\ntrue\n".into(),
-                    ..Default::default()
-                },
-                ..Job::default()
-            };
-            jobs.insert(id, Box::new(j));
-        }
-        let mut f = JobFilter {
-            active_only: true,
-            page: 2,
-            ..JobFilter::default()
-        };
-        let mut seen = Vec::new();
-        let mut pages = 0;
-        loop {
-            pages += 1;
-            let Response::JobsPage { jobs: p, now, more } = jobs_page(&jobs, &f, 9) else {
-                panic!("not a page")
-            };
-            assert_eq!(now, 9);
-            assert!(p.len() <= 2);
-            assert!(p.iter().all(|j| j.spec.script.is_empty()));
-            seen.extend(p.iter().map(|j| j.id));
-            match p.last() {
-                Some(l) if more => f.after = l.id,
-                _ => break,
-            }
-        }
-        // 1 2 | 4 5 | 7: the finished ones (3, 6) are filtered out.
-        assert_eq!(seen, vec![1, 2, 4, 5, 7]);
-        assert_eq!(pages, 3);
-        // The cursor at the end of the id space gives an empty last page.
-        f.after = u32::MAX;
-        assert_eq!(
-            jobs_page(&jobs, &f, 9),
-            Response::JobsPage {
-                jobs: vec![],
-                now: 9,
-                more: false
-            }
-        );
-    }
 }

@@ -6,7 +6,7 @@ use super::daemon::{lock_spool_dir, lock_state_dir, prepare_dirs};
 use super::serve::{agent_link, connection_cap, spawn_accept};
 use super::state::{Cluster, Effects};
 use super::store::{self, StoreOp};
-use super::{agents, conns};
+use super::{agents, conns, handlers};
 use crate::config::{Config, Mode};
 use crate::proto::Framed;
 use crate::transport;
@@ -139,6 +139,7 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
         .map(|n| (n.name.clone(), n.clone()))
         .collect();
     let health = agents::Health::new(&cluster.nodes, cfg.slurmd_timeout, owner, now);
+    let submissions = handlers::submit::Submissions::of_jobs(&cluster.jobs);
     let mut actor = Actor {
         cluster,
         store: store::Outbox::new(store_tx),
@@ -153,9 +154,8 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
         remote,
         downlog: Default::default(),
         client_logs: HashMap::new(),
-        submissions: HashMap::new(),
+        submissions,
     };
-    actor.remember_submissions();
     let mut rx = rx;
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -16,6 +16,7 @@ mod daemon;
 pub mod depend;
 pub mod downtime;
 pub mod gres_detect;
+pub mod handlers;
 pub mod het;
 mod main_loop;
 pub mod names;
