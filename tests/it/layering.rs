@@ -57,8 +57,8 @@ const KNOWN: &[(&str, &str)] = &[
     ("cli/salloc.rs", "stepd::env"),
     // The controller's own front-end (`sluice controller start|stop`) is a client of
     // the controller; and the controller hosts the local node's agent in-process.
-    ("ctld/mod.rs", "cli::client"),
-    ("ctld/mod.rs", "agent"),
+    ("ctld/daemon.rs", "cli::client"),
+    ("ctld/main_loop.rs", "agent"),
     // Job options build their --help text with the front-ends' help builder.
     ("jobspec/opts.rs", "cli::help"),
 ];
