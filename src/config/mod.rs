@@ -430,6 +430,9 @@ struct FileConf {
     /// Minutes past its time limit a job may run (a number or `UNLIMITED`).
     #[serde(default, alias = "OverTimeLimit")]
     over_time_limit: Option<toml::Value>,
+    /// The MPI bootstrap of steps that name none (`none` or `pmi2`).
+    #[serde(default, alias = "MpiDefault")]
+    mpi_default: Option<String>,
     /// `[topology]`: switches or blocks.
     #[serde(default)]
     topology: topology_conf::TopologyConf,
@@ -492,6 +495,9 @@ pub struct Config {
     /// Minutes a job may run past its time limit before it is ended (Slurm's
     /// OverTimeLimit, default 0); [`OVER_TIME_UNLIMITED`] for `UNLIMITED`.
     pub over_time_limit: u32,
+    /// Slurm's MpiDefault: the MPI bootstrap (`none`, `pmi2`) of steps that name none
+    /// (`srun --mpi`, SLURM_MPI_TYPE); `none` by default.
+    pub mpi_default: String,
 }
 
 /// `over_time_limit = "UNLIMITED"`: jobs are never ended for their time limit.
@@ -826,6 +832,13 @@ impl Config {
             Some(v) => over_time_limit(v, "over_time_limit").map_err(&invalid)?,
             None => 0,
         };
+        let mpi_default = match fc.mpi_default.as_deref() {
+            None => "none".to_string(),
+            Some(v) => crate::model::mpi::MpiType::parse(v)
+                .map_err(|e| invalid(format!("mpi_default: {e}")))?
+                .name()
+                .to_string(),
+        };
         let mut sched = sched_config(&fc.scheduler, &fc.priority).map_err(&invalid)?;
         for (name, _) in &sched.priority.weight_tres {
             check_weight_tres_name(name, &fc.licenses).map_err(&invalid)?;
@@ -869,6 +882,7 @@ impl Config {
             cgroup: fc.cgroup,
             scripts,
             over_time_limit,
+            mpi_default,
         })
     }
 
@@ -917,6 +931,7 @@ impl Config {
             },
             scripts: scripts::NodeScripts::default(),
             over_time_limit: 0,
+            mpi_default: "none".into(),
         }
     }
 

@@ -15,6 +15,7 @@ pub mod gres;
 pub mod hostlist;
 pub mod job;
 pub mod limit;
+pub mod mpi;
 pub mod node;
 pub mod partition;
 pub mod preempt;

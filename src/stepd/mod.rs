@@ -19,6 +19,7 @@ pub mod gpu_usage;
 pub mod gpus;
 pub mod isolate;
 pub mod nccl;
+pub mod pmi;
 pub mod step;
 pub mod stream;
 mod task_script;

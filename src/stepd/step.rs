@@ -301,6 +301,9 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
     let mut task_gpus: Vec<(u32, Vec<u32>)> = Vec::new();
     let timeout = ls.scripts.prolog_epilog_timeout;
     let mut task_envs: Vec<Vec<(String, String)>> = Vec::new();
+    // --mpi=pmi2: the node's PMI server (`pmi`), one socket pair per task.
+    let mut pmi =
+        (ls.spec.mpi == crate::model::mpi::MpiType::Pmi2).then(|| super::pmi::Server::new(&ls));
     for (local, &rank) in ranks.iter().enumerate() {
         let mut env = env::task_env(&base_env, rank, local as u32, ls.node_id());
         let cpus = super::cpubind::task_cpus(
@@ -380,8 +383,20 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
                 Err(e) => prolog_failed = Some(e),
             }
         }
+        let pmi_end = match pmi.as_mut().map(|p| p.add_task(rank)) {
+            Some(Ok(end)) => {
+                env.extend(end.env.iter().cloned());
+                Some(end.fd)
+            }
+            Some(Err(e)) => {
+                eprintln!("stepd: step {}.{}: PMI socket: {e}", ls.job.id, ls.step_id);
+                None
+            }
+            None => None,
+        };
         task_envs.push(env.clone());
         let mut setup = TaskSetup::new(&ls, rank, &node, env, user.clone(), cpus.clone())?;
+        setup.keep_fd = pmi_end.as_ref().map(|f| f.as_raw_fd());
         setup.preamble = preamble;
         setup.join = iso.as_ref().and_then(|i| i.task_join(local as u32));
         let pty = ls.spec.pty && rank == 0;
@@ -412,7 +427,14 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
             abs(&setup.stdin_file).as_deref(),
             ls.scripts.launch_io_wait(),
         );
-        match spawn_task(&setup, &ls, rank, pty) {
+        let spawned = spawn_task(&setup, &ls, rank, pty);
+        drop(pmi_end);
+        if spawned.is_err()
+            && let Some(p) = pmi.as_mut()
+        {
+            p.task_failed(rank);
+        }
+        match spawned {
             Ok(sp) => {
                 t.pid = Some(sp.pid);
                 pids.push((rank, sp.pid as u32));
@@ -576,6 +598,10 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
             };
             fds.push(PollFd::new(i.fd.as_fd(), ev));
         }
+        let pmi_base = fds.len();
+        if let Some(p) = &pmi {
+            fds.extend(p.poll_fds().into_iter().map(|(fd, ev)| PollFd::new(fd, ev)));
+        }
         let timeout = PollTimeout::try_from(wait).unwrap_or(PollTimeout::MAX);
         match poll(&mut fds, timeout) {
             Ok(_) | Err(Errno::EINTR) => {}
@@ -587,7 +613,13 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         let listen_ready = listen_slot.is_some_and(ready);
         let out_ready: Vec<bool> = (0..outs.len()).map(|i| ready(out_base + i)).collect();
         let in_ready: Vec<bool> = (0..ins.len()).map(|i| ready(in_base + i)).collect();
+        let pmi_ready: Vec<bool> = (pmi_base..fds.len()).map(ready).collect();
         drop(fds);
+        if let Some(p) = pmi.as_mut() {
+            for ev in p.service(&pmi_ready) {
+                link.send(&ev);
+            }
+        }
 
         // Task output first, so that it precedes the exit it led to.
         let mut closed = Vec::new();
@@ -669,6 +701,11 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
                     }
                     // Served by the link itself.
                     StepdInput::Resume { .. } | StepdInput::Ack(_) => {}
+                    StepdInput::PmiFenceDone { seq, kvs } => {
+                        if let Some(p) = pmi.as_mut() {
+                            p.fence_done(seq, kvs);
+                        }
+                    }
                     StepdInput::Abandon { kill_wait } => {
                         abandoned = true;
                         if !terminating {
@@ -967,6 +1004,9 @@ struct TaskSetup {
     node: String,
     /// TaskProlog's `print` output, written to the task's stdout before it execs.
     preamble: Vec<u8>,
+    /// An fd the task inherits (its PMI socket, `PMI_FD`): close-on-exec in stepd,
+    /// cleared in the child.
+    keep_fd: Option<std::os::fd::RawFd>,
 }
 
 impl TaskSetup {
@@ -1063,6 +1103,7 @@ impl TaskSetup {
             argv0_name: argv0,
             node: node.to_string(),
             preamble: Vec::new(),
+            keep_fd: None,
         })
     }
 }
@@ -1237,6 +1278,7 @@ struct CloneSetup {
     join: Option<std::sync::Arc<super::isolate::TaskJoin>>,
     node: String,
     preamble: Vec<u8>,
+    keep_fd: Option<std::os::fd::RawFd>,
 }
 
 impl From<&TaskSetup> for CloneSetup {
@@ -1256,6 +1298,7 @@ impl From<&TaskSetup> for CloneSetup {
             join: s.join.clone(),
             node: s.node.clone(),
             preamble: s.preamble.clone(),
+            keep_fd: s.keep_fd,
         }
     }
 }
@@ -1359,6 +1402,13 @@ fn child_setup(c: &Child) -> std::io::Result<()> {
     }
     if !s.preamble.is_empty() {
         let _ = nix::unistd::write(std::io::stdout(), &s.preamble);
+    }
+    if let Some(fd) = s.keep_fd {
+        nix::fcntl::fcntl(
+            fd,
+            nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()),
+        )
+        .map_err(io)?;
     }
     let mut env = s.env.clone();
     if let Ok(v) = CString::new(format!("SLURM_TASK_PID={}", std::process::id())) {

@@ -20,6 +20,7 @@ mod json;
 mod launch;
 mod limits;
 mod limits_policy;
+mod mpi;
 mod outputs;
 mod personal;
 mod preempt;
