@@ -208,6 +208,8 @@ fn plan_part(
     // srun serves --mpi (sbatch and salloc only accept it).
     norm.warnings.retain(|w| !w.starts_with("--mpi "));
     let mpi = mpi_type(args.job.ignored.mpi.as_deref(), ctx)?;
+    let container =
+        super::container::resolve(&args.job.containers, &ctx.env).map_err(Failure::error)?;
     let spec = norm.spec;
     let distribution = match &args.job.later.distribution {
         Some(d) => Distribution::parse(d).ok_or(OptError::InvalidSpec("--distribution"))?,
@@ -399,6 +401,7 @@ fn plan_part(
         het_group,
         no_alloc: s.no_allocate,
         mpi,
+        container,
     };
     let mut job = spec;
     job.name = args

@@ -433,6 +433,9 @@ struct FileConf {
     /// The MPI bootstrap of steps that name none (`none` or `pmi2`).
     #[serde(default, alias = "MpiDefault")]
     mpi_default: Option<String>,
+    /// `[container]`: the runtime that runs pyxis's `--container-image`.
+    #[serde(default)]
+    container: crate::model::container::ContainerConf,
     /// `[topology]`: switches or blocks.
     #[serde(default)]
     topology: topology_conf::TopologyConf,
@@ -498,6 +501,8 @@ pub struct Config {
     /// Slurm's MpiDefault: the MPI bootstrap (`none`, `pmi2`) of steps that name none
     /// (`srun --mpi`, SLURM_MPI_TYPE); `none` by default.
     pub mpi_default: String,
+    /// `[container]`: which runtime runs `--container-image` steps, and its flags.
+    pub container: crate::model::container::ContainerConf,
 }
 
 /// `over_time_limit = "UNLIMITED"`: jobs are never ended for their time limit.
@@ -883,6 +888,7 @@ impl Config {
             scripts,
             over_time_limit,
             mpi_default,
+            container: fc.container,
         })
     }
 
@@ -932,6 +938,7 @@ impl Config {
             scripts: scripts::NodeScripts::default(),
             over_time_limit: 0,
             mpi_default: "none".into(),
+            container: Default::default(),
         }
     }
 

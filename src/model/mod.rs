@@ -9,6 +9,7 @@ pub mod array;
 pub mod assoc;
 pub mod billing;
 pub mod constraint;
+pub mod container;
 pub mod depend;
 pub mod gpu_bind;
 pub mod gres;

@@ -300,6 +300,9 @@ pub struct StepSpec {
     /// `--mpi` (else SLURM_MPI_TYPE, else MpiDefault): the MPI bootstrap stepd serves.
     #[serde(default)]
     pub mpi: super::mpi::MpiType,
+    /// pyxis's `--container-*`: the tasks run in this container.
+    #[serde(default)]
+    pub container: Option<super::container::ContainerSpec>,
 }
 
 /// What a step asks of the job's generic resources (cf. srun's `--gres`, `--gpus`,

@@ -13,6 +13,7 @@
 //! everything left in the job's cgroup is killed and an OOM kill is reported the way
 //! slurmstepd does.
 
+pub mod container;
 pub mod cpubind;
 pub mod env;
 pub mod gpu_usage;

@@ -397,6 +397,10 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         task_envs.push(env.clone());
         let mut setup = TaskSetup::new(&ls, rank, &node, env, user.clone(), cpus.clone())?;
         setup.keep_fd = pmi_end.as_ref().map(|f| f.as_raw_fd());
+        if let Some(c) = &ls.spec.container {
+            let argv = super::container::task_argv(c, &ls, ls.spec.argv_of(rank), &task_envs[local]);
+            setup.set_argv(&argv, &task_envs[local])?;
+        }
         setup.preamble = preamble;
         setup.join = iso.as_ref().and_then(|i| i.task_join(local as u32));
         let pty = ls.spec.pty && rank == 0;
@@ -1105,6 +1109,31 @@ impl TaskSetup {
             preamble: Vec::new(),
             keep_fd: None,
         })
+    }
+}
+
+impl TaskSetup {
+    /// Runs `argv` instead of the step's command (a container runtime's command line),
+    /// found on `env`'s PATH. Errors: a NUL byte in an argument.
+    fn set_argv(&mut self, argv: &[String], env: &[(String, String)]) -> anyhow::Result<()> {
+        let cs = |s: &str| CString::new(s).context("NUL byte in an argument");
+        let argv0 = argv.first().cloned().unwrap_or_default();
+        let path = env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.as_str())
+            .unwrap_or("/usr/local/bin:/usr/bin:/bin");
+        self.candidates = if argv0.contains('/') {
+            vec![cs(&argv0)?]
+        } else {
+            path.split(':')
+                .map(|d| if d.is_empty() { "." } else { d })
+                .filter_map(|d| CString::new(format!("{d}/{argv0}")).ok())
+                .collect()
+        };
+        self.argv = argv.iter().map(|a| cs(a)).collect::<anyhow::Result<_>>()?;
+        self.argv0_name = argv0;
+        Ok(())
     }
 }
 
