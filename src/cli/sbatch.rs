@@ -220,6 +220,8 @@ pub fn prepare(
         let words = groups.get(k).map(Vec::as_slice).unwrap_or(&[]);
         let Merged { args, argv } = directives::merge(dirs, &ctx.env, words)?;
         let norm = args.job.to_spec(ctx)?;
+        super::container::resolve(&args.job.containers, &Default::default())
+            .map_err(Failure::error)?;
         let mut spec = norm.spec;
         spec.name = args
             .job

@@ -204,7 +204,12 @@ fn plan_part(
 ) -> Result<(JobSpec, StepSpec, Vec<String>), Failure> {
     let s = &args.step;
     let in_job = job_id.is_some();
-    let norm = args.job.to_step_spec(ctx)?;
+    let mut norm = args.job.to_step_spec(ctx)?;
+    // srun serves --mpi (sbatch and salloc only accept it).
+    norm.warnings.retain(|w| !w.starts_with("--mpi "));
+    let mpi = mpi_type(args.job.ignored.mpi.as_deref(), ctx)?;
+    let container =
+        super::container::resolve(&args.job.containers, &ctx.env).map_err(Failure::error)?;
     let spec = norm.spec;
     let distribution = match &args.job.later.distribution {
         Some(d) => Distribution::parse(d).ok_or(OptError::InvalidSpec("--distribution"))?,
@@ -395,6 +400,8 @@ fn plan_part(
         },
         het_group,
         no_alloc: s.no_allocate,
+        mpi,
+        container,
     };
     let mut job = spec;
     job.name = args
@@ -408,6 +415,30 @@ fn plan_part(
     job.stderr = None;
     job.stdin = None;
     Ok((job, step, norm.warnings))
+}
+
+/// The step's MPI bootstrap: `--mpi`, else SLURM_MPI_TYPE, else the configuration's
+/// MpiDefault (cf. srun's `mpi_g_client_init`). Errors: an unknown type, or one sluice
+/// does not serve (PMIx), as srun's `error:` line, exit 1.
+fn mpi_type(
+    given: Option<&str>,
+    ctx: &opts::SubmitContext,
+) -> Result<crate::model::mpi::MpiType, Failure> {
+    use crate::model::mpi::MpiType;
+    let chosen = given
+        .map(str::to_string)
+        .or_else(|| ctx.env.get("SLURM_MPI_TYPE").cloned())
+        .filter(|v| !v.is_empty())
+        .or_else(|| {
+            crate::config::Config::load()
+                .ok()
+                .map(|c| c.mpi_default)
+                .filter(|v| !v.is_empty())
+        });
+    match chosen {
+        None => Ok(MpiType::None),
+        Some(t) => MpiType::parse(&t).map_err(|e| Failure::error(e.to_string())),
+    }
 }
 
 /// The IPv4 address tasks see as SLURM_LAUNCH_NODE_IPADDR: the submit host's, or
@@ -471,6 +502,12 @@ fn run_inner(argv: &[String]) -> Result<u8, Failure> {
     })?;
     if a.iter().any(|g| g.version) {
         println!("slurm {}", crate::config::DEFAULT_SLURM_VERSION);
+        return Ok(0);
+    }
+    if a.iter()
+        .any(|g| g.job.ignored.mpi.as_deref() == Some("list"))
+    {
+        print!("{}", crate::model::mpi::list_text());
         return Ok(0);
     }
     let ctx = sbatch::submit_context().map_err(|f| Failure {

@@ -436,6 +436,12 @@ struct FileConf {
     /// Minutes past its time limit a job may run (a number or `UNLIMITED`).
     #[serde(default, alias = "OverTimeLimit")]
     over_time_limit: Option<toml::Value>,
+    /// The MPI bootstrap of steps that name none (`none` or `pmi2`).
+    #[serde(default, alias = "MpiDefault")]
+    mpi_default: Option<String>,
+    /// `[container]`: the runtime that runs pyxis's `--container-image`.
+    #[serde(default)]
+    container: crate::model::container::ContainerConf,
     /// `[topology]`: switches or blocks.
     #[serde(default)]
     topology: topology_conf::TopologyConf,
@@ -498,6 +504,11 @@ pub struct Config {
     /// Minutes a job may run past its time limit before it is ended (Slurm's
     /// OverTimeLimit, default 0); [`OVER_TIME_UNLIMITED`] for `UNLIMITED`.
     pub over_time_limit: u32,
+    /// Slurm's MpiDefault: the MPI bootstrap (`none`, `pmi2`) of steps that name none
+    /// (`srun --mpi`, SLURM_MPI_TYPE); `none` by default.
+    pub mpi_default: String,
+    /// `[container]`: which runtime runs `--container-image` steps, and its flags.
+    pub container: crate::model::container::ContainerConf,
 }
 
 /// `over_time_limit = "UNLIMITED"`: jobs are never ended for their time limit.
@@ -832,6 +843,13 @@ impl Config {
             Some(v) => over_time_limit(v, "over_time_limit").map_err(&invalid)?,
             None => 0,
         };
+        let mpi_default = match fc.mpi_default.as_deref() {
+            None => "none".to_string(),
+            Some(v) => crate::model::mpi::MpiType::parse(v)
+                .map_err(|e| invalid(format!("mpi_default: {e}")))?
+                .name()
+                .to_string(),
+        };
         let mut sched = sched_config(&fc.scheduler, &fc.priority).map_err(&invalid)?;
         for (name, _) in &sched.priority.weight_tres {
             check_weight_tres_name(name, &fc.licenses).map_err(&invalid)?;
@@ -875,6 +893,8 @@ impl Config {
             cgroup: fc.cgroup,
             scripts,
             over_time_limit,
+            mpi_default,
+            container: fc.container,
         })
     }
 
@@ -923,6 +943,8 @@ impl Config {
             },
             scripts: scripts::NodeScripts::default(),
             over_time_limit: 0,
+            mpi_default: "none".into(),
+            container: Default::default(),
         }
     }
 

@@ -69,6 +69,7 @@ fn node_addr(n: &NodeConf, here: &str) -> String {
 pub fn export(cfg: &Config, live: &[NodeFacts], here: &str) -> Exported {
     let mut notes = Vec::new();
     let mut s = String::new();
+    let mpi = &cfg.mpi_default;
     let src = cfg
         .source
         .as_ref()
@@ -92,7 +93,7 @@ pub fn export(cfg: &Config, live: &[NodeFacts], here: &str) -> Exported {
          SlurmctldLogFile=/var/log/slurm/slurmctld.log\n\
          SlurmdLogFile=/var/log/slurm/slurmd.log\n\
          MailProg=/bin/true\n\
-         MpiDefault=none\n\
+         MpiDefault={mpi}\n\
          SwitchType=switch/none\n\
          ReturnToService=2\n\
          ProctrackType=proctrack/cgroup\n\

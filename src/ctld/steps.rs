@@ -27,6 +27,7 @@ use crate::proto::{
 use std::collections::HashMap;
 
 mod gres;
+mod pmi_fence;
 
 /// Slurm's text for a step that must wait.
 pub const BUSY: &str = "Requested nodes are busy";
@@ -80,6 +81,8 @@ struct LiveStep {
     node_fail: bool,
     /// The launch failed on a node: the step is aborted and ends FAILED.
     launch_failed: bool,
+    /// `--mpi=pmi2`: the PMI fence being gathered across the nodes.
+    pmi: pmi_fence::PmiFence,
 }
 
 /// A step request waiting for resources: its parts, each the job (component) it runs
@@ -885,6 +888,7 @@ impl Cluster {
                 usage: HashMap::new(),
                 cancelled: false,
                 timed_out: false,
+                pmi: Default::default(),
             },
         );
     }
@@ -1033,6 +1037,13 @@ impl Cluster {
                 ));
                 if first {
                     self.terminate_step(job_id, step_id, None, now, fx);
+                }
+            }
+            StepdEvent::PmiFence { seq, kvs } => {
+                let nodes = live.layout.nodes.clone();
+                if let Some(kvs) = live.pmi.arrive(pi, nodes.len(), seq, kvs) {
+                    let done = StepdInput::PmiFenceDone { seq, kvs };
+                    self.send_nodes((job_id, step_id), &nodes, &done, fx);
                 }
             }
         }

@@ -157,6 +157,8 @@ pub struct JobOpts {
     pub later: LaterOpts,
     #[command(flatten)]
     pub ignored: IgnoredOpts,
+    #[command(flatten)]
+    pub containers: super::container_opts::ContainerOpts,
 }
 
 /// Slurm options sluice will implement later. They are parsed (so that scripts get a
@@ -1024,8 +1026,13 @@ impl JobOpts {
                 _ => return Err(OptError::InvalidSpec("--open-mode")),
             },
         };
-        let environment = export::job_environment(self.export.as_deref(), &ctx.env)
+        let mut environment = export::job_environment(self.export.as_deref(), &ctx.env)
             .map_err(|e| OptError::Fatal(e.to_string()))?;
+        // pyxis's options reach the job's steps through the job's environment.
+        self.containers
+            .to_spec()
+            .map_err(|e| OptError::Fatal(e.to_string()))?;
+        environment.extend(self.containers.to_env());
         let work_dir = match &self.chdir {
             Some(d) if d.is_empty() => return Err(OptError::InvalidSpec("--chdir")),
             Some(d) => absolute(&ctx.cwd, d),

@@ -297,6 +297,12 @@ pub struct StepSpec {
     /// allocation (root and the controller's user only; cf. srun(1)).
     #[serde(default)]
     pub no_alloc: bool,
+    /// `--mpi` (else SLURM_MPI_TYPE, else MpiDefault): the MPI bootstrap stepd serves.
+    #[serde(default)]
+    pub mpi: super::mpi::MpiType,
+    /// pyxis's `--container-*`: the tasks run in this container.
+    #[serde(default)]
+    pub container: Option<super::container::ContainerSpec>,
 }
 
 /// What a step asks of the job's generic resources (cf. srun's `--gres`, `--gpus`,

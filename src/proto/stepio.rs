@@ -187,6 +187,12 @@ pub enum StepdInput {
     Abandon {
         kill_wait: u32,
     },
+    /// `--mpi=pmi2`: every node of the step reached PMI fence `seq`; `kvs` is what all
+    /// of them put before it (see [`StepdEvent::PmiFence`]).
+    PmiFenceDone {
+        seq: u32,
+        kvs: Vec<(String, String)>,
+    },
 }
 
 /// One numbered event on the stepd → agent link. Numbers start at 1 and grow by one per
@@ -227,5 +233,12 @@ pub enum StepdEvent {
     LaunchFailed {
         reason: String,
         detail: Option<String>,
+    },
+    /// `--mpi=pmi2`: every task of this node entered PMI fence number `seq` (counting
+    /// from 1); `kvs` are the key-value pairs they put since the previous one. The
+    /// controller answers every node with [`StepdInput::PmiFenceDone`] once all have.
+    PmiFence {
+        seq: u32,
+        kvs: Vec<(String, String)>,
     },
 }

@@ -236,6 +236,7 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         argv0_name: script_path.to_string_lossy().into_owned(),
         node: node.clone(),
         preamble,
+        keep_fd: None,
     };
     let pid = match spawn_task(&prep) {
         Ok(sp) => sp.pid as u32,

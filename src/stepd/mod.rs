@@ -13,12 +13,14 @@
 //! `stream` (the numbered step's event log and agent link).
 
 mod batch;
+pub mod container;
 pub mod cpubind;
 pub mod env;
 pub mod gpu_usage;
 pub mod gpus;
 pub mod isolate;
 pub mod nccl;
+pub mod pmi;
 mod spawn;
 pub mod step;
 pub mod stream;

@@ -88,6 +88,9 @@ pub(super) struct TaskSetup {
     pub(super) node: String,
     /// TaskProlog's `print` output, written to the task's stdout before it execs.
     pub(super) preamble: Vec<u8>,
+    /// An fd the task inherits (its PMI socket, `PMI_FD`): close-on-exec in stepd,
+    /// cleared in the child.
+    pub(super) keep_fd: Option<std::os::fd::RawFd>,
 }
 
 impl TaskSetup {
@@ -190,7 +193,35 @@ impl TaskSetup {
             argv0_name: argv0,
             node: node.to_string(),
             preamble: Vec::new(),
+            keep_fd: None,
         })
+    }
+
+    /// Runs `argv` instead of the step's command (a container runtime's command line),
+    /// found on `env`'s PATH. Errors: a NUL byte in an argument.
+    pub(super) fn set_argv(
+        &mut self,
+        argv: &[String],
+        env: &[(String, String)],
+    ) -> anyhow::Result<()> {
+        let cs = |s: &str| CString::new(s).context("NUL byte in an argument");
+        let argv0 = argv.first().cloned().unwrap_or_default();
+        let path = env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.as_str())
+            .unwrap_or("/usr/local/bin:/usr/bin:/bin");
+        self.candidates = if argv0.contains('/') {
+            vec![cs(&argv0)?]
+        } else {
+            path.split(':')
+                .map(|d| if d.is_empty() { "." } else { d })
+                .filter_map(|d| CString::new(format!("{d}/{argv0}")).ok())
+                .collect()
+        };
+        self.argv = argv.iter().map(|a| cs(a)).collect::<anyhow::Result<_>>()?;
+        self.argv0_name = argv0;
+        Ok(())
     }
 }
 
@@ -434,6 +465,13 @@ fn child_setup(c: &Child) -> std::io::Result<()> {
     // TaskProlog's `print` lines come first in the task's output.
     if !s.preamble.is_empty() {
         let _ = nix::unistd::write(std::io::stdout(), &s.preamble);
+    }
+    if let Some(fd) = s.keep_fd {
+        nix::fcntl::fcntl(
+            fd,
+            nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()),
+        )
+        .map_err(io)?;
     }
     let mut env = s.env.clone();
     if let Ok(v) = CString::new(format!("SLURM_TASK_PID={}", std::process::id())) {

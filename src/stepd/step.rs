@@ -284,6 +284,9 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
     let mut task_gpus: Vec<(u32, Vec<u32>)> = Vec::new();
     let timeout = ls.scripts.prolog_epilog_timeout;
     let mut task_envs: Vec<Vec<(String, String)>> = Vec::new();
+    // --mpi=pmi2: the node's PMI server (`pmi`), one socket pair per task.
+    let mut pmi =
+        (ls.spec.mpi == crate::model::mpi::MpiType::Pmi2).then(|| super::pmi::Server::new(&ls));
     for (local, &rank) in ranks.iter().enumerate() {
         let mut env = env::task_env(&base_env, rank, local as u32, ls.node_id());
         let cpus = super::cpubind::task_cpus(
@@ -363,8 +366,24 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
                 Err(e) => prolog_failed = Some(e),
             }
         }
+        let pmi_end = match pmi.as_mut().map(|p| p.add_task(rank)) {
+            Some(Ok(end)) => {
+                env.extend(end.env.iter().cloned());
+                Some(end.fd)
+            }
+            Some(Err(e)) => {
+                eprintln!("stepd: step {}.{}: PMI socket: {e}", ls.job.id, ls.step_id);
+                None
+            }
+            None => None,
+        };
         task_envs.push(env.clone());
         let mut setup = TaskSetup::new(&ls, rank, &node, env, user.clone(), cpus.clone())?;
+        setup.keep_fd = pmi_end.as_ref().map(|f| f.as_raw_fd());
+        if let Some(c) = &ls.spec.container {
+            let argv = super::container::task_argv(c, &ls, ls.spec.argv_of(rank), &task_envs[local]);
+            setup.set_argv(&argv, &task_envs[local])?;
+        }
         setup.preamble = preamble;
         setup.join = iso.as_ref().and_then(|i| i.task_join(local as u32));
         let mut t = Task {
@@ -394,7 +413,14 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
             abs(&setup.stdin_file).as_deref(),
             ls.scripts.launch_io_wait(),
         );
-        match spawn_task(&setup) {
+        let spawned = spawn_task(&setup);
+        drop(pmi_end);
+        if spawned.is_err()
+            && let Some(p) = pmi.as_mut()
+        {
+            p.task_failed(rank);
+        }
+        match spawned {
             Ok(sp) => {
                 t.pid = Some(sp.pid);
                 pids.push((rank, sp.pid as u32));
@@ -558,6 +584,10 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
             };
             fds.push(PollFd::new(i.fd.as_fd(), ev));
         }
+        let pmi_base = fds.len();
+        if let Some(p) = &pmi {
+            fds.extend(p.poll_fds().into_iter().map(|(fd, ev)| PollFd::new(fd, ev)));
+        }
         let timeout = PollTimeout::try_from(wait).unwrap_or(PollTimeout::MAX);
         match poll(&mut fds, timeout) {
             Ok(_) | Err(Errno::EINTR) => {}
@@ -569,7 +599,13 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         let listen_ready = listen_slot.is_some_and(ready);
         let out_ready: Vec<bool> = (0..outs.len()).map(|i| ready(out_base + i)).collect();
         let in_ready: Vec<bool> = (0..ins.len()).map(|i| ready(in_base + i)).collect();
+        let pmi_ready: Vec<bool> = (pmi_base..fds.len()).map(ready).collect();
         drop(fds);
+        if let Some(p) = pmi.as_mut() {
+            for ev in p.service(&pmi_ready) {
+                link.send(&ev);
+            }
+        }
 
         // Task output first, so that it precedes the exit it led to.
         let mut closed = Vec::new();
@@ -651,6 +687,11 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
                     }
                     // Served by the link itself.
                     StepdInput::Resume { .. } | StepdInput::Ack(_) => {}
+                    StepdInput::PmiFenceDone { seq, kvs } => {
+                        if let Some(p) = pmi.as_mut() {
+                            p.fence_done(seq, kvs);
+                        }
+                    }
                     StepdInput::Abandon { kill_wait } => {
                         abandoned = true;
                         if !terminating {

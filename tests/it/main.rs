@@ -21,6 +21,7 @@ mod launch;
 mod layering;
 mod limits;
 mod limits_policy;
+mod mpi;
 mod outputs;
 mod personal;
 mod preempt;
