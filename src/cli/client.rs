@@ -327,12 +327,63 @@ impl Client {
     /// The first request also reads the controller's hello (sent before the answer);
     /// a peer that is not a compatible controller gives `Err(Proto)`.
     pub fn request(&mut self, req: &Request) -> Result<Response, ClientError> {
+        if may_signal_own_job(req) && std::env::var_os("SLURM_JOB_ID").is_some() {
+            shield_from_job_signals();
+        }
         let mut out = std::mem::take(&mut self.hello_out);
         out.extend_from_slice(&frame(req)?);
         self.framed.send_framed(&out)?;
         self.finish_handshake()?;
         Ok(self.framed.recv()?)
     }
+}
+
+/// Whether `req` can make the controller signal a job (cancel, requeue, suspend) or
+/// change one that is running (hold, update): a front-end run inside that very job
+/// must still get its answer.
+fn may_signal_own_job(req: &Request) -> bool {
+    matches!(
+        req,
+        Request::Cancel { .. }
+            | Request::CancelSteps { .. }
+            | Request::Requeue { .. }
+            | Request::Suspend { .. }
+            | Request::Hold { .. }
+            | Request::Release { .. }
+            | Request::UpdateJob { .. }
+    )
+}
+
+/// Blocks, for the rest of this process's short life, the signals a job's processes
+/// receive when it is cancelled, requeued or signalled (SIGTERM, SIGCONT's companions,
+/// `scancel --signal`'s), so that `scontrol requeue $SLURM_JOB_ID` or `scancel
+/// $SLURM_JOB_ID` run inside the job reads its answer and exits 0 as with slurmctld,
+/// whose answer reaches the command before slurmd signals the job. A signal that
+/// arrives meanwhile stays pending and is discarded when the command exits; SIGKILL
+/// (KillWait later) still ends it. Faults stay deliverable, and so does SIGINT on a
+/// terminal (Ctrl-C of an interactive command).
+fn shield_from_job_signals() {
+    use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
+    let mut set = SigSet::all();
+    for s in [
+        Signal::SIGSEGV,
+        Signal::SIGBUS,
+        Signal::SIGFPE,
+        Signal::SIGILL,
+        Signal::SIGTRAP,
+        Signal::SIGABRT,
+        Signal::SIGSYS,
+        Signal::SIGTSTP,
+        Signal::SIGTTIN,
+        Signal::SIGTTOU,
+        Signal::SIGWINCH,
+    ] {
+        set.remove(s);
+    }
+    if nix::unistd::isatty(0).unwrap_or(false) {
+        set.remove(Signal::SIGINT);
+    }
+    let _ = pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&set), None);
 }
 
 /// Jobs per page of [`Client::request_jobs`]: a few MiB of reply each.

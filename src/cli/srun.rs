@@ -210,7 +210,14 @@ fn plan_part(
     let mpi = mpi_type(args.job.ignored.mpi.as_deref(), ctx)?;
     let container =
         super::container::resolve(&args.job.containers, &ctx.env).map_err(Failure::error)?;
-    let spec = norm.spec;
+    let mut spec = norm.spec;
+    // srun(1) INPUT ENVIRONMENT VARIABLES: SRUN_CPUS_PER_TASK stands for -c (from 22.05
+    // on, srun no longer reads SLURM_CPUS_PER_TASK, which a job's tasks still inherit).
+    if spec.cpus_per_task.is_none() {
+        if let Some(v) = ctx.env.get("SRUN_CPUS_PER_TASK").filter(|v| !v.is_empty()) {
+            spec.cpus_per_task = Some(opts::parse_count("--cpus-per-task", v)?);
+        }
+    }
     let distribution = match &args.job.later.distribution {
         Some(d) => Distribution::parse(d).ok_or(OptError::InvalidSpec("--distribution"))?,
         None => Distribution::Block,
@@ -252,6 +259,19 @@ fn plan_part(
             .filter(|v| !v.is_empty())
             .cloned()
     };
+    // A job's --gpus-per-task is its steps' unless srun asks for GPUs itself
+    // (SLURM_GPUS_PER_TASK, one of srun's input variables): each task of a plain
+    // `srun` gets its own devices, as in Slurm.
+    if spec.gpus.is_none()
+        && spec.gpus_per_task.is_none()
+        && spec.gpus_per_node.is_none()
+        && spec.gpus_per_socket.is_none()
+        && spec.gres.is_empty()
+        && let Some(v) = inherited("SLURM_GPUS_PER_TASK")
+    {
+        spec.gpus_per_task =
+            Some(crate::model::gres::parse_gpus(&v).map_err(|e| Failure::error(e.to_string()))?);
+    }
     let gpu_bind = match spec
         .gpu_bind
         .clone()
@@ -282,6 +302,16 @@ fn plan_part(
             None
         }
     });
+    // SLURM_NTASKS_PER_NODE (the job's, or component k's in a heterogeneous job) is
+    // srun's --ntasks-per-node when neither -n nor --ntasks-per-node was given: `srun
+    // -N1` in an `--ntasks-per-node=2` job starts two tasks, as Slurm's does. With -n
+    // the count given wins (srun(1): -n takes precedence over --ntasks-per-node).
+    if in_job && spec.ntasks.is_none() && spec.ntasks_per_node.is_none() {
+        let own = het_group.and_then(|k| env_num(&format!("SLURM_NTASKS_PER_NODE_HET_GROUP_{k}")));
+        spec.ntasks_per_node = own
+            .or_else(|| env_num("SLURM_NTASKS_PER_NODE"))
+            .filter(|&n| n > 0);
+    }
     // --ntasks-per-gpu turns a task count into GPUs or GPUs into a task count, as the
     // controller does for the allocation (the same function on the same request, so
     // a new allocation and its step agree).

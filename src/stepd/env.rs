@@ -442,15 +442,17 @@ pub use crate::model::step::tasks_per_node;
 
 /// Step and task variables removed from a step's inherited environment (srun's, which
 /// inside a job carries the batch shell's or an enclosing step's) before the step's own
-/// are set.
+/// are set. `SLURM_CPUS_PER_TASK` and `SLURM_NTASKS_PER_NODE` are not among them: as
+/// with Slurm's srun, which passes its whole environment to the tasks and overwrites
+/// only what it sets (src/common/env.c `setup_env`), the job's values reach the tasks
+/// of a step that did not ask for its own (Lightning's SLURMEnvironment and torchrun
+/// recipes read them in the tasks).
 pub const STALE_STEP_VARS: &[&str] = &[
     "SLURM_NTASKS",
     "SLURM_NPROCS",
     "SLURM_NNODES",
     "SLURM_NODELIST",
     "SLURM_TASKS_PER_NODE",
-    "SLURM_NTASKS_PER_NODE",
-    "SLURM_CPUS_PER_TASK",
     "SLURM_PROCID",
     "SLURM_LOCALID",
     "SLURM_NODEID",

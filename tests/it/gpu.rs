@@ -10,7 +10,7 @@ use std::time::Duration;
 
 /// `[[gres]]` lines for four untyped GPUs: 0-1 near CPU 0, 2-3 near CPU 1 (every machine
 /// that runs the tests has CPUs 0 and 1).
-const FOUR_GPUS: &str = r#"
+pub(crate) const FOUR_GPUS: &str = r#"
 [[gres]]
 name = "gpu"
 count = 2

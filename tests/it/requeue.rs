@@ -103,3 +103,93 @@ fn a_failed_node_requeues_requeueable_jobs() {
     c.wait_file("again.txt", |t| t == "start 0\nstart 1\n");
     c.ok("scancel", &[&again.to_string()]);
 }
+
+/// Control commands run inside the job they act on get their answer and exit as with
+/// slurmctld (whose answer reaches them before slurmd signals the job): the job's
+/// shell traps the signals and records the command's exit status after it.
+#[test]
+fn control_commands_inside_their_own_job_get_their_answer() {
+    let c = TestCluster::start();
+    let dir = c.work.display().to_string();
+    let submit = |name: &str, cmd: &str| -> u32 {
+        let log = format!("{dir}/{name}.log");
+        let text = format!(
+            "#!/bin/bash\n\
+             trap 'echo TERM >> {log}' TERM\n\
+             trap 'echo USR1 >> {log}' USR1\n\
+             if [ \"${{SLURM_RESTART_COUNT:-0}}\" != 0 ]; then echo rerun >> {log}; exit 0; fi\n\
+             {cmd} > {dir}/{name}.cmd 2>&1\n\
+             echo \"rc=$?\" >> {log}\n\
+             sleep 1\n"
+        );
+        let sh = c.script(&format!("{name}.sh"), &text);
+        c.submit(&["-o", "/dev/null", &sh.display().to_string()])
+    };
+    let requeue = submit("requeue", "scontrol requeue $SLURM_JOB_ID");
+    let cancel = submit("cancel", "scancel $SLURM_JOB_ID");
+    let usr1 = submit("usr1", "scancel --full --signal=USR1 $SLURM_JOB_ID");
+    let update = submit("update", "scontrol update JobId=$SLURM_JOB_ID TimeLimit=7");
+    let log =
+        |name: &str| std::fs::read_to_string(c.path(&format!("{name}.log"))).unwrap_or_default();
+    let cmd =
+        |name: &str| std::fs::read_to_string(c.path(&format!("{name}.cmd"))).unwrap_or_default();
+
+    c.wait_file("requeue.log", |t| t.contains("rerun"));
+    assert!(
+        log("requeue").contains("rc=0\n"),
+        "{}{}",
+        log("requeue"),
+        cmd("requeue")
+    );
+    assert_eq!(cmd("requeue"), "");
+    assert_eq!(c.wait_done(requeue), "COMPLETED");
+    assert_eq!(
+        c.field(&requeue.to_string(), "Restarts").as_deref(),
+        Some("1")
+    );
+
+    assert_eq!(c.wait_done(cancel), "CANCELLED");
+    c.wait_file("cancel.log", |t| t.contains("rc="));
+    assert!(
+        log("cancel").contains("rc=0\n"),
+        "{}{}",
+        log("cancel"),
+        cmd("cancel")
+    );
+    assert_eq!(cmd("cancel"), "");
+
+    assert_eq!(c.wait_done(usr1), "COMPLETED");
+    let l = log("usr1");
+    assert!(
+        l.contains("USR1\n") && l.contains("rc=0\n"),
+        "{l}{}",
+        cmd("usr1")
+    );
+    assert_eq!(cmd("usr1"), "");
+
+    assert_eq!(c.wait_done(update), "COMPLETED");
+    assert!(
+        log("update").contains("rc=0\n"),
+        "{}{}",
+        log("update"),
+        cmd("update")
+    );
+    assert_eq!(cmd("update"), "");
+    let s = update.to_string();
+    assert_eq!(c.field(&s, "TimeLimit").as_deref(), Some("00:07:00"));
+
+    // requeuehold: the answer, then the job back in the queue, held.
+    let held = submit("held", "scontrol requeuehold $SLURM_JOB_ID");
+    let s = held.to_string();
+    c.wait_field(&s, "Reason", "JobHeldUser");
+    c.wait_file("held.log", |t| t.contains("rc="));
+    assert!(
+        log("held").contains("rc=0\n"),
+        "{}{}",
+        log("held"),
+        cmd("held")
+    );
+    assert_eq!(cmd("held"), "");
+    assert_eq!(c.field(&s, "JobState").as_deref(), Some("PENDING"));
+    c.ok("scancel", &[&s]);
+}
