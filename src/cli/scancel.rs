@@ -14,7 +14,9 @@ use crate::proto::{ArrayTasks, JobFilter, JobResult, Request, Response, SlurmErr
 use std::ffi::OsString;
 use std::process::ExitCode;
 
-const SPECS: &[getopt::OptSpec] = &[
+/// scancel's options (getopt table): what [`getopt::parse`] accepts, `--help` lists, and
+/// the man page and completions are generated from (`cli::docs`).
+pub const SPECS: &[getopt::OptSpec] = &[
     opt("account", Some('A'), true).doc("account", "act only on jobs charging this account"),
     opt("batch", Some('b'), false).doc("", "signal the batch shell only, not its steps"),
     opt("full", Some('f'), false).doc("", "signal the batch shell and every step"),

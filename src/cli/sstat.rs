@@ -18,7 +18,9 @@ use crate::proto::{JobFilter, Request, Response};
 use std::ffi::OsString;
 use std::process::ExitCode;
 
-const SPECS: &[getopt::OptSpec] = &[
+/// sstat's options (getopt table): what [`getopt::parse`] accepts, `--help` lists, and
+/// the man page and completions are generated from (`cli::docs`).
+pub const SPECS: &[getopt::OptSpec] = &[
     opt("allsteps", Some('a'), false).doc("", "show every step of the given jobs"),
     opt("format", Some('o'), true).doc(
         "field_list",

@@ -5,4 +5,5 @@ pub mod directives;
 pub mod export;
 pub mod opts;
 pub mod pattern;
+pub mod timeparse;
 pub mod units;
