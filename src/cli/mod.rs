@@ -5,6 +5,7 @@
 pub mod ci;
 pub mod client;
 pub mod config_cmd;
+pub mod docs;
 pub mod doctor;
 pub mod format;
 pub mod getopt;
