@@ -241,23 +241,11 @@ pub struct Field {
 ///
 /// Errors: Slurm's text for an unknown field or a bad width.
 pub fn parse_format(list: &str) -> Result<Vec<Field>, String> {
+    use super::format::{ListItem, Lookup, list_items, lookup};
     let mut out = Vec::new();
-    for item in list.split(',').filter(|s| !s.trim().is_empty()) {
-        let item = item.trim();
-        let (name, width) = match item.split_once('%') {
-            Some((n, w)) => (n, Some(w)),
-            None => (item, None),
-        };
-        let lower = name.to_ascii_lowercase();
-        let found = ALL_FIELDS
-            .iter()
-            .find(|f| f.eq_ignore_ascii_case(name))
-            .or_else(|| {
-                ALL_FIELDS
-                    .iter()
-                    .find(|f| !lower.is_empty() && f.to_ascii_lowercase().starts_with(&lower))
-            });
-        let Some(canon) = found else {
+    for ListItem { item, name, width } in list_items(list) {
+        let found = lookup(ALL_FIELDS.iter().copied(), name, Lookup::ExactThenPrefix);
+        let Some(canon) = found.map(|i| ALL_FIELDS[i]) else {
             return Err(format!("sacct: error: Invalid field requested: \"{name}\""));
         };
         let (mut w, mut left) = default_width(canon);

@@ -80,22 +80,17 @@ struct Col {
 ///
 /// Errors: an unknown field or a bad width.
 fn parse_format(s: &str) -> Result<Vec<Col>, String> {
+    use crate::cli::format::{ListItem, Lookup, list_items, lookup};
     let mut out = Vec::new();
-    for tok in s.split(',').map(str::trim).filter(|t| !t.is_empty()) {
-        let (name, width) = match tok.split_once('%') {
-            Some((n, w)) => (
-                n,
-                Some(
-                    w.parse::<i32>()
-                        .map_err(|_| format!("sshare: error: Invalid field width '{tok}'"))?,
-                ),
+    for ListItem { item, name, width } in list_items(s) {
+        let width = match width {
+            Some(w) => Some(
+                w.parse::<i32>()
+                    .map_err(|_| format!("sshare: error: Invalid field width '{item}'"))?,
             ),
-            None => (tok, None),
+            None => None,
         };
-        let lower = name.to_ascii_lowercase();
-        let field = FIELDS
-            .iter()
-            .position(|(f, _)| !lower.is_empty() && f.to_ascii_lowercase().starts_with(&lower))
+        let field = lookup(FIELDS.iter().map(|(f, _)| *f), name, Lookup::Prefix)
             .ok_or_else(|| format!("sshare: error: Invalid field requested: \"{name}\""))?;
         out.push(Col {
             field,

@@ -140,16 +140,15 @@ pub struct Opts {
 ///
 /// Errors: `Invalid field requested: "X"`.
 pub fn parse_format(list: &str) -> Result<Vec<Field>, String> {
+    use super::format::{Lookup, list_items, lookup};
     let mut out = Vec::new();
-    for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let (name, width) = match item.split_once('%') {
-            Some((n, w)) => (n, w.parse::<i32>().ok()),
-            None => (item, None),
-        };
-        let Some(&(canon, def)) = FIELDS.iter().find(|(f, _)| f.eq_ignore_ascii_case(name)) else {
+    for it in list_items(list) {
+        let found = lookup(FIELDS.iter().map(|(f, _)| *f), it.name, Lookup::Exact);
+        let Some(&(canon, def)) = found.map(|i| &FIELDS[i]) else {
+            let name = it.name;
             return Err(format!("sstat: error: Invalid field requested: \"{name}\""));
         };
-        let w = width.unwrap_or(def);
+        let w = it.width.and_then(|w| w.parse::<i32>().ok()).unwrap_or(def);
         out.push(Field {
             name: canon,
             width: w.unsigned_abs() as usize,
