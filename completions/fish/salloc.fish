@@ -1,4 +1,4 @@
-complete -c salloc -s J -l job-name -d 'Job name (default: the script\'s base name; `sbatch` for stdin, `wrap` for --wrap)' -r
+complete -c salloc -s J -l job-name -d 'Job name (default: the script\'s base name; sbatch for stdin, wrap for --wrap)' -r
 complete -c salloc -s o -l output -d 'File for the batch script\'s stdout (pattern: %j %x %u %A %a %N %%)' -r
 complete -c salloc -s e -l error -d 'File for the batch script\'s stderr (default: same as --output)' -r
 complete -c salloc -s i -l input -d 'File connected to the batch script\'s stdin (default /dev/null)' -r
@@ -24,7 +24,7 @@ complete -c salloc -s x -l exclude -d 'Nodes the job must not use (hostlist)' -r
 complete -c salloc -l exclusive -d 'Do not share nodes with other jobs' -r
 complete -c salloc -s M -l clusters -d 'Cluster(s) to submit to (only this cluster exists)' -r
 complete -c salloc -s a -l array -d 'Job array indices: LIST of N, A-B, A-B:STEP, with an optional %MAX_RUNNING' -r
-complete -c salloc -s d -l dependency -d 'Start after other jobs: TYPE:JOB[:JOB...] joined by `,` (all) or `?` (any); TYPE is after, afterany, afterok, afternotok, aftercorr; or `singleton`' -r
+complete -c salloc -s d -l dependency -d 'Start after other jobs: TYPE:JOB[:JOB...] joined by , (all) or ? (any); TYPE is after, afterany, afterok, afternotok, aftercorr; or singleton' -r
 complete -c salloc -l kill-on-invalid-dep -d 'Cancel the job if a dependency can never be satisfied' -r
 complete -c salloc -l deadline -d 'Remove the job if it cannot end before TIME (same forms as --begin)' -r
 complete -c salloc -s I -l immediate -d 'Submit only if the job can start at once' -r
@@ -51,7 +51,7 @@ complete -c salloc -l tmp -d 'Minimum temporary disk per node (units K, M, G, T;
 complete -c salloc -l threads-per-core -d 'Nodes with at least N threads per core; tasks use N threads of each core' -r
 complete -c salloc -l ntasks-per-core -d 'At most N tasks on each core' -r
 complete -c salloc -l hint -d 'Task layout hint: nomultithread, multithread, compute_bound, memory_bound' -r
-complete -c salloc -s k -l no-kill -d 'Do not kill the job when a node fails (`=off`: the default behaviour)' -r
+complete -c salloc -s k -l no-kill -d 'Do not kill the job when a node fails (=off: the default behaviour)' -r
 complete -c salloc -l container -d '(not supported yet) Container bundle' -r
 complete -c salloc -l mail-user -d '(ignored) Mail recipient' -r
 complete -c salloc -l mail-type -d '(ignored) Mail events' -r
@@ -60,7 +60,7 @@ complete -c salloc -l get-user-env -d '(ignored) Load the user\'s login environm
 complete -c salloc -l mpi -d '(ignored) MPI type for steps' -r
 complete -c salloc -l acctg-freq -d '(ignored) Accounting sampling interval' -r
 complete -c salloc -s K -l kill-command -d 'Signal to send the command when the allocation ends (accepted)' -r
-complete -c salloc -s H -l hold -d 'Submit the job held (release with `scontrol release`)'
+complete -c salloc -s H -l hold -d 'Submit the job held (release with scontrol release)'
 complete -c salloc -l requeue -d 'The job may be requeued'
 complete -c salloc -l no-requeue -d 'The job must never be requeued'
 complete -c salloc -s Q -l quiet -d 'Quiet: no informational messages'
@@ -72,6 +72,6 @@ complete -c salloc -l ignore-pbs -d '(ignored) Ignore #PBS directives'
 complete -c salloc -l no-shell -d '(not supported) Grant the allocation without running a command'
 complete -c salloc -l bell -d 'Ring the terminal bell when the allocation is granted (accepted)'
 complete -c salloc -l no-bell -d 'Do not ring the bell (accepted)'
-complete -c salloc -s V -l version -d 'Print the version (as `slurm <version>`)'
+complete -c salloc -s V -l version -d 'Print the version (as slurm <version>)'
 complete -c salloc -s h -l help -d 'Show this help message'
 complete -c salloc -l usage -d 'Display a brief usage message'

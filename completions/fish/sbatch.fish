@@ -1,4 +1,4 @@
-complete -c sbatch -s J -l job-name -d 'Job name (default: the script\'s base name; `sbatch` for stdin, `wrap` for --wrap)' -r
+complete -c sbatch -s J -l job-name -d 'Job name (default: the script\'s base name; sbatch for stdin, wrap for --wrap)' -r
 complete -c sbatch -s o -l output -d 'File for the batch script\'s stdout (pattern: %j %x %u %A %a %N %%)' -r
 complete -c sbatch -s e -l error -d 'File for the batch script\'s stderr (default: same as --output)' -r
 complete -c sbatch -s i -l input -d 'File connected to the batch script\'s stdin (default /dev/null)' -r
@@ -24,7 +24,7 @@ complete -c sbatch -s x -l exclude -d 'Nodes the job must not use (hostlist)' -r
 complete -c sbatch -l exclusive -d 'Do not share nodes with other jobs' -r
 complete -c sbatch -s M -l clusters -d 'Cluster(s) to submit to (only this cluster exists)' -r
 complete -c sbatch -s a -l array -d 'Job array indices: LIST of N, A-B, A-B:STEP, with an optional %MAX_RUNNING' -r
-complete -c sbatch -s d -l dependency -d 'Start after other jobs: TYPE:JOB[:JOB...] joined by `,` (all) or `?` (any); TYPE is after, afterany, afterok, afternotok, aftercorr; or `singleton`' -r
+complete -c sbatch -s d -l dependency -d 'Start after other jobs: TYPE:JOB[:JOB...] joined by , (all) or ? (any); TYPE is after, afterany, afterok, afternotok, aftercorr; or singleton' -r
 complete -c sbatch -l kill-on-invalid-dep -d 'Cancel the job if a dependency can never be satisfied' -r
 complete -c sbatch -l deadline -d 'Remove the job if it cannot end before TIME (same forms as --begin)' -r
 complete -c sbatch -s I -l immediate -d 'Submit only if the job can start at once' -r
@@ -51,7 +51,7 @@ complete -c sbatch -l tmp -d 'Minimum temporary disk per node (units K, M, G, T;
 complete -c sbatch -l threads-per-core -d 'Nodes with at least N threads per core; tasks use N threads of each core' -r
 complete -c sbatch -l ntasks-per-core -d 'At most N tasks on each core' -r
 complete -c sbatch -l hint -d 'Task layout hint: nomultithread, multithread, compute_bound, memory_bound' -r
-complete -c sbatch -s k -l no-kill -d 'Do not kill the job when a node fails (`=off`: the default behaviour)' -r
+complete -c sbatch -s k -l no-kill -d 'Do not kill the job when a node fails (=off: the default behaviour)' -r
 complete -c sbatch -l container -d '(not supported yet) Container bundle' -r
 complete -c sbatch -l mail-user -d '(ignored) Mail recipient' -r
 complete -c sbatch -l mail-type -d '(ignored) Mail events' -r
@@ -60,7 +60,7 @@ complete -c sbatch -l get-user-env -d '(ignored) Load the user\'s login environm
 complete -c sbatch -l mpi -d '(ignored) MPI type for steps' -r
 complete -c sbatch -l acctg-freq -d '(ignored) Accounting sampling interval' -r
 complete -c sbatch -l wrap -d 'Run this command line under /bin/sh instead of a script' -r
-complete -c sbatch -s H -l hold -d 'Submit the job held (release with `scontrol release`)'
+complete -c sbatch -s H -l hold -d 'Submit the job held (release with scontrol release)'
 complete -c sbatch -l requeue -d 'The job may be requeued'
 complete -c sbatch -l no-requeue -d 'The job must never be requeued'
 complete -c sbatch -s Q -l quiet -d 'Quiet: no informational messages'
@@ -72,6 +72,6 @@ complete -c sbatch -l ignore-pbs -d '(ignored) Ignore #PBS directives'
 complete -c sbatch -l parsable -d 'Print only the job id (and ;cluster with -M)'
 complete -c sbatch -s W -l wait -d 'Return when the job ends, with its exit code'
 complete -c sbatch -l test-only -d 'Only estimate when the job would start; create nothing'
-complete -c sbatch -s V -l version -d 'Print the version (as `slurm <version>`)'
+complete -c sbatch -s V -l version -d 'Print the version (as slurm <version>)'
 complete -c sbatch -s h -l help -d 'Show this help message'
 complete -c sbatch -l usage -d 'Display a brief usage message'

@@ -50,7 +50,7 @@ complete -c sluice -n "__fish_sluice_needs_command" -f -a "ci" -d 'run a command
 complete -c sluice -n "__fish_sluice_needs_command" -f -a "config" -d 'import a Slurm configuration (slurm.conf, …) or export this one as Slurm\'s'
 complete -c sluice -n "__fish_sluice_needs_command" -f -a "version" -d 'print sluice\'s version'
 complete -c sluice -n "__fish_sluice_needs_command" -f -a "help" -d 'show this help message'
-complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -s J -l job-name -d 'Job name (default: the script\'s base name; `sbatch` for stdin, `wrap` for --wrap)' -r
+complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -s J -l job-name -d 'Job name (default: the script\'s base name; sbatch for stdin, wrap for --wrap)' -r
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -s o -l output -d 'File for the batch script\'s stdout (pattern: %j %x %u %A %a %N %%)' -r
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -s e -l error -d 'File for the batch script\'s stderr (default: same as --output)' -r
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -s i -l input -d 'File connected to the batch script\'s stdin (default /dev/null)' -r
@@ -76,7 +76,7 @@ complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -s x -l exclude -d
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l exclusive -d 'Do not share nodes with other jobs' -r
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -s M -l clusters -d 'Cluster(s) to submit to (only this cluster exists)' -r
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -s a -l array -d 'Job array indices: LIST of N, A-B, A-B:STEP, with an optional %MAX_RUNNING' -r
-complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -s d -l dependency -d 'Start after other jobs: TYPE:JOB[:JOB...] joined by `,` (all) or `?` (any); TYPE is after, afterany, afterok, afternotok, aftercorr; or `singleton`' -r
+complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -s d -l dependency -d 'Start after other jobs: TYPE:JOB[:JOB...] joined by , (all) or ? (any); TYPE is after, afterany, afterok, afternotok, aftercorr; or singleton' -r
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l kill-on-invalid-dep -d 'Cancel the job if a dependency can never be satisfied' -r
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l deadline -d 'Remove the job if it cannot end before TIME (same forms as --begin)' -r
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -s I -l immediate -d 'Submit only if the job can start at once' -r
@@ -103,7 +103,7 @@ complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l tmp -d 'Minimum
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l threads-per-core -d 'Nodes with at least N threads per core; tasks use N threads of each core' -r
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l ntasks-per-core -d 'At most N tasks on each core' -r
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l hint -d 'Task layout hint: nomultithread, multithread, compute_bound, memory_bound' -r
-complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -s k -l no-kill -d 'Do not kill the job when a node fails (`=off`: the default behaviour)' -r
+complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -s k -l no-kill -d 'Do not kill the job when a node fails (=off: the default behaviour)' -r
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l container -d '(not supported yet) Container bundle' -r
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l mail-user -d '(ignored) Mail recipient' -r
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l mail-type -d '(ignored) Mail events' -r
@@ -112,7 +112,7 @@ complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l get-user-env -d
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l mpi -d '(ignored) MPI type for steps' -r
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l acctg-freq -d '(ignored) Accounting sampling interval' -r
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l wrap -d 'Run this command line under /bin/sh instead of a script' -r
-complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -s H -l hold -d 'Submit the job held (release with `scontrol release`)'
+complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -s H -l hold -d 'Submit the job held (release with scontrol release)'
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l requeue -d 'The job may be requeued'
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l no-requeue -d 'The job must never be requeued'
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -s Q -l quiet -d 'Quiet: no informational messages'
@@ -124,10 +124,10 @@ complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l ignore-pbs -d '
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l parsable -d 'Print only the job id (and ;cluster with -M)'
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -s W -l wait -d 'Return when the job ends, with its exit code'
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l test-only -d 'Only estimate when the job would start; create nothing'
-complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -s V -l version -d 'Print the version (as `slurm <version>`)'
+complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -s V -l version -d 'Print the version (as slurm <version>)'
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -s h -l help -d 'Show this help message'
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l usage -d 'Display a brief usage message'
-complete -c sluice -n "__fish_sluice_using_subcommand srun" -s J -l job-name -d 'Job name (default: the script\'s base name; `sbatch` for stdin, `wrap` for --wrap)' -r
+complete -c sluice -n "__fish_sluice_using_subcommand srun" -s J -l job-name -d 'Job name (default: the script\'s base name; sbatch for stdin, wrap for --wrap)' -r
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -s o -l output -d 'File for the batch script\'s stdout (pattern: %j %x %u %A %a %N %%)' -r
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -s e -l error -d 'File for the batch script\'s stderr (default: same as --output)' -r
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -s i -l input -d 'File connected to the batch script\'s stdin (default /dev/null)' -r
@@ -153,7 +153,7 @@ complete -c sluice -n "__fish_sluice_using_subcommand srun" -s x -l exclude -d '
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -l exclusive -d 'Do not share nodes with other jobs' -r
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -s M -l clusters -d 'Cluster(s) to submit to (only this cluster exists)' -r
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -s a -l array -d 'Job array indices: LIST of N, A-B, A-B:STEP, with an optional %MAX_RUNNING' -r
-complete -c sluice -n "__fish_sluice_using_subcommand srun" -s d -l dependency -d 'Start after other jobs: TYPE:JOB[:JOB...] joined by `,` (all) or `?` (any); TYPE is after, afterany, afterok, afternotok, aftercorr; or `singleton`' -r
+complete -c sluice -n "__fish_sluice_using_subcommand srun" -s d -l dependency -d 'Start after other jobs: TYPE:JOB[:JOB...] joined by , (all) or ? (any); TYPE is after, afterany, afterok, afternotok, aftercorr; or singleton' -r
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -l kill-on-invalid-dep -d 'Cancel the job if a dependency can never be satisfied' -r
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -l deadline -d 'Remove the job if it cannot end before TIME (same forms as --begin)' -r
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -s I -l immediate -d 'Submit only if the job can start at once' -r
@@ -180,7 +180,7 @@ complete -c sluice -n "__fish_sluice_using_subcommand srun" -l tmp -d 'Minimum t
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -l threads-per-core -d 'Nodes with at least N threads per core; tasks use N threads of each core' -r
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -l ntasks-per-core -d 'At most N tasks on each core' -r
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -l hint -d 'Task layout hint: nomultithread, multithread, compute_bound, memory_bound' -r
-complete -c sluice -n "__fish_sluice_using_subcommand srun" -s k -l no-kill -d 'Do not kill the job when a node fails (`=off`: the default behaviour)' -r
+complete -c sluice -n "__fish_sluice_using_subcommand srun" -s k -l no-kill -d 'Do not kill the job when a node fails (=off: the default behaviour)' -r
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -l container -d '(not supported yet) Container bundle' -r
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -l mail-user -d '(ignored) Mail recipient' -r
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -l mail-type -d '(ignored) Mail events' -r
@@ -193,7 +193,7 @@ complete -c sluice -n "__fish_sluice_using_subcommand srun" -l jobid -d 'Run in 
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -l cpu-bind -l cpu_bind -d 'Bind tasks to CPUs: none, cores, threads[,verbose]' -r
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -s W -l wait -d 'Seconds to wait after the first task ends before ending the step (accepted)' -r
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -l het-group -d 'Heterogeneous job components the step runs on: 0,1 | 0-2 | 1 (default: 0)' -r
-complete -c sluice -n "__fish_sluice_using_subcommand srun" -s H -l hold -d 'Submit the job held (release with `scontrol release`)'
+complete -c sluice -n "__fish_sluice_using_subcommand srun" -s H -l hold -d 'Submit the job held (release with scontrol release)'
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -l requeue -d 'The job may be requeued'
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -l no-requeue -d 'The job must never be requeued'
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -s Q -l quiet -d 'Quiet: no informational messages'
@@ -211,10 +211,10 @@ complete -c sluice -n "__fish_sluice_using_subcommand srun" -l exact -d 'Use onl
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -s X -l disable-status -d 'Ctrl-C is forwarded at once instead of printing the step\'s status'
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -s E -l preserve-env -d 'Take -n/-N from the environment only (accepted)'
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -s Z -l no-allocate -d 'Run on the -w nodes without an allocation (root and SlurmUser only)'
-complete -c sluice -n "__fish_sluice_using_subcommand srun" -s V -l version -d 'Print the version (as `slurm <version>`)'
+complete -c sluice -n "__fish_sluice_using_subcommand srun" -s V -l version -d 'Print the version (as slurm <version>)'
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -s h -l help -d 'Show this help message'
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -l usage -d 'Display a brief usage message'
-complete -c sluice -n "__fish_sluice_using_subcommand salloc" -s J -l job-name -d 'Job name (default: the script\'s base name; `sbatch` for stdin, `wrap` for --wrap)' -r
+complete -c sluice -n "__fish_sluice_using_subcommand salloc" -s J -l job-name -d 'Job name (default: the script\'s base name; sbatch for stdin, wrap for --wrap)' -r
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -s o -l output -d 'File for the batch script\'s stdout (pattern: %j %x %u %A %a %N %%)' -r
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -s e -l error -d 'File for the batch script\'s stderr (default: same as --output)' -r
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -s i -l input -d 'File connected to the batch script\'s stdin (default /dev/null)' -r
@@ -240,7 +240,7 @@ complete -c sluice -n "__fish_sluice_using_subcommand salloc" -s x -l exclude -d
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l exclusive -d 'Do not share nodes with other jobs' -r
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -s M -l clusters -d 'Cluster(s) to submit to (only this cluster exists)' -r
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -s a -l array -d 'Job array indices: LIST of N, A-B, A-B:STEP, with an optional %MAX_RUNNING' -r
-complete -c sluice -n "__fish_sluice_using_subcommand salloc" -s d -l dependency -d 'Start after other jobs: TYPE:JOB[:JOB...] joined by `,` (all) or `?` (any); TYPE is after, afterany, afterok, afternotok, aftercorr; or `singleton`' -r
+complete -c sluice -n "__fish_sluice_using_subcommand salloc" -s d -l dependency -d 'Start after other jobs: TYPE:JOB[:JOB...] joined by , (all) or ? (any); TYPE is after, afterany, afterok, afternotok, aftercorr; or singleton' -r
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l kill-on-invalid-dep -d 'Cancel the job if a dependency can never be satisfied' -r
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l deadline -d 'Remove the job if it cannot end before TIME (same forms as --begin)' -r
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -s I -l immediate -d 'Submit only if the job can start at once' -r
@@ -267,7 +267,7 @@ complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l tmp -d 'Minimum
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l threads-per-core -d 'Nodes with at least N threads per core; tasks use N threads of each core' -r
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l ntasks-per-core -d 'At most N tasks on each core' -r
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l hint -d 'Task layout hint: nomultithread, multithread, compute_bound, memory_bound' -r
-complete -c sluice -n "__fish_sluice_using_subcommand salloc" -s k -l no-kill -d 'Do not kill the job when a node fails (`=off`: the default behaviour)' -r
+complete -c sluice -n "__fish_sluice_using_subcommand salloc" -s k -l no-kill -d 'Do not kill the job when a node fails (=off: the default behaviour)' -r
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l container -d '(not supported yet) Container bundle' -r
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l mail-user -d '(ignored) Mail recipient' -r
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l mail-type -d '(ignored) Mail events' -r
@@ -276,7 +276,7 @@ complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l get-user-env -d
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l mpi -d '(ignored) MPI type for steps' -r
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l acctg-freq -d '(ignored) Accounting sampling interval' -r
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -s K -l kill-command -d 'Signal to send the command when the allocation ends (accepted)' -r
-complete -c sluice -n "__fish_sluice_using_subcommand salloc" -s H -l hold -d 'Submit the job held (release with `scontrol release`)'
+complete -c sluice -n "__fish_sluice_using_subcommand salloc" -s H -l hold -d 'Submit the job held (release with scontrol release)'
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l requeue -d 'The job may be requeued'
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l no-requeue -d 'The job must never be requeued'
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -s Q -l quiet -d 'Quiet: no informational messages'
@@ -288,20 +288,20 @@ complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l ignore-pbs -d '
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l no-shell -d '(not supported) Grant the allocation without running a command'
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l bell -d 'Ring the terminal bell when the allocation is granted (accepted)'
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l no-bell -d 'Do not ring the bell (accepted)'
-complete -c sluice -n "__fish_sluice_using_subcommand salloc" -s V -l version -d 'Print the version (as `slurm <version>`)'
+complete -c sluice -n "__fish_sluice_using_subcommand salloc" -s V -l version -d 'Print the version (as slurm <version>)'
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -s h -l help -d 'Show this help message'
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l usage -d 'Display a brief usage message'
 complete -c sluice -n "__fish_sluice_using_subcommand squeue" -s A -l account -d 'Comma separated list of accounts to view' -r
-complete -c sluice -n "__fish_sluice_using_subcommand squeue" -s j -l jobs -l job -d 'Comma separated list of job ids to view; without a list (Slurm\'s optional `j::` argument), every job' -r
-complete -c sluice -n "__fish_sluice_using_subcommand squeue" -s M -l clusters -d 'Cluster(s) to query; prints a `CLUSTER:` line first' -r
+complete -c sluice -n "__fish_sluice_using_subcommand squeue" -s j -l jobs -l job -d 'Comma separated list of job ids to view; without a list (Slurm\'s optional j:: argument), every job' -r
+complete -c sluice -n "__fish_sluice_using_subcommand squeue" -s M -l clusters -d 'Cluster(s) to query; prints a CLUSTER: line first' -r
 complete -c sluice -n "__fish_sluice_using_subcommand squeue" -s n -l name -d 'Comma separated list of job names to view' -r
-complete -c sluice -n "__fish_sluice_using_subcommand squeue" -s o -l format -d 'Output format (`%.18i %9P …`)' -r
-complete -c sluice -n "__fish_sluice_using_subcommand squeue" -s O -l Format -d 'Long output format (`JobID,Name:30,…`)' -r
+complete -c sluice -n "__fish_sluice_using_subcommand squeue" -s o -l format -d 'Output format (%.18i %9P …)' -r
+complete -c sluice -n "__fish_sluice_using_subcommand squeue" -s O -l Format -d 'Long output format (JobID,Name:30,…)' -r
 complete -c sluice -n "__fish_sluice_using_subcommand squeue" -s p -l partition -d 'Comma separated list of partitions to view' -r
 complete -c sluice -n "__fish_sluice_using_subcommand squeue" -s q -l qos -d 'Comma separated list of QOS to view' -r
-complete -c sluice -n "__fish_sluice_using_subcommand squeue" -s S -l sort -d 'Sort keys (`P,t,-p`)' -r
-complete -c sluice -n "__fish_sluice_using_subcommand squeue" -s s -l steps -d 'Show job steps (optionally only these `JOB.STEP`s) instead of jobs' -r
-complete -c sluice -n "__fish_sluice_using_subcommand squeue" -s t -l states -d 'Comma separated list of states to view (`all`, `PD`, `running`, …)' -r
+complete -c sluice -n "__fish_sluice_using_subcommand squeue" -s S -l sort -d 'Sort keys (P,t,-p)' -r
+complete -c sluice -n "__fish_sluice_using_subcommand squeue" -s s -l steps -d 'Show job steps (optionally only these JOB.STEPs) instead of jobs' -r
+complete -c sluice -n "__fish_sluice_using_subcommand squeue" -s t -l states -d 'Comma separated list of states to view (all, PD, running, …)' -r
 complete -c sluice -n "__fish_sluice_using_subcommand squeue" -s u -l user -d 'Comma separated list of users to view' -r
 complete -c sluice -n "__fish_sluice_using_subcommand squeue" -s w -l nodelist -d 'Only jobs on these nodes' -r
 complete -c sluice -n "__fish_sluice_using_subcommand squeue" -s a -l all -d 'Display jobs in hidden partitions too'
@@ -339,13 +339,13 @@ complete -c sluice -n "__fish_sluice_using_subcommand scancel" -s v -l verbose -
 complete -c sluice -n "__fish_sluice_using_subcommand scancel" -s V -l version -d 'print the Slurm version and exit'
 complete -c sluice -n "__fish_sluice_using_subcommand scancel" -s h -l help -d 'show this help message'
 complete -c sluice -n "__fish_sluice_using_subcommand scancel" -l usage -d 'display a brief usage message'
-complete -c sluice -n "__fish_sluice_using_subcommand sinfo" -s M -l clusters -d 'Cluster(s) to query; prints a `CLUSTER:` line first' -r
+complete -c sluice -n "__fish_sluice_using_subcommand sinfo" -s M -l clusters -d 'Cluster(s) to query; prints a CLUSTER: line first' -r
 complete -c sluice -n "__fish_sluice_using_subcommand sinfo" -s n -l nodes -d 'Only these nodes (hostlist expression)' -r
-complete -c sluice -n "__fish_sluice_using_subcommand sinfo" -s o -l format -d 'Output format (`%P %D %t`)' -r
-complete -c sluice -n "__fish_sluice_using_subcommand sinfo" -s O -l Format -d 'Long output format (`NodeList,StateLong,CPUsState`)' -r
+complete -c sluice -n "__fish_sluice_using_subcommand sinfo" -s o -l format -d 'Output format (%P %D %t)' -r
+complete -c sluice -n "__fish_sluice_using_subcommand sinfo" -s O -l Format -d 'Long output format (NodeList,StateLong,CPUsState)' -r
 complete -c sluice -n "__fish_sluice_using_subcommand sinfo" -s p -l partition -d 'Only these partitions (comma separated)' -r
 complete -c sluice -n "__fish_sluice_using_subcommand sinfo" -s S -l sort -d 'Sort order (accepted; output follows partition and node order)' -r
-complete -c sluice -n "__fish_sluice_using_subcommand sinfo" -s t -l states -d 'Only nodes in these states (`idle,mix,alloc`, `drain`, `down`, …)' -r
+complete -c sluice -n "__fish_sluice_using_subcommand sinfo" -s t -l states -d 'Only nodes in these states (idle,mix,alloc, drain, down, …)' -r
 complete -c sluice -n "__fish_sluice_using_subcommand sinfo" -s a -l all -d 'Show all partitions, hidden ones too'
 complete -c sluice -n "__fish_sluice_using_subcommand sinfo" -s d -l dead -d 'Only nodes that are not responding'
 complete -c sluice -n "__fish_sluice_using_subcommand sinfo" -s e -l exact -d 'Group only nodes with identical configuration (the default here)'
@@ -358,7 +358,7 @@ complete -c sluice -n "__fish_sluice_using_subcommand sinfo" -s R -l list-reason
 complete -c sluice -n "__fish_sluice_using_subcommand sinfo" -s s -l summarize -d 'Summary: one line per partition with node counts by state'
 complete -c sluice -n "__fish_sluice_using_subcommand sinfo" -s v -l verbose -d 'Verbose output (accepted, no effect)'
 complete -c sluice -n "__fish_sluice_using_subcommand sinfo" -l json -d 'JSON output: Slurm\'s openapi/v0.0.38 node objects'
-complete -c sluice -n "__fish_sluice_using_subcommand sinfo" -s V -l version -d 'Print `slurm <version>`'
+complete -c sluice -n "__fish_sluice_using_subcommand sinfo" -s V -l version -d 'Print slurm <version>'
 complete -c sluice -n "__fish_sluice_using_subcommand sinfo" -l help -d 'Show this help message'
 complete -c sluice -n "__fish_sluice_using_subcommand sinfo" -l usage -d 'Display brief usage message'
 complete -c sluice -n "__fish_sluice_using_subcommand sinfo" -s T -l reservation -d 'Show reservations instead of partitions'

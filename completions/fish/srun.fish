@@ -1,4 +1,4 @@
-complete -c srun -s J -l job-name -d 'Job name (default: the script\'s base name; `sbatch` for stdin, `wrap` for --wrap)' -r
+complete -c srun -s J -l job-name -d 'Job name (default: the script\'s base name; sbatch for stdin, wrap for --wrap)' -r
 complete -c srun -s o -l output -d 'File for the batch script\'s stdout (pattern: %j %x %u %A %a %N %%)' -r
 complete -c srun -s e -l error -d 'File for the batch script\'s stderr (default: same as --output)' -r
 complete -c srun -s i -l input -d 'File connected to the batch script\'s stdin (default /dev/null)' -r
@@ -24,7 +24,7 @@ complete -c srun -s x -l exclude -d 'Nodes the job must not use (hostlist)' -r
 complete -c srun -l exclusive -d 'Do not share nodes with other jobs' -r
 complete -c srun -s M -l clusters -d 'Cluster(s) to submit to (only this cluster exists)' -r
 complete -c srun -s a -l array -d 'Job array indices: LIST of N, A-B, A-B:STEP, with an optional %MAX_RUNNING' -r
-complete -c srun -s d -l dependency -d 'Start after other jobs: TYPE:JOB[:JOB...] joined by `,` (all) or `?` (any); TYPE is after, afterany, afterok, afternotok, aftercorr; or `singleton`' -r
+complete -c srun -s d -l dependency -d 'Start after other jobs: TYPE:JOB[:JOB...] joined by , (all) or ? (any); TYPE is after, afterany, afterok, afternotok, aftercorr; or singleton' -r
 complete -c srun -l kill-on-invalid-dep -d 'Cancel the job if a dependency can never be satisfied' -r
 complete -c srun -l deadline -d 'Remove the job if it cannot end before TIME (same forms as --begin)' -r
 complete -c srun -s I -l immediate -d 'Submit only if the job can start at once' -r
@@ -51,7 +51,7 @@ complete -c srun -l tmp -d 'Minimum temporary disk per node (units K, M, G, T; d
 complete -c srun -l threads-per-core -d 'Nodes with at least N threads per core; tasks use N threads of each core' -r
 complete -c srun -l ntasks-per-core -d 'At most N tasks on each core' -r
 complete -c srun -l hint -d 'Task layout hint: nomultithread, multithread, compute_bound, memory_bound' -r
-complete -c srun -s k -l no-kill -d 'Do not kill the job when a node fails (`=off`: the default behaviour)' -r
+complete -c srun -s k -l no-kill -d 'Do not kill the job when a node fails (=off: the default behaviour)' -r
 complete -c srun -l container -d '(not supported yet) Container bundle' -r
 complete -c srun -l mail-user -d '(ignored) Mail recipient' -r
 complete -c srun -l mail-type -d '(ignored) Mail events' -r
@@ -64,7 +64,7 @@ complete -c srun -l jobid -d 'Run in this existing job' -r
 complete -c srun -l cpu-bind -l cpu_bind -d 'Bind tasks to CPUs: none, cores, threads[,verbose]' -r
 complete -c srun -s W -l wait -d 'Seconds to wait after the first task ends before ending the step (accepted)' -r
 complete -c srun -l het-group -d 'Heterogeneous job components the step runs on: 0,1 | 0-2 | 1 (default: 0)' -r
-complete -c srun -s H -l hold -d 'Submit the job held (release with `scontrol release`)'
+complete -c srun -s H -l hold -d 'Submit the job held (release with scontrol release)'
 complete -c srun -l requeue -d 'The job may be requeued'
 complete -c srun -l no-requeue -d 'The job must never be requeued'
 complete -c srun -s Q -l quiet -d 'Quiet: no informational messages'
@@ -82,6 +82,6 @@ complete -c srun -l exact -d 'Use only the CPUs asked for (not all of the job\'s
 complete -c srun -s X -l disable-status -d 'Ctrl-C is forwarded at once instead of printing the step\'s status'
 complete -c srun -s E -l preserve-env -d 'Take -n/-N from the environment only (accepted)'
 complete -c srun -s Z -l no-allocate -d 'Run on the -w nodes without an allocation (root and SlurmUser only)'
-complete -c srun -s V -l version -d 'Print the version (as `slurm <version>`)'
+complete -c srun -s V -l version -d 'Print the version (as slurm <version>)'
 complete -c srun -s h -l help -d 'Show this help message'
 complete -c srun -l usage -d 'Display a brief usage message'

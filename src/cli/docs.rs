@@ -219,7 +219,13 @@ pub fn command(name: &str) -> Option<Command> {
         "sinfo" => super::sinfo::Args::command(),
         _ => getopt::command(p.name, table(name)?),
     };
+    // Help texts mark names with backquotes, which a man page would show as such;
+    // `--help` drops them too (`help::from_clap`).
     let mut cmd = cmd
+        .mut_args(|a| match a.get_help().map(ToString::to_string) {
+            Some(h) if h.contains('`') => a.help(h.replace('`', "")),
+            _ => a,
+        })
         .name(p.name)
         .bin_name(p.name)
         .about(about)
