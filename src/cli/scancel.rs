@@ -5,7 +5,7 @@
 //! [`report`] turns the per-job results into Slurm's output. As in current Slurm, a job
 //! that is unknown or already finished is not an error (silent, exit 0) unless `-v`.
 
-use super::client::{Client, ClientError};
+use super::client::{CallError, Client, ClientError, answer};
 use super::getopt::{self, Item, opt};
 use super::help;
 use super::jobid::parse_job_id;
@@ -363,16 +363,18 @@ pub fn report(o: &Opts, results: &[JobResult]) -> (String, u8) {
 /// Maps the controller's answer to per-job results (a whole-request error applies to
 /// every id asked for).
 pub fn results_of(o: &Opts, resp: Response) -> Result<Vec<JobResult>, String> {
-    match resp {
-        Response::Results(rs) => Ok(rs),
-        Response::Ok => Ok(Vec::new()),
-        Response::Error(e) if !o.ids.is_empty() => Ok(o
+    let reply = super::client::expect(
+        Ok(resp),
+        answer!(Response::Results(rs) => rs, Response::Ok => Vec::new()),
+    );
+    match reply {
+        Ok(rs) => Ok(rs),
+        Err(CallError::Slurm(e)) if !o.ids.is_empty() => Ok(o
             .ids
             .iter()
             .map(|&id| JobResult::new(id, Some(e.clone())))
             .collect()),
-        Response::Error(e) => Err(format!("scancel: error: {e}")),
-        _ => Err("scancel: error: unexpected answer from the controller".into()),
+        Err(e) => Err(format!("scancel: error: {e}")),
     }
 }
 
