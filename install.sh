@@ -21,6 +21,9 @@ Usage: $PROG [--prefix DIR] [--systemd] [--force] [--uninstall] [--help]
 Builds sluice (cargo build --release, with --locked when Cargo.lock exists), installs it
 as PREFIX/bin/sluice and links these commands to it in PREFIX/bin:
   ${COMMANDS[*]}
+and installs their man pages (PREFIX/share/man/man1) and bash, zsh and fish completions
+(PREFIX/share/bash-completion/completions, PREFIX/share/zsh/site-functions,
+PREFIX/share/fish/vendor_completions.d) from the source tree's man/ and completions/.
 
 Options:
   --prefix DIR   install under DIR (default: /usr/local as root, ~/.local otherwise)
@@ -178,6 +181,35 @@ recorded_sum() {
 	return 0
 }
 
+# The man pages and shell completions generated from the commands' definitions
+# (man/, completions/ in the source tree; cli::docs), as "source<TAB>destination" lines.
+MAN_DIR=$prefix/share/man/man1
+BASH_DIR=$prefix/share/bash-completion/completions
+ZSH_DIR=$prefix/share/zsh/site-functions
+FISH_DIR=$prefix/share/fish/vendor_completions.d
+DOC_DIRS=("$prefix/share/man" "$MAN_DIR" "$prefix/share/bash-completion" "$BASH_DIR"
+	"$prefix/share/zsh" "$ZSH_DIR" "$prefix/share/fish" "$FISH_DIR")
+DOC_FILES=()
+for f in "$SRC_DIR"/man/*.1; do [ -f "$f" ] && DOC_FILES+=("$f	$MAN_DIR/${f##*/}"); done
+for f in "$SRC_DIR"/completions/bash/*; do [ -f "$f" ] && DOC_FILES+=("$f	$BASH_DIR/${f##*/}"); done
+for f in "$SRC_DIR"/completions/zsh/_*; do [ -f "$f" ] && DOC_FILES+=("$f	$ZSH_DIR/${f##*/}"); done
+for f in "$SRC_DIR"/completions/fish/*.fish; do [ -f "$f" ] && DOC_FILES+=("$f	$FISH_DIR/${f##*/}"); done
+
+# is_doc_dest PATH: PATH is where this install puts a man page or completion.
+is_doc_dest() {
+	local e
+	for e in ${DOC_FILES[@]+"${DOC_FILES[@]}"}; do [ "${e#*	}" = "$1" ] && return 0; done
+	return 1
+}
+
+# in_doc_dir PATH: PATH lies in one of the man page or completion directories.
+in_doc_dir() {
+	case ${1%/*} in
+	"$MAN_DIR" | "$BASH_DIR" | "$ZSH_DIR" | "$FISH_DIR") return 0 ;;
+	esac
+	return 1
+}
+
 # is_our_link PATH: PATH is a symlink to the sluice binary next to it.
 is_our_link() {
 	[ -L "$1" ] && [ "$(readlink "$1")" = sluice ]
@@ -279,6 +311,22 @@ for cmd in "${COMMANDS[@]}"; do
 	fi
 done
 
+# Man pages and completions: ours when recorded unchanged, or already the same text.
+for e in ${DOC_FILES[@]+"${DOC_FILES[@]}"}; do
+	src=${e%%	*}
+	dest=${e#*	}
+	[ -e "$dest" ] || [ -L "$dest" ] || continue
+	if [ -f "$dest" ] && [ ! -L "$dest" ] &&
+		{ cmp -s "$dest" "$src" || [ "$(checksum "$dest")" = "$(recorded_sum "$dest")" ]; }; then
+		:
+	elif [ "$force" -eq 1 ] && [ ! -d "$dest" ]; then
+		replaced+=("$dest")
+	else
+		problems+=("$dest exists and was not installed by this script")
+		forceable=1
+	fi
+done
+
 if [ "$systemd" -eq 1 ] && { [ -e "$UNIT" ] || [ -L "$UNIT" ]; }; then
 	if [ -f "$UNIT" ] && [ ! -L "$UNIT" ] &&
 		{ [ "$(checksum "$UNIT")" = "$(recorded_sum "$UNIT")" ] || cmp -s "$UNIT" <(unit_text); }; then
@@ -302,14 +350,14 @@ fi
 
 # Directories to create, parents first, and whether we may write where they go.
 new_dirs=()
-for d in "$prefix" "$BIN_DIR" "$prefix/share" "$SHARE_DIR"; do
+for d in "$prefix" "$BIN_DIR" "$prefix/share" "$SHARE_DIR" ${DOC_FILES[@]+"${DOC_DIRS[@]}"}; do
 	if [ -e "$d" ] || [ -L "$d" ]; then
 		[ -d "$d" ] || problems+=("$d exists and is not a directory")
 	else
 		new_dirs+=("$d")
 	fi
 done
-check_dirs=("$BIN_DIR" "$SHARE_DIR")
+check_dirs=("$BIN_DIR" "$SHARE_DIR" ${DOC_FILES[@]+"$MAN_DIR" "$BASH_DIR" "$ZSH_DIR" "$FISH_DIR"})
 unit_dirs=()
 if [ "$systemd" -eq 1 ]; then
 	case $UNIT_DIR in
@@ -358,6 +406,13 @@ while IFS=$'\t' read -r kind path extra; do
 			stale+=("$path")
 		fi
 		;;
+	file)
+		# A man page or completion no longer generated, unchanged since.
+		if in_doc_dir "$path" && ! is_doc_dest "$path" && [ -f "$path" ] &&
+			[ "$(checksum "$path")" = "$extra" ]; then
+			stale+=("$path")
+		fi
+		;;
 	esac
 done < <(manifest_entries)
 # Directories an earlier install created stay recorded so that uninstall removes them.
@@ -386,6 +441,15 @@ for cmd in "${COMMANDS[@]}"; do
 done
 note "linked ${COMMANDS[*]} -> sluice in $BIN_DIR"
 
+for e in ${DOC_FILES[@]+"${DOC_FILES[@]}"}; do
+	dest=${e#*	}
+	cp -- "${e%%	*}" "$dest.tmp"
+	chmod 644 "$dest.tmp"
+	mv -f -- "$dest.tmp" "$dest"
+done
+[ ${#DOC_FILES[@]} -eq 0 ] ||
+	note "installed ${#DOC_FILES[@]} man pages and shell completions under $prefix/share"
+
 if [ "$systemd" -eq 1 ]; then
 	unit_text >"$UNIT.tmp"
 	mv -f -- "$UNIT.tmp" "$UNIT"
@@ -408,12 +472,15 @@ done
 	done
 	for d in ${unit_dirs[@]+"${unit_dirs[@]}"}; do printf 'dir\t%s\t\n' "$d"; done
 	printf 'file\t%s\t%s\n' "$BIN" "$(checksum "$BIN")"
+	for e in ${DOC_FILES[@]+"${DOC_FILES[@]}"}; do
+		printf 'file\t%s\t%s\n' "${e#*	}" "$(checksum "${e#*	}")"
+	done
 	if [ "$systemd" -eq 1 ]; then
 		printf 'file\t%s\t%s\n' "$UNIT" "$(checksum "$UNIT")"
 	else
 		# A unit an earlier --systemd install wrote stays recorded while unchanged.
 		while IFS=$'\t' read -r kind path extra; do
-			if [ "$kind" = file ] && [ "$path" != "$BIN" ] && [ -f "$path" ] &&
+			if [ "$kind" = file ] && [ "$path" != "$BIN" ] && ! in_doc_dir "$path" && [ -f "$path" ] &&
 				[ "$(checksum "$path")" = "$extra" ]; then
 				printf 'file\t%s\t%s\n' "$path" "$extra"
 			fi

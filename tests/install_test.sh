@@ -2,7 +2,7 @@
 # tests/install_test.sh: exercises install.sh against temporary prefixes with an
 # already-built binary (no cargo build): fresh install, reinstall, refusing files that are
 # not sluice's (and changing nothing), --force, --uninstall (keeping changed entries),
-# and the error paths.
+# man pages and completions, and the error paths.
 #
 # Usage: tests/install_test.sh            (uses $SLUICE_BIN, else target/{debug,release}/sluice)
 #        SLUICE_BIN=path tests/install_test.sh
@@ -91,6 +91,46 @@ run_install --prefix "$P"
 M=$P/share/sluice/install-manifest
 [ "$(grep -c '^link	' "$M")" -eq ${#COMMANDS[@]} ] && grep -q "^file	$P/bin/sluice	" "$M" &&
 	ok "manifest lists binary and links" || fail "manifest content: $(cat "$M")"
+
+# --- man pages and shell completions: the source tree's, installed and recorded
+docs_ok=1
+for c in "${COMMANDS[@]}" sluice; do
+	for pair in "man/$c.1 share/man/man1/$c.1" \
+		"completions/bash/$c share/bash-completion/completions/$c" \
+		"completions/zsh/_$c share/zsh/site-functions/_$c" \
+		"completions/fish/$c.fish share/fish/vendor_completions.d/$c.fish"; do
+		src=${pair%% *}
+		dest=$P/${pair#* }
+		if ! cmp -s "$ROOT/$src" "$dest"; then
+			fail "$dest is missing or differs from $src"
+			docs_ok=0
+		elif ! grep -q "^file	$dest	" "$M"; then
+			fail "$dest is not in the manifest"
+			docs_ok=0
+		fi
+	done
+done
+[ "$docs_ok" -eq 1 ] && ok "man pages and completions installed and recorded"
+if command -v man >/dev/null 2>&1; then
+	MANWIDTH=80 man -l "$P/share/man/man1/sbatch.1" 2>/dev/null | grep -q "sbatch - submit a batch script" &&
+		ok "man -l reads the sbatch page" || fail "man -l sbatch.1: $(man -l "$P/share/man/man1/sbatch.1" 2>&1 | head -5)"
+fi
+
+# --- a man page that is not sluice's is refused (nothing changed), then --force replaces it
+P8=$T/p8
+mkdir -p "$P8/share/man/man1"
+echo '.TH sbatch 1 "real Slurm"' >"$P8/share/man/man1/sbatch.1"
+before=$(snapshot "$P8")
+run_install --prefix "$P8"
+[ "$rc" -ne 0 ] && grep -qF "$P8/share/man/man1/sbatch.1 exists and was not installed by this script" <<<"$out" &&
+	[ "$(snapshot "$P8")" = "$before" ] && ok "a foreign man page is refused, nothing changed" ||
+	fail "foreign man page: rc=$rc $out"
+run_install --prefix "$P8" --force
+[ "$rc" -eq 0 ] && cmp -s "$P8/share/man/man1/sbatch.1" "$ROOT/man/sbatch.1" &&
+	ok "--force replaces a foreign man page" || fail "--force man page: rc=$rc $out"
+run_install --prefix "$P8" --uninstall
+[ "$rc" -eq 0 ] && [ ! -e "$P8/share/man/man1/sbatch.1" ] && [ ! -e "$P8/share/bash-completion" ] &&
+	ok "--uninstall removes man pages and completions" || fail "uninstall docs: rc=$rc $(snapshot "$P8")"
 
 # --- reinstall is quiet about its own files and changes nothing else
 before=$(snapshot "$P")

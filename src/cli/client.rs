@@ -470,6 +470,69 @@ fn fatal_message(text: &str) -> Option<String> {
         .map(|l| l.trim().to_string())
 }
 
+/// Why a call got no answer of the kind asked for: the controller could not be
+/// reached or spoke out of turn ([`ClientError`]), it refused with a Slurm error, or it
+/// answered with another kind of reply (a controller of another version).
+/// `Display` is the text front-ends print after their prefix
+/// (`sdiag: error: {e}`, `slurm_load_jobs error: {e}`).
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    #[error("{0}")]
+    Client(#[from] ClientError),
+    #[error("{0}")]
+    Slurm(SlurmError),
+    #[error("unexpected answer from the controller")]
+    Unexpected,
+}
+
+impl CallError {
+    /// A line saying how to fix the problem, when there is one to give.
+    pub fn hint(&self) -> Option<&str> {
+        match self {
+            CallError::Client(c) => c.hint(),
+            _ => None,
+        }
+    }
+}
+
+/// Maps one reply to the value a front-end wants: `pick` takes the expected kind of
+/// [`Response`] apart (see [`answer!`](crate::cli::client::answer)); `Response::Error`
+/// becomes [`CallError::Slurm`] and any other reply [`CallError::Unexpected`].
+pub fn expect<T>(
+    reply: Result<Response, ClientError>,
+    pick: impl FnOnce(Response) -> Option<T>,
+) -> Result<T, CallError> {
+    match reply? {
+        Response::Error(e) => Err(CallError::Slurm(e)),
+        r => pick(r).ok_or(CallError::Unexpected),
+    }
+}
+
+impl Client {
+    /// One request whose answer must be of one kind: [`Client::request`] then
+    /// [`expect`]. `client.call(&Request::Stats, answer!(Response::Stats(s) => s))`.
+    pub fn call<T>(
+        &mut self,
+        req: &Request,
+        pick: impl FnOnce(Response) -> Option<T>,
+    ) -> Result<T, CallError> {
+        expect(self.request(req), pick)
+    }
+}
+
+/// A `pick` for [`expect`]/[`Client::call`]: `answer!(Response::Acct { jobs, now } =>
+/// (jobs, now))` is a closure giving `Some((jobs, now))` for that kind of reply and
+/// `None` for any other.
+macro_rules! answer {
+    ($($p:pat => $e:expr),+ $(,)?) => {
+        |r: $crate::proto::Response| match r {
+            $($p => Some($e),)+
+            _ => None,
+        }
+    };
+}
+pub(crate) use answer;
+
 /// Turns a controller error into Slurm's text, or a transport problem into the text
 /// Slurm front-ends print for it.
 pub fn error_text(e: &SlurmError) -> String {

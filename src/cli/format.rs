@@ -182,6 +182,73 @@ pub fn parse_long<R>(fmt: &str, table: &[Field<R>]) -> Parsed {
     out
 }
 
+/// One item of a `name[%W],…` list, the `--format` syntax of sacct, sstat and sshare
+/// (cf. src/sacct/options.c, src/sstat/options.c, src/sshare/sshare.c): the item as
+/// written (trimmed), the field name, and the width text after the first `%`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListItem<'a> {
+    pub item: &'a str,
+    pub name: &'a str,
+    pub width: Option<&'a str>,
+}
+
+/// The items of a `name[%W],…` list, split at commas, blank ones skipped.
+pub fn list_items(list: &str) -> Vec<ListItem<'_>> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|item| match item.split_once('%') {
+            Some((name, w)) => ListItem {
+                item,
+                name,
+                width: Some(w),
+            },
+            None => ListItem {
+                item,
+                name: item,
+                width: None,
+            },
+        })
+        .collect()
+}
+
+/// How a name in a `name[%W]` list finds its field (always ignoring case).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lookup {
+    /// The whole name (sstat).
+    Exact,
+    /// The first field, in table order, that starts with the name (sshare).
+    Prefix,
+    /// The field of exactly that name, else the first that starts with it (sacct's
+    /// `strncasecmp` lookup).
+    ExactThenPrefix,
+}
+
+/// The index among `names` of the field `name` names, `None` when none does (an empty
+/// name never matches a prefix).
+pub fn lookup<'n>(
+    names: impl Iterator<Item = &'n str> + Clone,
+    name: &str,
+    how: Lookup,
+) -> Option<usize> {
+    let exact = || names.clone().position(|f| f.eq_ignore_ascii_case(name));
+    let prefix = || {
+        let lower = name.to_ascii_lowercase();
+        (!lower.is_empty())
+            .then(|| {
+                names
+                    .clone()
+                    .position(|f| f.to_ascii_lowercase().starts_with(&lower))
+            })
+            .flatten()
+    };
+    match how {
+        Lookup::Exact => exact(),
+        Lookup::Prefix => prefix(),
+        Lookup::ExactThenPrefix => exact().or_else(prefix),
+    }
+}
+
 /// Lays out `s` in `width` characters: as is for 0, else padded and truncated.
 pub fn pad(s: &str, width: usize, right: bool) -> String {
     if width == 0 {
@@ -367,5 +434,30 @@ mod tests {
         assert_eq!(mem_mb(1024), "1G");
         assert_eq!(mem_mb(0), "0M");
         assert_eq!(mem_mb(1024 * 1024 * 3 / 2), "1.50T");
+    }
+
+    #[test]
+    fn name_width_lists_split_and_look_up_fields() {
+        let items = list_items(" JobID%-12, ,State,Elapsed%8%x,");
+        let got: Vec<(&str, &str, Option<&str>)> =
+            items.iter().map(|i| (i.item, i.name, i.width)).collect();
+        assert_eq!(
+            got,
+            [
+                ("JobID%-12", "JobID", Some("-12")),
+                ("State", "State", None),
+                ("Elapsed%8%x", "Elapsed", Some("8%x")),
+            ]
+        );
+        let names = ["JobIDRaw", "JobID", "State", "Start"];
+        let find = |n: &str, how| lookup(names.iter().copied(), n, how);
+        // An exact name wins over an earlier field it is a prefix of.
+        assert_eq!(find("jobid", Lookup::ExactThenPrefix), Some(1));
+        assert_eq!(find("jobid", Lookup::Prefix), Some(0));
+        assert_eq!(find("jobid", Lookup::Exact), Some(1));
+        assert_eq!(find("sta", Lookup::ExactThenPrefix), Some(2));
+        assert_eq!(find("sta", Lookup::Exact), None);
+        assert_eq!(find("", Lookup::Prefix), None);
+        assert_eq!(find("nosuch", Lookup::ExactThenPrefix), None);
     }
 }

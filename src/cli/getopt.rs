@@ -17,6 +17,7 @@ pub struct OptSpec {
 }
 
 /// Shorthand for building option tables (without help text; see [`OptSpec::doc`]).
+/// An empty `long` is a short-only option, which only [`command`] understands.
 pub const fn opt(long: &'static str, short: Option<char>, takes_value: bool) -> OptSpec {
     OptSpec {
         long,
@@ -37,6 +38,58 @@ impl OptSpec {
             ..self
         }
     }
+}
+
+/// The clap definition of a getopt table, for what is generated from definitions
+/// (man pages and shell completions, see `cli::docs`); parsing stays with [`parse`],
+/// whose glibc rules and messages clap does not reproduce.
+///
+/// Each option becomes an argument named by its long name, with its short letter,
+/// value name and help text; an entry that repeats a long name (a second short letter)
+/// adds a short alias; an entry without help text (an alias) is hidden. clap's own
+/// `--help`/`--version` are off: the tables list their own.
+pub fn command(prog: &'static str, specs: &[OptSpec]) -> clap::Command {
+    use clap::{Arg, ArgAction};
+    let mut cmd = clap::Command::new(prog)
+        .disable_help_flag(true)
+        .disable_version_flag(true);
+    let mut longs: Vec<&str> = Vec::new();
+    let mut shorts: Vec<char> = Vec::new();
+    for s in specs {
+        let short = s.short.filter(|c| !shorts.contains(c));
+        shorts.extend(short);
+        if !s.long.is_empty() && longs.contains(&s.long) {
+            if let Some(c) = short {
+                cmd = cmd.mut_arg(s.long, |a| a.visible_short_alias(c));
+            }
+            continue;
+        }
+        let mut a = if s.long.is_empty() {
+            // A short-only option (seff's `-d`): named by its letter.
+            Arg::new(s.short.map(String::from).unwrap_or_default())
+        } else {
+            longs.push(s.long);
+            Arg::new(s.long).long(s.long)
+        };
+        a = a.action(if s.takes_value {
+            ArgAction::Set
+        } else {
+            ArgAction::SetTrue
+        });
+        if let Some(c) = short {
+            a = a.short(c);
+        }
+        if s.takes_value && !s.value.is_empty() {
+            a = a.value_name(s.value);
+        }
+        a = if s.help.is_empty() {
+            a.hide(true)
+        } else {
+            a.help(s.help)
+        };
+        cmd = cmd.arg(a);
+    }
+    cmd
 }
 
 /// A parsed argument: an option (by long name) with its value, or an operand.

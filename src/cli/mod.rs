@@ -6,6 +6,7 @@ pub mod ci;
 pub mod client;
 pub mod config_cmd;
 pub mod container;
+pub mod docs;
 pub mod doctor;
 pub mod format;
 pub mod getopt;

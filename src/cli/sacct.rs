@@ -8,7 +8,7 @@
 //! filters again, so the output is right whatever the controller pre-filtered) →
 //! [`render`] (rows: the job, then its steps).
 
-use super::client::Client;
+use super::client::{Client, answer};
 use super::getopt::{self, Item, opt};
 use super::jobfmt;
 use super::jobid::{JobIdSpec, parse_job_id};
@@ -23,7 +23,9 @@ use chrono::TimeZone;
 use std::ffi::OsString;
 use std::process::ExitCode;
 
-const SPECS: &[getopt::OptSpec] = &[
+/// sacct's options (getopt table): what [`getopt::parse`] accepts, `--help` lists, and
+/// the man page and completions are generated from (`cli::docs`).
+pub const SPECS: &[getopt::OptSpec] = &[
     opt("allusers", Some('a'), false).doc("", "show jobs of every user, not only your own"),
     opt("accounts", Some('A'), true)
         .doc("account_list", "show only jobs charged to these accounts"),
@@ -239,23 +241,11 @@ pub struct Field {
 ///
 /// Errors: Slurm's text for an unknown field or a bad width.
 pub fn parse_format(list: &str) -> Result<Vec<Field>, String> {
+    use super::format::{ListItem, Lookup, list_items, lookup};
     let mut out = Vec::new();
-    for item in list.split(',').filter(|s| !s.trim().is_empty()) {
-        let item = item.trim();
-        let (name, width) = match item.split_once('%') {
-            Some((n, w)) => (n, Some(w)),
-            None => (item, None),
-        };
-        let lower = name.to_ascii_lowercase();
-        let found = ALL_FIELDS
-            .iter()
-            .find(|f| f.eq_ignore_ascii_case(name))
-            .or_else(|| {
-                ALL_FIELDS
-                    .iter()
-                    .find(|f| !lower.is_empty() && f.to_ascii_lowercase().starts_with(&lower))
-            });
-        let Some(canon) = found else {
+    for ListItem { item, name, width } in list_items(list) {
+        let found = lookup(ALL_FIELDS.iter().copied(), name, Lookup::ExactThenPrefix);
+        let Some(canon) = found.map(|i| ALL_FIELDS[i]) else {
             return Err(format!("sacct: error: Invalid field requested: \"{name}\""));
         };
         let (mut w, mut left) = default_width(canon);
@@ -1010,8 +1000,11 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match client.request(&Request::Acct(query_for(&o, &users, win))) {
-        Ok(Response::Acct { jobs, now }) => {
+    match client.call(
+        &Request::Acct(query_for(&o, &users, win)),
+        answer!(Response::Acct { jobs, now } => (jobs, now)),
+    ) {
+        Ok((jobs, now)) => {
             let mut sel = select(&o, &users, win, &jobs);
             // The database holds this cluster only: naming others selects nothing.
             if let Some(list) = &o.clusters
@@ -1035,14 +1028,6 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
             }
             print!("{}", render(&o, &sel, now, &cfg.cluster_name));
             ExitCode::SUCCESS
-        }
-        Ok(Response::Error(e)) => {
-            eprintln!("sacct: error: {e}");
-            ExitCode::from(1)
-        }
-        Ok(_) => {
-            eprintln!("sacct: error: unexpected answer from the controller");
-            ExitCode::from(1)
         }
         Err(e) => {
             eprintln!("sacct: error: {e}");

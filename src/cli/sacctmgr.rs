@@ -13,7 +13,7 @@
 
 use super::getopt::{self, Item, OptSpec, opt};
 use super::help;
-use crate::cli::client::{Client, error_text};
+use crate::cli::client::{CallError, Client, answer, error_text};
 use crate::model::acct_ops::{AcctOp, Cond, Entity, Setting};
 use crate::model::assoc::{
     Account, AssocTree, Limits, Qos, Shares, TresMap, User, UserAssoc, fmt_mem_mib,
@@ -78,7 +78,7 @@ pub enum Command {
 }
 
 /// sacctmgr's options (cf. src/sacctmgr/sacctmgr.c), with their `--help` lines.
-const SPECS: &[OptSpec] = &[
+pub const SPECS: &[OptSpec] = &[
     opt("help", Some('h'), false).doc("", "show this help message"),
     opt("immediate", Some('i'), false).doc("", "commit changes without asking"),
     opt("noheader", Some('n'), false).doc("", "print no header line"),
@@ -1143,6 +1143,15 @@ fn confirm() -> bool {
     }
 }
 
+/// Prints why a call failed, as sacctmgr does; the exit code to return.
+fn call_failed(e: CallError) -> ExitCode {
+    match e {
+        CallError::Slurm(e) => print_error(&e),
+        other => eprintln!("sacctmgr: error: {other}"),
+    }
+    ExitCode::from(1)
+}
+
 fn print_error(e: &crate::proto::SlurmError) {
     let text = error_text(e);
     if text.starts_with(' ') {
@@ -1155,21 +1164,12 @@ fn print_error(e: &crate::proto::SlurmError) {
 /// The controller's association tree and cluster name; the exit code after printing
 /// the error when it cannot be had.
 fn fetch_tree(client: &mut Client) -> Result<(crate::model::assoc::AssocTree, String), ExitCode> {
-    match client.request(&Request::AcctTree) {
-        Ok(Response::AcctTree { tree, cluster, .. }) => Ok((*tree, cluster)),
-        Ok(Response::Error(e)) => {
-            print_error(&e);
-            Err(ExitCode::from(1))
-        }
-        Ok(_) => {
-            eprintln!("sacctmgr: error: unexpected answer from the controller");
-            Err(ExitCode::from(1))
-        }
-        Err(e) => {
-            eprintln!("sacctmgr: error: {e}");
-            Err(ExitCode::from(1))
-        }
-    }
+    client
+        .call(
+            &Request::AcctTree,
+            answer!(Response::AcctTree { tree, cluster, .. } => (*tree, cluster)),
+        )
+        .map_err(call_failed)
 }
 
 /// Entry point.
@@ -1217,29 +1217,17 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
                 Ok(c) => c,
                 Err(code) => return code,
             };
-            return match client.request(&Request::AcctTree) {
-                Ok(Response::AcctTree { tree, cluster, .. }) => {
-                    match render_show(&tree, &cluster, entity, &cond, &format, &o) {
-                        Ok(text) => {
-                            print!("{text}");
-                            ExitCode::SUCCESS
-                        }
-                        Err(e) => {
-                            eprintln!("{e}");
-                            ExitCode::from(1)
-                        }
-                    }
-                }
-                Ok(Response::Error(e)) => {
-                    print_error(&e);
-                    ExitCode::from(1)
-                }
-                Ok(_) => {
-                    eprintln!("sacctmgr: error: unexpected answer from the controller");
-                    ExitCode::from(1)
+            let (tree, cluster) = match fetch_tree(&mut client) {
+                Ok(t) => t,
+                Err(code) => return code,
+            };
+            return match render_show(&tree, &cluster, entity, &cond, &format, &o) {
+                Ok(text) => {
+                    print!("{text}");
+                    ExitCode::SUCCESS
                 }
                 Err(e) => {
-                    eprintln!("sacctmgr: error: {e}");
+                    eprintln!("{e}");
                     ExitCode::from(1)
                 }
             };
@@ -1303,24 +1291,13 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
     };
     let send =
         |client: &mut Client, commit: bool| -> Result<crate::model::acct_ops::Outcome, ExitCode> {
-            match client.request(&Request::AcctChange {
+            let req = Request::AcctChange {
                 op: op.clone(),
                 commit,
-            }) {
-                Ok(Response::AcctChanged(out)) => Ok(out),
-                Ok(Response::Error(e)) => {
-                    print_error(&e);
-                    Err(ExitCode::from(1))
-                }
-                Ok(_) => {
-                    eprintln!("sacctmgr: error: unexpected answer from the controller");
-                    Err(ExitCode::from(1))
-                }
-                Err(e) => {
-                    eprintln!("sacctmgr: error: {e}");
-                    Err(ExitCode::from(1))
-                }
-            }
+            };
+            client
+                .call(&req, answer!(Response::AcctChanged(out) => out))
+                .map_err(call_failed)
         };
     let first = match send(&mut client, !ask) {
         Ok(out) => out,

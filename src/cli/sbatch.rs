@@ -13,7 +13,7 @@
 //! problems, controller errors, options sluice does not support yet), 255 command-line
 //! errors.
 
-use crate::cli::client::{Client, ClientError};
+use crate::cli::client::{self, CallError, Client, ClientError, answer};
 use crate::config::Config;
 use crate::jobspec::directives::{self, Merged};
 use crate::jobspec::opts::{self, OptError, SbatchArgs, SubmitContext};
@@ -620,14 +620,29 @@ fn submit(
         test_only: p.test_only,
         het: p.het.clone(),
     };
-    match submit_retrying(&mut client, cfg, &req) {
-        Err(e) => Err(fail(client_failure_text(&e))),
-        Ok(Response::Error(e)) => Err(fail(submit_failure_text(&e, &p.spec))),
-        Ok(Response::TestOnly(t)) => {
+    /// The two answers a submission may get.
+    enum Answer {
+        TestOnly(TestOnly),
+        Submitted(u32),
+    }
+    let reply = client::expect(
+        submit_retrying(&mut client, cfg, &req),
+        answer!(
+            Response::TestOnly(t) => Answer::TestOnly(t),
+            Response::Submitted { job_id } => Answer::Submitted(job_id),
+        ),
+    );
+    match reply {
+        Err(CallError::Client(e)) => Err(fail(client_failure_text(&e))),
+        Err(CallError::Slurm(e)) => Err(fail(submit_failure_text(&e, &p.spec))),
+        Err(e @ CallError::Unexpected) => {
+            Err(Failure::error(format!("Batch job submission failed: {e}")))
+        }
+        Ok(Answer::TestOnly(t)) => {
             let _ = write!(err, "{}", test_only_text(&t));
             Ok(0)
         }
-        Ok(Response::Submitted { job_id }) => {
+        Ok(Answer::Submitted(job_id)) => {
             let _ = write!(
                 out,
                 "{}",
@@ -640,36 +655,6 @@ fn submit(
                 Ok(0)
             }
         }
-        Ok(other) => Err(Failure::error(format!(
-            "Batch job submission failed: unexpected answer from the controller ({})",
-            response_kind(&other)
-        ))),
-    }
-}
-
-fn response_kind(r: &Response) -> &'static str {
-    match r {
-        Response::Submitted { .. } => "Submitted",
-        Response::TestOnly(_) => "TestOnly",
-        Response::Jobs { .. } => "Jobs",
-        Response::JobsPage { .. } => "JobsPage",
-        Response::Nodes { .. } => "Nodes",
-        Response::Results(_) => "Results",
-        Response::Acct { .. } => "Acct",
-        Response::Config(_) => "Config",
-        Response::Ok => "Ok",
-        Response::Error(_) => "Error",
-        Response::Priority { .. } => "Priority",
-        Response::Stats(_) => "Stats",
-        Response::Allocation(_) => "Allocation",
-        Response::Shares { .. } => "Shares",
-        Response::AcctTree { .. } => "AcctTree",
-        Response::AcctChanged(_) => "AcctChanged",
-        Response::ResvCreated { .. } => "ResvCreated",
-        Response::Reservations { .. } => "Reservations",
-        Response::Usage(_) => "Usage",
-        Response::Topology(_) => "Topology",
-        Response::BatchScript(_) => "BatchScript",
     }
 }
 

@@ -5,7 +5,7 @@
 //! [`report`] turns the per-job results into Slurm's output. As in current Slurm, a job
 //! that is unknown or already finished is not an error (silent, exit 0) unless `-v`.
 
-use super::client::{Client, ClientError};
+use super::client::{CallError, Client, ClientError, answer};
 use super::getopt::{self, Item, opt};
 use super::help;
 use super::jobid::parse_job_id;
@@ -14,7 +14,9 @@ use crate::proto::{ArrayTasks, JobFilter, JobResult, Request, Response, SlurmErr
 use std::ffi::OsString;
 use std::process::ExitCode;
 
-const SPECS: &[getopt::OptSpec] = &[
+/// scancel's options (getopt table): what [`getopt::parse`] accepts, `--help` lists, and
+/// the man page and completions are generated from (`cli::docs`).
+pub const SPECS: &[getopt::OptSpec] = &[
     opt("account", Some('A'), true).doc("account", "act only on jobs charging this account"),
     opt("batch", Some('b'), false).doc("", "signal the batch shell only, not its steps"),
     opt("full", Some('f'), false).doc("", "signal the batch shell and every step"),
@@ -361,16 +363,18 @@ pub fn report(o: &Opts, results: &[JobResult]) -> (String, u8) {
 /// Maps the controller's answer to per-job results (a whole-request error applies to
 /// every id asked for).
 pub fn results_of(o: &Opts, resp: Response) -> Result<Vec<JobResult>, String> {
-    match resp {
-        Response::Results(rs) => Ok(rs),
-        Response::Ok => Ok(Vec::new()),
-        Response::Error(e) if !o.ids.is_empty() => Ok(o
+    let reply = super::client::expect(
+        Ok(resp),
+        answer!(Response::Results(rs) => rs, Response::Ok => Vec::new()),
+    );
+    match reply {
+        Ok(rs) => Ok(rs),
+        Err(CallError::Slurm(e)) if !o.ids.is_empty() => Ok(o
             .ids
             .iter()
             .map(|&id| JobResult::new(id, Some(e.clone())))
             .collect()),
-        Response::Error(e) => Err(format!("scancel: error: {e}")),
-        _ => Err("scancel: error: unexpected answer from the controller".into()),
+        Err(e) => Err(format!("scancel: error: {e}")),
     }
 }
 

@@ -8,7 +8,7 @@
 //! Record layouts are pure functions of a model value and `now`. Commands that need
 //! no controller (`show hostnames`, `show hostlist*`) never call the request function.
 
-use super::client::{Client, ClientError};
+use super::client::{self, CallError, Client, ClientError, answer};
 use super::getopt::{self, Item, OptSpec, opt};
 use super::help;
 use super::jobfmt::{self, Stream};
@@ -147,7 +147,7 @@ fn abbrev(word: &str, keyword: &str, min: usize) -> bool {
 }
 
 /// scontrol's options (cf. src/scontrol/scontrol.c), with their `--help` lines.
-const SPECS: &[OptSpec] = &[
+pub const SPECS: &[OptSpec] = &[
     opt("all", Some('a'), false).doc("", "accepted: every partition is shown anyway"),
     opt("details", Some('d'), false).doc("", "more detail in show output"),
     opt("help", Some('h'), false).doc("", "show this help message"),
@@ -626,6 +626,25 @@ fn parse_update(rest: &[String]) -> Result<Command, String> {
 /// A way to ask the controller; tests pass a fake.
 pub type Requester<'a> = dyn FnMut(&Request) -> Result<Response, ClientError> + 'a;
 
+/// One request through `req` whose answer must be of one kind ([`client::expect`]); a
+/// failure becomes the `{prefix}: …` text scontrol prints.
+fn call<T>(
+    req: &mut Requester<'_>,
+    r: &Request,
+    prefix: &str,
+    pick: impl FnOnce(Response) -> Option<T>,
+) -> Result<T, Output> {
+    client::expect(req(r), pick).map_err(|e| call_failure(prefix, &e))
+}
+
+/// `{prefix}: {why}` (with a hint on how to reach the controller, when there is one).
+fn call_failure(prefix: &str, e: &CallError) -> Output {
+    match e {
+        CallError::Client(c) => client_failure(prefix, c),
+        other => Output::err(format!("{prefix}: {other}\n")),
+    }
+}
+
 fn client_failure(prefix: &str, e: &ClientError) -> Output {
     let mut s = format!("{prefix}: {e}\n");
     if let Some(h) = e.hint() {
@@ -690,16 +709,23 @@ pub fn execute(
         Command::Show(Show::Node(name)) => show_nodes(name.as_deref(), opts, req),
         Command::Show(Show::Partition(name)) => show_partitions(name.as_deref(), opts, req),
         Command::Show(Show::Licenses(name)) => show_licenses(name.as_deref(), opts, req),
-        Command::Show(Show::Config) => match req(&Request::Config) {
-            Ok(Response::Config(pairs)) => {
-                Output::ok(render_config(&pairs, super::timefmt::now(), host))
-            }
-            Ok(Response::Error(e)) => Output::err(format!("slurm_load_ctl_conf error: {e}\n")),
-            Ok(_) => Output::err("slurm_load_ctl_conf error: unexpected answer\n".into()),
-            Err(e) => client_failure("slurm_load_ctl_conf error", &e),
-        },
-        Command::Show(Show::Topology(name)) => match req(&Request::Topology) {
-            Ok(Response::Topology(t)) => {
+        Command::Show(Show::Config) => call(
+            req,
+            &Request::Config,
+            "slurm_load_ctl_conf error",
+            answer!(Response::Config(pairs) => pairs),
+        )
+        .map_or_else(
+            |o| o,
+            |pairs| Output::ok(render_config(&pairs, super::timefmt::now(), host)),
+        ),
+        Command::Show(Show::Topology(name)) => match call(
+            req,
+            &Request::Topology,
+            "slurm_load_topo error",
+            answer!(Response::Topology(t) => t),
+        ) {
+            Ok(t) => {
                 let text = t.render_scontrol(name.as_deref());
                 let missing = text.starts_with("Switch/block ");
                 Output {
@@ -708,12 +734,15 @@ pub fn execute(
                     ..Output::default()
                 }
             }
-            Ok(Response::Error(e)) => Output::err(format!("slurm_load_topo error: {e}\n")),
-            Ok(_) => Output::err("slurm_load_topo error: unexpected answer\n".into()),
-            Err(e) => client_failure("slurm_load_topo error", &e),
+            Err(o) => o,
         },
-        Command::Show(Show::Reservation(name)) => match req(&Request::Reservations) {
-            Ok(Response::Reservations { resvs, now }) => {
+        Command::Show(Show::Reservation(name)) => match call(
+            req,
+            &Request::Reservations,
+            "slurm_load_reservations error",
+            answer!(Response::Reservations { resvs, now } => (resvs, now)),
+        ) {
+            Ok((resvs, now)) => {
                 let (stdout, stderr, code) =
                     super::scontrol_resv::show(&resvs, name.as_deref(), now, opts.oneliner);
                 Output {
@@ -722,36 +751,40 @@ pub fn execute(
                     code,
                 }
             }
-            Ok(Response::Error(e)) => Output::err(format!("slurm_load_reservations error: {e}\n")),
-            Ok(_) => Output::err("slurm_load_reservations error: unexpected answer\n".into()),
-            Err(e) => client_failure("slurm_load_reservations error", &e),
+            Err(o) => o,
         },
-        Command::CreateResv(spec) => match req(&Request::CreateResv(spec.clone())) {
-            Ok(Response::ResvCreated { name }) => {
-                Output::ok(format!("Reservation created: {name}\n"))
+        Command::CreateResv(spec) => call(
+            req,
+            &Request::CreateResv(spec.clone()),
+            "Error creating the reservation",
+            answer!(Response::ResvCreated { name } => name),
+        )
+        .map_or_else(
+            |o| o,
+            |name| Output::ok(format!("Reservation created: {name}\n")),
+        ),
+        Command::UpdateResv(spec) => call(
+            req,
+            &Request::UpdateResv(spec.clone()),
+            "Error updating the reservation",
+            answer!(Response::Ok => ()),
+        )
+        .map_or_else(|o| o, |()| Output::ok("Reservation updated.\n".into())),
+        Command::DeleteResv(name) => call(
+            req,
+            &Request::DeleteResv { name: name.clone() },
+            &format!("delete_reservation {name}"),
+            answer!(Response::Ok => ()),
+        )
+        .map_or_else(|o| o, |()| Output::default()),
+        Command::Reconfigure => {
+            match client::expect(req(&Request::Reconfigure), answer!(Response::Ok => ())) {
+                Ok(()) => Output::default(),
+                // No controller reads `slurm_reconfigure: …`, a refusal `… error: …`.
+                Err(CallError::Client(e)) => client_failure("slurm_reconfigure", &e),
+                Err(e) => call_failure("slurm_reconfigure error", &e),
             }
-            Ok(Response::Error(e)) => Output::err(format!("Error creating the reservation: {e}\n")),
-            Ok(_) => Output::err("Error creating the reservation: unexpected answer\n".into()),
-            Err(e) => client_failure("Error creating the reservation", &e),
-        },
-        Command::UpdateResv(spec) => match req(&Request::UpdateResv(spec.clone())) {
-            Ok(Response::Ok) => Output::ok("Reservation updated.\n".into()),
-            Ok(Response::Error(e)) => Output::err(format!("Error updating the reservation: {e}\n")),
-            Ok(_) => Output::err("Error updating the reservation: unexpected answer\n".into()),
-            Err(e) => client_failure("Error updating the reservation", &e),
-        },
-        Command::DeleteResv(name) => match req(&Request::DeleteResv { name: name.clone() }) {
-            Ok(Response::Ok) => Output::default(),
-            Ok(Response::Error(e)) => Output::err(format!("delete_reservation {name}: {e}\n")),
-            Ok(_) => Output::err(format!("delete_reservation {name}: unexpected answer\n")),
-            Err(e) => client_failure(&format!("delete_reservation {name}"), &e),
-        },
-        Command::Reconfigure => match req(&Request::Reconfigure) {
-            Ok(Response::Ok) => Output::default(),
-            Ok(Response::Error(e)) => Output::err(format!("slurm_reconfigure error: {e}\n")),
-            Ok(_) => Output::err("slurm_reconfigure error: unexpected answer\n".into()),
-            Err(e) => client_failure("slurm_reconfigure", &e),
-        },
+        }
         Command::WriteBatchScript { job, file } => {
             // scontrol reads the leading number (atoll), so `108_3` or `108.batch`
             // name job 108: every task of an array shares its script.
@@ -764,8 +797,13 @@ pub fn execute(
                     );
                 }
             };
-            match req(&Request::BatchScript { job_id: id }) {
-                Ok(Response::BatchScript(text)) => match file.as_deref() {
+            match call(
+                req,
+                &Request::BatchScript { job_id: id },
+                "job script retrieval failed",
+                answer!(Response::BatchScript(text) => text),
+            ) {
+                Ok(text) => match file.as_deref() {
                     Some("-") => Output::ok(text),
                     f => {
                         let name = f.map_or_else(|| format!("slurm-{id}.sh"), str::to_string);
@@ -783,21 +821,18 @@ pub fn execute(
                         }
                     }
                 },
-                Ok(Response::Error(e)) => {
-                    Output::err(format!("job script retrieval failed: {e}\n"))
-                }
-                Ok(_) => Output::err("job script retrieval failed: unexpected answer\n".into()),
-                Err(e) => client_failure("job script retrieval failed", &e),
+                Err(o) => o,
             }
         }
-        Command::SetDebug(level) => match req(&Request::SetDebug {
-            level: level.clone(),
-        }) {
-            Ok(Response::Ok) => Output::default(),
-            Ok(Response::Error(e)) => Output::err(format!("slurm_set_debug_level error: {e}\n")),
-            Ok(_) => Output::err("slurm_set_debug_level error: unexpected answer\n".into()),
-            Err(e) => client_failure("slurm_set_debug_level error", &e),
-        },
+        Command::SetDebug(level) => call(
+            req,
+            &Request::SetDebug {
+                level: level.clone(),
+            },
+            "slurm_set_debug_level error",
+            answer!(Response::Ok => ()),
+        )
+        .map_or_else(|o| o, |()| Output::default()),
         Command::ListPids(which) => {
             let root = crate::config::Config::load()
                 .map(|c| c.cgroup.root)
@@ -895,15 +930,16 @@ pub fn execute(
 }
 
 fn update_result(r: Result<Response, ClientError>) -> Output {
-    match r {
-        Ok(Response::Ok) => Output::default(),
-        Ok(Response::Results(rs)) => match rs.iter().find_map(|r| r.error.clone()) {
+    let results = client::expect(
+        r,
+        answer!(Response::Ok => Vec::new(), Response::Results(rs) => rs),
+    );
+    match results {
+        Ok(rs) => match rs.iter().find_map(|r| r.error.clone()) {
             None => Output::default(),
             Some(e) => Output::err(format!("slurm_update error: {e}\n")),
         },
-        Ok(Response::Error(e)) => Output::err(format!("slurm_update error: {e}\n")),
-        Ok(_) => Output::err("slurm_update error: unexpected answer\n".into()),
-        Err(e) => client_failure("slurm_update error", &e),
+        Err(e) => call_failure("slurm_update error", &e),
     }
 }
 
@@ -1078,21 +1114,29 @@ pub fn render_licenses(
 }
 
 fn show_licenses(name: Option<&str>, opts: &Opts, req: &mut Requester<'_>) -> Output {
-    let setting = match req(&Request::Config) {
-        Ok(Response::Config(pairs)) => pairs
+    const PREFIX: &str = "slurm_load_license error";
+    let setting = match call(
+        req,
+        &Request::Config,
+        PREFIX,
+        answer!(Response::Config(p) => p),
+    ) {
+        Ok(pairs) => pairs
             .into_iter()
             .find(|(k, _)| k == "Licenses")
             .map(|(_, v)| v)
             .unwrap_or_default(),
-        Ok(Response::Error(e)) => return Output::err(format!("slurm_load_license error: {e}\n")),
-        Ok(_) => return Output::err("slurm_load_license error: unexpected answer\n".into()),
-        Err(e) => return client_failure("slurm_load_license error", &e),
+        Err(o) => return o,
     };
-    let jobs = match req(&Request::Jobs(JobFilter::default())) {
-        Ok(Response::Jobs { jobs, .. }) => jobs,
-        Ok(Response::Error(e)) => return Output::err(format!("slurm_load_license error: {e}\n")),
-        Ok(_) => return Output::err("slurm_load_license error: unexpected answer\n".into()),
-        Err(e) => return client_failure("slurm_load_license error", &e),
+    let all = Request::Jobs(JobFilter::default());
+    let jobs = match call(
+        req,
+        &all,
+        PREFIX,
+        answer!(Response::Jobs { jobs, .. } => jobs),
+    ) {
+        Ok(jobs) => jobs,
+        Err(o) => return o,
     };
     let version = crate::config::advertised_slurm_version();
     Output::ok(render_licenses(
@@ -1124,8 +1168,14 @@ fn show_job(id: Option<&str>, opts: &Opts, req: &mut Requester<'_>) -> Output {
             None => return Output::err("slurm_load_jobs error: Invalid job id specified\n".into()),
         }
     }
-    match req(&Request::Jobs(filter)) {
-        Ok(Response::Jobs { mut jobs, now }) => {
+    let reply = call(
+        req,
+        &Request::Jobs(filter),
+        "slurm_load_jobs error",
+        answer!(Response::Jobs { jobs, now } => (jobs, now)),
+    );
+    match reply {
+        Ok((mut jobs, now)) => {
             if let Some(k) = het_offset {
                 jobs.retain(|j| j.het.is_some_and(|h| h.offset == k));
             }
@@ -1165,9 +1215,7 @@ fn show_job(id: Option<&str>, opts: &Opts, req: &mut Requester<'_>) -> Output {
                     .collect(),
             )
         }
-        Ok(Response::Error(e)) => Output::err(format!("slurm_load_jobs error: {e}\n")),
-        Ok(_) => Output::err("slurm_load_jobs error: unexpected answer\n".into()),
-        Err(e) => client_failure("slurm_load_jobs error", &e),
+        Err(o) => o,
     }
 }
 
@@ -1183,11 +1231,14 @@ fn show_step(id: Option<&str>, opts: &Opts, req: &mut Requester<'_>) -> Output {
             _ => return Output::err(format!("Invalid job id specified: {id}\n")),
         }
     }
-    let (jobs, now) = match req(&Request::Jobs(filter)) {
-        Ok(Response::Jobs { jobs, now }) => (jobs, now),
-        Ok(Response::Error(e)) => return Output::err(format!("slurm_get_job_steps error: {e}\n")),
-        Ok(_) => return Output::err("slurm_get_job_steps error: unexpected answer\n".into()),
-        Err(e) => return client_failure("slurm_get_job_steps error", &e),
+    let (jobs, now) = match call(
+        req,
+        &Request::Jobs(filter),
+        "slurm_get_job_steps error",
+        answer!(Response::Jobs { jobs, now } => (jobs, now)),
+    ) {
+        Ok(x) => x,
+        Err(o) => return o,
     };
     let mut out = String::new();
     for j in jobs.iter().filter(|j| j.is_active()) {
@@ -1263,16 +1314,12 @@ fn load_nodes(
     req: &mut Requester<'_>,
     prefix: &str,
 ) -> Result<(Vec<Node>, Vec<Partition>, i64), Output> {
-    match req(&Request::Nodes) {
-        Ok(Response::Nodes {
-            nodes,
-            partitions,
-            now,
-        }) => Ok((nodes, partitions, now)),
-        Ok(Response::Error(e)) => Err(Output::err(format!("{prefix}: {e}\n"))),
-        Ok(_) => Err(Output::err(format!("{prefix}: unexpected answer\n"))),
-        Err(e) => Err(client_failure(prefix, &e)),
-    }
+    call(
+        req,
+        &Request::Nodes,
+        prefix,
+        answer!(Response::Nodes { nodes, partitions, now } => (nodes, partitions, now)),
+    )
 }
 
 fn show_nodes(name: Option<&str>, opts: &Opts, req: &mut Requester<'_>) -> Output {

@@ -7,7 +7,7 @@
 //! raise nice values, and is refused (Access/permission denied) before anything
 //! changes when a listed job would need a lower one.
 
-use super::client::ClientError;
+use super::client::{self, CallError, answer};
 use super::scontrol::{Output, Requester};
 use crate::model::{Job, JobState};
 use crate::proto::{JobFilter, JobUpdate, Request, Response};
@@ -65,14 +65,13 @@ pub fn execute(ids: &[u32], req: &mut Requester<'_>) -> Output {
         code: 1,
         ..Output::default()
     };
-    let fail = |e: &ClientError| err(&e.to_string());
+    let fail = |e: CallError| err(&e.to_string());
     let jobs = |req: &mut Requester<'_>, filter: JobFilter| -> Result<Vec<Job>, Output> {
-        match req(&Request::Jobs(filter)) {
-            Ok(Response::Jobs { jobs, .. }) => Ok(jobs),
-            Ok(Response::Error(e)) => Err(err(&e.to_string())),
-            Ok(_) => Err(err("unexpected answer")),
-            Err(e) => Err(fail(&e)),
-        }
+        client::expect(
+            req(&Request::Jobs(filter)),
+            answer!(Response::Jobs { jobs, .. } => jobs),
+        )
+        .map_err(fail)
     };
     let listed = match jobs(
         req,
@@ -114,14 +113,16 @@ pub fn execute(ids: &[u32], req: &mut Requester<'_>) -> Output {
                 && j.qos == first.qos
         })
         .collect();
-    let prios = match req(&Request::Priority {
+    let prio_req = Request::Priority {
         ids: group.iter().map(|j| j.id).collect(),
         users: Vec::new(),
-    }) {
-        Ok(Response::Priority { rows, .. }) => rows,
-        Ok(Response::Error(e)) => return err(&e.to_string()),
-        Ok(_) => return err("unexpected answer"),
-        Err(e) => return fail(&e),
+    };
+    let prios = match client::expect(
+        req(&prio_req),
+        answer!(Response::Priority { rows, .. } => rows),
+    ) {
+        Ok(rows) => rows,
+        Err(e) => return fail(e),
     };
     let g: Vec<(u32, u32, i32)> = group
         .iter()
@@ -133,15 +134,13 @@ pub fn execute(ids: &[u32], req: &mut Requester<'_>) -> Output {
         })
         .collect();
     for (id, nice) in plan(ids, &g) {
-        match req(&Request::UpdateJob {
+        let update = Request::UpdateJob {
             id,
             updates: vec![JobUpdate::Nice(nice)],
             tasks: None,
-        }) {
-            Ok(Response::Ok) => {}
-            Ok(Response::Error(e)) => return err(&e.to_string()),
-            Ok(_) => return err("unexpected answer"),
-            Err(e) => return fail(&e),
+        };
+        if let Err(e) = client::expect(req(&update), answer!(Response::Ok => ())) {
+            return fail(e);
         }
     }
     Output::default()

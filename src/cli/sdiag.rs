@@ -6,7 +6,7 @@
 
 use super::getopt::{self, Item, OptSpec, opt};
 use super::help;
-use crate::cli::client::{Client, error_text};
+use crate::cli::client::{Client, answer};
 use crate::proto::{Request, Response, SchedStats};
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -198,7 +198,7 @@ pub fn render_json(s: &SchedStats) -> String {
 }
 
 /// sdiag's options (cf. src/sdiag/opts.c), with their `--help` lines.
-const SPECS: &[OptSpec] = &[
+pub const SPECS: &[OptSpec] = &[
     opt("all", Some('a'), false).doc("", "all statistics (the default)"),
     opt("help", Some('h'), false).doc("", "show this help message"),
     opt("sort-by-id", Some('i'), false).doc("", "sort RPCs by id (accepted)"),
@@ -262,18 +262,10 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match client.request(&Request::Stats) {
-        Ok(Response::Stats(s)) => {
+    match client.call(&Request::Stats, answer!(Response::Stats(s) => s)) {
+        Ok(s) => {
             print!("{}", if json { render_json(&s) } else { render(&s) });
             ExitCode::SUCCESS
-        }
-        Ok(Response::Error(e)) => {
-            eprintln!("sdiag: error: {}", error_text(&e));
-            ExitCode::from(1)
-        }
-        Ok(_) => {
-            eprintln!("sdiag: error: unexpected answer from the controller");
-            ExitCode::from(1)
         }
         Err(e) => {
             eprintln!("sdiag: error: {e}");

@@ -11,7 +11,8 @@
 //! Errors: no argument → the usage text, exit 1; an unknown job → `Job not found.`,
 //! exit 2; the controller cannot be reached → `seff: error: …`, exit 1.
 
-use super::client::Client;
+use super::client::{self, Client, answer};
+use super::getopt::{OptSpec, opt};
 use super::jobfmt;
 use super::jobid::{ArraySel, parse_job_id};
 use crate::model::job::MemReq;
@@ -27,6 +28,19 @@ const USAGE: &str = "Usage: seff [Options] <Jobid>
        -v    Version
        -d    Debug mode: display raw Slurm data
 ";
+
+/// seff's options, for its man page and completions (`cli::docs`). Slurm's seff is a
+/// Perl script with a hand-made loop, which [`run`] follows: `-h` and `-v` answer and
+/// exit 1, and anything else is the job id.
+pub const SPECS: &[OptSpec] = &[
+    opt("help", Some('h'), false).doc("", "help menu (exit status 1; --help exits 0)"),
+    opt("usage", None, false).doc("", "the same text as --help"),
+    opt("", Some('v'), false).doc("", "print seff's version and exit 1"),
+    opt("", Some('d'), false).doc(
+        "",
+        "debug mode: accepted (the raw record is sacct -l -j JOBID)",
+    ),
+];
 
 /// `[D-]HH:MM:SS` of whole seconds (seff's `time2str`).
 pub fn time2str(secs: u64) -> String {
@@ -270,8 +284,8 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         std::thread::sleep(std::time::Duration::from_millis(200));
         reply = client.request(&Request::Acct(q.clone()));
     }
-    match reply {
-        Ok(Response::Acct { jobs, now }) => match pick(&jobs, &ids[0]) {
+    match client::expect(reply, answer!(Response::Acct { jobs, now } => (jobs, now))) {
+        Ok((jobs, now)) => match pick(&jobs, &ids[0]) {
             Some(j) => {
                 print!("{}", report(j, &cfg.cluster_name, now));
                 ExitCode::SUCCESS
@@ -281,14 +295,6 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        Ok(Response::Error(e)) => {
-            eprintln!("seff: error: {e}");
-            ExitCode::from(1)
-        }
-        Ok(_) => {
-            eprintln!("seff: error: unexpected answer from the controller");
-            ExitCode::from(1)
-        }
         Err(e) => {
             eprintln!("seff: error: {e}");
             ExitCode::from(1)

@@ -19,7 +19,7 @@
 //! Not yet: ranges for differing
 //! numeric values (nodes that differ land on separate lines instead), `-i` iteration.
 
-use crate::cli::client::Client;
+use crate::cli::client::{Client, answer};
 use crate::cli::format::{self, Field, Format};
 use crate::cli::slurmjson::{self, J};
 use crate::cli::squeue::getopt_error;
@@ -1219,18 +1219,13 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         return ExitCode::from(1);
     }
     if opts.reservation {
-        return match client.request(&Request::Reservations) {
-            Ok(Response::Reservations { resvs, now }) => {
+        return match client.call(
+            &Request::Reservations,
+            answer!(Response::Reservations { resvs, now } => (resvs, now)),
+        ) {
+            Ok((resvs, now)) => {
                 print!("{}", render_reservations(&resvs, now, opts.noheader));
                 ExitCode::SUCCESS
-            }
-            Ok(Response::Error(e)) => {
-                eprintln!("slurm_load_reservations: {e}");
-                ExitCode::from(1)
-            }
-            Ok(_) => {
-                eprintln!("slurm_load_reservations: unexpected answer");
-                ExitCode::from(1)
             }
             Err(e) => {
                 eprintln!("slurm_load_reservations: {e}");
@@ -1238,35 +1233,25 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
             }
         };
     }
-    match client.request(&Request::Nodes) {
-        Ok(Response::Nodes {
-            nodes, partitions, ..
-        }) if opts.json => {
+    let reply = client.call(
+        &Request::Nodes,
+        answer!(Response::Nodes { nodes, partitions, now } => (nodes, partitions, now)),
+    );
+    match reply {
+        Ok((nodes, partitions, _)) if opts.json => {
             print!(
                 "{}",
                 render_json(&nodes, &partitions, &cfg.slurm_version, &user_name)
             );
             ExitCode::SUCCESS
         }
-        Ok(Response::Nodes {
-            nodes,
-            partitions,
-            now,
-        }) => {
+        Ok((nodes, partitions, now)) => {
             let ctx = Ctx {
                 now,
                 cluster: &cfg.cluster_name,
                 user_name: &user_name,
             };
             emit(&render(&q, &nodes, &partitions, &ctx))
-        }
-        Ok(Response::Error(e)) => {
-            eprintln!("slurm_load_partitions: {e}");
-            ExitCode::from(1)
-        }
-        Ok(other) => {
-            eprintln!("slurm_load_partitions: unexpected reply from the controller: {other:?}");
-            ExitCode::from(1)
         }
         Err(e) => {
             eprintln!("slurm_load_partitions: {e}");

@@ -8,7 +8,7 @@
 //! `-S/--sort` (the `-o` field letters, comma-separated, each optionally preceded by
 //! `+` for ascending, the default, or `-` for descending; ties keep the default order).
 
-use crate::cli::client::{Client, error_text};
+use crate::cli::client::{Client, answer};
 use crate::cli::format::{Field, parse_short};
 use crate::cli::getopt::{self, Item, OptSpec, opt};
 use crate::cli::help;
@@ -210,7 +210,7 @@ pub fn render(o: &Opts, rows: &[PriorityRow], w: &PriorityWeights) -> String {
 }
 
 /// sprio's options (cf. src/sprio/opts.c), with their `--help` lines.
-const SPECS: &[OptSpec] = &[
+pub const SPECS: &[OptSpec] = &[
     opt("noheader", Some('h'), false).doc("", "print no header line"),
     opt("jobs", Some('j'), true).doc("job_id_list", "show only these comma separated jobs"),
     opt("long", Some('l'), false).doc("", "every factor, and NICE"),
@@ -373,25 +373,21 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match client.request(&Request::Priority {
+    let req = Request::Priority {
         ids: o.jobs.clone(),
         users: uids,
-    }) {
-        Ok(Response::Priority { rows, weights }) => {
+    };
+    match client.call(
+        &req,
+        answer!(Response::Priority { rows, weights } => (rows, weights)),
+    ) {
+        Ok((rows, weights)) => {
             if rows.is_empty() && !o.weights && !o.jobs.is_empty() {
                 eprintln!("Unable to find jobs matching user/id(s) specified");
                 return ExitCode::from(1);
             }
             print!("{}", render(&o, &rows, &weights));
             ExitCode::SUCCESS
-        }
-        Ok(Response::Error(e)) => {
-            eprintln!("sprio: error: {}", error_text(&e));
-            ExitCode::from(1)
-        }
-        Ok(_) => {
-            eprintln!("sprio: error: unexpected answer from the controller");
-            ExitCode::from(1)
         }
         Err(e) => {
             eprintln!("sprio: error: {e}");

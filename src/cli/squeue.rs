@@ -19,7 +19,7 @@
 //! expected start of a pending job (else `N/A`) and the nodes it was planned on
 //! (SCHEDNODES).
 
-use crate::cli::client::Client;
+use crate::cli::client::{self, CallError, Client, answer};
 use crate::cli::format::{self, Field, Format};
 use crate::cli::jobid::parse_job_id;
 use crate::cli::timefmt::{fmt_banner, fmt_ts};
@@ -1162,8 +1162,12 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
         },
         ..JobFilter::default()
     };
-    match client.request_jobs(&filter) {
-        Ok(Response::Jobs { jobs, .. }) if opts.json => {
+    let reply = client::expect(
+        client.request_jobs(&filter),
+        answer!(Response::Jobs { jobs, now } => (jobs, now)),
+    );
+    match reply {
+        Ok((jobs, _)) if opts.json => {
             // Format options do not apply; the selection (users, states, ids…) does.
             let mut shown: Vec<&Job> = jobs.iter().filter(|j| q.matches(j)).collect();
             shown.sort_by_key(|j| j.id);
@@ -1183,8 +1187,8 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
             );
             ExitCode::SUCCESS
         }
-        Ok(Response::Jobs { jobs, now }) => emit(&render(&q, &jobs, now, &cfg.cluster_name)),
-        Ok(Response::Error(SlurmError::InvalidJobId)) if q.jobs.len() > 1 => {
+        Ok((jobs, now)) => emit(&render(&q, &jobs, now, &cfg.cluster_name)),
+        Err(CallError::Slurm(SlurmError::InvalidJobId)) if q.jobs.len() > 1 => {
             // Several ids: unknown ones are simply omitted.
             emit(&render(
                 &q,
@@ -1192,14 +1196,6 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
                 crate::cli::timefmt::now(),
                 &cfg.cluster_name,
             ))
-        }
-        Ok(Response::Error(e)) => {
-            eprintln!("slurm_load_jobs error: {e}");
-            ExitCode::from(1)
-        }
-        Ok(other) => {
-            eprintln!("slurm_load_jobs error: unexpected reply from the controller: {other:?}");
-            ExitCode::from(1)
         }
         Err(e) => {
             eprintln!("slurm_load_jobs error: {e}");

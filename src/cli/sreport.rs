@@ -12,7 +12,7 @@
 //! to the second. `Down` is the CPU time of nodes DOWN, DRAIN or FAIL (recorded by the
 //! controller once a second).
 
-use super::client::Client;
+use super::client::{Client, answer};
 use super::getopt::{self, Item, OptSpec, opt};
 use super::help;
 use super::timefmt::fmt_ts;
@@ -147,7 +147,7 @@ fn list(v: &str) -> Vec<String> {
 }
 
 /// sreport's options (cf. src/sreport/sreport.c), with their `--help` lines.
-const SPECS: &[OptSpec] = &[
+pub const SPECS: &[OptSpec] = &[
     opt("all_clusters", Some('a'), false).doc("", "accepted: there is one cluster"),
     opt("cluster", Some('M'), true).doc("cluster", "cluster to report on (this one only)"),
     opt("clusters", None, true),
@@ -877,18 +877,13 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match client.request(&Request::Usage { start, end }) {
-        Ok(Response::Usage(data)) => {
+    match client.call(
+        &Request::Usage { start, end },
+        answer!(Response::Usage(data) => data),
+    ) {
+        Ok(data) => {
             print!("{}", render(&opts, &q, &data, start, end));
             ExitCode::SUCCESS
-        }
-        Ok(Response::Error(e)) => {
-            eprintln!("sreport: error: {e}");
-            ExitCode::from(1)
-        }
-        Ok(_) => {
-            eprintln!("sreport: error: unexpected answer from the controller");
-            ExitCode::from(1)
         }
         Err(e) => {
             eprintln!("sreport: error: {e}");

@@ -11,7 +11,7 @@
 //! left-justifies, and values too long end in `+` (src/common/print_fields.c).
 //! `-P`/`--parsable2` separates with `|`, `-p`/`--parsable` also ends lines with `|`.
 
-use crate::cli::client::{Client, error_text};
+use crate::cli::client::{Client, answer};
 use crate::cli::getopt::{self, Item, OptSpec, opt};
 use crate::cli::help;
 use crate::proto::{Request, Response, ShareRow};
@@ -80,22 +80,17 @@ struct Col {
 ///
 /// Errors: an unknown field or a bad width.
 fn parse_format(s: &str) -> Result<Vec<Col>, String> {
+    use crate::cli::format::{ListItem, Lookup, list_items, lookup};
     let mut out = Vec::new();
-    for tok in s.split(',').map(str::trim).filter(|t| !t.is_empty()) {
-        let (name, width) = match tok.split_once('%') {
-            Some((n, w)) => (
-                n,
-                Some(
-                    w.parse::<i32>()
-                        .map_err(|_| format!("sshare: error: Invalid field width '{tok}'"))?,
-                ),
+    for ListItem { item, name, width } in list_items(s) {
+        let width = match width {
+            Some(w) => Some(
+                w.parse::<i32>()
+                    .map_err(|_| format!("sshare: error: Invalid field width '{item}'"))?,
             ),
-            None => (tok, None),
+            None => None,
         };
-        let lower = name.to_ascii_lowercase();
-        let field = FIELDS
-            .iter()
-            .position(|(f, _)| !lower.is_empty() && f.to_ascii_lowercase().starts_with(&lower))
+        let field = lookup(FIELDS.iter().map(|(f, _)| *f), name, Lookup::Prefix)
             .ok_or_else(|| format!("sshare: error: Invalid field requested: \"{name}\""))?;
         out.push(Col {
             field,
@@ -222,7 +217,7 @@ pub fn render(o: &Opts, rows: &[ShareRow], cluster: &str, me: &str) -> Result<St
 
 /// sshare's options (cf. src/sshare/sshare.c), with their `--help` lines. `-h` is
 /// `--noheader` too.
-const SPECS: &[OptSpec] = &[
+pub const SPECS: &[OptSpec] = &[
     opt("accounts", Some('A'), true).doc("account_list", "show only these accounts"),
     opt("all", Some('a'), false).doc("", "show every user, not only yourself"),
     opt("long", Some('l'), false).doc("", "long listing: adds NormUsage, LevelFS and TRES columns"),
@@ -325,8 +320,11 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match client.request(&Request::Shares) {
-        Ok(Response::Shares { rows, cluster }) => {
+    match client.call(
+        &Request::Shares,
+        answer!(Response::Shares { rows, cluster } => (rows, cluster)),
+    ) {
+        Ok((rows, cluster)) => {
             if let Some(bad) = o.clusters.iter().find(|c| **c != cluster && *c != "all") {
                 eprintln!("sshare: error: No cluster named '{bad}' (this one is '{cluster}')");
                 return ExitCode::from(1);
@@ -341,14 +339,6 @@ pub fn run(args: Vec<OsString>) -> ExitCode {
                     ExitCode::from(1)
                 }
             }
-        }
-        Ok(Response::Error(e)) => {
-            eprintln!("sshare: error: {}", error_text(&e));
-            ExitCode::from(1)
-        }
-        Ok(_) => {
-            eprintln!("sshare: error: unexpected answer from the controller");
-            ExitCode::from(1)
         }
         Err(e) => {
             eprintln!("sshare: error: {e}");

@@ -18,7 +18,9 @@ use crate::proto::{JobFilter, Request, Response};
 use std::ffi::OsString;
 use std::process::ExitCode;
 
-const SPECS: &[getopt::OptSpec] = &[
+/// sstat's options (getopt table): what [`getopt::parse`] accepts, `--help` lists, and
+/// the man page and completions are generated from (`cli::docs`).
+pub const SPECS: &[getopt::OptSpec] = &[
     opt("allsteps", Some('a'), false).doc("", "show every step of the given jobs"),
     opt("format", Some('o'), true).doc(
         "field_list",
@@ -138,16 +140,15 @@ pub struct Opts {
 ///
 /// Errors: `Invalid field requested: "X"`.
 pub fn parse_format(list: &str) -> Result<Vec<Field>, String> {
+    use super::format::{Lookup, list_items, lookup};
     let mut out = Vec::new();
-    for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let (name, width) = match item.split_once('%') {
-            Some((n, w)) => (n, w.parse::<i32>().ok()),
-            None => (item, None),
-        };
-        let Some(&(canon, def)) = FIELDS.iter().find(|(f, _)| f.eq_ignore_ascii_case(name)) else {
+    for it in list_items(list) {
+        let found = lookup(FIELDS.iter().map(|(f, _)| *f), it.name, Lookup::Exact);
+        let Some(&(canon, def)) = found.map(|i| &FIELDS[i]) else {
+            let name = it.name;
             return Err(format!("sstat: error: Invalid field requested: \"{name}\""));
         };
-        let w = width.unwrap_or(def);
+        let w = it.width.and_then(|w| w.parse::<i32>().ok()).unwrap_or(def);
         out.push(Field {
             name: canon,
             width: w.unsigned_abs() as usize,

@@ -6,4 +6,5 @@ pub mod directives;
 pub mod export;
 pub mod opts;
 pub mod pattern;
+pub mod timeparse;
 pub mod units;

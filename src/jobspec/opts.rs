@@ -26,7 +26,7 @@ use crate::jobspec::units::{parse_mem_mb, parse_time_limit};
 use crate::model::constraint::Constraint;
 use crate::model::gres::{GresReq, parse_gpus, parse_gres_list, parse_licenses};
 use crate::model::{JobSpec, MemReq, SignalSpec, TimeLimit};
-use chrono::{DateTime, Datelike, Duration, FixedOffset, NaiveDate, NaiveTime, TimeZone};
+use chrono::{DateTime, FixedOffset};
 use clap::{ArgAction, Args, Parser};
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
@@ -1542,177 +1542,38 @@ pub fn parse_signal(s: &str) -> Option<SignalSpec> {
     })
 }
 
-/// Parses `--begin` into epoch seconds, relative to `now` (whose offset is the local
-/// time zone):
-/// - `now[+N[unit]]`, unit `s`/`sec(onds)`, `m`/`min(utes)`, `h`/`hour(s)`,
-///   `d`/`day(s)`, `w`/`week(s)` (default seconds);
-/// - `HH:MM[:SS][AM|PM]` or `midnight`, `noon`, `elevenses` (11:00), `fika` (15:00),
-///   `teatime` (16:00): the next such time (tomorrow when today's has passed);
-/// - `today`, `tomorrow`, `YYYY-MM-DD`, `MM/DD[/YY[YY]]`: that date at 00:00, or at
-///   `THH:MM[:SS]` when given (`YYYY-MM-DDTHH:MM`, `tomorrowT10:00`).
+/// Parses `--begin` (and `--deadline`) into epoch seconds, relative to `now` (whose
+/// offset is the local time zone), with Slurm's one time parser
+/// ([`crate::jobspec::timeparse::parse_time`], looking forward: a passed time of day is
+/// tomorrow, a passed date without a year is next year), as src/sbatch/opt.c does.
 ///
-/// Spaces are ignored. Errors: [`OptError::InvalidBegin`] with the position where the
-/// text stopped making sense.
+/// Before parsing, blanks are dropped (`now + 2 days`). Errors:
+/// [`OptError::InvalidBegin`] with the position where the text stopped making sense,
+/// for an empty value (Slurm's `parse_time` answers 0 there, which sbatch refuses) and
+/// for a `T` with no time of day after it.
 pub fn parse_begin(s: &str, now: &DateTime<FixedOffset>) -> Result<i64, OptError> {
     let text: String = s.chars().filter(|c| !c.is_whitespace()).collect();
-    let lower = text.to_ascii_lowercase();
     let bad = |pos: usize| OptError::InvalidBegin {
         value: s.to_string(),
         pos,
     };
-    if lower.is_empty() {
-        return Err(bad(0));
+    if text.is_empty() || dangling_t(&text) {
+        return Err(bad(text.len().saturating_sub(1)));
     }
-    if let Some(rest) = lower.strip_prefix("now") {
-        if rest.is_empty() {
-            return Ok(now.timestamp());
-        }
-        // `now-1hour` is in the past: the job is eligible at once, as in Slurm.
-        let (sign, delta) = match (rest.strip_prefix('+'), rest.strip_prefix('-')) {
-            (Some(d), _) => (1, d),
-            (None, Some(d)) => (-1, d),
-            (None, None) => return Err(bad(3)),
-        };
-        let digits = delta.bytes().take_while(u8::is_ascii_digit).count();
-        let n: i64 = delta[..digits].parse().map_err(|_| bad(4))?;
-        let unit = match &delta[digits..] {
-            "" | "s" | "sec" | "secs" | "second" | "seconds" => 1,
-            "m" | "min" | "mins" | "minute" | "minutes" => 60,
-            "h" | "hour" | "hours" => 3600,
-            "d" | "day" | "days" => 86400,
-            "w" | "week" | "weeks" => 7 * 86400,
-            _ => return Err(bad(4 + digits)),
-        };
-        return n
-            .checked_mul(unit * sign)
-            .and_then(|d| now.timestamp().checked_add(d))
-            .ok_or_else(|| bad(4));
-    }
-    let today = now.date_naive();
-    let tz = now.timezone();
-    let at = |date: NaiveDate, time: NaiveTime| -> Result<i64, OptError> {
-        tz.from_local_datetime(&date.and_time(time))
-            .single()
-            .map(|t| t.timestamp())
-            .ok_or_else(|| bad(0))
-    };
-    // A time of day without a date: the soonest such moment.
-    let soonest = |time: NaiveTime| -> Result<i64, OptError> {
-        let now_t = now.time();
-        let date = if time.hour_min() > now_t.hour_min() {
-            today
-        } else {
-            today + Duration::days(1)
-        };
-        at(date, time)
-    };
-    let named = |h: u32| NaiveTime::from_hms_opt(h, 0, 0).ok_or_else(|| bad(0));
-    match lower.as_str() {
-        "midnight" => return soonest(named(0)?),
-        "elevenses" => return soonest(named(11)?),
-        "noon" => return soonest(named(12)?),
-        "fika" => return soonest(named(15)?),
-        "teatime" => return soonest(named(16)?),
-        _ => {}
-    }
-    // `t` also occurs in "today"/"tomorrow", so those are split off first; after a
-    // date, `T` introduces the time of day and must be followed by one.
-    let (date_part, time_part) = if let Some(r) = lower.strip_prefix("tomorrow") {
-        ("tomorrow", r)
-    } else if let Some(r) = lower.strip_prefix("today") {
-        ("today", r)
-    } else {
-        match lower.find('t') {
-            Some(i) => (&lower[..i], &lower[i..]),
-            None => (lower.as_str(), ""),
-        }
-    };
-    let time_part = match time_part {
-        "" => None,
-        t => match t.strip_prefix('t') {
-            Some(clock) if !clock.is_empty() => Some(clock),
-            _ => return Err(bad(date_part.len())),
-        },
-    };
-    if date_part.contains(':') && time_part.is_none() {
-        return soonest(parse_clock(date_part).ok_or_else(|| bad(0))?);
-    }
-    let date = match date_part {
-        "today" => today,
-        "tomorrow" => today + Duration::days(1),
-        d => parse_date(d, today.year()).ok_or_else(|| bad(0))?,
-    };
-    let time = match time_part {
-        Some(t) => parse_clock(t).ok_or_else(|| bad(date_part.len() + 1))?,
-        None => NaiveTime::MIN,
-    };
-    at(date, time)
+    crate::jobspec::timeparse::parse_time(&text, now.timestamp(), &now.timezone(), false)
+        .map_err(|e| bad(e.pos))
 }
 
-trait HourMin {
-    fn hour_min(&self) -> (u32, u32);
-}
-
-impl HourMin for NaiveTime {
-    fn hour_min(&self) -> (u32, u32) {
-        use chrono::Timelike;
-        (self.hour(), self.minute())
-    }
-}
-
-/// `HH:MM[:SS]` with an optional `am`/`pm` suffix (input already lower-case).
-fn parse_clock(s: &str) -> Option<NaiveTime> {
-    let (body, pm) = if let Some(b) = s.strip_suffix("pm") {
-        (b, Some(true))
-    } else if let Some(b) = s.strip_suffix("am") {
-        (b, Some(false))
-    } else {
-        (s, None)
+/// Whether `text` ends in the `T` that introduces a time of day after a date
+/// (`2026-01-01T`, `todayT`) with none following.
+fn dangling_t(text: &str) -> bool {
+    let Some(head) = text.strip_suffix(['t', 'T']) else {
+        return false;
     };
-    let parts: Vec<&str> = body.split(':').collect();
-    let num = |x: &str| -> Option<u32> {
-        (!x.is_empty() && x.len() <= 2 && x.bytes().all(|b| b.is_ascii_digit()))
-            .then(|| x.parse().ok())
-            .flatten()
-    };
-    let (mut h, m, sec) = match parts.as_slice() {
-        [h, m] => (num(h)?, num(m)?, 0),
-        [h, m, s] => (num(h)?, num(m)?, num(s)?),
-        _ => return None,
-    };
-    match pm {
-        Some(_) if !(1..=12).contains(&h) => return None,
-        Some(true) if h < 12 => h += 12,
-        Some(false) if h == 12 => h = 0,
-        _ => {}
-    }
-    NaiveTime::from_hms_opt(h, m, sec)
-}
-
-/// `YYYY-MM-DD` or `MM/DD[/YY[YY]]` (the current year when omitted).
-fn parse_date(s: &str, this_year: i32) -> Option<NaiveDate> {
-    let all_digits = |x: &str| !x.is_empty() && x.bytes().all(|b| b.is_ascii_digit());
-    if let [y, m, d] = s.split('-').collect::<Vec<_>>().as_slice() {
-        if y.len() == 4 && [y, m, d].iter().all(|x| all_digits(x)) {
-            return NaiveDate::from_ymd_opt(y.parse().ok()?, m.parse().ok()?, d.parse().ok()?);
-        }
-        return None;
-    }
-    let parts: Vec<&str> = s.split('/').collect();
-    if !parts.iter().all(|x| all_digits(x)) {
-        return None;
-    }
-    let (m, d, y) = match parts.as_slice() {
-        [m, d] => (m.parse().ok()?, d.parse().ok()?, this_year),
-        [m, d, y] if y.len() == 2 => (
-            m.parse().ok()?,
-            d.parse().ok()?,
-            2000 + y.parse::<i32>().ok()?,
-        ),
-        [m, d, y] if y.len() == 4 => (m.parse().ok()?, d.parse().ok()?, y.parse().ok()?),
-        _ => return None,
-    };
-    NaiveDate::from_ymd_opt(y, m, d)
+    let lower = head.to_ascii_lowercase();
+    lower.ends_with(|c: char| c.is_ascii_digit())
+        || lower.ends_with("today")
+        || lower.ends_with("tomorrow")
 }
 
 #[cfg(test)]
