@@ -59,6 +59,11 @@ complete -c salloc -l wckey -d '(ignored) Workload characterisation key' -r
 complete -c salloc -l get-user-env -d '(ignored) Load the user\'s login environment' -r
 complete -c salloc -l mpi -d '(ignored) MPI type for steps' -r
 complete -c salloc -l acctg-freq -d '(ignored) Accounting sampling interval' -r
+complete -c salloc -l container-image -d 'Image to run the tasks in: a registry reference or a local squashfs/sif/tar file' -r
+complete -c salloc -l container-mounts -d 'Bind mounts into the container' -r
+complete -c salloc -l container-workdir -d 'Working directory inside the container' -r
+complete -c salloc -l container-name -d 'Name the container, to reuse it in the job\'s later steps' -r
+complete -c salloc -l container-env -d 'Variables whose host value overrides the image\'s' -r
 complete -c salloc -s K -l kill-command -d 'Signal to send the command when the allocation ends (accepted)' -r
 complete -c salloc -s H -l hold -d 'Submit the job held (release with scontrol release)'
 complete -c salloc -l requeue -d 'The job may be requeued'
@@ -69,6 +74,12 @@ complete -c salloc -l contiguous -d 'Nodes with consecutive names'
 complete -c salloc -s s -l oversubscribe -d 'Share CPUs with other jobs where the partition allows it'
 complete -c salloc -s O -l overcommit -d 'Overcommit CPUs: allocate as if one task per node'
 complete -c salloc -l ignore-pbs -d '(ignored) Ignore #PBS directives'
+complete -c salloc -l container-writable -d 'Make the container filesystem writable'
+complete -c salloc -l container-readonly -d 'Make the container filesystem read-only'
+complete -c salloc -l no-container-mount-home -d 'Do not bind-mount the user\'s home directory'
+complete -c salloc -l container-mount-home -d 'Bind-mount the user\'s home directory (the default)'
+complete -c salloc -l container-remap-root -d 'Become root inside the container'
+complete -c salloc -l no-container-remap-root -d 'Keep the user\'s identity inside the container (the default)'
 complete -c salloc -l no-shell -d '(not supported) Grant the allocation without running a command'
 complete -c salloc -l bell -d 'Ring the terminal bell when the allocation is granted (accepted)'
 complete -c salloc -l no-bell -d 'Do not ring the bell (accepted)'

@@ -59,6 +59,11 @@ complete -c sbatch -l wckey -d '(ignored) Workload characterisation key' -r
 complete -c sbatch -l get-user-env -d '(ignored) Load the user\'s login environment' -r
 complete -c sbatch -l mpi -d '(ignored) MPI type for steps' -r
 complete -c sbatch -l acctg-freq -d '(ignored) Accounting sampling interval' -r
+complete -c sbatch -l container-image -d 'Image to run the tasks in: a registry reference or a local squashfs/sif/tar file' -r
+complete -c sbatch -l container-mounts -d 'Bind mounts into the container' -r
+complete -c sbatch -l container-workdir -d 'Working directory inside the container' -r
+complete -c sbatch -l container-name -d 'Name the container, to reuse it in the job\'s later steps' -r
+complete -c sbatch -l container-env -d 'Variables whose host value overrides the image\'s' -r
 complete -c sbatch -l wrap -d 'Run this command line under /bin/sh instead of a script' -r
 complete -c sbatch -s H -l hold -d 'Submit the job held (release with scontrol release)'
 complete -c sbatch -l requeue -d 'The job may be requeued'
@@ -69,6 +74,12 @@ complete -c sbatch -l contiguous -d 'Nodes with consecutive names'
 complete -c sbatch -s s -l oversubscribe -d 'Share CPUs with other jobs where the partition allows it'
 complete -c sbatch -s O -l overcommit -d 'Overcommit CPUs: allocate as if one task per node'
 complete -c sbatch -l ignore-pbs -d '(ignored) Ignore #PBS directives'
+complete -c sbatch -l container-writable -d 'Make the container filesystem writable'
+complete -c sbatch -l container-readonly -d 'Make the container filesystem read-only'
+complete -c sbatch -l no-container-mount-home -d 'Do not bind-mount the user\'s home directory'
+complete -c sbatch -l container-mount-home -d 'Bind-mount the user\'s home directory (the default)'
+complete -c sbatch -l container-remap-root -d 'Become root inside the container'
+complete -c sbatch -l no-container-remap-root -d 'Keep the user\'s identity inside the container (the default)'
 complete -c sbatch -l parsable -d 'Print only the job id (and ;cluster with -M)'
 complete -c sbatch -s W -l wait -d 'Return when the job ends, with its exit code'
 complete -c sbatch -l test-only -d 'Only estimate when the job would start; create nothing'

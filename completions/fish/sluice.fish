@@ -111,6 +111,11 @@ complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l wckey -d '(igno
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l get-user-env -d '(ignored) Load the user\'s login environment' -r
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l mpi -d '(ignored) MPI type for steps' -r
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l acctg-freq -d '(ignored) Accounting sampling interval' -r
+complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l container-image -d 'Image to run the tasks in: a registry reference or a local squashfs/sif/tar file' -r
+complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l container-mounts -d 'Bind mounts into the container' -r
+complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l container-workdir -d 'Working directory inside the container' -r
+complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l container-name -d 'Name the container, to reuse it in the job\'s later steps' -r
+complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l container-env -d 'Variables whose host value overrides the image\'s' -r
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l wrap -d 'Run this command line under /bin/sh instead of a script' -r
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -s H -l hold -d 'Submit the job held (release with scontrol release)'
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l requeue -d 'The job may be requeued'
@@ -121,6 +126,12 @@ complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l contiguous -d '
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -s s -l oversubscribe -d 'Share CPUs with other jobs where the partition allows it'
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -s O -l overcommit -d 'Overcommit CPUs: allocate as if one task per node'
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l ignore-pbs -d '(ignored) Ignore #PBS directives'
+complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l container-writable -d 'Make the container filesystem writable'
+complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l container-readonly -d 'Make the container filesystem read-only'
+complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l no-container-mount-home -d 'Do not bind-mount the user\'s home directory'
+complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l container-mount-home -d 'Bind-mount the user\'s home directory (the default)'
+complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l container-remap-root -d 'Become root inside the container'
+complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l no-container-remap-root -d 'Keep the user\'s identity inside the container (the default)'
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l parsable -d 'Print only the job id (and ;cluster with -M)'
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -s W -l wait -d 'Return when the job ends, with its exit code'
 complete -c sluice -n "__fish_sluice_using_subcommand sbatch" -l test-only -d 'Only estimate when the job would start; create nothing'
@@ -188,6 +199,11 @@ complete -c sluice -n "__fish_sluice_using_subcommand srun" -l wckey -d '(ignore
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -l get-user-env -d '(ignored) Load the user\'s login environment' -r
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -l mpi -d '(ignored) MPI type for steps' -r
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -l acctg-freq -d '(ignored) Accounting sampling interval' -r
+complete -c sluice -n "__fish_sluice_using_subcommand srun" -l container-image -d 'Image to run the tasks in: a registry reference or a local squashfs/sif/tar file' -r
+complete -c sluice -n "__fish_sluice_using_subcommand srun" -l container-mounts -d 'Bind mounts into the container' -r
+complete -c sluice -n "__fish_sluice_using_subcommand srun" -l container-workdir -d 'Working directory inside the container' -r
+complete -c sluice -n "__fish_sluice_using_subcommand srun" -l container-name -d 'Name the container, to reuse it in the job\'s later steps' -r
+complete -c sluice -n "__fish_sluice_using_subcommand srun" -l container-env -d 'Variables whose host value overrides the image\'s' -r
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -s K -l kill-on-bad-exit -d 'End the step when a task exits non-zero (0 disables)' -r
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -l jobid -d 'Run in this existing job' -r
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -l cpu-bind -l cpu_bind -d 'Bind tasks to CPUs: none, cores, threads[,verbose]' -r
@@ -202,6 +218,12 @@ complete -c sluice -n "__fish_sluice_using_subcommand srun" -l contiguous -d 'No
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -s s -l oversubscribe -d 'Share CPUs with other jobs where the partition allows it'
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -s O -l overcommit -d 'Overcommit CPUs: allocate as if one task per node'
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -l ignore-pbs -d '(ignored) Ignore #PBS directives'
+complete -c sluice -n "__fish_sluice_using_subcommand srun" -l container-writable -d 'Make the container filesystem writable'
+complete -c sluice -n "__fish_sluice_using_subcommand srun" -l container-readonly -d 'Make the container filesystem read-only'
+complete -c sluice -n "__fish_sluice_using_subcommand srun" -l no-container-mount-home -d 'Do not bind-mount the user\'s home directory'
+complete -c sluice -n "__fish_sluice_using_subcommand srun" -l container-mount-home -d 'Bind-mount the user\'s home directory (the default)'
+complete -c sluice -n "__fish_sluice_using_subcommand srun" -l container-remap-root -d 'Become root inside the container'
+complete -c sluice -n "__fish_sluice_using_subcommand srun" -l no-container-remap-root -d 'Keep the user\'s identity inside the container (the default)'
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -s l -l label -d 'Prefix each output line with the task\'s rank'
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -l multi-prog -d 'The command is a configuration file of per-rank programs'
 complete -c sluice -n "__fish_sluice_using_subcommand srun" -l pty -d 'Run task 0 on a pseudo-terminal'
@@ -275,6 +297,11 @@ complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l wckey -d '(igno
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l get-user-env -d '(ignored) Load the user\'s login environment' -r
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l mpi -d '(ignored) MPI type for steps' -r
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l acctg-freq -d '(ignored) Accounting sampling interval' -r
+complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l container-image -d 'Image to run the tasks in: a registry reference or a local squashfs/sif/tar file' -r
+complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l container-mounts -d 'Bind mounts into the container' -r
+complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l container-workdir -d 'Working directory inside the container' -r
+complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l container-name -d 'Name the container, to reuse it in the job\'s later steps' -r
+complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l container-env -d 'Variables whose host value overrides the image\'s' -r
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -s K -l kill-command -d 'Signal to send the command when the allocation ends (accepted)' -r
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -s H -l hold -d 'Submit the job held (release with scontrol release)'
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l requeue -d 'The job may be requeued'
@@ -285,6 +312,12 @@ complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l contiguous -d '
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -s s -l oversubscribe -d 'Share CPUs with other jobs where the partition allows it'
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -s O -l overcommit -d 'Overcommit CPUs: allocate as if one task per node'
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l ignore-pbs -d '(ignored) Ignore #PBS directives'
+complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l container-writable -d 'Make the container filesystem writable'
+complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l container-readonly -d 'Make the container filesystem read-only'
+complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l no-container-mount-home -d 'Do not bind-mount the user\'s home directory'
+complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l container-mount-home -d 'Bind-mount the user\'s home directory (the default)'
+complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l container-remap-root -d 'Become root inside the container'
+complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l no-container-remap-root -d 'Keep the user\'s identity inside the container (the default)'
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l no-shell -d '(not supported) Grant the allocation without running a command'
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l bell -d 'Ring the terminal bell when the allocation is granted (accepted)'
 complete -c sluice -n "__fish_sluice_using_subcommand salloc" -l no-bell -d 'Do not ring the bell (accepted)'

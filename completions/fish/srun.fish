@@ -59,6 +59,11 @@ complete -c srun -l wckey -d '(ignored) Workload characterisation key' -r
 complete -c srun -l get-user-env -d '(ignored) Load the user\'s login environment' -r
 complete -c srun -l mpi -d '(ignored) MPI type for steps' -r
 complete -c srun -l acctg-freq -d '(ignored) Accounting sampling interval' -r
+complete -c srun -l container-image -d 'Image to run the tasks in: a registry reference or a local squashfs/sif/tar file' -r
+complete -c srun -l container-mounts -d 'Bind mounts into the container' -r
+complete -c srun -l container-workdir -d 'Working directory inside the container' -r
+complete -c srun -l container-name -d 'Name the container, to reuse it in the job\'s later steps' -r
+complete -c srun -l container-env -d 'Variables whose host value overrides the image\'s' -r
 complete -c srun -s K -l kill-on-bad-exit -d 'End the step when a task exits non-zero (0 disables)' -r
 complete -c srun -l jobid -d 'Run in this existing job' -r
 complete -c srun -l cpu-bind -l cpu_bind -d 'Bind tasks to CPUs: none, cores, threads[,verbose]' -r
@@ -73,6 +78,12 @@ complete -c srun -l contiguous -d 'Nodes with consecutive names'
 complete -c srun -s s -l oversubscribe -d 'Share CPUs with other jobs where the partition allows it'
 complete -c srun -s O -l overcommit -d 'Overcommit CPUs: allocate as if one task per node'
 complete -c srun -l ignore-pbs -d '(ignored) Ignore #PBS directives'
+complete -c srun -l container-writable -d 'Make the container filesystem writable'
+complete -c srun -l container-readonly -d 'Make the container filesystem read-only'
+complete -c srun -l no-container-mount-home -d 'Do not bind-mount the user\'s home directory'
+complete -c srun -l container-mount-home -d 'Bind-mount the user\'s home directory (the default)'
+complete -c srun -l container-remap-root -d 'Become root inside the container'
+complete -c srun -l no-container-remap-root -d 'Keep the user\'s identity inside the container (the default)'
 complete -c srun -s l -l label -d 'Prefix each output line with the task\'s rank'
 complete -c srun -l multi-prog -d 'The command is a configuration file of per-rank programs'
 complete -c srun -l pty -d 'Run task 0 on a pseudo-terminal'
