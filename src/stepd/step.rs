@@ -115,34 +115,7 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
     // The step's cgroups (`isolate`): tasks join theirs between fork and exec, and
     // whatever is left of the step when its tasks are gone is killed with it.
     let iso = {
-        use super::isolate::{
-            Scope, detect, step::StepIsolation, step::StepRequest, step::node_ram,
-        };
-        let conf = &ls.cgroup;
-        // Slurm's `step_<S>`; a step on several nodes adds the node's index, so that
-        // nodes sharing one machine (test clusters: several agents on one host) never
-        // share, and kill, each other's step cgroup.
-        let step = if ls.layout.nodes.len() > 1 {
-            format!("{}.{}", ls.step_id, ls.node_index)
-        } else {
-            ls.step_id.to_string()
-        };
-        let scope = Scope {
-            root: conf.root.clone(),
-            uid: ls.job.uid,
-            job: ls.job.id,
-            step,
-        };
-        let req = StepRequest {
-            cpus: ls.layout.cpus.get(node_index).copied().unwrap_or(0),
-            mem_mib: ls.job.alloc.as_ref().map_or(0, |a| a.mem_per_node),
-            node_ram: node_ram(),
-            deny: step_deny.clone(),
-            deny_job: Some(job_deny),
-            tasks: ranks.len() as u32,
-        };
-        let lock = dir.parent().unwrap_or(dir).join(".isolate.lock");
-        match StepIsolation::setup(detect(conf, scope.clone()), conf, scope, &req, &lock) {
+        match setup_isolation(&ls, dir, ranks.len() as u32, step_deny.clone(), job_deny) {
             Ok(i) => {
                 for d in i.degraded() {
                     eprintln!(
@@ -858,6 +831,47 @@ impl Supervisor<'_> {
             linger(&mut self.link, sfd, done, linger_for(ls));
         }
     }
+}
+
+/// The step's cgroups on this node (`isolate`), as its launch asks: its CPUs, the job's
+/// memory, the devices the step (`deny`) and the job (`deny_job`) may not open, and
+/// `tasks` task cgroups.
+///
+/// Errors: the cgroups cannot be made (`isolate::IsolateError`).
+fn setup_isolation(
+    ls: &LaunchStep,
+    dir: &Path,
+    tasks: u32,
+    deny: Vec<super::isolate::Device>,
+    deny_job: Vec<super::isolate::Device>,
+) -> Result<super::isolate::step::StepIsolation, super::isolate::IsolateError> {
+    use super::isolate::{Scope, detect, step::StepIsolation, step::StepRequest, step::node_ram};
+    let node_index = ls.node_index as usize;
+    let conf = &ls.cgroup;
+    // Slurm's `step_<S>`; a step on several nodes adds the node's index, so that
+    // nodes sharing one machine (test clusters: several agents on one host) never
+    // share, and kill, each other's step cgroup.
+    let step = if ls.layout.nodes.len() > 1 {
+        format!("{}.{}", ls.step_id, ls.node_index)
+    } else {
+        ls.step_id.to_string()
+    };
+    let scope = Scope {
+        root: conf.root.clone(),
+        uid: ls.job.uid,
+        job: ls.job.id,
+        step,
+    };
+    let req = StepRequest {
+        cpus: ls.layout.cpus.get(node_index).copied().unwrap_or(0),
+        mem_mib: ls.job.alloc.as_ref().map_or(0, |a| a.mem_per_node),
+        node_ram: node_ram(),
+        deny,
+        deny_job: Some(deny_job),
+        tasks,
+    };
+    let lock = dir.parent().unwrap_or(dir).join(".isolate.lock");
+    StepIsolation::setup(detect(conf, scope.clone()), conf, scope, &req, &lock)
 }
 
 /// How long a finished step waits for the controller to take its last events.
