@@ -196,27 +196,7 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         linger(&mut link, &sfd, done, linger_for(&ls));
         return Ok(());
     }
-    // One thread of each core (--hint=nomultithread, --threads-per-core): the step's
-    // CPUs shrink to those threads and, unless --cpu-bind was given, tasks are bound
-    // to threads, as Slurm's task/affinity does.
-    let per_core = ls.spec.threads_per_core.or(ls.job.spec.threads_per_core);
-    let mut cpu_bind = ls.spec.cpu_bind.clone();
-    if per_core.is_some() && !ls.spec.cpu_bind_set && cpu_bind.kind == CpuBindKind::None {
-        cpu_bind.kind = CpuBindKind::Threads;
-    }
-    let topo = if per_core.is_some()
-        || matches!(
-            cpu_bind.kind,
-            CpuBindKind::Cores | CpuBindKind::Sockets | CpuBindKind::Ldoms
-        ) {
-        super::cpubind::Topology::read(Path::new("/sys"), &base)
-    } else {
-        super::cpubind::Topology::default()
-    };
-    let base = match per_core {
-        Some(u) => super::cpubind::threads_per_core(&base, &topo, u as usize),
-        None => base,
-    };
+    let (cpu_bind, topo, base) = bind_plan(&ls, base);
 
     let mut tasks: Vec<Task> = Vec::new();
     let mut outs: Vec<OutFd> = Vec::new();
@@ -831,6 +811,41 @@ impl Supervisor<'_> {
             linger(&mut self.link, sfd, done, linger_for(ls));
         }
     }
+}
+
+/// How this node's tasks are bound, given the step's CPUs here (`base`): the
+/// `--cpu-bind` to apply, the node's topology when binding needs it (read from /sys),
+/// and the step's CPUs again, shrunk to one thread of each core when asked.
+fn bind_plan(
+    ls: &LaunchStep,
+    base: Vec<usize>,
+) -> (
+    crate::model::step::CpuBind,
+    super::cpubind::Topology,
+    Vec<usize>,
+) {
+    // One thread of each core (--hint=nomultithread, --threads-per-core): the step's
+    // CPUs shrink to those threads and, unless --cpu-bind was given, tasks are bound
+    // to threads, as Slurm's task/affinity does.
+    let per_core = ls.spec.threads_per_core.or(ls.job.spec.threads_per_core);
+    let mut cpu_bind = ls.spec.cpu_bind.clone();
+    if per_core.is_some() && !ls.spec.cpu_bind_set && cpu_bind.kind == CpuBindKind::None {
+        cpu_bind.kind = CpuBindKind::Threads;
+    }
+    let topo = if per_core.is_some()
+        || matches!(
+            cpu_bind.kind,
+            CpuBindKind::Cores | CpuBindKind::Sockets | CpuBindKind::Ldoms
+        ) {
+        super::cpubind::Topology::read(Path::new("/sys"), &base)
+    } else {
+        super::cpubind::Topology::default()
+    };
+    let base = match per_core {
+        Some(u) => super::cpubind::threads_per_core(&base, &topo, u as usize),
+        None => base,
+    };
+    (cpu_bind, topo, base)
 }
 
 /// The step's cgroups on this node (`isolate`), as its launch asks: its CPUs, the job's
