@@ -1,8 +1,11 @@
 //! sluice: a Slurm-compatible workload manager in one binary.
 //!
-//! Layering (STYLE.md "Dependency direction"): `model` ← `config`, `jobspec` ← `proto` ←
-//! `transport`; `sched` is pure and imports only `model` and `config`; the roles `ctld`,
-//! `agent`, `stepd` meet only through `proto`; `cli` sits on top.
+//! Layering (STYLE.md "Dependency direction"), lowest first: `model`, `common`,
+//! `failpoint`, `logsink` ← `jobspec`, `gpuprobe` ← `config` ← `sched`, `proto` ←
+//! `transport` ← the roles `ctld`, `sim`, `agent`, `stepd` and the front-ends `cli`, which
+//! meet only through `proto` (`cli/mod.rs` calls each role's `cli_main`). `sched` is
+//! pure and names only `model` and `config`. `tests/it/layering.rs` holds this table and
+//! fails on a module naming a higher or sibling one; its `KNOWN` list is what is left.
 
 /// Writes `format_args!(...)` to `stream`, ignoring a failed write: Slurm's commands
 /// ignore a stdout or stderr they cannot write (`>/dev/full`), where std's print

@@ -230,7 +230,9 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
             // next-task slot, which no other worker takes: they go out before the pass.
             tokio::task::yield_now().await;
             let t0 = tokio::time::Instant::now();
-            actor.cluster.schedule(crate::common::timefmt::now(), &mut fx);
+            actor
+                .cluster
+                .schedule(crate::common::timefmt::now(), &mut fx);
             last_end = tokio::time::Instant::now();
             last_cost = last_end - t0;
         }

@@ -460,7 +460,10 @@ mod tests {
             select_runtime("", only(&["podman", "enroot"])),
             Ok(Runtime::Enroot)
         );
-        assert_eq!(select_runtime("podman", only(&["podman"])), Ok(Runtime::Podman));
+        assert_eq!(
+            select_runtime("podman", only(&["podman"])),
+            Ok(Runtime::Podman)
+        );
         assert!(matches!(
             select_runtime("auto", only(&[])),
             Err(ContainerError::NoRuntime(_))
@@ -514,7 +517,16 @@ mod tests {
         assert!(c.contains(&"--user=0:0".to_string()), "{c:?}");
         assert!(c.contains(&"--read-only".to_string()), "{c:?}");
         assert!(!c.iter().any(|a| a.contains("/home/u")), "{c:?}");
-        assert!(check(Runtime::Podman, &ContainerSpec { name: Some("x".into()), ..s }).is_err());
+        assert!(
+            check(
+                Runtime::Podman,
+                &ContainerSpec {
+                    name: Some("x".into()),
+                    ..s
+                }
+            )
+            .is_err()
+        );
     }
 
     #[test]

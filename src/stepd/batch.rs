@@ -380,7 +380,7 @@ fn supervise(
     work_dir: &Path,
     node: &str,
     mask: &SigSet,
-    (iso, mut gpu_meter): (
+    (iso, gpu_meter): (
         &isolate::step::StepIsolation,
         Option<&mut gpu_usage::GpuMeter>,
     ),
@@ -389,34 +389,29 @@ fn supervise(
     use nix::sys::signalfd::{SfdFlags, SignalFd};
     use std::os::fd::AsFd;
     let sfd = SignalFd::with_flags(mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC).ok();
-    let page_kib = usage::page_kib();
-    let mut last = StepUsage::default();
-    let mut next_sample = std::time::Instant::now();
+    let mut sup = Supervisor {
+        dir,
+        pid,
+        paths,
+        work_dir,
+        node,
+        iso,
+        gpu_meter,
+        page_kib: usage::page_kib(),
+        last: StepUsage::default(),
+        next_sample: std::time::Instant::now(),
+    };
     loop {
-        match waitpid(pid, Some(WaitPidFlag::WNOHANG)) {
-            Ok(WaitStatus::Exited(_, code)) => return (ExitStatus { code, signal: 0 }, last),
-            Ok(WaitStatus::Signaled(_, sig, _)) => {
-                let st = ExitStatus {
-                    code: 0,
-                    signal: sig as i32,
-                };
-                return (st, last);
-            }
-            Ok(_) => {}
-            Err(_) => return (ExitStatus::default(), last),
+        if let Some(status) = sup.on_child_exit() {
+            return (status, sup.last);
         }
         let now = std::time::Instant::now();
-        if now >= next_sample {
-            last = sample_batch(pid, node, page_kib, &last, iso);
-            if let Some(m) = gpu_meter.as_mut() {
-                last.gpu = m.sample(node);
-            }
-            let _ = spool::write(dir, spool::USAGE, &last);
-            next_sample = now + SAMPLE_EVERY;
+        if now >= sup.next_sample {
+            sup.on_sample(now);
         }
         let sig = match &sfd {
             Some(sfd) => {
-                let wait = next_sample.saturating_duration_since(now);
+                let wait = sup.next_sample.saturating_duration_since(now);
                 let timeout = PollTimeout::try_from(wait).unwrap_or(PollTimeout::MAX);
                 let mut fds = [PollFd::new(sfd.as_fd(), PollFlags::POLLIN)];
                 let _ = poll(&mut fds, timeout);
@@ -428,42 +423,105 @@ fn supervise(
             // No signalfd: wait for signals only (no live samples).
             None => mask.wait().ok(),
         };
+        if let Some(sig) = sig {
+            sup.on_signal(sig);
+        }
+    }
+}
+
+/// The batch step while its script runs: what the event methods share. One method per
+/// event, named as the numbered step's (`step::Supervisor`): the script's exit
+/// ([`Supervisor::on_child_exit`]), the sampling tick ([`Supervisor::on_sample`]), a
+/// signal from the agent ([`Supervisor::on_signal`]: suspend, terminate, KillWait's
+/// end).
+struct Supervisor<'a> {
+    /// The job's spool directory: requests come in through it, usage goes out.
+    dir: &'a Path,
+    /// The batch shell (its process group has the same id).
+    pid: Pid,
+    paths: &'a Paths,
+    work_dir: &'a Path,
+    node: &'a str,
+    iso: &'a isolate::step::StepIsolation,
+    gpu_meter: Option<&'a mut gpu_usage::GpuMeter>,
+    page_kib: u64,
+    last: StepUsage,
+    next_sample: std::time::Instant,
+}
+
+impl Supervisor<'_> {
+    /// The shell's exit status once it has ended (or cannot be waited for).
+    fn on_child_exit(&mut self) -> Option<ExitStatus> {
+        match waitpid(self.pid, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::Exited(_, code)) => Some(ExitStatus { code, signal: 0 }),
+            Ok(WaitStatus::Signaled(_, sig, _)) => Some(ExitStatus {
+                code: 0,
+                signal: sig as i32,
+            }),
+            Ok(_) => None,
+            Err(_) => Some(ExitStatus::default()),
+        }
+    }
+
+    /// The sampling tick: the job's usage, into the spool's `usage` file.
+    fn on_sample(&mut self, now: std::time::Instant) {
+        self.last = sample_batch(self.pid, self.node, self.page_kib, &self.last, self.iso);
+        if let Some(m) = self.gpu_meter.as_mut() {
+            self.last.gpu = m.sample(self.node);
+        }
+        let _ = spool::write(self.dir, spool::USAGE, &self.last);
+        self.next_sample = now + SAMPLE_EVERY;
+    }
+
+    /// A signal from the agent: SIGUSR2 says the spool's `suspend` file changed,
+    /// SIGTERM that a terminate request is in the spool, SIGALRM is KillWait's end.
+    fn on_signal(&mut self, sig: Signal) {
         match sig {
-            Some(Signal::SIGUSR2) => {
-                if let Ok(Some(stop)) = spool::read::<bool>(dir, spool::SUSPEND) {
-                    set_suspended(iso, pid, stop);
-                }
-            }
-            Some(Signal::SIGTERM) => {
-                // Frozen processes take no signal: a suspended job is thawed first.
-                set_suspended(iso, pid, false);
-                let req: TerminateRequest = spool::read(dir, spool::TERMINATE)
-                    .ok()
-                    .flatten()
-                    .unwrap_or(TerminateRequest {
-                        kill_wait: 30,
-                        message: None,
-                    });
-                if let Some(m) = &req.message {
-                    note_in_stderr(work_dir, paths, node, m);
-                }
-                // Each process gets each signal once: through its cgroup when the job
-                // has one, else through the batch shell's process group.
-                if iso.signal(Signal::SIGCONT) == 0 {
-                    let group = Pid::from_raw(-pid.as_raw());
-                    let _ = kill(group, Signal::SIGCONT);
-                    let _ = kill(group, Signal::SIGTERM);
-                } else {
-                    iso.signal(Signal::SIGTERM);
-                }
-                nix::unistd::alarm::set(req.kill_wait.max(1));
-            }
-            Some(Signal::SIGALRM) => {
-                let _ = kill(Pid::from_raw(-pid.as_raw()), Signal::SIGKILL);
-                iso.signal(Signal::SIGKILL);
-            }
+            Signal::SIGUSR2 => self.on_suspend(),
+            Signal::SIGTERM => self.on_terminate(),
+            Signal::SIGALRM => self.on_kill_timeout(),
             _ => {}
         }
+    }
+
+    /// `scontrol suspend`/`resume`, as the spool's `suspend` file says.
+    fn on_suspend(&mut self) {
+        if let Ok(Some(stop)) = spool::read::<bool>(self.dir, spool::SUSPEND) {
+            set_suspended(self.iso, self.pid, stop);
+        }
+    }
+
+    /// The spool's terminate request: its message into the job's stderr, SIGCONT and
+    /// SIGTERM to the job, SIGKILL after its KillWait.
+    fn on_terminate(&mut self) {
+        // Frozen processes take no signal: a suspended job is thawed first.
+        set_suspended(self.iso, self.pid, false);
+        let req: TerminateRequest = spool::read(self.dir, spool::TERMINATE)
+            .ok()
+            .flatten()
+            .unwrap_or(TerminateRequest {
+                kill_wait: 30,
+                message: None,
+            });
+        if let Some(m) = &req.message {
+            note_in_stderr(self.work_dir, self.paths, self.node, m);
+        }
+        // Each process gets each signal once: through its cgroup when the job has one,
+        // else through the batch shell's process group.
+        if self.iso.signal(Signal::SIGCONT) == 0 {
+            let group = Pid::from_raw(-self.pid.as_raw());
+            let _ = kill(group, Signal::SIGCONT);
+            let _ = kill(group, Signal::SIGTERM);
+        } else {
+            self.iso.signal(Signal::SIGTERM);
+        }
+        nix::unistd::alarm::set(req.kill_wait.max(1));
+    }
+
+    /// KillWait ran out: SIGKILL to the shell's process group and the job's cgroup.
+    fn on_kill_timeout(&mut self) {
+        let _ = kill(Pid::from_raw(-self.pid.as_raw()), Signal::SIGKILL);
+        self.iso.signal(Signal::SIGKILL);
     }
 }
 

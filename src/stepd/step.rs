@@ -115,34 +115,7 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
     // The step's cgroups (`isolate`): tasks join theirs between fork and exec, and
     // whatever is left of the step when its tasks are gone is killed with it.
     let iso = {
-        use super::isolate::{
-            Scope, detect, step::StepIsolation, step::StepRequest, step::node_ram,
-        };
-        let conf = &ls.cgroup;
-        // Slurm's `step_<S>`; a step on several nodes adds the node's index, so that
-        // nodes sharing one machine (test clusters: several agents on one host) never
-        // share, and kill, each other's step cgroup.
-        let step = if ls.layout.nodes.len() > 1 {
-            format!("{}.{}", ls.step_id, ls.node_index)
-        } else {
-            ls.step_id.to_string()
-        };
-        let scope = Scope {
-            root: conf.root.clone(),
-            uid: ls.job.uid,
-            job: ls.job.id,
-            step,
-        };
-        let req = StepRequest {
-            cpus: ls.layout.cpus.get(node_index).copied().unwrap_or(0),
-            mem_mib: ls.job.alloc.as_ref().map_or(0, |a| a.mem_per_node),
-            node_ram: node_ram(),
-            deny: step_deny.clone(),
-            deny_job: Some(job_deny),
-            tasks: ranks.len() as u32,
-        };
-        let lock = dir.parent().unwrap_or(dir).join(".isolate.lock");
-        match StepIsolation::setup(detect(conf, scope.clone()), conf, scope, &req, &lock) {
+        match setup_isolation(&ls, dir, ranks.len() as u32, step_deny.clone(), job_deny) {
             Ok(i) => {
                 for d in i.degraded() {
                     eprintln!(
@@ -223,27 +196,7 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         linger(&mut link, &sfd, done, linger_for(&ls));
         return Ok(());
     }
-    // One thread of each core (--hint=nomultithread, --threads-per-core): the step's
-    // CPUs shrink to those threads and, unless --cpu-bind was given, tasks are bound
-    // to threads, as Slurm's task/affinity does.
-    let per_core = ls.spec.threads_per_core.or(ls.job.spec.threads_per_core);
-    let mut cpu_bind = ls.spec.cpu_bind.clone();
-    if per_core.is_some() && !ls.spec.cpu_bind_set && cpu_bind.kind == CpuBindKind::None {
-        cpu_bind.kind = CpuBindKind::Threads;
-    }
-    let topo = if per_core.is_some()
-        || matches!(
-            cpu_bind.kind,
-            CpuBindKind::Cores | CpuBindKind::Sockets | CpuBindKind::Ldoms
-        ) {
-        super::cpubind::Topology::read(Path::new("/sys"), &base)
-    } else {
-        super::cpubind::Topology::default()
-    };
-    let base = match per_core {
-        Some(u) => super::cpubind::threads_per_core(&base, &topo, u as usize),
-        None => base,
-    };
+    let (cpu_bind, topo, base) = bind_plan(&ls, base);
 
     let mut tasks: Vec<Task> = Vec::new();
     let mut outs: Vec<OutFd> = Vec::new();
@@ -381,7 +334,8 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         let mut setup = TaskSetup::new(&ls, rank, &node, env, user.clone(), cpus.clone())?;
         setup.keep_fd = pmi_end.as_ref().map(|f| f.as_raw_fd());
         if let Some(c) = &ls.spec.container {
-            let argv = super::container::task_argv(c, &ls, ls.spec.argv_of(rank), &task_envs[local]);
+            let argv =
+                super::container::task_argv(c, &ls, ls.spec.argv_of(rank), &task_envs[local]);
             setup.set_argv(&argv, &task_envs[local])?;
         }
         setup.preamble = preamble;
@@ -505,119 +459,223 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         }
     }
 
-    let page_kib = usage::page_kib();
-    let mut gpu_meter = if task_gpus.iter().any(|(_, g)| !g.is_empty()) {
+    let gpu_meter = if task_gpus.iter().any(|(_, g)| !g.is_empty()) {
         super::gpu_usage::sampler()
             .and_then(|s| super::gpu_usage::GpuMeter::new(task_gpus, &ls.node_gres, s))
     } else {
         None
     };
-    let mut last_usage = StepUsage::default();
-    let mut next_sample = Instant::now();
-    let mut drain_until: Option<Instant> = None;
-    let mut terminating = false;
-    let mut abandoned = false;
-    let mut iso = iso;
-    let mut finished = None;
-    loop {
-        let all_done = tasks.iter().all(|t| t.status.is_some());
-        if all_done && drain_until.is_none() {
-            // Whatever a task left behind goes with it: its process group, and
-            // everything in the step's cgroup.
-            for t in &tasks {
-                if let Some(pid) = t.pid {
-                    let _ = kill(Pid::from_raw(-pid), Signal::SIGKILL);
-                }
+    let mut sup = Supervisor {
+        ls: &ls,
+        node,
+        link,
+        tasks,
+        outs,
+        ins,
+        pty_master,
+        iso,
+        finished: None,
+        gpu_meter,
+        page_kib: usage::page_kib(),
+        last_usage: StepUsage::default(),
+        next_sample: Instant::now(),
+        drain_until: None,
+        terminating: false,
+        abandoned: false,
+        pmi,
+    };
+    sup.supervise(&sfd)?;
+    // Reap anything left (double forks inside the task groups were killed above).
+    sup.on_child_exit();
+    if let Some(te) = &ls.scripts.task_epilog {
+        for env in &task_envs {
+            if let Err((_, why)) =
+                super::task_script::run(te, env, &user, &ls.spec.work_dir, timeout)
+            {
+                eprintln!(
+                    "stepd: step {}.{}: TaskEpilog failed {why}",
+                    ls.job.id, ls.step_id
+                );
             }
-            if let Some(i) = iso.take() {
-                finished = Some(i.finish());
+        }
+    }
+    sup.finish(&sfd);
+    Ok(())
+}
+
+/// A numbered step while its tasks run: what the event methods share. One method per
+/// event: a task's output ([`Supervisor::on_output`]), room in a task's stdin
+/// ([`Supervisor::on_stdin_room`]), a message from the agent ([`Supervisor::on_input`]),
+/// a signal ([`Supervisor::on_signal`]), a task's exit ([`Supervisor::on_child_exit`]),
+/// KillWait's end ([`Supervisor::on_kill_timeout`]), the sampling tick
+/// ([`Supervisor::on_sample`]), the last task's end ([`Supervisor::on_all_exited`]).
+struct Supervisor<'a> {
+    ls: &'a LaunchStep,
+    node: String,
+    link: super::stream::Stream,
+    tasks: Vec<Task>,
+    outs: Vec<OutFd>,
+    ins: Vec<InFd>,
+    /// The pty of `--pty`, for window size changes.
+    pty_master: Option<OwnedFd>,
+    /// The step's cgroups until the last task ends; then what they said at the end.
+    iso: Option<super::isolate::step::StepIsolation>,
+    finished: Option<super::isolate::step::Finished>,
+    gpu_meter: Option<super::gpu_usage::GpuMeter>,
+    page_kib: u64,
+    last_usage: StepUsage,
+    next_sample: Instant,
+    /// Set when the last task ended: output is still read until then.
+    drain_until: Option<Instant>,
+    terminating: bool,
+    /// An agent said to give the step up: no lingering for the controller.
+    abandoned: bool,
+    /// The PMI server of an `--mpi=pmi2` step.
+    pmi: Option<super::pmi::Server>,
+}
+
+impl Supervisor<'_> {
+    /// The poll loop: until every task ended and its output is drained (or the drain
+    /// grace ran out), hands each ready event to its method.
+    ///
+    /// Errors: poll itself fails.
+    fn supervise(&mut self, sfd: &SignalFd) -> anyhow::Result<()> {
+        loop {
+            let all_done = self.tasks.iter().all(|t| t.status.is_some());
+            if all_done && self.drain_until.is_none() {
+                self.on_all_exited();
             }
-            drain_until = Some(Instant::now() + DRAIN_GRACE);
-        }
-        if let Some(d) = drain_until
-            && (outs.is_empty() || Instant::now() >= d)
-        {
-            break;
-        }
-        let now = Instant::now();
-        if now >= next_sample && !all_done {
-            let mut u = sample(&tasks, &node, page_kib, &last_usage);
-            if let Some(m) = gpu_meter.as_mut() {
-                u.gpu = m.sample(&node);
+            if let Some(d) = self.drain_until
+                && (self.outs.is_empty() || Instant::now() >= d)
+            {
+                return Ok(());
             }
-            link.send(&StepdEvent::Usage(u.clone()));
-            last_usage = u;
-            next_sample = now + SAMPLE_EVERY;
-        }
-        let wait = next_sample
-            .saturating_duration_since(now)
-            .min(drain_until.map_or(SAMPLE_EVERY, |d| d.saturating_duration_since(now)))
-            .max(Duration::from_millis(1));
-        let mut fds: Vec<PollFd> = Vec::with_capacity(outs.len() + ins.len() + 3);
-        fds.push(PollFd::new(sfd.as_fd(), PollFlags::POLLIN));
-        let (listen_fd, conn_fd) = link.fds();
-        let listen_slot = listen_fd.map(|fd| {
-            fds.push(PollFd::new(fd, PollFlags::POLLIN));
-            fds.len() - 1
-        });
-        let link_slot = conn_fd.map(|fd| {
-            fds.push(PollFd::new(fd, PollFlags::POLLIN));
-            fds.len() - 1
-        });
-        // A full event log (no controller has taken the output for a long while): the
-        // tasks' output waits in their pipes.
-        let out_ev = if link.full() {
-            PollFlags::empty()
-        } else {
-            PollFlags::POLLIN
-        };
-        let out_base = fds.len();
-        for o in &outs {
-            fds.push(PollFd::new(o.fd.as_fd(), out_ev));
-        }
-        let in_base = fds.len();
-        for i in &ins {
-            let ev = if i.buf.is_empty() {
+            let now = Instant::now();
+            if now >= self.next_sample && !all_done {
+                self.on_sample(now);
+            }
+            let wait = self
+                .next_sample
+                .saturating_duration_since(now)
+                .min(
+                    self.drain_until
+                        .map_or(SAMPLE_EVERY, |d| d.saturating_duration_since(now)),
+                )
+                .max(Duration::from_millis(1));
+            let mut fds: Vec<PollFd> = Vec::with_capacity(self.outs.len() + self.ins.len() + 3);
+            fds.push(PollFd::new(sfd.as_fd(), PollFlags::POLLIN));
+            let (listen_fd, conn_fd) = self.link.fds();
+            let listen_slot = listen_fd.map(|fd| {
+                fds.push(PollFd::new(fd, PollFlags::POLLIN));
+                fds.len() - 1
+            });
+            let link_slot = conn_fd.map(|fd| {
+                fds.push(PollFd::new(fd, PollFlags::POLLIN));
+                fds.len() - 1
+            });
+            // A full event log (no controller has taken the output for a long while):
+            // the tasks' output waits in their pipes.
+            let out_ev = if self.link.full() {
                 PollFlags::empty()
             } else {
-                PollFlags::POLLOUT
+                PollFlags::POLLIN
             };
-            fds.push(PollFd::new(i.fd.as_fd(), ev));
-        }
-        let pmi_base = fds.len();
-        if let Some(p) = &pmi {
-            fds.extend(p.poll_fds().into_iter().map(|(fd, ev)| PollFd::new(fd, ev)));
-        }
-        let timeout = PollTimeout::try_from(wait).unwrap_or(PollTimeout::MAX);
-        match poll(&mut fds, timeout) {
-            Ok(_) | Err(Errno::EINTR) => {}
-            Err(e) => return Err(e).context("poll"),
-        }
-        let ready = |i: usize| fds[i].revents().is_some_and(|r| !r.is_empty());
-        let sig_ready = ready(0);
-        let link_ready = link_slot.is_some_and(ready);
-        let listen_ready = listen_slot.is_some_and(ready);
-        let out_ready: Vec<bool> = (0..outs.len()).map(|i| ready(out_base + i)).collect();
-        let in_ready: Vec<bool> = (0..ins.len()).map(|i| ready(in_base + i)).collect();
-        let pmi_ready: Vec<bool> = (pmi_base..fds.len()).map(ready).collect();
-        drop(fds);
-        if let Some(p) = pmi.as_mut() {
-            for ev in p.service(&pmi_ready) {
-                link.send(&ev);
+            let out_base = fds.len();
+            for o in &self.outs {
+                fds.push(PollFd::new(o.fd.as_fd(), out_ev));
+            }
+            let in_base = fds.len();
+            for i in &self.ins {
+                let ev = if i.buf.is_empty() {
+                    PollFlags::empty()
+                } else {
+                    PollFlags::POLLOUT
+                };
+                fds.push(PollFd::new(i.fd.as_fd(), ev));
+            }
+            let pmi_base = fds.len();
+            if let Some(p) = &self.pmi {
+                fds.extend(p.poll_fds().into_iter().map(|(fd, ev)| PollFd::new(fd, ev)));
+            }
+            let timeout = PollTimeout::try_from(wait).unwrap_or(PollTimeout::MAX);
+            match poll(&mut fds, timeout) {
+                Ok(_) | Err(Errno::EINTR) => {}
+                Err(e) => return Err(e).context("poll"),
+            }
+            let ready = |i: usize| fds[i].revents().is_some_and(|r| !r.is_empty());
+            let sig_ready = ready(0);
+            let link_ready = link_slot.is_some_and(ready);
+            let listen_ready = listen_slot.is_some_and(ready);
+            let out_ready: Vec<bool> = (0..self.outs.len()).map(|i| ready(out_base + i)).collect();
+            let in_ready: Vec<bool> = (0..self.ins.len()).map(|i| ready(in_base + i)).collect();
+            let pmi_ready: Vec<bool> = (pmi_base..fds.len()).map(ready).collect();
+            drop(fds);
+            if let Some(p) = self.pmi.as_mut() {
+                for ev in p.service(&pmi_ready) {
+                    self.link.send(&ev);
+                }
+            }
+
+            // Task output first, so that it precedes the exit it led to.
+            self.on_output(&out_ready);
+            self.on_stdin_room(&in_ready);
+            if listen_ready {
+                self.link.accept();
+            }
+            if link_ready || listen_ready {
+                for m in self.link.read() {
+                    self.on_input(m);
+                }
+            }
+            if sig_ready {
+                while let Ok(Some(si)) = sfd.read_signal() {
+                    if let Ok(sig) = Signal::try_from(si.ssi_signo as i32) {
+                        self.on_signal(sig);
+                    }
+                }
+                self.on_child_exit();
             }
         }
+    }
 
-        // Task output first, so that it precedes the exit it led to.
+    /// The last task ended: whatever a task left behind goes with it (its process
+    /// group, and everything in the step's cgroup), and the output drain begins.
+    fn on_all_exited(&mut self) {
+        for t in &self.tasks {
+            if let Some(pid) = t.pid {
+                let _ = kill(Pid::from_raw(-pid), Signal::SIGKILL);
+            }
+        }
+        if let Some(i) = self.iso.take() {
+            self.finished = Some(i.finish());
+        }
+        self.drain_until = Some(Instant::now() + DRAIN_GRACE);
+    }
+
+    /// The sampling tick: the tasks' usage, sent to the agent.
+    fn on_sample(&mut self, now: Instant) {
+        let mut u = sample(&self.tasks, &self.node, self.page_kib, &self.last_usage);
+        if let Some(m) = self.gpu_meter.as_mut() {
+            u.gpu = m.sample(&self.node);
+        }
+        self.link.send(&StepdEvent::Usage(u.clone()));
+        self.last_usage = u;
+        self.next_sample = now + SAMPLE_EVERY;
+    }
+
+    /// Output is ready on the task fds marked in `ready`: it goes to the agent; a
+    /// closed fd is dropped.
+    fn on_output(&mut self, ready: &[bool]) {
         let mut closed = Vec::new();
-        for (i, o) in outs.iter().enumerate() {
-            if !out_ready[i] {
+        for (i, o) in self.outs.iter().enumerate() {
+            if !ready[i] {
                 continue;
             }
             let mut buf = [0u8; 65536];
             match nix::unistd::read(o.fd.as_raw_fd(), &mut buf) {
                 Ok(0) => closed.push(i),
                 Ok(n) => {
-                    link.send(&StepdEvent::Output {
+                    self.link.send(&StepdEvent::Output {
                         task: o.rank,
                         stderr: o.stderr,
                         data: buf[..n].to_vec(),
@@ -629,11 +687,16 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
             }
         }
         for i in closed.into_iter().rev() {
-            outs.remove(i);
+            self.outs.remove(i);
         }
+    }
+
+    /// The task stdins marked in `ready` take more input; one that is at its end and
+    /// empty is closed.
+    fn on_stdin_room(&mut self, ready: &[bool]) {
         let mut done_in = Vec::new();
-        for (i, inp) in ins.iter_mut().enumerate() {
-            if in_ready[i] {
+        for (i, inp) in self.ins.iter_mut().enumerate() {
+            if ready[i] {
                 let (a, b) = inp.buf.as_slices();
                 let chunk = if a.is_empty() { b } else { a };
                 match nix::unistd::write(inp.fd.as_fd(), chunk) {
@@ -652,149 +715,223 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
             }
         }
         for i in done_in.into_iter().rev() {
-            ins.remove(i);
+            self.ins.remove(i);
         }
-        if listen_ready {
-            link.accept();
-        }
-        if link_ready || listen_ready {
-            for m in link.read() {
-                match m {
-                    StepdInput::Stdin { data } => {
-                        // A task that never reads its stdin must not make stepd hold
-                        // an endless input: beyond the cap, input is dropped.
-                        for i in ins.iter_mut().filter(|i| !i.eof) {
-                            if i.buf.len() + data.len() <= STDIN_CAP {
-                                i.buf.extend(data.iter().copied());
-                            }
-                        }
-                    }
-                    StepdInput::StdinEof => {
-                        for i in ins.iter_mut() {
-                            i.eof = true;
-                        }
-                    }
-                    StepdInput::Signal(sig) => signal_tasks(&tasks, sig),
-                    StepdInput::WinSize { rows, cols } => {
-                        if let Some(m) = &pty_master {
-                            set_winsize(m, rows, cols);
-                        }
-                    }
-                    StepdInput::Suspend(stop) => {
-                        if !terminating {
-                            set_suspended(iso.as_ref(), &tasks, stop);
-                        }
-                    }
-                    // Served by the link itself.
-                    StepdInput::Resume { .. } | StepdInput::Ack(_) => {}
-                    StepdInput::PmiFenceDone { seq, kvs } => {
-                        if let Some(p) = pmi.as_mut() {
-                            p.fence_done(seq, kvs);
-                        }
-                    }
-                    StepdInput::Abandon { kill_wait } => {
-                        abandoned = true;
-                        if !terminating {
-                            terminating = true;
-                            set_suspended(iso.as_ref(), &tasks, false);
-                            terminate(&tasks, kill_wait);
-                            if let Some(i) = &iso {
-                                i.signal(Signal::SIGCONT);
-                                i.signal(Signal::SIGTERM);
-                            }
-                        }
-                    }
-                    StepdInput::Terminate { kill_wait, message } => {
-                        if !terminating {
-                            terminating = true;
-                            // Frozen tasks take no signal: a suspended step is thawed.
-                            set_suspended(iso.as_ref(), &tasks, false);
-                            if let (Some(m), Some(t)) = (message, tasks.first()) {
-                                link.send(&StepdEvent::Output {
-                                    task: t.rank,
-                                    stderr: true,
-                                    data: format!("slurmstepd-{node}: error: {m}\n").into_bytes(),
-                                });
-                            }
-                            terminate(&tasks, kill_wait);
-                            if let Some(i) = &iso {
-                                i.signal(Signal::SIGCONT);
-                                i.signal(Signal::SIGTERM);
-                            }
-                        }
+    }
+
+    /// A message from the agent.
+    fn on_input(&mut self, m: StepdInput) {
+        match m {
+            StepdInput::Stdin { data } => {
+                // A task that never reads its stdin must not make stepd hold an
+                // endless input: beyond the cap, input is dropped.
+                for i in self.ins.iter_mut().filter(|i| !i.eof) {
+                    if i.buf.len() + data.len() <= STDIN_CAP {
+                        i.buf.extend(data.iter().copied());
                     }
                 }
             }
-        }
-        if sig_ready {
-            while let Ok(Some(si)) = sfd.read_signal() {
-                match Signal::try_from(si.ssi_signo as i32) {
-                    Ok(Signal::SIGCHLD) => {}
-                    Ok(Signal::SIGALRM) => {
-                        signal_tasks(&tasks, Signal::SIGKILL as i32);
-                        if let Some(i) = &iso {
-                            i.signal(Signal::SIGKILL);
-                        }
-                    }
-                    Ok(Signal::SIGTERM | Signal::SIGINT | Signal::SIGHUP) if !terminating => {
-                        terminating = true;
-                        set_suspended(iso.as_ref(), &tasks, false);
-                        terminate(&tasks, ls.kill_wait);
-                    }
-                    _ => {}
+            StepdInput::StdinEof => {
+                for i in self.ins.iter_mut() {
+                    i.eof = true;
                 }
             }
-            reap(&mut tasks, &mut link);
-        }
-    }
-    // Reap anything left (double forks inside the task groups were killed above).
-    reap(&mut tasks, &mut link);
-    if let Some(te) = &ls.scripts.task_epilog {
-        for env in &task_envs {
-            if let Err((_, why)) =
-                super::task_script::run(te, env, &user, &ls.spec.work_dir, timeout)
-            {
-                eprintln!(
-                    "stepd: step {}.{}: TaskEpilog failed {why}",
-                    ls.job.id, ls.step_id
-                );
+            StepdInput::Signal(sig) => signal_tasks(&self.tasks, sig),
+            StepdInput::WinSize { rows, cols } => {
+                if let Some(m) = &self.pty_master {
+                    set_winsize(m, rows, cols);
+                }
             }
+            StepdInput::Suspend(stop) => self.on_suspend(stop),
+            // Served by the link itself.
+            StepdInput::Resume { .. } | StepdInput::Ack(_) => {}
+            StepdInput::PmiFenceDone { seq, kvs } => {
+                if let Some(p) = self.pmi.as_mut() {
+                    p.fence_done(seq, kvs);
+                }
+            }
+            StepdInput::Abandon { kill_wait } => {
+                self.abandoned = true;
+                self.on_terminate(kill_wait, None);
+            }
+            StepdInput::Terminate { kill_wait, message } => self.on_terminate(kill_wait, message),
         }
     }
-    let mut fin = last_usage;
-    fin.pids.clear();
-    usage::add_children_rusage(&mut fin, &node);
-    if let Some(f) = iso.take().map(|i| i.finish()).or(finished) {
-        for e in &f.errors {
-            eprintln!("stepd: step {}.{}: {e}", ls.job.id, ls.step_id);
+
+    /// `scontrol suspend`/`resume`; ignored once the step is terminating.
+    fn on_suspend(&mut self, stop: bool) {
+        if !self.terminating {
+            set_suspended(self.iso.as_ref(), &self.tasks, stop);
         }
-        if f.oom_kills > 0
-            && let Some(t) = tasks.first()
-        {
-            let m = super::isolate::step::oom_message(
-                &super::isolate::Scope {
-                    root: String::new(),
-                    uid: ls.job.uid,
-                    job: ls.job.id,
-                    step: ls.step_id.to_string(),
-                },
-                f.oom_kills,
-            );
-            link.send(&StepdEvent::Output {
+    }
+
+    /// Ends the step (a cancel, a time limit, an abandoning agent): `message` into the
+    /// first task's stderr, SIGCONT and SIGTERM to the tasks and the step's cgroup,
+    /// SIGKILL after `kill_wait` seconds. Once only.
+    fn on_terminate(&mut self, kill_wait: u32, message: Option<String>) {
+        if self.terminating {
+            return;
+        }
+        self.terminating = true;
+        // Frozen tasks take no signal: a suspended step is thawed.
+        set_suspended(self.iso.as_ref(), &self.tasks, false);
+        if let (Some(m), Some(t)) = (message, self.tasks.first()) {
+            let node = &self.node;
+            self.link.send(&StepdEvent::Output {
                 task: t.rank,
                 stderr: true,
                 data: format!("slurmstepd-{node}: error: {m}\n").into_bytes(),
             });
         }
-        usage::add_cgroup_usage(&mut fin, &node, &f.usage);
+        terminate(&self.tasks, kill_wait);
+        if let Some(i) = &self.iso {
+            i.signal(Signal::SIGCONT);
+            i.signal(Signal::SIGTERM);
+        }
     }
-    fin.ntasks = tasks.len() as u32;
-    fin.fill_empty_nodes(&node);
-    let done = link.send(&StepdEvent::Done { usage: fin });
-    if !abandoned {
-        linger(&mut link, &sfd, done, linger_for(&ls));
+
+    /// A signal to stepd: SIGALRM is KillWait's end; SIGTERM, SIGINT and SIGHUP end
+    /// the step (with the launch's KillWait); SIGCHLD is served by the caller's reap.
+    fn on_signal(&mut self, sig: Signal) {
+        match sig {
+            Signal::SIGALRM => self.on_kill_timeout(),
+            Signal::SIGTERM | Signal::SIGINT | Signal::SIGHUP if !self.terminating => {
+                self.terminating = true;
+                set_suspended(self.iso.as_ref(), &self.tasks, false);
+                terminate(&self.tasks, self.ls.kill_wait);
+            }
+            _ => {}
+        }
     }
-    Ok(())
+
+    /// KillWait ran out after a terminate: SIGKILL to the tasks and the step's cgroup.
+    fn on_kill_timeout(&mut self) {
+        signal_tasks(&self.tasks, Signal::SIGKILL as i32);
+        if let Some(i) = &self.iso {
+            i.signal(Signal::SIGKILL);
+        }
+    }
+
+    /// Children may have exited: each task reaped is reported.
+    fn on_child_exit(&mut self) {
+        reap(&mut self.tasks, &mut self.link);
+    }
+
+    /// After the tasks: the step's usage and cgroup outcome (an OOM kill said in the
+    /// first task's stderr) in the one `Done` event, then lingering until the
+    /// controller has it (unless the step was abandoned).
+    fn finish(mut self, sfd: &SignalFd) {
+        let (ls, node) = (self.ls, self.node.clone());
+        let mut fin = std::mem::take(&mut self.last_usage);
+        fin.pids.clear();
+        usage::add_children_rusage(&mut fin, &node);
+        if let Some(f) = self.iso.take().map(|i| i.finish()).or(self.finished.take()) {
+            for e in &f.errors {
+                eprintln!("stepd: step {}.{}: {e}", ls.job.id, ls.step_id);
+            }
+            if f.oom_kills > 0
+                && let Some(t) = self.tasks.first()
+            {
+                let m = super::isolate::step::oom_message(
+                    &super::isolate::Scope {
+                        root: String::new(),
+                        uid: ls.job.uid,
+                        job: ls.job.id,
+                        step: ls.step_id.to_string(),
+                    },
+                    f.oom_kills,
+                );
+                self.link.send(&StepdEvent::Output {
+                    task: t.rank,
+                    stderr: true,
+                    data: format!("slurmstepd-{node}: error: {m}\n").into_bytes(),
+                });
+            }
+            usage::add_cgroup_usage(&mut fin, &node, &f.usage);
+        }
+        fin.ntasks = self.tasks.len() as u32;
+        fin.fill_empty_nodes(&node);
+        let done = self.link.send(&StepdEvent::Done { usage: fin });
+        if !self.abandoned {
+            linger(&mut self.link, sfd, done, linger_for(ls));
+        }
+    }
+}
+
+/// How this node's tasks are bound, given the step's CPUs here (`base`): the
+/// `--cpu-bind` to apply, the node's topology when binding needs it (read from /sys),
+/// and the step's CPUs again, shrunk to one thread of each core when asked.
+fn bind_plan(
+    ls: &LaunchStep,
+    base: Vec<usize>,
+) -> (
+    crate::model::step::CpuBind,
+    super::cpubind::Topology,
+    Vec<usize>,
+) {
+    // One thread of each core (--hint=nomultithread, --threads-per-core): the step's
+    // CPUs shrink to those threads and, unless --cpu-bind was given, tasks are bound
+    // to threads, as Slurm's task/affinity does.
+    let per_core = ls.spec.threads_per_core.or(ls.job.spec.threads_per_core);
+    let mut cpu_bind = ls.spec.cpu_bind.clone();
+    if per_core.is_some() && !ls.spec.cpu_bind_set && cpu_bind.kind == CpuBindKind::None {
+        cpu_bind.kind = CpuBindKind::Threads;
+    }
+    let topo = if per_core.is_some()
+        || matches!(
+            cpu_bind.kind,
+            CpuBindKind::Cores | CpuBindKind::Sockets | CpuBindKind::Ldoms
+        ) {
+        super::cpubind::Topology::read(Path::new("/sys"), &base)
+    } else {
+        super::cpubind::Topology::default()
+    };
+    let base = match per_core {
+        Some(u) => super::cpubind::threads_per_core(&base, &topo, u as usize),
+        None => base,
+    };
+    (cpu_bind, topo, base)
+}
+
+/// The step's cgroups on this node (`isolate`), as its launch asks: its CPUs, the job's
+/// memory, the devices the step (`deny`) and the job (`deny_job`) may not open, and
+/// `tasks` task cgroups.
+///
+/// Errors: the cgroups cannot be made (`isolate::IsolateError`).
+fn setup_isolation(
+    ls: &LaunchStep,
+    dir: &Path,
+    tasks: u32,
+    deny: Vec<super::isolate::Device>,
+    deny_job: Vec<super::isolate::Device>,
+) -> Result<super::isolate::step::StepIsolation, super::isolate::IsolateError> {
+    use super::isolate::{Scope, detect, step::StepIsolation, step::StepRequest, step::node_ram};
+    let node_index = ls.node_index as usize;
+    let conf = &ls.cgroup;
+    // Slurm's `step_<S>`; a step on several nodes adds the node's index, so that
+    // nodes sharing one machine (test clusters: several agents on one host) never
+    // share, and kill, each other's step cgroup.
+    let step = if ls.layout.nodes.len() > 1 {
+        format!("{}.{}", ls.step_id, ls.node_index)
+    } else {
+        ls.step_id.to_string()
+    };
+    let scope = Scope {
+        root: conf.root.clone(),
+        uid: ls.job.uid,
+        job: ls.job.id,
+        step,
+    };
+    let req = StepRequest {
+        cpus: ls.layout.cpus.get(node_index).copied().unwrap_or(0),
+        mem_mib: ls.job.alloc.as_ref().map_or(0, |a| a.mem_per_node),
+        node_ram: node_ram(),
+        deny,
+        deny_job: Some(deny_job),
+        tasks,
+    };
+    let lock = dir.parent().unwrap_or(dir).join(".isolate.lock");
+    StepIsolation::setup(detect(conf, scope.clone()), conf, scope, &req, &lock)
 }
 
 /// How long a finished step waits for the controller to take its last events.
