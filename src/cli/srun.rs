@@ -7,7 +7,7 @@
 //! Exit code: the highest task exit code (128+N for a task killed by signal N); 1 when
 //! the step or allocation could not be had; 255 for command-line errors.
 
-use super::client::{Client, ClientError};
+use super::client::{self, CallError, Client, ClientError, answer};
 use super::sbatch;
 use super::stepio::{self, StreamOpts};
 use crate::jobspec::opts::{self, OptError, SrunArgs};
@@ -614,9 +614,9 @@ pub fn allocate(
             het: het.to_vec(),
         })
         .map_err(|e| fail(format!("{prog}: error: {e}\n")))?;
-    let job = match resp {
-        Response::Allocation(j) => j,
-        Response::Error(e) => {
+    let job = match client::expect(Ok(resp), answer!(Response::Allocation(j) => j)) {
+        Ok(j) => j,
+        Err(CallError::Slurm(e)) => {
             let mut s = String::new();
             if let (SlurmError::InvalidPartition, Some(p)) = (&e, &spec.partition) {
                 s.push_str(&format!(
@@ -628,11 +628,7 @@ pub fn allocate(
             ));
             return Err(fail(s));
         }
-        other => {
-            return Err(fail(format!(
-                "{prog}: error: unexpected answer {other:?}\n"
-            )));
-        }
+        Err(e) => return Err(fail(format!("{prog}: error: {e}\n"))),
     };
     let id = job.id;
     if job.state == JobState::Running {
