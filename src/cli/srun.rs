@@ -213,10 +213,10 @@ fn plan_part(
     let mut spec = norm.spec;
     // srun(1) INPUT ENVIRONMENT VARIABLES: SRUN_CPUS_PER_TASK stands for -c (from 22.05
     // on, srun no longer reads SLURM_CPUS_PER_TASK, which a job's tasks still inherit).
-    if spec.cpus_per_task.is_none() {
-        if let Some(v) = ctx.env.get("SRUN_CPUS_PER_TASK").filter(|v| !v.is_empty()) {
-            spec.cpus_per_task = Some(opts::parse_count("--cpus-per-task", v)?);
-        }
+    if spec.cpus_per_task.is_none()
+        && let Some(v) = ctx.env.get("SRUN_CPUS_PER_TASK").filter(|v| !v.is_empty())
+    {
+        spec.cpus_per_task = Some(opts::parse_count("--cpus-per-task", v)?);
     }
     let distribution = match &args.job.later.distribution {
         Some(d) => Distribution::parse(d).ok_or(OptError::InvalidSpec("--distribution"))?,
