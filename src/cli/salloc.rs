@@ -127,11 +127,9 @@ fn run_inner(argv: &[String]) -> Result<u8, Failure> {
             stderr: e.render(PROG),
             code: e.exit_code(),
         })?;
-        super::container::resolve(&g.job.containers, &Default::default()).map_err(|e| {
-            Failure {
-                stderr: format!("{PROG}: error: {e}\n"),
-                code: 1,
-            }
+        super::container::resolve(&g.job.containers, &Default::default()).map_err(|e| Failure {
+            stderr: format!("{PROG}: error: {e}\n"),
+            code: 1,
         })?;
         let mut spec = norm.spec;
         spec.name = g

@@ -13,7 +13,10 @@ use std::collections::BTreeMap;
 #[command(next_help_heading = "Container options (pyxis)")]
 pub struct ContainerOpts {
     /// Image to run the tasks in: a registry reference or a local squashfs/sif/tar file
-    #[arg(long = "container-image", value_name = "[USER@][REGISTRY#]IMAGE[:TAG]|PATH")]
+    #[arg(
+        long = "container-image",
+        value_name = "[USER@][REGISTRY#]IMAGE[:TAG]|PATH"
+    )]
     pub image: Option<String>,
     /// Bind mounts into the container
     #[arg(long = "container-mounts", value_name = "SRC:DST[:FLAGS][,SRC:DST...]")]
@@ -208,12 +211,18 @@ mod tests {
         assert_eq!(s.env, ["A", "B"]);
         assert!(!s.mount_home && s.remap_root);
         assert_eq!(parse(&[]).to_spec(), Ok(None));
-        assert!(parse(&["--container-image=x", "--container-workdir=rel"])
-            .to_spec()
-            .is_err());
+        assert!(
+            parse(&["--container-image=x", "--container-workdir=rel"])
+                .to_spec()
+                .is_err()
+        );
         assert!(parse(&["--container-mounts=/a"]).to_spec().is_err());
         // The last of writable/readonly wins.
-        let o = parse(&["--container-readonly", "--container-writable", "--container-image=i"]);
+        let o = parse(&[
+            "--container-readonly",
+            "--container-writable",
+            "--container-image=i",
+        ]);
         assert_eq!(o.to_spec().unwrap().unwrap().writable, Some(true));
     }
 
@@ -238,6 +247,9 @@ mod tests {
         assert!(!s.mount_home);
         let step = parse(&["--container-mount-home"]).with_inherited(&env);
         assert!(step.to_spec().unwrap().unwrap().mount_home);
-        assert_eq!(parse(&[]).with_inherited(&BTreeMap::new()).to_spec(), Ok(None));
+        assert_eq!(
+            parse(&[]).with_inherited(&BTreeMap::new()).to_spec(),
+            Ok(None)
+        );
     }
 }

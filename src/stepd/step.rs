@@ -398,7 +398,8 @@ pub fn run(dir: &Path) -> anyhow::Result<()> {
         let mut setup = TaskSetup::new(&ls, rank, &node, env, user.clone(), cpus.clone())?;
         setup.keep_fd = pmi_end.as_ref().map(|f| f.as_raw_fd());
         if let Some(c) = &ls.spec.container {
-            let argv = super::container::task_argv(c, &ls, ls.spec.argv_of(rank), &task_envs[local]);
+            let argv =
+                super::container::task_argv(c, &ls, ls.spec.argv_of(rank), &task_envs[local]);
             setup.set_argv(&argv, &task_envs[local])?;
         }
         setup.preamble = preamble;
