@@ -330,6 +330,10 @@ pub fn task_command(rt: Runtime, spec: &ContainerSpec, ctx: &TaskCtx) -> Vec<Str
             if spec.remap_root {
                 c.push(s("--fakeroot"));
             }
+            // The task's GPUs: Apptainer binds the driver's devices and libraries.
+            if !ctx.devices.is_empty() {
+                c.push(s("--nv"));
+            }
             for m in &spec.mounts {
                 let mut v = format!("--bind={}:{}", m.src, m.dst);
                 if !m.flags.is_empty() {
@@ -612,6 +616,7 @@ mod tests {
                 "--no-init",
                 "--writable-tmpfs",
                 "--fakeroot",
+                "--nv",
                 "--bind=/data:/mnt/data:ro",
                 "--bind=/scratch:/scratch",
                 "--env=CUDA_VISIBLE_DEVICES=0",
