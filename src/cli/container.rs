@@ -37,6 +37,7 @@ pub fn resolve(
     check(rt, &spec).map_err(|e| e.to_string())?;
     spec.runtime = Some(rt);
     spec.runtime_args = conf.runtime_args;
+    spec.run_args = conf.run_args;
     spec.podman_own_cgroup = conf.podman_own_cgroup;
     Ok(Some(spec))
 }

@@ -46,6 +46,8 @@ pub struct ContainerSpec {
     #[serde(default)]
     pub runtime_args: Vec<String>,
     #[serde(default)]
+    pub run_args: Vec<String>,
+    #[serde(default)]
     pub podman_own_cgroup: bool,
 }
 
@@ -61,6 +63,11 @@ pub struct ContainerConf {
     /// `["--runtime", "runc"]` where crun cannot run).
     #[serde(default)]
     pub runtime_args: Vec<String>,
+    /// Flags added to the runtime's run command (`podman run`, `apptainer exec`,
+    /// `enroot start`) after sluice's own, e.g. a lower `--ulimit=nproc=…` where the
+    /// runtime may not set the node's.
+    #[serde(default)]
+    pub run_args: Vec<String>,
     /// Podman: put containers in Podman's own cgroups instead of the task's
     /// (`--cgroups=disabled`, the default, needs crun).
     #[serde(default)]
@@ -76,6 +83,7 @@ impl Default for ContainerConf {
         ContainerConf {
             runtime: auto(),
             runtime_args: Vec::new(),
+            run_args: Vec::new(),
             podman_own_cgroup: false,
         }
     }
@@ -216,6 +224,8 @@ pub fn check(rt: Runtime, spec: &ContainerSpec) -> Result<(), ContainerError> {
 #[derive(Debug, Clone, Default)]
 pub struct TaskCtx<'a> {
     pub job_id: u32,
+    /// The user the task runs as (root runs rootful Podman: no user namespace).
+    pub uid: u32,
     /// The user's home directory (mounted unless `--no-container-mount-home`).
     pub home: &'a str,
     /// The task's environment: Podman and enroot take every variable in by name (their
@@ -232,6 +242,8 @@ pub struct TaskCtx<'a> {
     pub nproc: (u64, u64),
     /// Global flags for the runtime (config `[container] runtime_args`).
     pub runtime_args: &'a [String],
+    /// Flags for its run command, after sluice's (config `[container] run_args`).
+    pub run_args: &'a [String],
     /// Podman: keep the container in the task's cgroup (`--cgroups=disabled`, the
     /// default) rather than one of Podman's.
     pub podman_own_cgroup: bool,
@@ -282,7 +294,7 @@ pub fn task_command(rt: Runtime, spec: &ContainerSpec, ctx: &TaskCtx) -> Vec<Str
             }
             if spec.remap_root {
                 c.push(s("--user=0:0"));
-            } else {
+            } else if ctx.uid != 0 {
                 c.push(s("--userns=keep-id"));
             }
             for m in &mounts {
@@ -302,6 +314,7 @@ pub fn task_command(rt: Runtime, spec: &ContainerSpec, ctx: &TaskCtx) -> Vec<Str
             if let Some(w) = &spec.workdir {
                 c.push(format!("--workdir={w}"));
             }
+            c.extend(ctx.run_args.iter().cloned());
             c.push(spec.image.clone().unwrap_or_default());
         }
         Runtime::Apptainer => {
@@ -316,6 +329,10 @@ pub fn task_command(rt: Runtime, spec: &ContainerSpec, ctx: &TaskCtx) -> Vec<Str
             }
             if spec.remap_root {
                 c.push(s("--fakeroot"));
+            }
+            // The task's GPUs: Apptainer binds the driver's devices and libraries.
+            if !ctx.devices.is_empty() {
+                c.push(s("--nv"));
             }
             for m in &spec.mounts {
                 let mut v = format!("--bind={}:{}", m.src, m.dst);
@@ -333,6 +350,7 @@ pub fn task_command(rt: Runtime, spec: &ContainerSpec, ctx: &TaskCtx) -> Vec<Str
             if let Some(w) = &spec.workdir {
                 c.push(format!("--pwd={w}"));
             }
+            c.extend(ctx.run_args.iter().cloned());
             c.push(match (&spec.name, &spec.image) {
                 (Some(n), _) => format!("{}/{}", ctx.state_dir, node_name(ctx.job_id, n)),
                 (None, Some(i)) => i.clone(),
@@ -358,6 +376,7 @@ pub fn task_command(rt: Runtime, spec: &ContainerSpec, ctx: &TaskCtx) -> Vec<Str
             for (n, _) in &ctx.env {
                 c.push(format!("--env={n}"));
             }
+            c.extend(ctx.run_args.iter().cloned());
             c.push(match &spec.name {
                 Some(n) => node_name(ctx.job_id, n),
                 None => spec.image.clone().unwrap_or_default(),
@@ -425,6 +444,7 @@ mod tests {
     fn ctx<'a>(argv: &'a [String]) -> TaskCtx<'a> {
         TaskCtx {
             job_id: 7,
+            uid: 1000,
             home: "/home/u",
             env: vec![("SLURM_PROCID", "3"), ("CUDA_VISIBLE_DEVICES", "0")],
             argv,
@@ -515,6 +535,13 @@ mod tests {
         s.mount_home = false;
         let c = task_command(Runtime::Podman, &s, &ctx(&argv));
         assert!(c.contains(&"--user=0:0".to_string()), "{c:?}");
+        // Root's tasks run rootful Podman, with no user namespace to keep ids in.
+        let root = TaskCtx {
+            uid: 0,
+            ..ctx(&argv)
+        };
+        let rc = task_command(Runtime::Podman, &spec(), &root);
+        assert!(!rc.iter().any(|a| a.starts_with("--user")), "{rc:?}");
         assert!(c.contains(&"--read-only".to_string()), "{c:?}");
         assert!(!c.iter().any(|a| a.contains("/home/u")), "{c:?}");
         assert!(
@@ -589,6 +616,7 @@ mod tests {
                 "--no-init",
                 "--writable-tmpfs",
                 "--fakeroot",
+                "--nv",
                 "--bind=/data:/mnt/data:ro",
                 "--bind=/scratch:/scratch",
                 "--env=CUDA_VISIBLE_DEVICES=0",

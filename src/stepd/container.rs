@@ -54,6 +54,7 @@ pub fn task_argv(
     let state_dir = format!("/tmp/sluice-{}-{}/containers", ls.cluster, ls.job.uid);
     let ctx = TaskCtx {
         job_id: ls.job.id,
+        uid: ls.job.uid,
         home,
         env: pass,
         argv,
@@ -61,6 +62,7 @@ pub fn task_argv(
         nofile: limit(nix::sys::resource::Resource::RLIMIT_NOFILE),
         nproc: limit(nix::sys::resource::Resource::RLIMIT_NPROC),
         runtime_args: &spec.runtime_args,
+        run_args: &spec.run_args,
         podman_own_cgroup: spec.podman_own_cgroup,
         state_dir: &state_dir,
     };

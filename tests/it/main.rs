@@ -4,6 +4,7 @@
 mod admin;
 mod arrays;
 mod clusters;
+mod containers;
 mod depend;
 mod doctor;
 mod env;
