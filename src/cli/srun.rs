@@ -208,10 +208,10 @@ fn plan_part(
     let mut spec = norm.spec;
     // srun(1) INPUT ENVIRONMENT VARIABLES: SRUN_CPUS_PER_TASK stands for -c (from 22.05
     // on, srun no longer reads SLURM_CPUS_PER_TASK, which a job's tasks still inherit).
-    if spec.cpus_per_task.is_none() {
-        if let Some(v) = ctx.env.get("SRUN_CPUS_PER_TASK").filter(|v| !v.is_empty()) {
-            spec.cpus_per_task = Some(opts::parse_count("--cpus-per-task", v)?);
-        }
+    if spec.cpus_per_task.is_none()
+        && let Some(v) = ctx.env.get("SRUN_CPUS_PER_TASK").filter(|v| !v.is_empty())
+    {
+        spec.cpus_per_task = Some(opts::parse_count("--cpus-per-task", v)?);
     }
     let distribution = match &args.job.later.distribution {
         Some(d) => Distribution::parse(d).ok_or(OptError::InvalidSpec("--distribution"))?,
@@ -302,10 +302,11 @@ fn plan_part(
     // -N1` in an `--ntasks-per-node=2` job starts two tasks, as Slurm's does. With -n
     // the count given wins (srun(1): -n takes precedence over --ntasks-per-node).
     if in_job && spec.ntasks.is_none() && spec.ntasks_per_node.is_none() {
-        let own = het_group.and_then(|k| env_num(&format!("SLURM_NTASKS_PER_NODE_HET_GROUP_{k}")));
-        spec.ntasks_per_node = own
-            .or_else(|| env_num("SLURM_NTASKS_PER_NODE"))
-            .filter(|&n| n > 0);
+        spec.ntasks_per_node = match het_group {
+            Some(k) => env_num(&format!("SLURM_NTASKS_PER_NODE_HET_GROUP_{k}")),
+            None => env_num("SLURM_NTASKS_PER_NODE"),
+        }
+        .filter(|&n| n > 0);
     }
     // --ntasks-per-gpu turns a task count into GPUs or GPUs into a task count, as the
     // controller does for the allocation (the same function on the same request, so
@@ -437,7 +438,16 @@ fn plan_part(
     job.stdout = None;
     job.stderr = None;
     job.stdin = None;
-    Ok((job, step, norm.warnings))
+    let mut warnings = norm.warnings;
+    for (o, set) in [
+        ("--wait", s.wait.is_some()),
+        ("--preserve-env", s.preserve_env),
+    ] {
+        if set {
+            warnings.push(format!("{o} is ignored by sluice"));
+        }
+    }
+    Ok((job, step, warnings))
 }
 
 /// The IPv4 address tasks see as SLURM_LAUNCH_NODE_IPADDR: the submit host's, or
