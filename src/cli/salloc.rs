@@ -143,7 +143,16 @@ fn run_inner(argv: &[String]) -> Result<u8, Failure> {
         spec.stdin = None;
         // Said only under -v: Slurm is silent about options it does not act on.
         if !g.job.quiet && g.job.verbose > 0 {
-            for w in &norm.warnings {
+            let own = [
+                ("--bell", g.bell),
+                ("--no-bell", g.no_bell),
+                ("--kill-command", g.kill_command.is_some()),
+            ];
+            let own = own
+                .iter()
+                .filter(|(_, set)| *set)
+                .map(|(o, _)| format!("{o} is ignored by sluice"));
+            for w in norm.warnings.iter().cloned().chain(own) {
                 eprintln!("{PROG}: warning: {w}");
             }
         }

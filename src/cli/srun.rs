@@ -307,10 +307,11 @@ fn plan_part(
     // -N1` in an `--ntasks-per-node=2` job starts two tasks, as Slurm's does. With -n
     // the count given wins (srun(1): -n takes precedence over --ntasks-per-node).
     if in_job && spec.ntasks.is_none() && spec.ntasks_per_node.is_none() {
-        let own = het_group.and_then(|k| env_num(&format!("SLURM_NTASKS_PER_NODE_HET_GROUP_{k}")));
-        spec.ntasks_per_node = own
-            .or_else(|| env_num("SLURM_NTASKS_PER_NODE"))
-            .filter(|&n| n > 0);
+        spec.ntasks_per_node = match het_group {
+            Some(k) => env_num(&format!("SLURM_NTASKS_PER_NODE_HET_GROUP_{k}")),
+            None => env_num("SLURM_NTASKS_PER_NODE"),
+        }
+        .filter(|&n| n > 0);
     }
     // --ntasks-per-gpu turns a task count into GPUs or GPUs into a task count, as the
     // controller does for the allocation (the same function on the same request, so
@@ -444,7 +445,16 @@ fn plan_part(
     job.stdout = None;
     job.stderr = None;
     job.stdin = None;
-    Ok((job, step, norm.warnings))
+    let mut warnings = norm.warnings;
+    for (o, set) in [
+        ("--wait", s.wait.is_some()),
+        ("--preserve-env", s.preserve_env),
+    ] {
+        if set {
+            warnings.push(format!("{o} is ignored by sluice"));
+        }
+    }
+    Ok((job, step, warnings))
 }
 
 /// The step's MPI bootstrap: `--mpi`, else SLURM_MPI_TYPE, else the configuration's

@@ -7,11 +7,13 @@ import re
 import subprocess
 import sys
 
+# At least 3 s of wall time and 2 s of CPU time, however loaded the machine: reportseff
+# counts TotalCPU in whole seconds, so a job that got under 1 s of CPU has no CPUEff.
 BUSY = (
     "import time\n"
     "x = bytearray(40 * 1024 * 1024)\n"
     "end = time.time() + 3\n"
-    "while time.time() < end:\n"
+    "while time.time() < end or time.process_time() < 2:\n"
     "    pass\n"
 )
 

@@ -39,7 +39,8 @@ def snakemake(cluster, *args, timeout=400):
     return subprocess.run(
         [sys.executable, "-m", "snakemake", "--executor", "slurm", "--jobs", "3",
          "--latency-wait", "10", "--default-resources", "slurm_partition=debug",
-         "--nolock", "--slurm-init-seconds-before-status-checks", "2", *args],
+         "--nolock", "--slurm-init-seconds-before-status-checks", "2",
+         "--seconds-between-status-checks", "2", *args],
         cwd=cluster.work,
         env=cluster.env,
         capture_output=True,

@@ -95,10 +95,22 @@ def test_torchrun_c10d_rendezvous_one_agent_per_node(cluster):
     nodes = layout(cluster)[0]
     per_node = 2
     world = nodes * per_node
+    # torchrun's c10d backend picks the agent that hosts its store by comparing the
+    # endpoint's name with the machine's hostname (torch.distributed.elastic's
+    # _matches_machine_hostname). In system mode the nodes cn1-cn3 are one machine
+    # whose hostname is none of them, so the endpoint is given as the first node's
+    # address: a loopback address makes every agent try to host, and all but the
+    # first fall back to clients (on a real cluster the node name matches).
+    endpoint = (
+        'export MASTER_ADDR=$(getent ahostsv4 "$MASTER_ADDR" | head -n 1 | cut -d" " -f1)\n'
+        if cluster.mode == "system"
+        else ""
+    )
     job, results, text = run_batch(
         cluster,
         "torchrun",
         MASTER
+        + endpoint
         + f"srun {pathlib.Path(sys.executable).parent}/torchrun --nnodes=$SLURM_NNODES "
         f"--nproc-per-node={per_node} --rdzv-id=$SLURM_JOB_ID --rdzv-backend=c10d "
         f"--rdzv-endpoint=$MASTER_ADDR:$MASTER_PORT {SCRIPTS}/gloo_allreduce.py\n",

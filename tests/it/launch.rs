@@ -112,4 +112,32 @@ fn ignored_options_are_silent_unless_verbose() {
         "{}",
         stderr(&o)
     );
+    // srun's own: --wait (-W) and --preserve-env (-E).
+    let o = c.run("srun", &["--wait=5", "-E", "true"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stderr(&o), "");
+    let o = c.run("srun", &["-v", "--wait=5", "-E", "true"]);
+    for w in ["--wait is ignored", "--preserve-env is ignored"] {
+        assert!(stderr(&o).contains(w), "{w}: {}", stderr(&o));
+    }
+    // salloc's: --bell, --no-bell, --kill-command; salloc's own lines stay.
+    let o = c.run("salloc", &["--bell", "-K", "--mail-type=END", "true"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("Granted job allocation"),
+        "{}",
+        stderr(&o)
+    );
+    let o = c.run(
+        "salloc",
+        &["-v", "--no-bell", "-K", "--mail-type=END", "true"],
+    );
+    for w in [
+        "--no-bell is ignored",
+        "--kill-command is ignored",
+        "--mail-type is ignored",
+    ] {
+        assert!(stderr(&o).contains(w), "{w}: {}", stderr(&o));
+    }
 }

@@ -120,7 +120,8 @@ fn control_commands_inside_their_own_job_get_their_answer() {
              if [ \"${{SLURM_RESTART_COUNT:-0}}\" != 0 ]; then echo rerun >> {log}; exit 0; fi\n\
              {cmd} > {dir}/{name}.cmd 2>&1\n\
              echo \"rc=$?\" >> {log}\n\
-             sleep 1\n"
+             sleep 2\n\
+             exit 0\n"
         );
         let sh = c.script(&format!("{name}.sh"), &text);
         c.submit(&["-o", "/dev/null", &sh.display().to_string()])

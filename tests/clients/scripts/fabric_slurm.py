@@ -25,8 +25,12 @@ info = {
 env.validate_settings(num_devices=per_node, num_nodes=nodes)
 fabric = Fabric(accelerator="cpu", devices=per_node, num_nodes=nodes, strategy="ddp")
 fabric.launch()
-total = fabric.all_reduce(torch.tensor(float(fabric.global_rank + 1)), reduce_op="sum")
-gathered = fabric.all_gather(torch.tensor([fabric.global_rank]))
+# The inputs stay referenced until exit (see gloo_allreduce.py: torch 2.5's gloo group
+# must not free a Python-owned tensor from its worker thread while being destroyed).
+one = torch.tensor(float(fabric.global_rank + 1))
+total = fabric.all_reduce(one, reduce_op="sum")
+mine = torch.tensor([fabric.global_rank])
+gathered = fabric.all_gather(mine)
 info.update(
     fabric_env=type(fabric.strategy.cluster_environment).__name__,
     fabric_rank=fabric.global_rank,

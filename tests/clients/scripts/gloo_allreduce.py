@@ -13,10 +13,15 @@ if "RANK" in os.environ:  # torchrun
 else:
     rank, world = int(os.environ["SLURM_PROCID"]), int(os.environ["SLURM_NTASKS"])
     dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=world)
+# Every tensor handed to a collective stays referenced from Python until the group is
+# destroyed: torch 2.5's ProcessGroupGloo destructor joins its worker thread while
+# holding the GIL, and a worker dropping the last reference to a tensor needs the GIL
+# to free it (a deadlock seen once in a few runs).
 t = torch.tensor([rank + 1.0])
 dist.all_reduce(t, op=dist.ReduceOp.SUM)
 parts = [torch.zeros(1) for _ in range(world)]
-dist.all_gather(parts, torch.tensor([float(rank)]))
+mine = torch.tensor([float(rank)])
+dist.all_gather(parts, mine)
 print(
     "RESULT "
     + json.dumps(
