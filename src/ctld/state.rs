@@ -2893,8 +2893,9 @@ impl Cluster {
     ) -> Result<(), SlurmError> {
         let m = self.manager(c);
         let op = m.operator();
-        let parts = self.partitions.clone();
-        let billing = self.acct.billing.clone();
+        // Partitions and billing are borrowed apart from the job changed below.
+        let parts = &self.partitions;
+        let billing = &self.acct.billing;
         // Parsed before borrowing the job mutably: it looks at other jobs.
         let mut new_dep = None;
         for u in updates {
@@ -3027,7 +3028,7 @@ impl Cluster {
                     }
                     new.partition = p.clone();
                     new.spec.partition = Some(p.clone());
-                    new.billing = Some(crate::sched::limits::job_billable(&new, &billing));
+                    new.billing = Some(crate::sched::limits::job_billable(&new, billing));
                 }
             }
         }
