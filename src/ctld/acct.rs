@@ -21,11 +21,42 @@ use crate::proto::SlurmError;
 use crate::sched::limits::{LimitState, Policy};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
+/// The accounting sub-state of [`Cluster`]: the association tree and its enforcement,
+/// the usage ledger and what limits and fair-share derive from it, and billing. Owned
+/// by this module (sacctmgr changes, limits, usage accrual); the scheduler borrows it
+/// apart from the jobs and nodes.
+pub struct Accounting {
+    /// The one usage ledger (fair-share RawUsage, and the TRES-minutes and wall time
+    /// GrpTRESMins/GrpWall are checked against), charged by running jobs at each
+    /// accounting tick and at their end; persisted.
+    pub ledger: crate::sched::fairshare::UsageLedger,
+    /// The last fair-share tree computed, and the second it was computed for (reused
+    /// by submissions within that second).
+    pub(super) fs_cache:
+        std::cell::RefCell<Option<(i64, std::sync::Arc<crate::sched::fairshare::FairShareTree>)>>,
+    /// Accounts, users, associations and QOS (`ctld::acct`, sacctmgr).
+    pub assoc: crate::model::assoc::AssocTree,
+    /// `accounting_storage_enforce` as configured; `None` = automatic (`ctld::acct`).
+    pub enforce_cfg: Option<crate::model::assoc::Enforce>,
+    /// The limits' view of `ledger` (TRES-minutes per association, account and QOS,
+    /// running jobs' usage up to the last refresh included), refreshed by each
+    /// scheduling pass (`ctld::acct`). Derived, never persisted.
+    pub used_mins: crate::sched::limits::UsedMins,
+    /// Fair-share factors of the pending jobs' associations, refreshed by each
+    /// scheduling pass, when a QOS enforces a UsageThreshold (`ctld::acct`).
+    pub usage_threshold_factors: Option<std::collections::HashMap<(String, String), f64>>,
+    /// Partition QOS by partition name, from the partitions' `qos` (for the limits).
+    pub partition_qos: std::collections::HashMap<String, String>,
+    /// How jobs are billed: the partitions' `TRESBillingWeights` and MAX_TRES. The
+    /// one source of every `billing` figure (limits, usage ledger, job records).
+    pub billing: crate::model::billing::BillingTable,
+}
+
 impl Cluster {
     /// The `AccountingStorageEnforce` in force (see the module docs).
     pub fn enforce(&self) -> Enforce {
-        self.enforce_cfg.unwrap_or_else(|| {
-            if self.assoc.is_defined() {
+        self.acct.enforce_cfg.unwrap_or_else(|| {
+            if self.acct.assoc.is_defined() {
                 Enforce {
                     associations: true,
                     limits: true,
@@ -43,12 +74,12 @@ impl Cluster {
     pub fn limits_policy(&self) -> Option<Policy<'_>> {
         let enforce = self.enforce();
         enforce.limits.then_some(Policy {
-            tree: &self.assoc,
+            tree: &self.acct.assoc,
             enforce,
-            used: &self.used_mins,
-            fairshare: self.usage_threshold_factors.as_ref(),
-            partition_qos: Some(&self.partition_qos).filter(|m| !m.is_empty()),
-            billing: Some(&self.billing),
+            used: &self.acct.used_mins,
+            fairshare: self.acct.usage_threshold_factors.as_ref(),
+            partition_qos: Some(&self.acct.partition_qos).filter(|m| !m.is_empty()),
+            billing: Some(&self.acct.billing),
         })
     }
 
@@ -61,6 +92,7 @@ impl Cluster {
     ) -> Option<std::collections::HashMap<(String, String), f64>> {
         use crate::model::assoc::QosFlag;
         let any = self
+            .acct
             .assoc
             .qos
             .values()
@@ -95,10 +127,10 @@ impl Cluster {
     /// association.
     pub fn acct_resolve(&self, job: &mut Job, now: i64) -> Result<(), SlurmError> {
         let e = self.enforce();
-        let tree = &self.assoc;
+        let tree = &self.acct.assoc;
         // An undefined tree (personal mode, a fresh install) changes nothing about a
         // job: its account stays what was asked, as before accounting existed.
-        if !tree.is_defined() && self.enforce_cfg.is_none() {
+        if !tree.is_defined() && self.acct.enforce_cfg.is_none() {
             return Ok(());
         }
         if job.account.is_empty()
@@ -170,6 +202,7 @@ impl Cluster {
     pub fn is_acct_admin(&self, c: Caller, user: &str) -> bool {
         self.is_operator(c)
             || self
+                .acct
                 .assoc
                 .user(user)
                 .is_some_and(|u| u.admin_level >= AdminLevel::Operator)
@@ -178,9 +211,12 @@ impl Cluster {
     /// Who may act on which jobs for caller `c`: see [`JobManager`].
     pub fn manager(&self, c: Caller) -> JobManager {
         let accounts = match self.groups.user_names.get(&c.uid) {
-            Some(name) if self.assoc.has_coordinators() => {
-                self.assoc.coord_accounts_of(name).into_iter().collect()
-            }
+            Some(name) if self.acct.assoc.has_coordinators() => self
+                .acct
+                .assoc
+                .coord_accounts_of(name)
+                .into_iter()
+                .collect(),
             _ => HashSet::new(),
         };
         JobManager {
@@ -206,6 +242,7 @@ impl Cluster {
             || SlurmError::Other("Your user doesn't have privilege to perform this action".into());
         let admin = self.is_acct_admin(c, user);
         let coordinator = self
+            .acct
             .assoc
             .users
             .get(user)
@@ -213,9 +250,9 @@ impl Cluster {
         if !admin && !coordinator {
             return Err(denied());
         }
-        let mut copy = self.assoc.clone();
+        let mut copy = self.acct.assoc.clone();
         let out = acct_ops::apply(&mut copy, op, &self.cluster_name).map_err(SlurmError::Other)?;
-        if !admin && !coordinator_may(&self.assoc, &copy, user) {
+        if !admin && !coordinator_may(&self.acct.assoc, &copy, user) {
             return Err(denied());
         }
         if matches!(op, AcctOp::Delete { .. }) {
@@ -223,7 +260,7 @@ impl Cluster {
         }
         self.keep_owner_associated(&mut copy, c, user);
         if commit && out.changed {
-            self.assoc = copy;
+            self.acct.assoc = copy;
         }
         Ok(out)
     }
@@ -237,10 +274,10 @@ impl Cluster {
     fn keep_owner_associated(&self, after: &mut AssocTree, c: Caller, user: &str) {
         use crate::model::assoc::{ROOT, User};
         let owner = c.uid == self.owner_uid && c.uid != 0;
-        if !owner || self.assoc.is_defined() || !after.is_defined() {
+        if !owner || self.acct.assoc.is_defined() || !after.is_defined() {
             return;
         }
-        if after.users.contains_key(user) || self.enforce_cfg.is_some() {
+        if after.users.contains_key(user) || self.acct.enforce_cfg.is_some() {
             return;
         }
         after.users.insert(
@@ -272,7 +309,7 @@ impl Cluster {
     pub fn merge_config_accounts(&mut self) -> (Vec<String>, bool) {
         use crate::model::assoc::{Account, ROOT, Shares, User, UserAssoc};
         let p = &self.sched_cfg.priority;
-        let mut t = self.assoc.clone();
+        let mut t = self.acct.assoc.clone();
         let mut notes = Vec::new();
         let mut changed = false;
         // Parents first: a configured parent may be declared after its child.
@@ -346,7 +383,7 @@ impl Cluster {
             return (notes, false);
         }
         t.assign_ids();
-        self.assoc = t;
+        self.acct.assoc = t;
         (notes, true)
     }
 
@@ -363,7 +400,8 @@ impl Cluster {
             .values()
             .filter(|j| j.is_active())
             .filter(|j| {
-                self.assoc
+                self.acct
+                    .assoc
                     .find_assoc(&j.user, &j.account, &j.partition)
                     .is_some()
                     && after
@@ -396,9 +434,10 @@ impl Cluster {
             return;
         }
         let p = &self.sched_cfg.priority;
-        let mut ledger = self.ledger.clone();
+        let mut ledger = self.acct.ledger.clone();
         ledger.accrue(&self.running_usage(), now, p.decay_half_life, p.usage_reset);
-        self.used_mins = crate::sched::limits::UsedMins::from_ledger(&ledger, &self.assoc);
+        self.acct.used_mins =
+            crate::sched::limits::UsedMins::from_ledger(&ledger, &self.acct.assoc);
     }
 
     /// Folds the TRES-minute usage a controller from before the single usage ledger
@@ -406,7 +445,7 @@ impl Cluster {
     /// and wall minutes, and each QOS's, decayed to the ledger's time. Billing is left
     /// out for associations (the ledger has always held it as fair-share usage).
     pub fn fold_legacy_usage(&mut self, old: &crate::sched::limits::UsedMins, at: i64) {
-        let l = &mut self.ledger;
+        let l = &mut self.acct.ledger;
         // Minutes to the ledger's seconds, decayed from `at` to the ledger's time.
         let f = crate::sched::fairshare::decay(
             60.0,
@@ -447,7 +486,7 @@ impl Cluster {
     /// `safe` enforcement.
     pub(super) fn usage_time_outs(&mut self, now: i64, fx: &mut super::state::Effects) {
         let e = self.enforce();
-        if !e.limits || e.safe || !self.assoc.has_usage_limits() {
+        if !e.limits || e.safe || !self.acct.assoc.has_usage_limits() {
             return;
         }
         self.refresh_used(now);

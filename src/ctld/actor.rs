@@ -431,7 +431,7 @@ impl Actor {
             }
             Reply::Later(Later::AssocCommit(resp)) => {
                 self.apply_persist(fx);
-                let tree = Box::new(self.cluster.assoc.clone());
+                let tree = Box::new(self.cluster.acct.assoc.clone());
                 self.store.send(StoreOp::PutAssoc(tree));
                 self.store.send(StoreOp::Reply(reply, resp));
             }

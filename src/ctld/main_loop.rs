@@ -36,20 +36,20 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
     let owner = nix::unistd::geteuid().as_raw();
     let mut cluster = Cluster::new(&cfg, owner);
     cluster.restore(jobs, next_id);
-    cluster.assoc = store.load_assoc()?;
+    cluster.acct.assoc = store.load_assoc()?;
     let (notes, merged) = cluster.merge_config_accounts();
     for n in notes {
         tracing::warn!("{n}");
     }
     if merged {
-        store.put_assoc(&cluster.assoc)?;
+        store.put_assoc(&cluster.acct.assoc)?;
     }
     cluster.resv.restore(store.load_resvs()?);
     cluster.restore_usage(store.load_fs_usage()?, now);
     // Usage a controller from before the single ledger kept apart joins the ledger.
     if let Some((old, at)) = store.load_legacy_usage()? {
         cluster.fold_legacy_usage(&old, at);
-        store.put_fs_usage(&cluster.ledger)?;
+        store.put_fs_usage(&cluster.acct.ledger)?;
         store.drop_legacy_usage()?;
     }
     tracing::info!(
@@ -193,7 +193,7 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
                 for (node, start, end) in actor.downlog.take_closed() {
                     actor.store.send(StoreOp::NodeDown(node, start, end));
                 }
-                if now - actor.cluster.ledger.accrued_at >= PRIORITY_CALC_PERIOD {
+                if now - actor.cluster.acct.ledger.accrued_at >= PRIORITY_CALC_PERIOD {
                     actor.cluster.accrue_usage(now, &mut fx);
                 }
             }

@@ -418,10 +418,14 @@ impl Cluster {
         let Some(a) = &spec.accounts else {
             return Ok(());
         };
-        if !self.assoc.is_defined() && !self.enforce().associations {
+        if !self.acct.assoc.is_defined() && !self.enforce().associations {
             return Ok(());
         }
-        match a.names().iter().find(|n| self.assoc.account(n).is_none()) {
+        match a
+            .names()
+            .iter()
+            .find(|n| self.acct.assoc.account(n).is_none())
+        {
             Some(bad) => {
                 tracing::info!(account = %bad, "reservation request has an invalid account");
                 Err(SlurmError::InvalidAccount)

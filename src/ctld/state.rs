@@ -122,14 +122,6 @@ pub struct Cluster {
     pub licenses: Vec<(String, u32)>,
     /// EnforcePartLimits=ALL (refuse at submit what can never run).
     pub enforce_part_limits: bool,
-    /// The one usage ledger (fair-share RawUsage, and the TRES-minutes and wall time
-    /// GrpTRESMins/GrpWall are checked against), charged by running jobs at each
-    /// accounting tick and at their end; persisted.
-    pub ledger: crate::sched::fairshare::UsageLedger,
-    /// The last fair-share tree computed, and the second it was computed for (reused
-    /// by submissions within that second).
-    fs_cache:
-        std::cell::RefCell<Option<(i64, std::sync::Arc<crate::sched::fairshare::FairShareTree>)>>,
     /// sdiag counters.
     pub stats: SchedStats,
     /// When backfill last ran.
@@ -146,22 +138,8 @@ pub struct Cluster {
     pub kill_invalid_depend: bool,
     /// Live and waiting steps (`ctld::steps`).
     pub steps: super::steps::StepTable,
-    /// Accounts, users, associations and QOS (`ctld::acct`, sacctmgr).
-    pub assoc: crate::model::assoc::AssocTree,
-    /// `accounting_storage_enforce` as configured; `None` = automatic (`ctld::acct`).
-    pub enforce_cfg: Option<crate::model::assoc::Enforce>,
-    /// The limits' view of `ledger` (TRES-minutes per association, account and QOS,
-    /// running jobs' usage up to the last refresh included), refreshed by each
-    /// scheduling pass (`ctld::acct`). Derived, never persisted.
-    pub used_mins: crate::sched::limits::UsedMins,
-    /// Fair-share factors of the pending jobs' associations, refreshed by each
-    /// scheduling pass, when a QOS enforces a UsageThreshold (`ctld::acct`).
-    pub usage_threshold_factors: Option<HashMap<(String, String), f64>>,
-    /// Partition QOS by partition name, from the partitions' `qos` (for the limits).
-    pub partition_qos: HashMap<String, String>,
-    /// How jobs are billed: the partitions' `TRESBillingWeights` and MAX_TRES. The
-    /// one source of every `billing` figure (limits, usage ledger, job records).
-    pub billing: crate::model::billing::BillingTable,
+    /// Accounts, QOS, limits, usage and billing (`ctld::acct`), owned by accounting.
+    pub acct: super::acct::Accounting,
     /// Advanced reservations (`ctld::resv`).
     pub resv: super::resv::Resvs,
     /// Prolog/epilog/health-check settings, sent to agents and with every launch.
@@ -376,8 +354,6 @@ impl Cluster {
             sched_cfg: cfg.sched.clone(),
             licenses: cfg.licenses.clone(),
             enforce_part_limits: cfg.enforce_part_limits,
-            ledger: Default::default(),
-            fs_cache: Default::default(),
             groups: GroupView::default(),
             stats: SchedStats::default(),
             last_backfill: i64::MIN / 2,
@@ -387,19 +363,23 @@ impl Cluster {
             max_array_size: cfg.max_array_size,
             kill_invalid_depend: cfg.kill_invalid_depend,
             steps: Default::default(),
-            assoc: Default::default(),
-            enforce_cfg: cfg.accounting_storage_enforce,
-            used_mins: Default::default(),
-            usage_threshold_factors: None,
-            partition_qos: cfg
-                .partitions
-                .iter()
-                .filter_map(|p| Some((p.name.clone(), p.qos.clone()?)))
-                .collect(),
-            billing: crate::model::billing::BillingTable::from_partitions(
-                &cfg.partitions,
-                cfg.sched.priority.max_tres,
-            ),
+            acct: super::acct::Accounting {
+                assoc: Default::default(),
+                enforce_cfg: cfg.accounting_storage_enforce,
+                used_mins: Default::default(),
+                usage_threshold_factors: None,
+                partition_qos: cfg
+                    .partitions
+                    .iter()
+                    .filter_map(|p| Some((p.name.clone(), p.qos.clone()?)))
+                    .collect(),
+                billing: crate::model::billing::BillingTable::from_partitions(
+                    &cfg.partitions,
+                    cfg.sched.priority.max_tres,
+                ),
+                ledger: Default::default(),
+                fs_cache: Default::default(),
+            },
             resv: Default::default(),
             scripts: cfg.scripts.clone(),
             launch_failed: Default::default(),
@@ -801,15 +781,16 @@ impl Cluster {
                 .unwrap_or(1),
             fairshare: self.fairshare_tree(now, false),
             qos_norm: {
-                let max = self.assoc.max_qos_priority();
-                self.assoc
+                let max = self.acct.assoc.max_qos_priority();
+                self.acct
+                    .assoc
                     .qos
                     .values()
                     .filter(|_| max > 0)
                     .map(|q| (q.name.clone(), f64::from(q.priority) / f64::from(max)))
                     .collect()
             },
-            billing: self.billing.clone(),
+            billing: self.acct.billing.clone(),
             // Only TRES weights read the partitions' wholes: no work on each pass
             // without them.
             partition_tres: if self.sched_cfg.priority.weight_tres.is_empty() {
@@ -840,7 +821,7 @@ impl Cluster {
     ) -> std::sync::Arc<crate::sched::fairshare::FairShareTree> {
         use crate::sched::fairshare::FairShareTree;
         if !fresh
-            && let Some((t, tree)) = &*self.fs_cache.borrow()
+            && let Some((t, tree)) = &*self.acct.fs_cache.borrow()
             && *t == now
         {
             return tree.clone();
@@ -863,7 +844,7 @@ impl Cluster {
             &extra,
             p.fairshare_algorithm,
         ));
-        *self.fs_cache.borrow_mut() = Some((now, tree.clone()));
+        *self.acct.fs_cache.borrow_mut() = Some((now, tree.clone()));
         tree
     }
 
@@ -871,7 +852,7 @@ impl Cluster {
     /// up to `now` (the stored ledger is not changed).
     fn ledger_at(&self, now: i64) -> crate::sched::fairshare::UsageLedger {
         let p = &self.sched_cfg.priority;
-        let mut ledger = self.ledger.clone();
+        let mut ledger = self.acct.ledger.clone();
         ledger.accrue(&self.running_usage(), now, p.decay_half_life, p.usage_reset);
         ledger
     }
@@ -892,6 +873,7 @@ impl Cluster {
             Shares::Parent => 1,
         };
         let mut accounts: Vec<AccountDef> = self
+            .acct
             .assoc
             .accounts
             .values()
@@ -903,6 +885,7 @@ impl Cluster {
             })
             .collect();
         let mut users: Vec<UserDef> = self
+            .acct
             .assoc
             .user_assocs
             .iter()
@@ -914,7 +897,7 @@ impl Cluster {
             .collect();
         let p = &self.sched_cfg.priority;
         for a in &p.accounts {
-            if !self.assoc.accounts.contains_key(&a.name) {
+            if !self.acct.assoc.accounts.contains_key(&a.name) {
                 accounts.push(a.clone());
             }
         }
@@ -947,20 +930,20 @@ impl Cluster {
         a: &Allocation,
         start: i64,
     ) -> Option<crate::sched::fairshare::RunCharge> {
-        let factor = self.assoc.qos(&j.qos).map_or(1.0, |q| q.usage_factor);
+        let factor = self.acct.assoc.qos(&j.qos).map_or(1.0, |q| q.usage_factor);
         let held = crate::sched::limits::alloc_tres(a);
-        let billing = self.billing.billable(&j.partition, &held) * factor;
+        let billing = self.acct.billing.billable(&j.partition, &held) * factor;
         let tres = held
             .into_iter()
             .map(|(k, v)| (k, v as f64 * factor))
             .collect();
         let mut qos = Vec::new();
-        if self.assoc.qos(&j.qos).is_some() {
+        if self.acct.assoc.qos(&j.qos).is_some() {
             qos.push(j.qos.clone());
         }
-        if let Some(pq) = self.partition_qos.get(&j.partition)
+        if let Some(pq) = self.acct.partition_qos.get(&j.partition)
             && *pq != j.qos
-            && self.assoc.qos(pq).is_some()
+            && self.acct.assoc.qos(pq).is_some()
         {
             qos.push(pq.clone());
         }
@@ -1008,7 +991,7 @@ impl Cluster {
                 .collect();
             held.insert(
                 "billing".into(),
-                self.billing.billable(&j.partition, &alloc_tres(a)),
+                self.acct.billing.billable(&j.partition, &alloc_tres(a)),
             );
             for (k, x) in held {
                 *run[i].entry(k).or_default() += x * left;
@@ -1022,7 +1005,7 @@ impl Cluster {
                 }
             }
         }
-        let used = UsedMins::from_ledger(&self.ledger_at(now), &self.assoc);
+        let used = UsedMins::from_ledger(&self.ledger_at(now), &self.acct.assoc);
         let has_gpus = self
             .nodes
             .iter()
@@ -1052,6 +1035,7 @@ impl Cluster {
                 let (limits, id, partition, raw) = match &a.user {
                     Some(u) => {
                         let mine: Vec<&crate::model::assoc::UserAssoc> = self
+                            .acct
                             .assoc
                             .user_assocs
                             .iter()
@@ -1071,7 +1055,7 @@ impl Cluster {
                         )
                     }
                     None => {
-                        let acct = self.assoc.account(&a.account);
+                        let acct = self.acct.assoc.account(&a.account);
                         (
                             acct.map(|x| &x.limits),
                             acct.map(|x| x.id),
@@ -1109,8 +1093,8 @@ impl Cluster {
             l.accrued_at = now;
             l.decayed_at = now;
         }
-        self.ledger = l;
-        self.fs_cache.borrow_mut().take();
+        self.acct.ledger = l;
+        self.acct.fs_cache.borrow_mut().take();
     }
 
     /// The periodic accounting tick: charges running jobs up to `now`, decays, asks
@@ -1120,9 +1104,9 @@ impl Cluster {
         let p = &self.sched_cfg.priority;
         let (half, reset) = (p.decay_half_life, p.usage_reset);
         let running = self.running_usage();
-        self.ledger.accrue(&running, now, half, reset);
-        fx.usage = Some(Box::new(self.ledger.clone()));
-        self.fs_cache.borrow_mut().take();
+        self.acct.ledger.accrue(&running, now, half, reset);
+        fx.usage = Some(Box::new(self.acct.ledger.clone()));
+        self.acct.fs_cache.borrow_mut().take();
         self.usage_time_outs(now, fx);
     }
 
@@ -1207,10 +1191,10 @@ impl Cluster {
         };
         let p = &self.sched_cfg.priority;
         let (half, reset) = (p.decay_half_life, p.usage_reset);
-        self.ledger.decay_to(now, half, reset);
-        self.ledger.charge_running(&charge, end);
-        fx.usage = Some(Box::new(self.ledger.clone()));
-        self.fs_cache.borrow_mut().take();
+        self.acct.ledger.decay_to(now, half, reset);
+        self.acct.ledger.charge_running(&charge, end);
+        fx.usage = Some(Box::new(self.acct.ledger.clone()));
+        self.acct.fs_cache.borrow_mut().take();
     }
 
     fn pick_partition(&self, spec: &JobSpec) -> Result<&Partition, SlurmError> {
@@ -1360,7 +1344,7 @@ impl Cluster {
 
     /// Recomputes the multifactor priority of every pending, unheld job.
     fn refresh_priorities(&mut self, now: i64) {
-        self.fs_cache.borrow_mut().take();
+        self.acct.fs_cache.borrow_mut().take();
         let ctx = self.priority_context(now);
         let w = self.sched_cfg.priority.clone();
         let factor: HashMap<String, u32> = self
@@ -1465,7 +1449,7 @@ impl Cluster {
 
         self.refresh_priorities(now);
         self.refresh_used(now);
-        self.usage_threshold_factors = self.threshold_factors(now);
+        self.acct.usage_threshold_factors = self.threshold_factors(now);
         if self.stats.since == 0 {
             self.stats.since = now;
         }
@@ -1728,7 +1712,7 @@ impl Cluster {
     /// Records `j`'s billable TRES (what it holds once started, else what it asks for)
     /// as its partition bills it: the figure sacct, scontrol and squeue print.
     pub(super) fn set_billing(&self, j: &mut Job) {
-        j.billing = Some(crate::sched::limits::job_billable(j, &self.billing));
+        j.billing = Some(crate::sched::limits::job_billable(j, &self.acct.billing));
     }
 
     /// Allocates and records a job's start; with `launch`, sends its batch script to
@@ -1756,7 +1740,7 @@ impl Cluster {
         if j.spec.alloc_only {
             // salloc/srun: the allocation is the job; steps come from its owner.
             j.alloc = Some(alloc);
-            j.billing = Some(crate::sched::limits::job_billable(j, &self.billing));
+            j.billing = Some(crate::sched::limits::job_billable(j, &self.acct.billing));
             fx.persist.push(Job::clone(j));
             self.run_alloc_prologs(id, fx);
             return;
@@ -1783,7 +1767,7 @@ impl Cluster {
         }
         let batch_host = alloc.nodes[0].clone();
         j.alloc = Some(alloc);
-        j.billing = Some(crate::sched::limits::job_billable(j, &self.billing));
+        j.billing = Some(crate::sched::limits::job_billable(j, &self.acct.billing));
         for n in self.nodes.iter_mut().filter(|n| n.name == batch_host) {
             n.last_busy_time = Some(now);
         }
@@ -2136,7 +2120,7 @@ impl Cluster {
                 };
                 let part = self.jobs[&id].partition.clone();
                 self.charge(&alloc, false, 1);
-                let billing = &self.billing;
+                let billing = &self.acct.billing;
                 if let Some(j) = self.jobs.get_mut(&id) {
                     j.state = JobState::Running;
                     j.start_time = Some(now);
@@ -2343,7 +2327,7 @@ impl Cluster {
             j.preempt = None;
             j.restarts += 1;
             j.alloc = None;
-            j.billing = Some(crate::sched::limits::job_billable(j, &self.billing));
+            j.billing = Some(crate::sched::limits::job_billable(j, &self.acct.billing));
             j.start_time = None;
             j.end_time = None;
             j.exit = ExitStatus::default();
@@ -2909,8 +2893,9 @@ impl Cluster {
     ) -> Result<(), SlurmError> {
         let m = self.manager(c);
         let op = m.operator();
-        let parts = self.partitions.clone();
-        let billing = self.billing.clone();
+        // Partitions and billing are borrowed apart from the job changed below.
+        let parts = &self.partitions;
+        let billing = &self.acct.billing;
         // Parsed before borrowing the job mutably: it looks at other jobs.
         let mut new_dep = None;
         for u in updates {
@@ -3043,7 +3028,7 @@ impl Cluster {
                     }
                     new.partition = p.clone();
                     new.spec.partition = Some(p.clone());
-                    new.billing = Some(crate::sched::limits::job_billable(&new, &billing));
+                    new.billing = Some(crate::sched::limits::job_billable(&new, billing));
                 }
             }
         }

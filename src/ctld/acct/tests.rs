@@ -93,21 +93,24 @@ fn a_personal_owner_keeps_an_association_when_the_tree_gets_defined() {
     c.acct_change(&op(Entity::Account, &["foo"], &[]), true, owner, "u999")
         .unwrap();
     assert_eq!(c.enforce().as_text(), "associations,limits,qos");
-    let u = c.assoc.user("u999").expect("the owner is a user");
+    let u = c.acct.assoc.user("u999").expect("the owner is a user");
     assert_eq!(u.default_account, "root");
     assert!(c.resolve(spec("mine"), owner, 1, &names).is_ok());
     assert!(c.resolve(spec("alice"), ALICE, 1, &names).is_err());
     // Once defined, later changes leave the owner's associations alone.
-    let before = c.assoc.user_assocs.len();
+    let before = c.acct.assoc.user_assocs.len();
     c.acct_change(&op(Entity::Account, &["bar"], &[]), true, owner, "u999")
         .unwrap();
-    assert_eq!(c.assoc.user_assocs.len(), before);
+    assert_eq!(c.acct.assoc.user_assocs.len(), before);
 
     // A preview adds no one; neither does root defining the tree.
     let mut c = cluster_with(8, "");
     c.acct_change(&op(Entity::Account, &["foo"], &[]), false, owner, "u999")
         .unwrap();
-    assert!(c.assoc.user("u999").is_none(), "a preview changes nothing");
+    assert!(
+        c.acct.assoc.user("u999").is_none(),
+        "a preview changes nothing"
+    );
     let mut c3 = cluster_with(8, "");
     c3.acct_change(
         &op(Entity::Account, &["foo"], &[]),
@@ -117,7 +120,7 @@ fn a_personal_owner_keeps_an_association_when_the_tree_gets_defined() {
     )
     .unwrap();
     assert!(
-        c3.assoc.user("u999").is_none(),
+        c3.acct.assoc.user("u999").is_none(),
         "root defining the tree adds no one"
     );
 }
@@ -134,7 +137,7 @@ fn only_admins_change_the_tree() {
         err.to_string(),
         "Your user doesn't have privilege to perform this action"
     );
-    assert!(c.assoc.account("x").is_none());
+    assert!(c.acct.assoc.account("x").is_none());
     // An Operator may.
     let root = super::super::state::Caller { uid: 0, gid: 0 };
     c.acct_change(
@@ -154,10 +157,10 @@ fn only_admins_change_the_tree() {
     // A preview changes nothing.
     c.acct_change(&op(Entity::Account, &["x"], &[]), false, ALICE, "u2001")
         .unwrap();
-    assert!(c.assoc.account("x").is_none());
+    assert!(c.acct.assoc.account("x").is_none());
     c.acct_change(&op(Entity::Account, &["x"], &[]), true, ALICE, "u2001")
         .unwrap();
-    assert!(c.assoc.account("x").is_some());
+    assert!(c.acct.assoc.account("x").is_some());
 }
 
 #[test]
@@ -244,14 +247,14 @@ fn grp_tres_mins_counts_what_finished_jobs_used() {
     // 2 CPUs for 6 minutes: 12 CPU-minutes, past the limit of 10.
     end(&mut c, a, 0, 360);
     let key = ("lab".to_string(), "u2001".to_string());
-    let used = c.ledger.tres[&key]["cpu"];
+    let used = c.acct.ledger.tres[&key]["cpu"];
     assert!(
         (used - 720.0).abs() < 0.01,
         "CPU-seconds in the ledger: {used}"
     );
     let b = submit(&mut c, spec("b"), ALICE, 360);
     assert!(pass(&mut c, 360).is_empty());
-    let used = c.used_mins.accounts["lab"]["cpu"];
+    let used = c.acct.used_mins.accounts["lab"]["cpu"];
     assert!((used - 12.0).abs() < 0.01, "{used}");
     assert_eq!(c.jobs[&b].reason.as_str(), "AssocGrpCPUMinutesLimit");
     // Usage decays (half-life 7 days by default): two weeks later it is below 10.
@@ -303,7 +306,7 @@ fn grp_tres_mins_counts_what_running_jobs_used_so_far() {
     assert!(pass(&mut c, 360).is_empty());
     assert_eq!(c.jobs[&a].state, JobState::Running);
     assert_eq!(c.jobs[&d].reason.as_str(), "AssocGrpCPUMinutesLimit");
-    let used = c.used_mins.accounts["lab"]["cpu"];
+    let used = c.acct.used_mins.accounts["lab"]["cpu"];
     assert!((used - 14.0).abs() < 0.01, "{used}");
 }
 
@@ -387,20 +390,20 @@ fn usage_kept_apart_by_an_older_controller_joins_the_ledger() {
     );
     let mut old = crate::sched::limits::UsedMins::default();
     old.record(
-        &c.assoc,
+        &c.acct.assoc,
         ("u2001", "lab", "normal"),
         &[("cpu".to_string(), 2), ("billing".to_string(), 2)].into(),
         6.0,
     );
-    old.record_wall(&c.assoc, ("u2001", "lab", "normal"), 6.0);
-    c.ledger.decayed_at = 100;
-    c.ledger.accrued_at = 100;
+    old.record_wall(&c.acct.assoc, ("u2001", "lab", "normal"), 6.0);
+    c.acct.ledger.decayed_at = 100;
+    c.acct.ledger.accrued_at = 100;
     c.fold_legacy_usage(&old, 100);
     let key = ("lab".to_string(), "u2001".to_string());
-    assert_eq!(c.ledger.tres[&key]["cpu"], 720.0);
-    assert!(!c.ledger.tres[&key].contains_key("billing"));
-    assert_eq!(c.ledger.wall[&key], 360.0);
-    assert_eq!(c.ledger.qos["normal"].tres["cpu"], 720.0);
+    assert_eq!(c.acct.ledger.tres[&key]["cpu"], 720.0);
+    assert!(!c.acct.ledger.tres[&key].contains_key("billing"));
+    assert_eq!(c.acct.ledger.wall[&key], 360.0);
+    assert_eq!(c.acct.ledger.qos["normal"].tres["cpu"], 720.0);
     let b = submit(&mut c, spec("b"), ALICE, 100);
     assert!(pass(&mut c, 100).is_empty());
     assert_eq!(c.jobs[&b].reason.as_str(), "AssocGrpWallLimit");
@@ -418,7 +421,7 @@ fn delete_refuses_while_jobs_of_the_association_are_active() {
             ..Default::default()
         },
     };
-    let before = c.assoc.clone();
+    let before = c.acct.assoc.clone();
     let e = c.acct_change(&del, true, root, "root").unwrap_err();
     let SlurmError::Other(text) = e else {
         panic!("{e:?}")
@@ -431,12 +434,12 @@ fn delete_refuses_while_jobs_of_the_association_are_active() {
     );
     assert!(text.contains(&format!("JobID = {id:<10} ")), "{text}");
     assert!(text.contains("A = lab "), "{text}");
-    assert_eq!(c.assoc, before);
+    assert_eq!(c.acct.assoc, before);
     // Once the job is gone, the account (and its only user) can go.
     c.jobs.get_mut(&id).unwrap().state = JobState::Cancelled;
     let out = c.acct_change(&del, true, root, "root").unwrap();
     assert!(out.lines.iter().any(|l| l == "  u2001"), "{:?}", out.lines);
-    assert!(c.assoc.account("lab").is_none());
+    assert!(c.acct.assoc.account("lab").is_none());
 }
 
 #[test]
@@ -455,10 +458,10 @@ fairshare = 70
 users = ["u2001", "u2002"]
 "#,
     );
-    assert!(!c.assoc.is_defined());
+    assert!(!c.acct.assoc.is_defined());
     let (notes, changed) = c.merge_config_accounts();
     assert!(changed && notes.is_empty(), "{notes:?}");
-    let t = &c.assoc;
+    let t = &c.acct.assoc;
     assert_eq!(t.account("phys").unwrap().parent.as_deref(), Some("root"));
     assert_eq!(t.account("child").unwrap().parent.as_deref(), Some("phys"));
     assert_eq!(
@@ -500,7 +503,7 @@ users = ["u2001", "u2002"]
     assert_eq!(notes.len(), 1, "{notes:?}");
     assert!(notes[0].contains("the database wins"), "{notes:?}");
     assert_eq!(
-        c.assoc.account("phys").unwrap().shares,
+        c.acct.assoc.account("phys").unwrap().shares,
         crate::model::assoc::Shares::Raw(5)
     );
 }
@@ -546,12 +549,12 @@ fn coordinators_change_only_what_lies_in_their_accounts() {
     };
     // Users and associations under lab (sub-accounts included).
     as_alice(&mut c, op(Entity::User, &["u2004"], &["Account=sub"])).unwrap();
-    assert!(c.assoc.find_assoc("u2004", "sub", "").is_some());
+    assert!(c.acct.assoc.find_assoc("u2004", "sub", "").is_some());
     as_alice(&mut c, modify_op(Entity::User, "u2002", &["MaxJobs=2"])).unwrap();
     // A sub-account and its limits; not lab's own association.
     as_alice(&mut c, op(Entity::Account, &["sub2"], &["Parent=lab"])).unwrap();
     as_alice(&mut c, modify_op(Entity::Account, "sub", &["GrpJobs=3"])).unwrap();
-    let before = c.assoc.clone();
+    let before = c.acct.assoc.clone();
     for o in [
         modify_op(Entity::Account, "lab", &["GrpJobs=3"]),
         op(Entity::User, &["u2005"], &["Account=other"]),
@@ -569,7 +572,7 @@ fn coordinators_change_only_what_lies_in_their_accounts() {
         assert_eq!(as_alice(&mut c, o.clone()).unwrap_err(), denied, "{o:?}");
     }
     assert_eq!(
-        c.assoc, before,
+        c.acct.assoc, before,
         "a refused change leaves the tree as it was"
     );
     // A coordinator may name another coordinator of their accounts.
@@ -578,7 +581,7 @@ fn coordinators_change_only_what_lies_in_their_accounts() {
         op(Entity::Coordinator, &["u2002"], &["Account=sub"]),
     )
     .unwrap();
-    assert!(c.assoc.coordinates("u2002", "sub"));
+    assert!(c.acct.assoc.coordinates("u2002", "sub"));
     // Someone who coordinates nothing changes nothing.
     assert_eq!(
         c.acct_change(
@@ -697,7 +700,7 @@ fn billing_weights_are_one_figure_for_records_ledger_and_limits() {
     let mut fx = Effects::default();
     c.accrue_usage(600, &mut fx);
     let key = ("lab".to_string(), "u2001".to_string());
-    assert!((c.ledger.usage[&key] - billed * 600.0).abs() < 1e-6);
+    assert!((c.acct.ledger.usage[&key] - billed * 600.0).abs() < 1e-6);
     assert!(pass(&mut c, 600).is_empty());
     assert_eq!(c.jobs[&b].reason.as_str(), "AssocGrpBillingMinutes");
 }

@@ -14,7 +14,7 @@ pub fn query(cx: &mut Ctx, query: AcctQuery) -> Reply {
 /// sacctmgr show: the whole association tree, the cluster name and the enforcement.
 pub fn tree(cx: &mut Ctx) -> Reply {
     Reply::Now(Response::AcctTree {
-        tree: Box::new(cx.cluster.assoc.clone()),
+        tree: Box::new(cx.cluster.acct.assoc.clone()),
         cluster: cx.cluster.cluster_name.clone(),
         enforce: cx.cluster.enforce(),
     })

@@ -17,7 +17,7 @@ pub fn update_node(cx: &mut Ctx, names: &[String], update: &NodeUpdate) -> Reply
 
 /// `scontrol reconfigure` (operators): reads the config file again and applies it;
 /// agents get the new Prolog/Epilog/HealthCheckProgram settings and pending jobs are
-/// scheduled against the new configuration. Errors: as [`reload`], as Slurm's text.
+/// scheduled against the new configuration. Errors: as `reload`, as text.
 pub fn reconfigure(cx: &mut Ctx) -> Reply {
     if !cx.cluster.is_operator(cx.caller) {
         return Reply::Now(Response::Error(SlurmError::AccessDenied));

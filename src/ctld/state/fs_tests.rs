@@ -55,11 +55,11 @@ fn usage_orders_jobs_by_fair_share() {
     let mut fx = Effects::default();
     c.accrue_usage(300, &mut fx);
     assert!(fx.usage.is_some());
-    assert_eq!(c.ledger.usage[&k_a], 300.0);
+    assert_eq!(c.acct.ledger.usage[&k_a], 300.0);
     end(&mut c, first, 0, 600);
     // 300 s decayed by 300 s of a 1 h half-life, plus the last 300 s.
     let want = 300.0 * (-300.0f64 / 3600.0).exp2() + 300.0;
-    assert!((c.ledger.usage[&k_a] - want).abs() < 1e-6);
+    assert!((c.acct.ledger.usage[&k_a] - want).abs() < 1e-6);
     // Bob's job starts first although alice's was submitted first.
     assert_eq!(pass(&mut c, 600), vec![b1]);
     let s = c.fairshare_tree(600, true);
@@ -74,8 +74,8 @@ fn usage_orders_jobs_by_fair_share() {
 fn equal_usage_against_unequal_shares() {
     let mut c = cluster();
     // Both used 1000 CPU-seconds: a (70 %) is under its share, b (30 %) over.
-    c.ledger.charge(("a".into(), "u2001".into()), 1000.0);
-    c.ledger.charge(("b".into(), "u2002".into()), 1000.0);
+    c.acct.ledger.charge(("a".into(), "u2001".into()), 1000.0);
+    c.acct.ledger.charge(("b".into(), "u2002".into()), 1000.0);
     let b1 = submit(&mut c, job("b"), BOB, 0);
     let a1 = submit(&mut c, job("a"), ALICE, 0);
     assert!(fs_of(&c, a1, 0) > fs_of(&c, b1, 0));
@@ -89,12 +89,12 @@ fn decay_and_reset_forget_old_usage() {
         "[priority]\ndecay_half_life = \"1:00:00\"\nusage_reset_period = \"DAILY\"\n",
     );
     let k = ("root".to_string(), "u2001".to_string());
-    c.ledger.charge(k.clone(), 1000.0);
+    c.acct.ledger.charge(k.clone(), 1000.0);
     let mut fx = Effects::default();
     c.accrue_usage(3600, &mut fx);
-    assert!((c.ledger.usage[&k] - 500.0).abs() < 1e-9);
+    assert!((c.acct.ledger.usage[&k] - 500.0).abs() < 1e-9);
     c.accrue_usage(86400, &mut fx);
-    assert!(c.ledger.usage.is_empty());
+    assert!(c.acct.ledger.usage.is_empty());
 }
 
 #[test]
@@ -104,8 +104,8 @@ fn classic_algorithm_is_selectable() {
         c.sched_cfg.priority.fairshare_algorithm,
         crate::sched::fairshare::Algorithm::Classic
     );
-    c.ledger.charge(("root".into(), "u2001".into()), 300.0);
-    c.ledger.charge(("root".into(), "u2002".into()), 100.0);
+    c.acct.ledger.charge(("root".into(), "u2001".into()), 300.0);
+    c.acct.ledger.charge(("root".into(), "u2002".into()), 100.0);
     let a1 = submit(&mut c, spec("x"), ALICE, 0);
     // Three users under root (root/root too), 1/3 of the shares each: 2^(-0.75 × 3).
     assert!((fs_of(&c, a1, 0) - 10000.0 * (-2.25f64).exp2()).abs() < 1e-6);
@@ -117,11 +117,11 @@ fn restored_usage_survives_and_reset_now_clears_it() {
     let mut l = crate::sched::fairshare::UsageLedger::default();
     l.charge(("a".into(), "u2001".into()), 42.0);
     c.restore_usage(l.clone(), 1000);
-    assert_eq!(c.ledger.usage.len(), 1);
-    assert_eq!(c.ledger.accrued_at, 1000);
+    assert_eq!(c.acct.ledger.usage.len(), 1);
+    assert_eq!(c.acct.ledger.accrued_at, 1000);
     let mut c = cluster_with(1, "[priority]\nusage_reset_period = \"NOW\"\n");
     c.restore_usage(l, 1000);
-    assert!(c.ledger.usage.is_empty());
+    assert!(c.acct.ledger.usage.is_empty());
 }
 
 #[test]
@@ -132,17 +132,19 @@ fn sacctmgr_tree_feeds_fair_share() {
     for (name, shares) in [("phys", 80), ("chem", 20)] {
         let mut a = Account::new(name, Some("root"));
         a.shares = Shares::Raw(shares);
-        c.assoc.accounts.insert(name.into(), a);
+        c.acct.assoc.accounts.insert(name.into(), a);
     }
-    c.assoc
+    c.acct
+        .assoc
         .user_assocs
         .push(UserAssoc::new("u2001", "phys", None));
-    c.assoc
+    c.acct
+        .assoc
         .user_assocs
         .push(UserAssoc::new("u2002", "chem", None));
     // Equal usage: chem (20 %) is far over its share, phys under.
-    c.ledger.charge(("phys".into(), "u2001".into()), 500.0);
-    c.ledger.charge(("chem".into(), "u2002".into()), 500.0);
+    c.acct.ledger.charge(("phys".into(), "u2001".into()), 500.0);
+    c.acct.ledger.charge(("chem".into(), "u2002".into()), 500.0);
     let rows = c.share_rows(0);
     let phys = rows
         .iter()

@@ -83,7 +83,7 @@ impl Cluster {
             return;
         }
         // preempt/qos reads the QOS records (sacctmgr's Preempt, PreemptMode, …).
-        let qos: Vec<QosPreempt> = self.assoc.qos.values().map(QosPreempt::from).collect();
+        let qos: Vec<QosPreempt> = self.acct.assoc.qos.values().map(QosPreempt::from).collect();
         for _ in 0..MAX_ACTIONS_PER_PASS {
             let action = {
                 let cands: Vec<&Job> = self

@@ -56,12 +56,12 @@ impl Cluster {
             }
         }
         self.partitions = fresh.partitions;
-        self.partition_qos = fresh.partition_qos;
-        self.billing = fresh.billing;
+        self.acct.partition_qos = fresh.acct.partition_qos;
+        self.acct.billing = fresh.acct.billing;
         self.sched_cfg = fresh.sched_cfg;
         self.licenses = fresh.licenses;
         self.enforce_part_limits = fresh.enforce_part_limits;
-        self.enforce_cfg = fresh.enforce_cfg;
+        self.acct.enforce_cfg = fresh.acct.enforce_cfg;
         self.min_job_age = fresh.min_job_age;
         self.kill_wait = fresh.kill_wait;
         self.max_array_size = fresh.max_array_size;
@@ -72,7 +72,7 @@ impl Cluster {
         self.config_entries = fresh.config_entries;
         self.sched_interval = fresh.sched_interval;
         // Fair-share weights may have changed.
-        *self.fs_cache.borrow_mut() = None;
+        *self.acct.fs_cache.borrow_mut() = None;
         Ok(())
     }
 }

@@ -515,7 +515,7 @@ fn pending_jobs_get_expected_starts_and_multifactor_priorities() {
     // below user root (always in the association tree, no usage): 1/2.
     let mut fx = Effects::default();
     c.from_agent("n1", ended(first, 0, 0), 20, &mut fx);
-    assert!(c.ledger.usage[&("root".to_string(), "u2001".to_string())] > 0.0);
+    assert!(c.acct.ledger.usage[&("root".to_string(), "u2001".to_string())] > 0.0);
     let (rows, _) = c.priority_rows(&[], &[], 20);
     assert_eq!(rows[0].factors.fairshare, 5000.0);
 }
@@ -875,7 +875,7 @@ default = true
     c.nodes[0].state = NodeState::Up;
     let mut high = crate::model::assoc::Qos::new("high");
     high.preempt = vec!["normal".into()];
-    c.assoc.qos.insert("high".into(), high);
+    c.acct.assoc.qos.insert("high".into(), high);
     let four = |name: &str, qos: Option<&str>| {
         let mut s = spec(name);
         s.ntasks = Some(4);
