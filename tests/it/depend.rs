@@ -144,7 +144,12 @@ fn singleton_and_after_with_a_delay() {
         "test -e a.done && echo after-a",
     ]);
     c.wait_state(a, &["RUNNING"], Duration::from_secs(20));
-    assert_eq!(sq(&c, b, "%r %E"), "Dependency singleton(unfulfilled)\n");
+    // A new job's reason is None until the scheduling pass after its submission.
+    let r = wait_until("b's pending reason", Duration::from_secs(20), || {
+        let r = sq(&c, b, "%r %E");
+        (!r.starts_with("None")).then_some(r)
+    });
+    assert_eq!(r, "Dependency singleton(unfulfilled)\n");
     assert_eq!(c.wait_done(b), "COMPLETED");
     assert_eq!(
         std::fs::read_to_string(c.path("b.txt")).unwrap(),
