@@ -40,4 +40,7 @@ info.update(
     sum=total.item(),
     gathered=sorted(gathered.flatten().tolist()),
 )
-print("RESULT " + json.dumps(info), flush=True)
+# One write per line: processes sharing the step's stdout (torchrun's workers) must not
+# interleave a line and its newline (PYTHONUNBUFFERED makes print write them apart).
+sys.stdout.write("RESULT " + json.dumps(info) + "\n")
+sys.stdout.flush()

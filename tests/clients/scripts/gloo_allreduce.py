@@ -3,6 +3,7 @@
 
 import json
 import os
+import sys
 
 import torch
 import torch.distributed as dist
@@ -22,19 +23,19 @@ dist.all_reduce(t, op=dist.ReduceOp.SUM)
 parts = [torch.zeros(1) for _ in range(world)]
 mine = torch.tensor([float(rank)])
 dist.all_gather(parts, mine)
-print(
-    "RESULT "
-    + json.dumps(
-        {
-            "rank": rank,
-            "world": world,
-            "sum": t.item(),
-            "gathered": [p.item() for p in parts],
-            "node": os.environ["SLURMD_NODENAME"],
-            "master": os.environ["MASTER_ADDR"],
-        }
-    ),
-    flush=True,
+# One write per line: torchrun's workers share the step's stdout, and print() under
+# PYTHONUNBUFFERED writes a line and its newline apart (lines of two ranks interleave).
+line = "RESULT " + json.dumps(
+    {
+        "rank": rank,
+        "world": world,
+        "sum": t.item(),
+        "gathered": [p.item() for p in parts],
+        "node": os.environ["SLURMD_NODENAME"],
+        "master": os.environ["MASTER_ADDR"],
+    }
 )
+sys.stdout.write(line + "\n")
+sys.stdout.flush()
 dist.barrier()
 dist.destroy_process_group()
