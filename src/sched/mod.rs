@@ -147,10 +147,11 @@ pub fn static_reason(job: &Job, part: &Partition, nodes: &[Node]) -> Option<Reas
         (None, Some(_)) => return Some(Reason::PartitionTimeLimit),
         _ => {}
     }
+    let names: HashSet<&str> = part.nodes.iter().map(String::as_str).collect();
     let members: Vec<usize> = nodes
         .iter()
         .enumerate()
-        .filter(|(_, n)| part.nodes.contains(&n.name))
+        .filter(|(_, n)| names.contains(n.name.as_str()))
         .map(|(i, _)| i)
         .collect();
     if job.req_nodes as usize > members.len()
@@ -269,6 +270,12 @@ struct PartView<'a> {
     part: &'a Partition,
     /// Member node indices, by weight then configuration order.
     members: Vec<usize>,
+    /// The members that are usable, in the same order (backfill's candidates).
+    usable: Vec<usize>,
+    /// Position in the input's partitions (a cheap key).
+    pos: usize,
+    /// CPUs of all members.
+    total_cpus: u64,
 }
 
 /// What the pass knows and changes.
@@ -283,7 +290,7 @@ struct Pass<'a> {
     /// Jobs started by the main cycle: (job, allocation, partition).
     started: Vec<(&'a Job, Allocation, String)>,
     /// [`fits_empty`] results by request shape.
-    memo: std::cell::RefCell<HashMap<(String, [u64; 7]), bool>>,
+    memo: std::cell::RefCell<HashMap<(usize, [u64; 7]), bool>>,
     /// Association/QOS limit usage, charged as jobs start in this pass.
     limits: Option<limits::LimitState<'a>>,
     /// What jobs inside reservations hold (core and license reservations), charged
@@ -312,14 +319,30 @@ impl<'a> Pass<'a> {
         let parts = input
             .partitions
             .iter()
-            .map(|p| {
+            .enumerate()
+            .map(|(pos, p)| {
                 let mut members: Vec<usize> = p
                     .nodes
                     .iter()
                     .filter_map(|n| index.get(n.as_str()).copied())
                     .collect();
                 members.sort_by_key(|&i| (infos[i].weight, i));
-                (p.name.as_str(), PartView { part: p, members })
+                let usable = members
+                    .iter()
+                    .copied()
+                    .filter(|&i| infos[i].usable)
+                    .collect();
+                let total_cpus = members.iter().map(|&i| u64::from(infos[i].cpus)).sum();
+                (
+                    p.name.as_str(),
+                    PartView {
+                        part: p,
+                        members,
+                        usable,
+                        pos,
+                        total_cpus,
+                    },
+                )
             })
             .collect::<HashMap<_, _>>();
         let mut usage: Vec<Usage> = infos.iter().map(Usage::new).collect();
@@ -712,12 +735,7 @@ fn static_fit(pass: &Pass, job: &Job, pv: &PartView, req: &Req) -> Result<(), Re
         return Err(Reason::PartitionConfig);
     }
     // Quick capacity bound before the full empty-cluster fit.
-    let total: u64 = pv
-        .members
-        .iter()
-        .map(|&i| u64::from(pass.infos[i].cpus))
-        .sum();
-    if req.share.is_none() && req.min_cpus() > total {
+    if req.share.is_none() && req.min_cpus() > pv.total_cpus {
         return Err(Reason::PartitionConfig);
     }
     if !fits_empty(pass, pv, req) {
@@ -756,7 +774,7 @@ fn fits_empty(pass: &Pass, pv: &PartView, req: &Req) -> bool {
         && !req.contiguous;
     let key = simple.then(|| {
         (
-            pv.part.name.clone(),
+            pv.pos,
             [
                 u64::from(req.ntasks),
                 u64::from(req.cpt),
@@ -905,8 +923,10 @@ fn backfill<'a>(
         .map(|(u, n)| NodeLine::new(now, u.cap(n, Some(u32::MAX)), u.jobs))
         .collect();
     let mut lic_line = LicenseLine::new(now, pass.lic_free.clone());
-    // Free CPUs summed over all usable nodes: a cheap upper bound that lets multi-node
-    // searches skip candidate times quickly.
+    // Free CPUs summed over all usable nodes, over time (what running jobs release and
+    // what backfill starts or reserves, CPU sharing aside): Σ over nodes of the least
+    // free over a window is at most the least of the sum, so a window where this line
+    // falls short of a job's CPUs cannot hold it, and multi-node searches skip it.
     let total_free: u32 = pass
         .usage
         .iter()
@@ -928,10 +948,11 @@ fn backfill<'a>(
         },
         0,
     );
+    let usable: Vec<bool> = pass.infos.iter().map(|n| n.usable).collect();
     let cpu_only = |t: &Take| Take {
         node: t.node,
         tasks: t.tasks,
-        cpus: if pass.infos[t.node].usable { t.cpus } else { 0 },
+        cpus: if usable[t.node] { t.cpus } else { 0 },
         mem: 0,
         gres: Vec::new(),
         cpu_ids: Vec::new(),
@@ -963,6 +984,17 @@ fn backfill<'a>(
             lic_line.change(end, FOREVER, &lic, 1);
         }
     }
+    // Per node, the CPUs free now on the line and in the pass's usage: a bound on what
+    // a job starting now can get there (kept up to date as backfill starts jobs).
+    let free_now = |lines: &[NodeLine], pass: &Pass, i: usize| {
+        lines[i]
+            .min_cap(now, now + 1)
+            .cpus
+            .min(pass.usage[i].free_cpus())
+    };
+    let mut now_free: Vec<u32> = (0..lines.len())
+        .map(|i| free_now(&lines, pass, i))
+        .collect();
     let started_ids: HashSet<*const Job> = pass
         .started
         .iter()
@@ -1020,7 +1052,7 @@ fn backfill<'a>(
                 input.config.policy.is_easy() && reserved_parts.contains(pv.part.name.as_str());
             let limit = best.as_ref().map_or(horizon, |b| b.0 - 1).min(horizon);
             if let Some((t, p)) = earliest(
-                pass, pv, &req, &lines, &agg, &lic_line, &lic, now, limit, only_now, acc,
+                pass, pv, &req, &lines, &agg, &now_free, &lic_line, &lic, now, limit, only_now, acc,
             ) {
                 best = Some((t, pv.part.name.as_str(), req, p));
             }
@@ -1038,7 +1070,7 @@ fn backfill<'a>(
                     let mut r = req.clone();
                     r.time_limit = Some(mins * 60);
                     earliest(
-                        pass, pv, &r, &lines, &agg, &lic_line, &lic, now, now, true, acc,
+                        pass, pv, &r, &lines, &agg, &now_free, &lic_line, &lic, now, now, true, acc,
                     )
                     .map(|(_, p)| (r, p))
                 };
@@ -1086,6 +1118,10 @@ fn backfill<'a>(
                     job.uid,
                     req.user_lock,
                 );
+                if !alloc.shared {
+                    agg.reserve(now, end, &cpu_only(&tk), false, false, 0, false);
+                }
+                now_free[tk.node] = free_now(&lines, pass, tk.node);
             }
             lic_line.change(now, end, &lic, -1);
             pass.charge_limits(job);
@@ -1120,6 +1156,9 @@ fn backfill<'a>(
                     job.uid,
                     req.user_lock,
                 );
+                if req.share.is_none() {
+                    agg.reserve(t, end, &cpu_only(tk), false, false, 0, false);
+                }
             }
             lic_line.change(t, end, &lic, -1);
         }
@@ -1128,7 +1167,9 @@ fn backfill<'a>(
 }
 
 /// The earliest time in `[now, limit]` at which `req` fits in `pv` for its whole time
-/// limit, and where. With `only_now`, only `now` is tried.
+/// limit, and where. With `only_now`, only `now` is tried. `agg` is the usable nodes'
+/// free CPUs summed over time, `now_free` per node what a job starting now can get
+/// at most: both only skip times at which the job cannot fit.
 #[allow(clippy::too_many_arguments)]
 fn earliest(
     pass: &Pass,
@@ -1136,6 +1177,7 @@ fn earliest(
     req: &Req,
     lines: &[NodeLine],
     agg: &NodeLine,
+    now_free: &[u32],
     lic_line: &LicenseLine,
     lic: &[(usize, u32)],
     now: i64,
@@ -1151,12 +1193,10 @@ fn earliest(
             t.saturating_add(dur)
         }
     };
-    let members: Vec<usize> = pv
-        .members
-        .iter()
-        .copied()
-        .filter(|&i| pass.infos[i].usable)
-        .collect();
+    let members: &[usize] = &pv.usable;
+    // Whether the job's CPUs must be free ones (not shared, not overcommitted): only
+    // then do free-CPU totals bound where it fits.
+    let counts_cpus = req.share.is_none() && !req.overcommit;
     let try_at = |t: i64| -> Option<Placement> {
         let end = end_of(t);
         if !lic_line.fits(t, end, &pass.lic_needs(acc, lic, t, end)) {
@@ -1182,7 +1222,7 @@ fn earliest(
             })
             .collect();
         pass.hold_cores(acc, &mut cands, t, end);
-        if req.share.is_none() && !req.overcommit {
+        if counts_cpus {
             let free: u64 = cands.iter().map(|(_, c)| u64::from(c.cpus)).sum();
             if free < req.min_cpus() {
                 return None;
@@ -1190,7 +1230,12 @@ fn earliest(
         }
         select::fit(req, &pass.infos, &cands).ok()
     };
-    if let Some(p) = try_at(now) {
+    // Starting now: the CPUs free now bound what the candidates can give (the same
+    // test as in `try_at`, without building them), so a blocked queue costs a sum.
+    let free_now: u64 = members.iter().map(|&i| u64::from(now_free[i])).sum();
+    if (!counts_cpus || free_now >= req.min_cpus())
+        && let Some(p) = try_at(now)
+    {
         return Some((now, p));
     }
     if only_now {
@@ -1203,7 +1248,7 @@ fn earliest(
     let mut limit = limit;
     let mut one_node: Option<(i64, Placement)> = None;
     if lic.is_empty() && single_node(req) {
-        one_node = earliest_one_node(pass, req, &members, lines, now, dur, limit, acc);
+        one_node = earliest_one_node(pass, req, members, lines, now, dur, limit, acc);
         if let Some((t, _)) = &one_node {
             if req.nodes_max <= 1 || members.len() <= 1 {
                 return one_node;
@@ -1231,72 +1276,118 @@ fn earliest(
         .collect();
     times.sort_unstable();
     times.dedup();
-    let need = if req.share.is_none() && !req.overcommit {
+    let need = if counts_cpus {
         u32::try_from(req.min_cpus()).unwrap_or(u32::MAX)
     } else {
         0
     };
-    let mut bound = TaskBound::new(pass, req, &members, lines, dur);
-    times
-        .into_iter()
-        .filter(|&t| agg.min_cap(t, t + 1).cpus >= need)
-        .filter(|&t| bound.may_fit(t))
-        .find_map(|t| try_at(t).map(|p| (t, p)))
-        .or(one_node)
+    // Candidates before `fits_from` are known to fail the CPU total over their window
+    // (the total line's own scan skips them in one go).
+    let mut fits_from = i64::MIN;
+    let mut bound: Option<TaskBound> = None;
+    for t in times {
+        if need > 0 && t != fits_from {
+            if t < fits_from {
+                continue;
+            }
+            match agg.earliest(t, dur, limit, |c| c.cpus >= need) {
+                Some(a) => fits_from = a,
+                None => break,
+            }
+            if t < fits_from {
+                continue;
+            }
+        }
+        let b = bound.get_or_insert_with(|| TaskBound::new(pass, req, members, lines, dur));
+        if !b.may_fit(t) {
+            continue;
+        }
+        if let Some(p) = try_at(t) {
+            return Some((t, p));
+        }
+    }
+    one_node
 }
 
 /// A quick upper bound for multi-node searches: per node, the tasks each step could
 /// host, and a sliding minimum over the job's window as candidate times increase
 /// (amortised O(steps) per node). A time passes when the nodes' bounds could hold
-/// the job; only those get the exact fit.
-struct TaskBound {
-    req_tasks: u32,
-    nodes_min: u32,
-    per_node: Option<u32>,
+/// the job; only those get the exact fit. A step's task count is worked out when
+/// the window first reaches it, once per distinct free capacity of the node.
+struct TaskBound<'x> {
+    infos: &'x [NodeInfo],
+    lines: &'x [NodeLine],
+    req: &'x Req,
+    members: &'x [usize],
+    gpus: u64,
     dur: i64,
-    /// Per node: (step times, tasks per step).
-    steps: Vec<(Vec<i64>, Vec<u32>)>,
-    /// Per node: first step of the window, next step to enter, deque of step indices
+    /// Per member: excluded by the job (never hosts a task).
+    excluded: Vec<bool>,
+    /// Per member: tasks per step, for the steps the window has reached.
+    tasks: Vec<Vec<u32>>,
+    /// Per member: task counts by free capacity already worked out (a few).
+    memo: Vec<Vec<(Cap, u32)>>,
+    /// Per member: first step of the window, next step to enter, deque of step indices
     /// with increasing task counts.
     lo: Vec<usize>,
     hi: Vec<usize>,
     deque: Vec<std::collections::VecDeque<usize>>,
 }
 
-impl TaskBound {
-    fn new(pass: &Pass, req: &Req, members: &[usize], lines: &[NodeLine], dur: i64) -> TaskBound {
-        let gpus = req.gpus_total.as_ref().map_or(0, |g| g.1);
-        let steps: Vec<(Vec<i64>, Vec<u32>)> = members
-            .iter()
-            .map(|&i| {
-                if req.excluded.contains(&i) {
-                    return (vec![i64::MIN], vec![0]);
-                }
-                lines[i]
-                    .steps()
-                    .map(|(t, cap)| {
-                        let mut c = cap.clone();
-                        if req.share.is_none() {
-                            c.share_cpus = c.cpus;
-                        }
-                        let k = select::node_take(req, i, &pass.infos[i], &c, u32::MAX / 2, gpus)
-                            .map_or(0, |x| x.tasks);
-                        (t, k)
-                    })
-                    .unzip()
-            })
-            .collect();
-        let n = steps.len();
+/// Distinct capacities remembered per node by [`TaskBound`].
+const TASK_MEMO: usize = 8;
+
+impl<'x> TaskBound<'x> {
+    fn new(
+        pass: &'x Pass,
+        req: &'x Req,
+        members: &'x [usize],
+        lines: &'x [NodeLine],
+        dur: i64,
+    ) -> TaskBound<'x> {
+        let n = members.len();
         TaskBound {
-            req_tasks: req.ntasks,
-            nodes_min: req.nodes_min,
-            per_node: req.per_node,
+            infos: &pass.infos,
+            lines,
+            req,
+            members,
+            gpus: req.gpus_total.as_ref().map_or(0, |g| g.1),
             dur,
-            steps,
+            excluded: members.iter().map(|i| req.excluded.contains(i)).collect(),
+            tasks: vec![Vec::new(); n],
+            memo: vec![Vec::new(); n],
             lo: vec![0; n],
             hi: vec![0; n],
             deque: vec![Default::default(); n],
         }
+    }
+
+    /// The tasks member `k` could host with `cap` free (as [`select::node_take`]).
+    fn tasks_with(&mut self, k: usize, cap: &Cap) -> u32 {
+        let req = self.req;
+        // What node_take reads of the users and the idle flag, decided here so that
+        // capacities differing only there share a memo entry.
+        if cap.blocked || !cap.users.admits(req.uid, req.user_lock) {
+            return 0;
+        }
+        let mut c = cap.clone();
+        if req.share.is_none() {
+            c.share_cpus = c.cpus;
+        }
+        c.users = select::UserSet::Nobody;
+        if !req.exclusive {
+            c.idle = true;
+        }
+        if let Some(&(_, v)) = self.memo[k].iter().find(|(m, _)| *m == c) {
+            return v;
+        }
+        let i = self.members[k];
+        let v = select::node_take(req, i, &self.infos[i], &c, u32::MAX / 2, self.gpus)
+            .map_or(0, |x| x.tasks);
+        if self.memo[k].len() < TASK_MEMO {
+            self.memo[k].push((c, v));
+        }
+        v
     }
 
     /// Whether the job might fit during `[t, t + dur)`; `t` must not decrease between
@@ -1307,19 +1398,33 @@ impl TaskBound {
         } else {
             t.saturating_add(self.dur)
         };
+        let req = self.req;
         let mut sum: u64 = 0;
         let mut hosts = 0u32;
-        for k in 0..self.steps.len() {
-            let (times, tasks) = &self.steps[k];
+        for k in 0..self.members.len() {
+            if self.excluded[k] {
+                continue;
+            }
+            let line = &self.lines[self.members[k]];
+            let len = line.len();
             // Window: the step in force at t through the last step starting before end.
             let mut lo = self.lo[k];
-            while lo + 1 < times.len() && times[lo + 1] <= t {
+            while lo + 1 < len && line.step(lo + 1).0 <= t {
                 lo += 1;
             }
             self.lo[k] = lo;
-            let dq = &mut self.deque[k];
             let mut hi = self.hi[k].max(lo);
-            while hi < times.len() && (hi == lo || times[hi] < end) {
+            while hi < len && (hi == lo || line.step(hi).0 < end) {
+                if self.tasks[k].len() <= hi {
+                    // Steps are reached in order; any skipped by `lo` are filled too.
+                    while self.tasks[k].len() <= hi {
+                        let s = self.tasks[k].len();
+                        let v = self.tasks_with(k, line.step(s).1);
+                        self.tasks[k].push(v);
+                    }
+                }
+                let tasks = &self.tasks[k];
+                let dq = &mut self.deque[k];
                 while dq.back().is_some_and(|&b| tasks[b] >= tasks[hi]) {
                     dq.pop_back();
                 }
@@ -1327,19 +1432,20 @@ impl TaskBound {
                 hi += 1;
             }
             self.hi[k] = hi;
+            let dq = &mut self.deque[k];
             while dq.front().is_some_and(|&f| f < lo) {
                 dq.pop_front();
             }
-            let m = dq.front().map_or(0, |&f| tasks[f]);
+            let m = dq.front().map_or(0, |&f| self.tasks[k][f]);
             // With --ntasks-per-node, a node hosts at most that many tasks (the last
             // nodes of a job may hold fewer).
-            let m = self.per_node.map_or(m, |p| m.min(p));
+            let m = req.per_node.map_or(m, |p| m.min(p));
             if m > 0 {
                 hosts += 1;
                 sum += u64::from(m);
             }
         }
-        hosts >= self.nodes_min && sum >= u64::from(self.req_tasks)
+        hosts >= req.nodes_min && sum >= u64::from(req.ntasks)
     }
 }
 
@@ -1388,7 +1494,9 @@ fn earliest_one_node(
     };
     let mut best: Option<(i64, Placement)> = None;
     for &i in members {
+        // A node that could not hold the job even empty is never scanned.
         if req.excluded.contains(&i)
+            || whole(i, &Cap::full(&pass.infos[i])).is_none()
             || req.required.first().is_some_and(|r| *r != i)
             || req
                 .constraint

@@ -195,6 +195,12 @@ impl NodeLine {
         self.steps.iter().map(|s| (s.t, &s.cap))
     }
 
+    /// Step `k` as (start time, what is free); `k` < [`NodeLine::len`].
+    pub fn step(&self, k: usize) -> (i64, &Cap) {
+        let s = &self.steps[k];
+        (s.t, &s.cap)
+    }
+
     /// Times at which something changes, from `from` on.
     pub fn changes(&self, from: i64) -> impl Iterator<Item = i64> + '_ {
         self.steps.iter().map(|s| s.t).filter(move |t| *t > from)

@@ -264,12 +264,25 @@ pub fn simulate_opts(
         .enumerate()
         .map(|(i, j)| sim_job(i, j, &part_of(j), &qos_of(j), cfg))
         .collect();
+    // Trace jobs differ, as far as the static checks read, only in partition, size and
+    // time limit: each shape is checked once.
+    let mut checked: std::collections::HashMap<(&str, u32, u32, Option<u64>), bool> =
+        std::collections::HashMap::new();
     for j in &jobs {
         let pview = parts
             .iter()
             .find(|p| p.name == j.partition)
             .expect("a configured partition");
-        if sched::static_reason(j, pview, nodes).is_some() {
+        let key = (
+            pview.name.as_str(),
+            j.req_cpus,
+            j.req_tasks,
+            j.time_limit.secs(),
+        );
+        let never = *checked
+            .entry(key)
+            .or_insert_with(|| sched::static_reason(j, pview, nodes).is_some());
+        if never {
             return Err(format!(
                 "trace job {} (size {}) can never run on this cluster",
                 trace.jobs[j.id as usize - 1].id,

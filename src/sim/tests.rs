@@ -249,3 +249,86 @@ fn easy_sjf_backfills_the_shortest_first() {
     assert_eq!((sjf.per_job[3].start, sjf.per_job[1].start), (2, 100));
     assert!(sjf.per_job[2].start >= 100);
 }
+
+/// FNV-1a of a file's bytes (stable across Rust versions, easy to recompute by hand).
+fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// `count` nodes `n001`… of `cpus` CPUs in one default partition, as a config gives
+/// them to `sluice simulate --config`.
+fn cluster(count: usize, cpus: u32) -> (Vec<Node>, Vec<Partition>) {
+    let mut text = String::new();
+    for k in 1..=count {
+        text += &format!("[[nodes]]\nname='n{k:03}'\ncpus={cpus}\n");
+    }
+    text += &format!("[[partitions]]\nname='p'\nnodes='n[001-{count:03}]'\ndefault=true\n");
+    let cfg = crate::config::Config::from_toml(&text, Path::new("/x.toml")).unwrap();
+    cluster_from(&cfg).unwrap()
+}
+
+/// Pins every job's start and nodes (the `--jobs-out` file's FNV-1a) on the first
+/// jobs of KTH-SP2 and lublin_256, over several cluster shapes and all policies, so
+/// that work on the scheduler's speed cannot change a decision unnoticed. The
+/// digests were taken from `sluice simulate --textbook --config C --jobs-out F` on
+/// the same prefixes before the timeline search was made faster; a deliberate
+/// change of policy updates them.
+#[test]
+fn starts_are_pinned_on_trace_prefixes() {
+    let kth = swf::read(&traces_dir().join("KTH-SP2-1996-2.1-cln.swf.gz")).unwrap();
+    let lublin = swf::read(&traces_dir().join("lublin_256.swf.gz")).unwrap();
+    let prefix = |t: &Trace, n: usize| Trace {
+        jobs: t.jobs[..n].to_vec(),
+        ..t.clone()
+    };
+    let kth = prefix(&kth, 400);
+    let lublin = prefix(&lublin, 200);
+    let cases: [(&str, &Trace, usize, u32); 4] = [
+        ("kth400", &kth, 100, 1),
+        ("kth400", &kth, 25, 4),
+        ("lub200", &lublin, 16, 16),
+        ("lub200", &lublin, 256, 1),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("jobs.tsv");
+    let mut got = Vec::new();
+    for (name, t, count, cpus) in cases {
+        let (n, p) = cluster(count, cpus);
+        for policy in [
+            Policy::Fifo,
+            Policy::Easy,
+            Policy::Conservative,
+            Policy::EasySjf,
+        ] {
+            let m = simulate(t, &n, &p, &sim_config(policy)).unwrap();
+            write_jobs(&out, &m.per_job).unwrap();
+            let digest = fnv(&std::fs::read(&out).unwrap());
+            got.push(format!(
+                "{name} c{count}x{cpus} {} {digest:016x}",
+                policy.name()
+            ));
+        }
+    }
+    let want: Vec<&str> = PINNED_STARTS.lines().collect();
+    assert_eq!(got, want, "got:\n{}", got.join("\n"));
+}
+
+const PINNED_STARTS: &str = "\
+kth400 c100x1 fifo cd69cea08d475487\n\
+kth400 c100x1 easy 78c1b5985acf7455\n\
+kth400 c100x1 conservative 5c64a6c2c6372d61\n\
+kth400 c100x1 easy-sjf c8b4a5aef46dc382\n\
+kth400 c25x4 fifo 10d3d3235549a0c3\n\
+kth400 c25x4 easy f8db30b2cb0b5804\n\
+kth400 c25x4 conservative 78fa33139d6a2191\n\
+kth400 c25x4 easy-sjf 9492dbdcd49ddd5d\n\
+lub200 c16x16 fifo c0eeae98eb373f05\n\
+lub200 c16x16 easy e5f972d4e1a909a9\n\
+lub200 c16x16 conservative dfeeb820d1c4ec7d\n\
+lub200 c16x16 easy-sjf 1a6e76d7c652b25a\n\
+lub200 c256x1 fifo d0f319f793cbbf88\n\
+lub200 c256x1 easy d13e03f0365a8bee\n\
+lub200 c256x1 conservative ee101dc4fed202fe\n\
+lub200 c256x1 easy-sjf 3021c5d977f49552";
