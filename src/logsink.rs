@@ -79,6 +79,20 @@ pub fn filter_for(level: &str) -> Option<&'static str> {
     })
 }
 
+/// The Slurm debug level `by` steps above `level` (a name or number), by name and
+/// capped at `debug5`: `slurmctld -v` raises the configured level one step per `-v`.
+/// `None` when `level` is not a debug level.
+pub fn raised(level: &str, by: usize) -> Option<&'static str> {
+    filter_for(level)?;
+    let i = match level.parse::<usize>() {
+        Ok(n) => n,
+        Err(_) => SLURM_LEVELS
+            .iter()
+            .position(|l| l.eq_ignore_ascii_case(level))?,
+    };
+    Some(SLURM_LEVELS[(i + by).min(SLURM_LEVELS.len() - 1)])
+}
+
 /// Sets the level of the subscriber [`init_reloadable`] installed. Errors: an unknown
 /// level (Slurm's "invalid debug level" text), or no reloadable subscriber.
 pub fn set_level(level: &str) -> Result<(), String> {
@@ -117,6 +131,16 @@ mod tests {
         assert_eq!(filter_for("debug5"), Some("trace"));
         assert_eq!(filter_for("10"), None);
         assert_eq!(filter_for("loud"), None);
+    }
+
+    #[test]
+    fn each_v_raises_the_level_one_step() {
+        assert_eq!(raised("info", 0), Some("info"));
+        assert_eq!(raised("info", 2), Some("debug"));
+        assert_eq!(raised("error", 1), Some("info"));
+        assert_eq!(raised("3", 1), Some("verbose"));
+        assert_eq!(raised("debug4", 5), Some("debug5"));
+        assert_eq!(raised("loud", 1), None);
     }
 
     #[test]

@@ -406,8 +406,14 @@ const NOT_NEEDED: &[(&str, &str)] = &[
     ("slurmdpidfile", "sluice keeps its pid in state_dir"),
     ("slurmctldlogfile", "the controller logs to state_dir"),
     ("slurmdlogfile", "agents log to the controller's log"),
-    ("slurmctlddebug", "set with `scontrol setdebug` or RUST_LOG"),
-    ("slurmddebug", "set with `scontrol setdebug` or RUST_LOG"),
+    (
+        "slurmctlddebug",
+        "set slurmctld_debug in sluice.toml, or `scontrol setdebug`",
+    ),
+    (
+        "slurmddebug",
+        "agents log at the controller's level (SLUICE_LOG)",
+    ),
     (
         "mpidefault",
         "sluice starts tasks itself and sets PMI-free MPI variables",
