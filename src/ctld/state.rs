@@ -3280,6 +3280,8 @@ mod suspend;
 mod fs_tests;
 mod gpu;
 mod isolation;
+#[cfg(test)]
+mod log_tests;
 mod nodefail;
 mod reconfig;
 pub(crate) use reconfig::node_identity_unchanged;

@@ -207,3 +207,41 @@ fn slurmctld_debug_sets_the_starting_level_and_v_raises_it() {
     );
     assert!(!log.contains('\x1b'), "colour in a log file:\n{log}");
 }
+
+/// Preemption (preempt/partition_prio, PreemptMode CANCEL) in slurm_job_preempt's words.
+#[test]
+fn preemption_is_logged_with_victim_and_preemptor() {
+    let c = TestCluster::start_with(Setup {
+        top: "[scheduler]\npreempt_type = \"preempt/partition_prio\"\n",
+        extra_partitions: r#"
+[[partitions]]
+name = "low"
+nodes = "NODE"
+priority_tier = 1
+preempt_mode = "cancel"
+[[partitions]]
+name = "high"
+nodes = "NODE"
+priority_tier = 2
+"#,
+        ..Setup::default()
+    });
+    let low = c.submit(&["-p", "low", "-n4", "-o", "/dev/null", "--wrap", "sleep 60"]);
+    c.wait_state(low, &["RUNNING"], Duration::from_secs(20));
+    let high = c.submit(&["-p", "high", "-n4", "-o", "/dev/null", "--wrap", "true"]);
+    assert_eq!(c.wait_done(high), "COMPLETED");
+    let log = c.controller_log();
+    let want =
+        format!("preempted JobId={low} has been killed to reclaim resources for JobId={high}");
+    assert!(log.contains(&want), "no {want:?} in:\n{log}");
+    assert_story(
+        &log,
+        high,
+        &[
+            "_slurm_rpc_submit_batch_job",
+            "Partition=high",
+            "WEXITSTATUS 0",
+            "done",
+        ],
+    );
+}
