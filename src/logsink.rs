@@ -37,17 +37,41 @@ static FILTER: std::sync::OnceLock<
     tracing_subscriber::reload::Handle<tracing_subscriber::EnvFilter, tracing_subscriber::Registry>,
 > = std::sync::OnceLock::new();
 
+/// Whether standard error is the journal's stream (systemd's `JOURNAL_STREAM`, "dev:ino",
+/// names the stream it connected stderr to): journald stamps each line itself.
+pub fn stderr_is_journal() -> bool {
+    let Ok(v) = std::env::var("JOURNAL_STREAM") else {
+        return false;
+    };
+    let Ok(st) = nix::sys::stat::fstat(2) else {
+        return false;
+    };
+    v == format!("{}:{}", st.st_dev, st.st_ino)
+}
+
 /// Installs the process's subscriber: lines to [`stderr`] through `filter`, which
-/// [`set_level`] may later replace. Does nothing when a subscriber is already set.
+/// [`set_level`] may later replace; coloured when `ansi`, without timestamps when
+/// stderr is the journal ([`stderr_is_journal`]). Does nothing when a subscriber is
+/// already set.
 pub fn init_reloadable(filter: tracing_subscriber::EnvFilter, ansi: bool) {
     use tracing_subscriber::prelude::*;
     let (layer, handle) = tracing_subscriber::reload::Layer::new(filter);
-    let fmt = tracing_subscriber::fmt::layer()
-        .with_writer(stderr)
-        .with_ansi(ansi);
+    let journal = stderr_is_journal();
+    let timed = (!journal).then(|| {
+        tracing_subscriber::fmt::layer()
+            .with_writer(stderr)
+            .with_ansi(ansi)
+    });
+    let untimed = journal.then(|| {
+        tracing_subscriber::fmt::layer()
+            .with_writer(stderr)
+            .with_ansi(false)
+            .without_time()
+    });
     if tracing_subscriber::registry()
         .with(layer)
-        .with(fmt)
+        .with(timed)
+        .with(untimed)
         .try_init()
         .is_ok()
     {
