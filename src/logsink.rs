@@ -37,17 +37,41 @@ static FILTER: std::sync::OnceLock<
     tracing_subscriber::reload::Handle<tracing_subscriber::EnvFilter, tracing_subscriber::Registry>,
 > = std::sync::OnceLock::new();
 
+/// Whether standard error is the journal's stream (systemd's `JOURNAL_STREAM`, "dev:ino",
+/// names the stream it connected stderr to): journald stamps each line itself.
+pub fn stderr_is_journal() -> bool {
+    let Ok(v) = std::env::var("JOURNAL_STREAM") else {
+        return false;
+    };
+    let Ok(st) = nix::sys::stat::fstat(2) else {
+        return false;
+    };
+    v == format!("{}:{}", st.st_dev, st.st_ino)
+}
+
 /// Installs the process's subscriber: lines to [`stderr`] through `filter`, which
-/// [`set_level`] may later replace. Does nothing when a subscriber is already set.
+/// [`set_level`] may later replace; coloured when `ansi`, without timestamps when
+/// stderr is the journal ([`stderr_is_journal`]). Does nothing when a subscriber is
+/// already set.
 pub fn init_reloadable(filter: tracing_subscriber::EnvFilter, ansi: bool) {
     use tracing_subscriber::prelude::*;
     let (layer, handle) = tracing_subscriber::reload::Layer::new(filter);
-    let fmt = tracing_subscriber::fmt::layer()
-        .with_writer(stderr)
-        .with_ansi(ansi);
+    let journal = stderr_is_journal();
+    let timed = (!journal).then(|| {
+        tracing_subscriber::fmt::layer()
+            .with_writer(stderr)
+            .with_ansi(ansi)
+    });
+    let untimed = journal.then(|| {
+        tracing_subscriber::fmt::layer()
+            .with_writer(stderr)
+            .with_ansi(false)
+            .without_time()
+    });
     if tracing_subscriber::registry()
         .with(layer)
-        .with(fmt)
+        .with(timed)
+        .with(untimed)
         .try_init()
         .is_ok()
     {
@@ -77,6 +101,20 @@ pub fn filter_for(level: &str) -> Option<&'static str> {
         5 => "debug",
         _ => "trace",
     })
+}
+
+/// The Slurm debug level `by` steps above `level` (a name or number), by name and
+/// capped at `debug5`: `slurmctld -v` raises the configured level one step per `-v`.
+/// `None` when `level` is not a debug level.
+pub fn raised(level: &str, by: usize) -> Option<&'static str> {
+    filter_for(level)?;
+    let i = match level.parse::<usize>() {
+        Ok(n) => n,
+        Err(_) => SLURM_LEVELS
+            .iter()
+            .position(|l| l.eq_ignore_ascii_case(level))?,
+    };
+    Some(SLURM_LEVELS[(i + by).min(SLURM_LEVELS.len() - 1)])
 }
 
 /// Sets the level of the subscriber [`init_reloadable`] installed. Errors: an unknown
@@ -117,6 +155,16 @@ mod tests {
         assert_eq!(filter_for("debug5"), Some("trace"));
         assert_eq!(filter_for("10"), None);
         assert_eq!(filter_for("loud"), None);
+    }
+
+    #[test]
+    fn each_v_raises_the_level_one_step() {
+        assert_eq!(raised("info", 0), Some("info"));
+        assert_eq!(raised("info", 2), Some("debug"));
+        assert_eq!(raised("error", 1), Some("info"));
+        assert_eq!(raised("3", 1), Some("verbose"));
+        assert_eq!(raised("debug4", 5), Some("debug5"));
+        assert_eq!(raised("loud", 1), None);
     }
 
     #[test]

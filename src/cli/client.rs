@@ -119,13 +119,19 @@ impl Client {
     /// Errors: `Unreachable` with a hint when the controller cannot be spawned, exits
     /// (the error it stopped with is quoted from its log), or does not answer within 10 s.
     pub fn start_controller(cfg: &Config) -> Result<Client, ClientError> {
+        Client::start_controller_verbose(cfg, 0)
+    }
+
+    /// [`Client::start_controller`] with `verbose` times `-v` for the controller
+    /// (`sluice controller -v`: its log level that many steps above slurmctld_debug).
+    pub fn start_controller_verbose(cfg: &Config, verbose: usize) -> Result<Client, ClientError> {
         if let Ok(c) = Client::try_connect(cfg) {
             return Ok(c);
         }
         let log = cfg.state_dir.join("controller.log");
         // The log is appended to across starts: only what this start wrote counts.
         let from = std::fs::metadata(&log).map_or(0, |m| m.len());
-        let mut child = spawn_controller(cfg).map_err(|e| ClientError::Unreachable {
+        let mut child = spawn_controller(cfg, verbose).map_err(|e| ClientError::Unreachable {
             hint: Some(format!("sluice: could not start a controller: {e}")),
         })?;
         let mut deadline = Instant::now() + Duration::from_secs(10);
@@ -391,7 +397,7 @@ pub const JOBS_PAGE: u32 = 2000;
 
 /// Starts `sluice controller --detached` (it leaves this session) with its output going
 /// to the controller log in the state directory.
-fn spawn_controller(cfg: &Config) -> std::io::Result<std::process::Child> {
+fn spawn_controller(cfg: &Config, verbose: usize) -> std::io::Result<std::process::Child> {
     use std::os::unix::process::CommandExt;
     let named = |what: &str, path: &std::path::Path, e: std::io::Error| {
         std::io::Error::new(e.kind(), format!("cannot {what} {}: {e}", path.display()))
@@ -414,6 +420,7 @@ fn spawn_controller(cfg: &Config) -> std::io::Result<std::process::Child> {
     cmd.arg0("sluice")
         .arg("controller")
         .arg("--detached")
+        .args(std::iter::repeat_n("-v", verbose))
         .stdin(std::process::Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);

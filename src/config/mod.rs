@@ -439,6 +439,9 @@ struct FileConf {
     /// The MPI bootstrap of steps that name none (`none` or `pmi2`).
     #[serde(default, alias = "MpiDefault")]
     mpi_default: Option<String>,
+    /// The controller's log level, a Slurm debug level name or number.
+    #[serde(default, alias = "SlurmctldDebug")]
+    slurmctld_debug: Option<String>,
     /// `[container]`: the runtime that runs pyxis's `--container-image`.
     #[serde(default)]
     container: crate::model::container::ContainerConf,
@@ -507,6 +510,11 @@ pub struct Config {
     /// Slurm's MpiDefault: the MPI bootstrap (`none`, `pmi2`) of steps that name none
     /// (`srun --mpi`, SLURM_MPI_TYPE); `none` by default.
     pub mpi_default: String,
+    /// The controller's log level at start (Slurm's SlurmctldDebug): a Slurm debug
+    /// level name (`quiet`, `fatal`, `error`, `info`, `verbose`, `debug`…`debug5`) or
+    /// number; `info` by default. `sluice controller -v` raises it, `SLUICE_LOG`
+    /// overrides it, `scontrol setdebug` changes it while the controller runs.
+    pub slurmctld_debug: String,
     /// `[container]`: which runtime runs `--container-image` steps, and its flags.
     pub container: crate::model::container::ContainerConf,
 }
@@ -850,6 +858,15 @@ impl Config {
                 .name()
                 .to_string(),
         };
+        let slurmctld_debug = match fc.slurmctld_debug {
+            None => "info".to_string(),
+            Some(v) if crate::logsink::filter_for(&v).is_some() => v,
+            Some(v) => {
+                return Err(invalid(format!(
+                    "slurmctld_debug: invalid debug level: {v}"
+                )));
+            }
+        };
         let mut sched = sched_config(&fc.scheduler, &fc.priority).map_err(&invalid)?;
         for (name, _) in &sched.priority.weight_tres {
             check_weight_tres_name(name, &fc.licenses).map_err(&invalid)?;
@@ -894,6 +911,7 @@ impl Config {
             scripts,
             over_time_limit,
             mpi_default,
+            slurmctld_debug,
             container: fc.container,
         })
     }
@@ -944,6 +962,7 @@ impl Config {
             scripts: scripts::NodeScripts::default(),
             over_time_limit: 0,
             mpi_default: "none".into(),
+            slurmctld_debug: "info".into(),
             container: Default::default(),
         }
     }

@@ -406,8 +406,10 @@ const NOT_NEEDED: &[(&str, &str)] = &[
     ("slurmdpidfile", "sluice keeps its pid in state_dir"),
     ("slurmctldlogfile", "the controller logs to state_dir"),
     ("slurmdlogfile", "agents log to the controller's log"),
-    ("slurmctlddebug", "set with `scontrol setdebug` or RUST_LOG"),
-    ("slurmddebug", "set with `scontrol setdebug` or RUST_LOG"),
+    (
+        "slurmddebug",
+        "agents log at the controller's level (SLUICE_LOG)",
+    ),
     (
         "mpidefault",
         "sluice starts tasks itself and sets PMI-free MPI variables",
@@ -1112,6 +1114,12 @@ fn import_globals(g: &BTreeMap<String, (usize, String, String)>, out: &mut Out, 
             "priorityusageresetperiod" => {
                 let _ = writeln!(out.priority, "usage_reset_period = {}", q(v));
             }
+            "slurmctlddebug" => match crate::logsink::filter_for(v) {
+                Some(_) => {
+                    let _ = writeln!(top, "slurmctld_debug = {}", q(v));
+                }
+                None => n.skip(no, key, v, "not a Slurm debug level"),
+            },
             // Read with the partitions.
             "defmempercpu" | "defmempernode" | "maxmempernode" | "defcpupergpu"
             | "defmempergpu" | "slurmctldhost" | "controlmachine" | "taskplugin"

@@ -201,7 +201,7 @@ impl Actor {
                 if self.agents.contains_key(&node)
                     && self.health.heard(&mut self.cluster.nodes, &node, now)
                 {
-                    tracing::info!(node, "node responds again");
+                    tracing::info!("Node {node} now responding");
                     fx.schedule = true;
                 }
                 self.cluster.from_agent(&node, msg, now, fx)
@@ -445,8 +445,12 @@ impl Actor {
     /// with the jobs of a node that misses SlurmdTimeout.
     pub(super) fn check_health(&mut self, now: i64, fx: &mut Effects) {
         let silent = self.health.check(&mut self.cluster.nodes, now);
+        if !silent.is_empty() {
+            // slurmctld's ping_nodes.
+            let list = crate::model::hostlist::compress(&silent);
+            tracing::error!("Nodes {list} not responding, setting DOWN");
+        }
         for node in &silent {
-            tracing::warn!(node, "node not responding; set DOWN");
             if self.remote.contains(node) {
                 self.agents.remove(node);
             }

@@ -9,10 +9,11 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// `sluice controller [--foreground] [--stop] [--detached]`.
+/// `sluice controller [--foreground] [--stop] [--detached] [-v…]`.
 ///
 /// Without `--foreground` the controller starts in the background and this returns once
-/// it answers. `--stop` asks a running controller to shut down and waits for it.
+/// it answers. `--stop` asks a running controller to shut down and waits for it. Each
+/// `-v` raises the log level one step above `slurmctld_debug` (as slurmctld's `-v`).
 pub fn cli_main(args: Vec<OsString>) -> ExitCode {
     let args: Vec<String> = args
         .iter()
@@ -22,15 +23,21 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
     let mut foreground = false;
     let mut stop = false;
     let mut detached = false;
+    let mut verbose = 0;
     for a in &args {
         match a.as_str() {
             "--foreground" | "-D" => foreground = true,
+            "-v" | "--verbose" => verbose += 1,
+            v if v.len() > 2 && v.starts_with('-') && v[1..].bytes().all(|b| b == b'v') => {
+                verbose += v.len() - 1
+            }
             "--stop" => stop = true,
             "--detached" => detached = true,
             "-h" | "--help" => {
                 println!(
-                    "usage: sluice controller [--foreground] [--stop]\n\n\
+                    "usage: sluice controller [--foreground] [--stop] [-v...]\n\n\
                      Starts the controller (in the background unless --foreground), or stops it.\n\
+                     -v: log more (each -v one level above slurmctld_debug).\n\
                      Configuration: $SLUICE_CONF, else /etc/sluice/sluice.toml, else personal mode."
                 );
                 return ExitCode::SUCCESS;
@@ -52,7 +59,7 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
         return stop_controller(&cfg);
     }
     if !foreground && !detached {
-        return start_background(&cfg);
+        return start_background(&cfg, verbose);
     }
     if detached {
         // Leave the caller's session so that its terminal and signals are not ours.
@@ -64,7 +71,7 @@ pub fn cli_main(args: Vec<OsString>) -> ExitCode {
     }
     // Job scripts, environments and the database are private to the controller.
     nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
-    init_tracing();
+    init_tracing(&cfg, verbose);
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -119,14 +126,20 @@ fn close_inherited_fds() {
     }
 }
 
-fn init_tracing() {
+/// The log level: `SLUICE_LOG` (a tracing filter) when set, else `slurmctld_debug`
+/// raised by `verbose` steps. Colour only on a terminal: a log file or journald gets
+/// plain lines.
+fn init_tracing(cfg: &Config, verbose: usize) {
+    let level = crate::logsink::raised(&cfg.slurmctld_debug, verbose)
+        .and_then(crate::logsink::filter_for)
+        .unwrap_or("info");
     let filter = tracing_subscriber::EnvFilter::try_from_env("SLUICE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
     crate::logsink::init_reloadable(filter, std::io::IsTerminal::is_terminal(&std::io::stderr()));
 }
 
-fn start_background(cfg: &Config) -> ExitCode {
-    match crate::cli::client::Client::start_controller(cfg) {
+fn start_background(cfg: &Config, verbose: usize) -> ExitCode {
+    match crate::cli::client::Client::start_controller_verbose(cfg, verbose) {
         Ok(_) => {
             eprintln!(
                 "sluice controller: running (socket {})",

@@ -1728,6 +1728,12 @@ impl Cluster {
     ) {
         self.charge(&alloc, false, 1);
         self.stats.jobs_started += 1;
+        // slurmctld's select_nodes line, the one an admin greps for.
+        tracing::info!(
+            "sched: Allocate JobId={id} NodeList={} #CPUs={} Partition={partition}",
+            crate::model::hostlist::compress(&alloc.nodes),
+            alloc.cpus.iter().sum::<u32>()
+        );
         let Some(j) = self.jobs.get_mut(&id) else {
             return;
         };
@@ -1889,6 +1895,7 @@ impl Cluster {
             .map(|j| j.id)
             .collect();
         for id in late {
+            tracing::info!("job_time_limit: JobId={id} reached its deadline");
             if let Some(node) = self.end_running(id, JobState::Deadline, Reason::DeadLine, now, fx)
             {
                 fx.to_agent.push((
@@ -1924,6 +1931,8 @@ impl Cluster {
     /// Ends running job `id` TIMEOUT (reason TimeLimit) and tells its batch host, with
     /// slurmstepd's "DUE TO TIME LIMIT" line for its output.
     pub(super) fn time_out_job(&mut self, id: u32, now: i64, fx: &mut Effects) {
+        // slurmctld's job_time_limit.
+        tracing::info!("Time limit exhausted for JobId={id}");
         self.end_with_notice(
             id,
             JobState::Timeout,
@@ -2256,6 +2265,13 @@ impl Cluster {
         let alloc = j.alloc.clone();
         let end_time = end.as_ref().map(|e| e.time).unwrap_or(now);
         let status = end.as_ref().map(|e| e.status).unwrap_or_default();
+        // slurmctld's _job_complete: how the batch shell ended.
+        if end.is_some() {
+            match status.signal {
+                0 => tracing::info!("_job_complete: JobId={id} WEXITSTATUS {}", status.code),
+                s => tracing::info!("_job_complete: JobId={id} WTERMSIG {s}"),
+            }
+        }
         // The batch step's own record.
         let step_state = match &end {
             None => JobState::NodeFail,
@@ -2314,6 +2330,11 @@ impl Cluster {
             (e, _) => e,
         };
         if let Some(Ending::Requeue { hold, node_fail }) = ending {
+            if node_fail {
+                tracing::info!("_job_complete: requeue JobId={id} due to node failure");
+            } else {
+                tracing::info!("_job_complete: requeue JobId={id} per user/system request");
+            }
             // The run that ended stays in the history (sacct -D shows it REQUEUED).
             j.past_runs.push(PastRun {
                 start_time: j.start_time.unwrap_or(end_time),
@@ -2392,6 +2413,9 @@ impl Cluster {
                 j.state = JobState::Preempted;
                 j.reason = Reason::None;
             }
+        }
+        if j.state != JobState::Pending {
+            tracing::info!("_job_complete: JobId={id} done");
         }
         fx.persist.push(Job::clone(j));
         shed_after_end(j);
@@ -2562,6 +2586,8 @@ impl Cluster {
         let signal = signal.filter(|s| *s != 9);
         match (j.state, signal) {
             (JobState::Pending, None) => {
+                // slurmctld's _job_signal for a pending job.
+                tracing::info!("_job_signal: 9 of pending JobId={id} successful");
                 let j = self.jobs.get_mut(&id).expect("checked above");
                 // The last pending reason stays, as in Slurm (`CANCELLED Priority`).
                 j.state = JobState::Cancelled;
@@ -2794,6 +2820,8 @@ impl Cluster {
             }
             JobState::Pending => Err(SlurmError::JobPending),
             JobState::Running | JobState::Suspended if !j.completing => {
+                // slurmctld's _slurm_rpc_requeue.
+                tracing::info!("_slurm_rpc_requeue: Requeue of JobId={id} uid {}", c.uid);
                 self.requeue_running(id, hold, false, now, fx);
                 Ok(())
             }
@@ -3057,6 +3085,18 @@ impl Cluster {
         }
         let mut kill = Vec::new();
         for name in names {
+            // slurmctld's update_node lines (the state as node_state_string names a
+            // requested drain: DRAINED).
+            let (reason, state) = match update {
+                NodeUpdate::Fail { reason } => (Some(reason), "FAIL"),
+                NodeUpdate::Drain { reason } => (Some(reason), "DRAINED"),
+                NodeUpdate::Down { reason } => (Some(reason), "DOWN"),
+                NodeUpdate::Resume => (None, "IDLE"),
+            };
+            if let Some(r) = reason {
+                tracing::info!("update_node: node {name} reason set to: {r}");
+            }
+            tracing::info!("update_node: node {name} state set to {state}");
             let n = self.node_mut(name).expect("checked above");
             match update {
                 NodeUpdate::Fail { reason } => {
@@ -3125,11 +3165,23 @@ impl Cluster {
         victims.sort();
         victims.dedup();
         for (id, node) in victims {
+            // slurmctld's kill_running_job_by_node_name, naming the downed node(s).
+            let down = self.jobs[&id].alloc.as_ref().map_or(String::new(), |a| {
+                let d: Vec<String> = a
+                    .nodes
+                    .iter()
+                    .filter(|n| kill.contains(n))
+                    .cloned()
+                    .collect();
+                crate::model::hostlist::compress(&d)
+            });
             // Requeueable jobs go back to the queue (JobRequeue=1); others fail.
             if self.jobs[&id].spec.requeue != Some(false) {
+                tracing::info!("requeue job JobId={id} due to failure of node {down}");
                 self.requeue_running(id, false, true, now, fx);
                 continue;
             }
+            tracing::info!("Killing JobId={id} on failed node {down}");
             self.end_running(id, JobState::NodeFail, Reason::NodeDown, now, fx);
             fx.to_agent.push((
                 node,
@@ -3228,6 +3280,8 @@ mod suspend;
 mod fs_tests;
 mod gpu;
 mod isolation;
+#[cfg(test)]
+mod log_tests;
 mod nodefail;
 mod reconfig;
 pub(crate) use reconfig::node_identity_unchanged;

@@ -1788,6 +1788,9 @@ impl Cluster {
         j.exit = exit;
         j.end_time = Some(now);
         j.completing = false;
+        // slurmctld's _job_complete for an allocation (salloc, srun).
+        tracing::info!("_job_complete: JobId={job_id} WEXITSTATUS {}", exit.code);
+        tracing::info!("_job_complete: JobId={job_id} done");
         let alloc = j.alloc.clone();
         fx.persist.push(Job::clone(j));
         fx.schedule = true;

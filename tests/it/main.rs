@@ -5,6 +5,7 @@ mod admin;
 mod arrays;
 mod clusters;
 mod containers;
+mod ctldlog;
 mod depend;
 mod doctor;
 mod env;

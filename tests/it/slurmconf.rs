@@ -79,6 +79,9 @@ fn config_import_then_export_then_import_gives_the_same_cluster() {
     ] {
         assert!(err.contains(&want), "missing '{want}' in:\n{err}");
     }
+    // SlurmctldDebug is the controller's starting log level.
+    let toml = std::fs::read_to_string(&first).unwrap();
+    assert!(toml.contains("slurmctld_debug = \"info\"\n"), "{toml}");
     let (nodes, parts) = cluster(&first);
     assert_eq!(nodes.len(), 3, "{nodes:?}");
     assert!(

@@ -19,6 +19,18 @@ pub fn cancel(
     full: bool,
 ) -> Reply {
     let scope = SignalScope::of(batch_only, full);
+    // slurmctld's _slurm_rpc_kill_job, one line per job named.
+    for id in &filter.ids {
+        let uid = cx.caller.uid;
+        match signal {
+            None | Some(9) => {
+                tracing::info!("_slurm_rpc_kill_job: REQUEST_KILL_JOB JobId={id} uid {uid}")
+            }
+            Some(s) => tracing::info!(
+                "_slurm_rpc_kill_job: REQUEST_KILL_JOB JobId={id} signal {s} uid {uid}"
+            ),
+        }
+    }
     Reply::Now(Response::Results(
         cx.cluster
             .cancel(filter, signal, scope, cx.caller, cx.now, cx.fx),

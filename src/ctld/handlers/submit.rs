@@ -114,6 +114,8 @@ pub fn submit(cx: &mut Ctx, spec: JobSpec, het: Vec<JobSpec>, test_only: bool) -
     };
     cx.submissions
         .note(cx.caller.uid, token, id, &cx.cluster.jobs);
+    let prio = cx.cluster.jobs.get(&id).map_or(0, |j| j.priority);
+    tracing::info!("_slurm_rpc_submit_batch_job: JobId={id} InitPrio={prio}");
     Reply::AfterCommit(Response::Submitted { job_id: id })
 }
 
@@ -130,7 +132,13 @@ pub fn allocate(cx: &mut Ctx, spec: JobSpec, het: Vec<JobSpec>) -> Reply {
         cx.cluster.submit_het(jobs, cx.fx)
     };
     match id {
-        Ok(id) => Reply::Later(Later::Allocation(id)),
+        Ok(id) => {
+            tracing::info!(
+                "_slurm_rpc_allocate_resources: JobId={id} uid {}",
+                cx.caller.uid
+            );
+            Reply::Later(Later::Allocation(id))
+        }
         Err(e) => Reply::Now(Response::Error(e)),
     }
 }

@@ -62,7 +62,22 @@ impl Cluster {
             self.drop_failed_nodes(*id, nodes, now, fx);
         }
         for (id, host) in &hit {
-            tracing::warn!(job_id = id, "node failure: ending the job's run");
+            // slurmctld's kill_running_job_by_node_name.
+            let j = &self.jobs[id];
+            let failed = j.alloc.as_ref().map_or(String::new(), |a| {
+                let f: Vec<String> = a
+                    .nodes
+                    .iter()
+                    .filter(|n| nodes.contains(n))
+                    .cloned()
+                    .collect();
+                crate::model::hostlist::compress(&f)
+            });
+            if j.spec.alloc_only || j.spec.requeue == Some(false) {
+                tracing::info!("Killing JobId={id} on failed node {failed}");
+            } else {
+                tracing::info!("requeue job JobId={id} due to failure of node {failed}");
+            }
             // An allocation of salloc or srun has no batch step and is never requeued
             // (Slurm requeues batch jobs only): it ends NODE_FAIL with its steps.
             if self.jobs[id].spec.alloc_only {
@@ -99,10 +114,8 @@ impl Cluster {
         let Some(old) = self.jobs.get(&id).and_then(|j| j.alloc.clone()) else {
             return;
         };
-        tracing::warn!(
-            job_id = id,
-            "node failure: --no-kill job keeps its other nodes"
-        );
+        // slurmctld's kill_running_job_by_node_name.
+        tracing::error!("Removing failed node {} from JobId={id}", failed.join(","));
         self.end_steps_on(id, failed, now, fx);
         let keep: Vec<usize> = (0..old.nodes.len())
             .filter(|&k| !failed.contains(&old.nodes[k]))

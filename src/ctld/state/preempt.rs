@@ -148,9 +148,14 @@ impl Cluster {
     /// Preempts one job: suspends it (SUSPEND), or signals it and ends it after its
     /// grace time (CANCEL, REQUEUE; a job that may not be requeued is cancelled).
     fn preempt_job(&mut self, v: &Victim, preemptor: u32, now: i64, fx: &mut Effects) {
+        let victim = v.job_id;
         if v.mode == PreemptMode::Suspend {
-            if let Err(e) = self.suspend_job(v.job_id, Some(preemptor), now, fx) {
-                tracing::warn!(job_id = v.job_id, "cannot suspend for preemption: {e}");
+            match self.suspend_job(v.job_id, Some(preemptor), now, fx) {
+                // slurmctld's slurm_job_preempt.
+                Ok(_) => tracing::info!(
+                    "preempted JobId={victim} has been suspended to reclaim resources for JobId={preemptor}"
+                ),
+                Err(e) => tracing::warn!(job_id = v.job_id, "cannot suspend for preemption: {e}"),
             }
             return;
         }
@@ -166,6 +171,11 @@ impl Cluster {
             preemptor,
         });
         fx.persist.push(Job::clone(j));
+        // slurmctld's slurm_job_preempt.
+        let how = if requeue { "requeued" } else { "killed" };
+        tracing::info!(
+            "preempted JobId={victim} has been {how} to reclaim resources for JobId={preemptor}"
+        );
         if v.grace == 0 {
             self.end_preempted(v.job_id, now, fx);
             return;

@@ -235,16 +235,20 @@ root = "{cg_root}"
             .append(true)
             .open(self.dir.path().join("controller.log"))
             .unwrap();
-        let child = Command::new(sluice_bin())
+        let mut child = Command::new(sluice_bin());
+        child
             .args(["controller", "--foreground"])
             .env("SLUICE_CONF", &self.conf)
             .env("SLUICE_LOG", "debug")
             .envs(self.ctld_env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("start controller");
+            .stderr(log);
+        // An empty value unsets the variable (SLUICE_LOG: the configured level rules).
+        for (k, _) in self.ctld_env.iter().filter(|(_, v)| v.is_empty()) {
+            child.env_remove(k);
+        }
+        let child = child.spawn().expect("start controller");
         self.ctld = Some(child);
     }
 
