@@ -949,6 +949,14 @@ fn import_globals(g: &BTreeMap<String, (usize, String, String)>, out: &mut Out, 
                     let _ = writeln!(top, "{name} = {x}");
                 }
             }
+            "rebootprogram" => {
+                let _ = writeln!(top, "reboot_program = {}", q(v));
+            }
+            "resumetimeout" => {
+                if let Some(x) = num::<u32>(n, no, key, v) {
+                    let _ = writeln!(top, "resume_timeout = {x}");
+                }
+            }
             "overtimelimit" => {
                 if v.eq_ignore_ascii_case("UNLIMITED") {
                     let _ = writeln!(top, "over_time_limit = \"UNLIMITED\"");

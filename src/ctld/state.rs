@@ -144,6 +144,8 @@ pub struct Cluster {
     pub resv: super::resv::Resvs,
     /// Prolog/epilog/health-check settings, sent to agents and with every launch.
     pub scripts: crate::config::scripts::NodeScripts,
+    /// RebootProgram and ResumeTimeout (`state/reboot.rs`).
+    pub reboot: reboot::RebootConf,
     /// Jobs being requeued because their prolog failed: held with Slurm's
     /// `launch failed requeued held` once their node confirms the end.
     launch_failed: std::collections::HashSet<u32>,
@@ -341,6 +343,7 @@ impl Cluster {
             slurm_version: cfg.slurm_version.clone(),
             min_job_age: cfg.min_job_age,
             kill_wait: cfg.kill_wait,
+            reboot: reboot::RebootConf::from_config(cfg),
             owner_uid,
             jobs: BTreeMap::new(),
             nodes,
@@ -1814,6 +1817,7 @@ impl Cluster {
     /// Periodic work: `--signal` warnings, time limits and MinJobAge purge.
     pub fn tick(&mut self, now: i64, fx: &mut Effects) {
         self.tick_steps(now, fx);
+        self.reboot_tick(now, fx);
         self.end_graced(now, fx);
         self.sweep_cleanups(fx);
         // `--signal=B:SIG@secs` goes to the batch shell `secs` before the limit. Without
@@ -2067,6 +2071,7 @@ impl Cluster {
                 n.state = NodeState::Up;
             }
         }
+        self.reboot_registered(&node, now);
         // Jobs the controller believes run here but the node does not know are lost.
         // Allocation-only jobs (salloc, srun) have no batch step for a node to know:
         // their steps are reconciled on their own (`steps_registered`).
@@ -3229,6 +3234,8 @@ mod fs_tests;
 mod gpu;
 mod isolation;
 mod nodefail;
+mod reboot;
+pub use reboot::RebootAsk;
 mod reconfig;
 pub(crate) use reconfig::node_identity_unchanged;
 mod scripts;

@@ -1,5 +1,5 @@
 //! The admin verbs through the real front-ends (issue 23): `scontrol write
-//! batch_script`, `scontrol setdebug`, `scontrol reboot` (refused: no RebootProgram),
+//! batch_script`, `scontrol setdebug`, `scontrol reboot`/`cancel_reboot`,
 //! `scontrol reconfigure` applying a new Prolog, and `sprio -S`.
 
 use crate::harness::*;
