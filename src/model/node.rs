@@ -112,6 +112,9 @@ pub struct Reboot {
     pub next_down: bool,
     /// `ASAP`: the node was drained for the reboot; the drain is lifted after it.
     pub asap: bool,
+    /// `reason=`: kept as the node's reason after a `nextstate=DOWN` reboot.
+    #[serde(default)]
+    pub reason: Option<String>,
 }
 
 /// An unhealthy GPU (issue 24; cf. the checks of NVIDIA's DCGM health watches, which
@@ -538,6 +541,7 @@ mod tests {
             issued: None,
             next_down: false,
             asap: false,
+            reason: None,
         });
         assert_eq!(
             (n.state_long(), n.state_compact()),

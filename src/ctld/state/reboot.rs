@@ -48,7 +48,7 @@ pub struct RebootAsk<'a> {
     pub asap: bool,
     /// `nextstate=DOWN`.
     pub next_down: bool,
-    /// `reason=`.
+    /// `reason=` (`Reboot ASAP` for ASAP without one).
     pub reason: Option<&'a str>,
 }
 
@@ -97,14 +97,15 @@ impl Cluster {
             if n.reboot.as_ref().is_some_and(|r| r.issued.is_some()) {
                 continue;
             }
+            let why = reason
+                .filter(|r| !r.is_empty())
+                .or(asap.then_some(ASAP_REASON));
             n.reboot = Some(Reboot {
                 issued: None,
                 next_down,
                 asap,
+                reason: why.map(str::to_string),
             });
-            let why = reason
-                .filter(|r| !r.is_empty())
-                .or(asap.then_some(ASAP_REASON));
             if asap {
                 n.drain = true;
             }
@@ -198,12 +199,12 @@ impl Cluster {
             n.drain = false;
         }
         if r.next_down {
+            // The reason given with the request, whatever the node's link set
+            // meanwhile (so that the return of its agent does not resume it).
             n.state = NodeState::Down;
-            if n.reason.is_none() {
-                n.reason = Some(DOWN_AFTER.into());
-                n.reason_uid = Some(owner);
-                n.reason_time = Some(now);
-            }
+            n.reason = Some(r.reason.unwrap_or_else(|| DOWN_AFTER.into()));
+            n.reason_uid = Some(owner);
+            n.reason_time = Some(now);
         } else {
             n.state = NodeState::Up;
             n.reason = None;
