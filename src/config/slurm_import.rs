@@ -1732,6 +1732,26 @@ PartitionName=batch Nodes=ALL MaxTime=INFINITE State=UP DenyAccounts=x
         }
     }
 
+    #[test]
+    fn reboot_program_and_resume_timeout_are_carried() {
+        let conf = "ClusterName=r\nRebootProgram=/usr/sbin/reboot\nResumeTimeout=300\n\
+                    NodeName=n1 CPUs=2\nPartitionName=p Nodes=n1 Default=YES\n";
+        let r = run(conf, None);
+        let dir = tempfile::tempdir().unwrap();
+        let c = super::super::Config::from_toml(&r.toml, &dir.path().join("s.toml"))
+            .unwrap_or_else(|e| panic!("{e}\n{}", r.toml));
+        assert_eq!(c.reboot_program.as_deref(), Some("/usr/sbin/reboot"));
+        assert_eq!(c.resume_timeout, 300);
+        let notes = r.notes.join("\n");
+        assert!(!notes.contains("RebootProgram"), "{notes}");
+        let plain = run(
+            "ClusterName=r\nNodeName=n1 CPUs=2\nPartitionName=p Nodes=n1\n",
+            None,
+        );
+        let c = super::super::Config::from_toml(&plain.toml, &dir.path().join("s.toml")).unwrap();
+        assert_eq!((c.reboot_program, c.resume_timeout), (None, 60));
+    }
+
     fn run_err(conf: &str) -> String {
         import(&Inputs {
             slurm_conf: Input {
