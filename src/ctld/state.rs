@@ -331,6 +331,7 @@ impl Cluster {
             .map(|(k, v)| (k.to_string(), v.to_string())),
         );
         config_entries.extend(scripts::config_entries(&cfg.scripts));
+        config_entries.extend(reboot::config_entries(cfg));
         config_entries.push((
             "OverTimeLimit".into(),
             match cfg.over_time_limit {

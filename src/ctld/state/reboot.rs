@@ -52,6 +52,23 @@ pub struct RebootAsk<'a> {
     pub reason: Option<&'a str>,
 }
 
+/// `scontrol show config` lines: `RebootProgram` (`(null)` when unset) and
+/// `ResumeTimeout` (`60 sec`).
+pub fn config_entries(cfg: &Config) -> Vec<(String, String)> {
+    vec![
+        (
+            "RebootProgram".into(),
+            cfg.reboot_program
+                .clone()
+                .unwrap_or_else(|| "(null)".into()),
+        ),
+        (
+            "ResumeTimeout".into(),
+            format!("{} sec", cfg.resume_timeout),
+        ),
+    ]
+}
+
 impl Cluster {
     /// Names `nodes` stands for (empty: every node). Errors: an unknown name.
     fn reboot_targets(&self, nodes: &[String]) -> Result<Vec<String>, SlurmError> {
@@ -262,6 +279,17 @@ mod tests {
             Err(SlurmError::InvalidNodeName)
         );
         assert!(c.nodes[0].reboot.is_none() && fx.to_agent.is_empty());
+        let show = |c: &Cluster, k: &str| {
+            c.config_entries
+                .iter()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v.clone())
+        };
+        assert_eq!(show(&c, "RebootProgram").as_deref(), Some("/sbin/reboot"));
+        assert_eq!(show(&c, "ResumeTimeout").as_deref(), Some("30 sec"));
+        let c = cluster_with(4, "");
+        assert_eq!(show(&c, "RebootProgram").as_deref(), Some("(null)"));
+        assert_eq!(show(&c, "ResumeTimeout").as_deref(), Some("60 sec"));
     }
 
     #[test]
