@@ -464,6 +464,7 @@ fn handle(
                 let _ = kill(Pid::from_raw(pid), Signal::SIGUSR2);
             }
         }
+        ToAgent::Reboot { program } => run_reboot_program(&program, &cfg.node.name),
         ToAgent::Forget { job_id } => {
             let dir = job_dir(&cfg.spool_dir, job_id);
             let stepd_alive = spool::read_pid(&dir, spool::STEPD_PID)
@@ -472,6 +473,29 @@ fn handle(
                 let _ = std::fs::remove_dir_all(&dir);
             }
         }
+    }
+}
+
+/// Starts RebootProgram through `sh -c` with the node's name in `SLURMD_NODENAME`, as
+/// slurmd runs it for `scontrol reboot`; it is not waited for (a real reboot ends this
+/// agent with it). A program that cannot start is logged; the controller's
+/// ResumeTimeout then sets the node DOWN.
+fn run_reboot_program(program: &str, node: &str) {
+    tracing::info!(node, program, "running RebootProgram");
+    let spawned = std::process::Command::new("/bin/sh")
+        .arg("-c")
+        .arg(program)
+        .env("SLURMD_NODENAME", node)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    match spawned {
+        // Reaped in the background so that it leaves no zombie.
+        Ok(mut child) => {
+            std::thread::spawn(move || child.wait());
+        }
+        Err(e) => tracing::error!(node, program, "cannot run RebootProgram: {e}"),
     }
 }
 

@@ -108,9 +108,16 @@ pub enum Command {
     /// `listpids [JOBID[.STEPID]|*] [NODENAME]`: processes of this node's steps (see
     /// `scontrol_listpids`; NODENAME is accepted: this node is the only one listed).
     ListPids(super::scontrol_listpids::Which),
-    /// `reboot [ASAP] [nextstate=…] [reason=…] NODES|ALL`: refused, as Slurm's scontrol
-    /// refuses it without a RebootProgram (sluice has none).
-    Reboot,
+    /// `reboot [ASAP] [nextstate=RESUME|DOWN] [reason=…] NODES|ALL`: nodes rebooted
+    /// through RebootProgram once idle (`nodes` empty: ALL).
+    Reboot {
+        nodes: Vec<String>,
+        asap: bool,
+        next_down: bool,
+        reason: Option<String>,
+    },
+    /// `cancel_reboot NODES`: forget reboots not yet issued.
+    CancelReboot(Vec<String>),
 }
 
 /// What a command prints and its exit status.
@@ -164,10 +171,7 @@ pub const SPECS: &[OptSpec] = &[
 /// The commands scontrol takes (the keywords [`parse_command`] knows, each with what
 /// it does), for `--help` and `scontrol help`.
 pub const COMMANDS: &[(&str, &str)] = &[
-    (
-        "cancel_reboot <nodes>",
-        "cancel a reboot not yet begun (refused: no RebootProgram)",
-    ),
+    ("cancel_reboot <nodes>", "cancel a reboot not yet begun"),
     ("create reservation <SPECS>", "create a reservation"),
     ("delete ReservationName=<name>", "delete a reservation"),
     ("help", "show this help message"),
@@ -267,6 +271,58 @@ pub fn parse_args(args: &[String]) -> Result<(Opts, Vec<String>), String> {
 /// Parses the command words (`show job 12`, `update JobId=12 TimeLimit=5`, …).
 ///
 /// Errors: Slurm's message for an unknown keyword, a missing argument, or a bad update.
+/// `reboot [ASAP] [nextstate=RESUME|DOWN] [reason=…] ALL|NODES` (cf. scontrol.c's
+/// reboot_nodes keyword): options in any order, the node list (or ALL) once.
+fn parse_reboot(rest: &[String]) -> Result<Command, String> {
+    if rest.is_empty() {
+        return Err("too few arguments for keyword:reboot".into());
+    }
+    let (mut asap, mut next_down, mut reason, mut nodes) = (false, false, None, None);
+    for w in rest {
+        let (k, v) = match w.split_once('=') {
+            Some((k, v)) => (k, Some(v)),
+            None => (w.as_str(), None),
+        };
+        match (k.to_ascii_lowercase().as_str(), v) {
+            ("asap", None) => asap = true,
+            (k, Some(v)) if abbrev(k, "nextstate", 3) => {
+                next_down = match v.to_ascii_uppercase().as_str() {
+                    "RESUME" => false,
+                    "DOWN" => true,
+                    _ => {
+                        return Err(format!(
+                            "Invalid value for nextstate: {v}. Valid options are: RESUME DOWN"
+                        ));
+                    }
+                }
+            }
+            (k, Some(v)) if abbrev(k, "reason", 3) => reason = Some(v.to_string()),
+            (_, Some(_)) => return Err(format!("Invalid input: {w}")),
+            (_, None) if nodes.is_some() => {
+                return Err(format!("Node list given twice: {w}"));
+            }
+            ("all", None) => nodes = Some(Vec::new()),
+            (_, None) => {
+                let names =
+                    hostlist::expand(w).map_err(|_| format!("Invalid node name specified: {w}"))?;
+                nodes = Some(names);
+            }
+        }
+    }
+    let Some(nodes) = nodes else {
+        return Err(
+            "Missing node list. Specify ALL|<NodeList> to reboot all nodes or the given nodes."
+                .into(),
+        );
+    };
+    Ok(Command::Reboot {
+        nodes,
+        asap,
+        next_down,
+        reason,
+    })
+}
+
 pub fn parse_command(words: &[String]) -> Result<Command, String> {
     let Some(first) = words.first() else {
         return Err(
@@ -413,20 +469,21 @@ pub fn parse_command(words: &[String]) -> Result<Command, String> {
         };
     }
     if abbrev(w, "reboot_nodes", 6) {
+        return parse_reboot(rest);
+    }
+    if abbrev(w, "cancel_reboot", 13) {
         return match rest {
-            [] => Err("too few arguments for keyword:reboot".into()),
-            _ => Ok(Command::Reboot),
+            [] => Err("too few arguments for keyword:cancel_reboot".into()),
+            [nodes] => hostlist::expand(nodes)
+                .map(Command::CancelReboot)
+                .map_err(|_| format!("Invalid node name specified: {nodes}")),
+            _ => Err("too many arguments for keyword:cancel_reboot".into()),
         };
     }
     // Slurm keywords sluice does not have yet are named as such, not as unknown words.
     for (kw, min, hint) in [
         ("shutdown", 8, "; use sluice controller --stop"),
         ("takeover", 8, ""),
-        (
-            "cancel_reboot",
-            13,
-            " (sluice never reboots nodes: it has no RebootProgram)",
-        ),
     ] {
         if abbrev(w, kw, min) {
             return Err(format!("{kw} is not supported yet by sluice{hint}"));
@@ -846,7 +903,34 @@ pub fn execute(
             }
         }
         Command::Top(ids) => super::scontrol_top::execute(ids, req),
-        Command::Reboot => Output::err("scontrol: error: RebootProgram isn't defined\n".into()),
+        Command::Reboot {
+            nodes,
+            asap,
+            next_down,
+            reason,
+        } => {
+            let r = req(&Request::Reboot {
+                nodes: nodes.clone(),
+                asap: *asap,
+                next_down: *next_down,
+                reason: reason.clone(),
+            });
+            match client::expect(r, answer!(Response::Ok => ())) {
+                Ok(()) => Output::default(),
+                Err(CallError::Slurm(crate::proto::SlurmError::Other(e)))
+                    if e == "RebootProgram isn't defined" =>
+                {
+                    Output::err(format!("scontrol: error: {e}\n"))
+                }
+                Err(e) => call_failure("scontrol_reboot_nodes error", &e),
+            }
+        }
+        Command::CancelReboot(nodes) => {
+            let r = req(&Request::CancelReboot {
+                nodes: nodes.clone(),
+            });
+            update_result(r)
+        }
         Command::Ping => match req(&Request::Ping) {
             Ok(_) => Output::ok(format!("Slurmctld(primary) at {host} is UP\n")),
             Err(_) => Output {
@@ -1740,6 +1824,9 @@ pub fn node_lines(n: &Node) -> Vec<String> {
         n.tmp_disk,
         n.weight
     ));
+    if let Some(next) = n.next_state() {
+        l.push(format!("NextState={next}"));
+    }
     l.push(format!("Partitions={} ", n.partitions.join(",")));
     let none = |t: Option<i64>| t.map(fmt_ts).unwrap_or_else(|| "None".into());
     l.push(format!(

@@ -182,6 +182,8 @@ pub enum NodeSel {
     Unknown,
     NoRespond,
     Responding,
+    /// A reboot is requested or issued (`boot`, `reboot`).
+    Reboot,
     /// A state Slurm knows that sluice nodes are never in (`fail`, `maint`, `resv`…).
     Never,
 }
@@ -201,18 +203,17 @@ impl NodeSel {
             "unk" | "unknown" => NodeSel::Unknown,
             "no_respond" | "not_responding" => NodeSel::NoRespond,
             "responding" => NodeSel::Responding,
+            "boot" | "reboot" => NodeSel::Reboot,
             "fail" | "failing" | "maint" | "resv" | "reserved" | "future" | "futr" | "plnd"
-            | "planned" | "inval" | "boot" | "reboot" | "npc" | "perfctrs" | "power_down"
-            | "powered_down" | "powering_down" | "power_up" | "powering_up" | "cloud" => {
-                NodeSel::Never
-            }
+            | "planned" | "inval" | "npc" | "perfctrs" | "power_down" | "powered_down"
+            | "powering_down" | "power_up" | "powering_up" | "cloud" => NodeSel::Never,
             _ => return None,
         })
     }
 
     fn matches(self, n: &Node) -> bool {
         let long = n.state_long();
-        let base = long.trim_end_matches('*');
+        let base = long.trim_end_matches(['*', '@', '^']);
         match self {
             NodeSel::Idle => base == "idle",
             NodeSel::Mixed => base == "mixed",
@@ -225,6 +226,7 @@ impl NodeSel {
             NodeSel::Unknown => n.state == NodeState::Unknown,
             NodeSel::NoRespond => n.not_responding,
             NodeSel::Responding => !n.not_responding,
+            NodeSel::Reboot => n.reboot.is_some(),
             NodeSel::Never => false,
         }
     }

@@ -384,6 +384,10 @@ struct FileConf {
     slurmd_timeout: Option<u32>,
     #[serde(default)]
     reconnect_max: Option<u32>,
+    #[serde(default, alias = "RebootProgram")]
+    reboot_program: Option<String>,
+    #[serde(default, alias = "ResumeTimeout")]
+    resume_timeout: Option<u32>,
     #[serde(default)]
     nodes: Vec<NodeConf>,
     #[serde(default)]
@@ -485,6 +489,12 @@ pub struct Config {
     /// Longest wait, in seconds, between attempts to reconnect to a remote node (the
     /// wait doubles from one second up to this).
     pub reconnect_max: u32,
+    /// Command a node's agent runs to reboot it for `scontrol reboot` (Slurm's
+    /// RebootProgram, run through `sh -c`); `None`: reboot requests are refused.
+    pub reboot_program: Option<String>,
+    /// Seconds a rebooting node may take to register again before it is set DOWN
+    /// "reboot timed out" (Slurm's ResumeTimeout, default 60).
+    pub resume_timeout: u32,
     pub nodes: Vec<NodeConf>,
     pub partitions: Vec<Partition>,
     /// Cluster licenses (name, count).
@@ -901,6 +911,8 @@ impl Config {
             kill_invalid_depend: fc.kill_invalid_depend.unwrap_or(false),
             slurmd_timeout: fc.slurmd_timeout.unwrap_or(DEFAULT_SLURMD_TIMEOUT),
             reconnect_max: fc.reconnect_max.unwrap_or(30).max(1),
+            reboot_program: fc.reboot_program.filter(|p| !p.trim().is_empty()),
+            resume_timeout: fc.resume_timeout.unwrap_or(DEFAULT_RESUME_TIMEOUT).max(1),
             nodes,
             partitions,
             licenses: fc.licenses.into_iter().collect(),
@@ -947,6 +959,8 @@ impl Config {
             kill_invalid_depend: false,
             slurmd_timeout: DEFAULT_SLURMD_TIMEOUT,
             reconnect_max: 30,
+            reboot_program: None,
+            resume_timeout: DEFAULT_RESUME_TIMEOUT,
             nodes: vec![node],
             partitions: vec![p],
             licenses: Vec::new(),
@@ -999,6 +1013,8 @@ const KEY_FILE: &str = "id_ed25519";
 
 /// Slurm's default SlurmdTimeout, seconds.
 const DEFAULT_SLURMD_TIMEOUT: u32 = 300;
+/// Slurm's ResumeTimeout default, seconds.
+const DEFAULT_RESUME_TIMEOUT: u32 = 60;
 
 /// Expands `[[nodes]]` entries whose `name` is a hostlist expression (`gpu[01-16]`,
 /// slurm.conf `NodeName=gpu[01-16]`) into one identical [`NodeConf`] per name, in

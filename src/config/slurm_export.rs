@@ -209,6 +209,9 @@ pub fn export(cfg: &Config, live: &[NodeFacts], here: &str) -> Exported {
         cfg.slurmd_timeout,
         if cfg.enforce_part_limits { "ALL" } else { "NO" },
     );
+    if let Some(p) = &cfg.reboot_program {
+        let _ = writeln!(s, "RebootProgram={p}\nResumeTimeout={}", cfg.resume_timeout);
+    }
     match cfg.accounting_storage_enforce {
         Some(e) => {
             let mut w = Vec::new();

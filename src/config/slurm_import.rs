@@ -951,6 +951,14 @@ fn import_globals(g: &BTreeMap<String, (usize, String, String)>, out: &mut Out, 
                     let _ = writeln!(top, "{name} = {x}");
                 }
             }
+            "rebootprogram" => {
+                let _ = writeln!(top, "reboot_program = {}", q(v));
+            }
+            "resumetimeout" => {
+                if let Some(x) = num::<u32>(n, no, key, v) {
+                    let _ = writeln!(top, "resume_timeout = {x}");
+                }
+            }
             "overtimelimit" => {
                 if v.eq_ignore_ascii_case("UNLIMITED") {
                     let _ = writeln!(top, "over_time_limit = \"UNLIMITED\"");
@@ -1730,6 +1738,26 @@ PartitionName=batch Nodes=ALL MaxTime=INFINITE State=UP DenyAccounts=x
         ] {
             assert!(notes.contains(want), "missing '{want}' in\n{notes}");
         }
+    }
+
+    #[test]
+    fn reboot_program_and_resume_timeout_are_carried() {
+        let conf = "ClusterName=r\nRebootProgram=/usr/sbin/reboot\nResumeTimeout=300\n\
+                    NodeName=n1 CPUs=2\nPartitionName=p Nodes=n1 Default=YES\n";
+        let r = run(conf, None);
+        let dir = tempfile::tempdir().unwrap();
+        let c = super::super::Config::from_toml(&r.toml, &dir.path().join("s.toml"))
+            .unwrap_or_else(|e| panic!("{e}\n{}", r.toml));
+        assert_eq!(c.reboot_program.as_deref(), Some("/usr/sbin/reboot"));
+        assert_eq!(c.resume_timeout, 300);
+        let notes = r.notes.join("\n");
+        assert!(!notes.contains("RebootProgram"), "{notes}");
+        let plain = run(
+            "ClusterName=r\nNodeName=n1 CPUs=2\nPartitionName=p Nodes=n1\n",
+            None,
+        );
+        let c = super::super::Config::from_toml(&plain.toml, &dir.path().join("s.toml")).unwrap();
+        assert_eq!((c.reboot_program, c.resume_timeout), (None, 60));
     }
 
     fn run_err(conf: &str) -> String {

@@ -144,6 +144,8 @@ pub struct Cluster {
     pub resv: super::resv::Resvs,
     /// Prolog/epilog/health-check settings, sent to agents and with every launch.
     pub scripts: crate::config::scripts::NodeScripts,
+    /// RebootProgram and ResumeTimeout (`state/reboot.rs`).
+    pub reboot: reboot::RebootConf,
     /// Jobs being requeued because their prolog failed: held with Slurm's
     /// `launch failed requeued held` once their node confirms the end.
     launch_failed: std::collections::HashSet<u32>,
@@ -329,6 +331,7 @@ impl Cluster {
             .map(|(k, v)| (k.to_string(), v.to_string())),
         );
         config_entries.extend(scripts::config_entries(&cfg.scripts));
+        config_entries.extend(reboot::config_entries(cfg));
         config_entries.push((
             "OverTimeLimit".into(),
             match cfg.over_time_limit {
@@ -341,6 +344,7 @@ impl Cluster {
             slurm_version: cfg.slurm_version.clone(),
             min_job_age: cfg.min_job_age,
             kill_wait: cfg.kill_wait,
+            reboot: reboot::RebootConf::from_config(cfg),
             owner_uid,
             jobs: BTreeMap::new(),
             nodes,
@@ -1820,6 +1824,7 @@ impl Cluster {
     /// Periodic work: `--signal` warnings, time limits and MinJobAge purge.
     pub fn tick(&mut self, now: i64, fx: &mut Effects) {
         self.tick_steps(now, fx);
+        self.reboot_tick(now, fx);
         self.end_graced(now, fx);
         self.sweep_cleanups(fx);
         // `--signal=B:SIG@secs` goes to the batch shell `secs` before the limit. Without
@@ -2076,6 +2081,7 @@ impl Cluster {
                 n.state = NodeState::Up;
             }
         }
+        self.reboot_registered(&node, now);
         // Jobs the controller believes run here but the node does not know are lost.
         // Allocation-only jobs (salloc, srun) have no batch step for a node to know:
         // their steps are reconciled on their own (`steps_registered`).
@@ -3283,6 +3289,8 @@ mod isolation;
 #[cfg(test)]
 mod log_tests;
 mod nodefail;
+mod reboot;
+pub use reboot::RebootAsk;
 mod reconfig;
 pub(crate) use reconfig::node_identity_unchanged;
 mod scripts;

@@ -96,6 +96,25 @@ pub struct Node {
     /// sampled them: never allocated while listed.
     #[serde(default)]
     pub gpu_faults: Vec<GpuFault>,
+    /// A pending `scontrol reboot` (REBOOT_REQUESTED, then REBOOT_ISSUED).
+    #[serde(default)]
+    pub reboot: Option<Reboot>,
+}
+
+/// A reboot asked for with `scontrol reboot` (cf. slurmctld `_slurm_rpc_reboot_nodes`
+/// and `node_mgr.c`): requested until the node has no jobs, then issued (the agent
+/// runs RebootProgram) until the node registers again or ResumeTimeout passes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reboot {
+    /// Epoch seconds the agent was told to run RebootProgram; `None` while requested.
+    pub issued: Option<i64>,
+    /// `nextstate=DOWN`: the node stays DOWN (with `reason`) once rebooted.
+    pub next_down: bool,
+    /// `ASAP`: the node was drained for the reboot; the drain is lifted after it.
+    pub asap: bool,
+    /// `reason=`: kept as the node's reason after a `nextstate=DOWN` reboot.
+    #[serde(default)]
+    pub reason: Option<String>,
 }
 
 /// An unhealthy GPU (issue 24; cf. the checks of NVIDIA's DCGM health watches, which
@@ -220,6 +239,16 @@ impl Node {
             gpu_busy: Vec::new(),
             gpu_drained: false,
             gpu_faults: Vec::new(),
+            reboot: None,
+        }
+    }
+
+    /// The reboot flag suffix of busy states: `^` issued, `@` requested, `` none.
+    fn reboot_mark(&self) -> &'static str {
+        match &self.reboot {
+            Some(r) if r.issued.is_some() => "^",
+            Some(_) => "@",
+            None => "",
         }
     }
 
@@ -272,6 +301,7 @@ impl Node {
             && !self.fail
             && !self.maint
             && !self.reserved
+            && self.reboot.is_none()
     }
 
     /// GRES units in use on device `i` (0 when untracked).
@@ -301,6 +331,20 @@ impl Node {
     pub fn state_long(&self) -> String {
         let base = self.base_long();
         let busy = base == "allocated" || base == "mixed" || self.completing_jobs > 0;
+        let held = base == "allocated" || base == "mixed";
+        // Slurm checks reboot before drain: an idle or down node to be rebooted reads
+        // `reboot` (`reboot^` once issued) whatever else is set; a busy one keeps its
+        // state with `@`/`^` appended.
+        if let Some(r) = &self.reboot
+            && !held
+            && !(self.maint && !self.drain && base != "down")
+        {
+            return match (r.issued.is_some(), self.not_responding) {
+                (true, _) => "reboot^".into(),
+                (false, true) => "reboot*".into(),
+                (false, false) => "reboot".into(),
+            };
+        }
         let s = if self.fail && base != "down" {
             if busy { "failing" } else { "fail" }
         } else if self.maint && !self.drain && base != "down" {
@@ -319,7 +363,10 @@ impl Node {
             base
         };
         let mut s = s.to_string();
-        if self.not_responding {
+        let mark = self.reboot_mark();
+        if !mark.is_empty() && (s == "draining" || s == "allocated" || s == "mixed") {
+            s.push_str(mark);
+        } else if self.not_responding {
             s.push('*');
         }
         s
@@ -329,9 +376,9 @@ impl Node {
     /// `comp`, `down`, `unk`), with the `*` suffix for a node that does not respond.
     pub fn state_compact(&self) -> String {
         let long = self.state_long();
-        let (base, star) = match long.strip_suffix('*') {
-            Some(b) => (b.to_string(), "*"),
-            None => (long, ""),
+        let (base, star) = match long.strip_suffix(['*', '@', '^']) {
+            Some(b) => (b.to_string(), &long[b.len()..]),
+            None => (long.clone(), ""),
         };
         let c = match base.as_str() {
             "allocated" => "alloc",
@@ -342,6 +389,7 @@ impl Node {
             "unknown" => "unk",
             "failing" => "failg",
             "reserved" => "resv",
+            "reboot" => "boot",
             other => other,
         };
         format!("{c}{star}")
@@ -369,7 +417,20 @@ impl Node {
         if self.reserved {
             s.push_str("+RESERVED");
         }
+        match &self.reboot {
+            Some(r) if r.issued.is_some() => s.push_str("+REBOOT_ISSUED"),
+            Some(_) => s.push_str("+REBOOT_REQUESTED"),
+            None => {}
+        }
         s
+    }
+
+    /// `NextState=` of `scontrol show node` while a reboot is pending (`RESUME`, or
+    /// `DOWN` for `nextstate=DOWN`); `None` when no reboot is.
+    pub fn next_state(&self) -> Option<&'static str> {
+        self.reboot
+            .as_ref()
+            .map(|r| if r.next_down { "DOWN" } else { "RESUME" })
     }
 }
 
@@ -471,6 +532,49 @@ mod tests {
         );
         assert_eq!(n.state_scontrol(), "IDLE+RESERVED");
         assert!(!n.schedulable());
+    }
+
+    #[test]
+    fn reboot_states_follow_slurm() {
+        let mut n = up(4, 0);
+        n.reboot = Some(Reboot {
+            issued: None,
+            next_down: false,
+            asap: false,
+            reason: None,
+        });
+        assert_eq!(
+            (n.state_long(), n.state_compact()),
+            ("reboot".into(), "boot".into())
+        );
+        assert_eq!(n.state_scontrol(), "IDLE+REBOOT_REQUESTED");
+        assert!(!n.schedulable());
+        n.drain = true;
+        assert_eq!(n.state_long(), "reboot", "reboot is checked before drain");
+        n.alloc_cpus = 2;
+        assert_eq!(
+            (n.state_long(), n.state_compact()),
+            ("draining@".into(), "drng@".into())
+        );
+        n.drain = false;
+        assert_eq!(
+            (n.state_long(), n.state_compact()),
+            ("mixed@".into(), "mix@".into())
+        );
+        n.alloc_cpus = 4;
+        assert_eq!(
+            (n.state_long(), n.state_compact()),
+            ("allocated@".into(), "alloc@".into())
+        );
+        n.reboot.as_mut().unwrap().issued = Some(5);
+        assert_eq!(n.state_compact(), "alloc^");
+        n.alloc_cpus = 0;
+        assert_eq!(
+            (n.state_long(), n.state_compact()),
+            ("reboot^".into(), "boot^".into())
+        );
+        assert_eq!(n.state_scontrol(), "IDLE+REBOOT_ISSUED");
+        assert_eq!(n.next_state(), Some("RESUME"));
     }
 
     #[test]

@@ -422,6 +422,18 @@ pub enum Request {
     /// level names: quiet, fatal, error, info, verbose, debug, debug2…debug5, or 0–9);
     /// operators only. [`Response::Ok`].
     SetDebug { level: String },
+    /// `scontrol reboot` (operators; cf. slurmctld `_slurm_rpc_reboot_nodes`): nodes
+    /// (empty: all) are rebooted through RebootProgram once they have no jobs; `asap`
+    /// drains them meanwhile; `next_down` leaves them DOWN with `reason` afterwards.
+    /// [`Response::Ok`]; refused without a RebootProgram.
+    Reboot {
+        nodes: Vec<String>,
+        asap: bool,
+        next_down: bool,
+        reason: Option<String>,
+    },
+    /// `scontrol cancel_reboot NODES` (operators): forgets reboots not yet issued.
+    CancelReboot { nodes: Vec<String> },
 }
 
 /// A user-facing error from the controller; `Display` is Slurm's text.
@@ -777,6 +789,9 @@ pub enum ToAgent {
         #[serde(default)]
         scripts: crate::config::scripts::NodeScripts,
     },
+    /// Run RebootProgram (`sh -c program`) to reboot this node for `scontrol reboot`;
+    /// the reboot is complete when the node's agent registers again.
+    Reboot { program: String },
     /// Send `signal` to the job's processes (the batch shell only with `batch_only`).
     Signal {
         job_id: u32,

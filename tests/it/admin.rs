@@ -1,8 +1,9 @@
 //! The admin verbs through the real front-ends (issue 23): `scontrol write
-//! batch_script`, `scontrol setdebug`, `scontrol reboot` (refused: no RebootProgram),
+//! batch_script`, `scontrol setdebug`, `scontrol reboot`/`cancel_reboot`,
 //! `scontrol reconfigure` applying a new Prolog, and `sprio -S`.
 
 use crate::harness::*;
+use std::time::Duration;
 
 #[test]
 fn scontrol_write_batch_script_to_stdout_a_file_or_the_default_name() {
@@ -269,4 +270,189 @@ fn scontrol_write_batch_script_of_a_finished_job() {
         c.ok("scontrol", &["write", "batch_script", &id.to_string(), "-"]),
         "#!/bin/sh\n# This script was created by sbatch --wrap.\n\ntrue\n"
     );
+}
+
+/// A cluster whose RebootProgram appends the node's name to `<marks>/ran` (it records
+/// that it ran and reboots nothing); ResumeTimeout `timeout` seconds.
+fn reboot_cluster(marks: &std::path::Path, timeout: u32) -> TestCluster {
+    let top = format!(
+        "reboot_program = \"echo $SLURMD_NODENAME >> {}/ran\"\nresume_timeout = {timeout}",
+        marks.display()
+    );
+    TestCluster::start_with(Setup {
+        top: Box::leak(top.into_boxed_str()),
+        ..Setup::default()
+    })
+}
+
+fn node_line(c: &TestCluster, fmt: &str) -> String {
+    c.ok("sinfo", &["-h", "-N", "-o", fmt]).trim().to_string()
+}
+
+#[test]
+fn scontrol_reboot_asap_drains_waits_for_the_job_then_times_out_down() {
+    let marks = tempfile::tempdir().unwrap();
+    let c = reboot_cluster(marks.path(), 4);
+    let node = c.node();
+    let id = c.submit(&["-n1", "--wrap", "while [ ! -e go ]; do sleep 0.1; done"]);
+    c.wait_state(id, &["RUNNING"], Duration::from_secs(20));
+    assert_eq!(
+        c.ok("scontrol", &["reboot", "ASAP", "reason=firmware", &node]),
+        ""
+    );
+    assert_eq!(node_line(&c, "%T %t"), "draining@ drng@");
+    let show = c.ok("scontrol", &["show", "node", &node]);
+    assert_eq!(
+        field(&show, "State").as_deref(),
+        Some("MIXED+DRAIN+REBOOT_REQUESTED")
+    );
+    assert!(show.contains("\n   NextState=RESUME\n"), "{show}");
+    assert!(show.contains("Reason=firmware ["), "{show}");
+    // No new job starts on the node meanwhile, and the program has not run.
+    let later = c.submit(&["-n1", "--wrap", "true"]);
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(c.state(later).as_deref(), Some("PENDING"));
+    assert!(!marks.path().join("ran").exists());
+    // The job ends: the reboot is issued through the program.
+    std::fs::write(c.path("go"), "").unwrap();
+    assert_eq!(c.wait_done(id), "COMPLETED");
+    let ran = wait_until("RebootProgram ran", Duration::from_secs(20), || {
+        std::fs::read_to_string(marks.path().join("ran")).ok()
+    });
+    assert_eq!(ran, format!("{node}\n"));
+    assert_eq!(
+        field(&c.ok("scontrol", &["show", "node", &node]), "State").as_deref(),
+        Some("IDLE+DRAIN+REBOOT_ISSUED")
+    );
+    assert_eq!(node_line(&c, "%T %t"), "reboot^ boot^");
+    // This agent never registers again: after ResumeTimeout the node is DOWN.
+    let (state, reason) = wait_until("reboot timed out", Duration::from_secs(20), || {
+        let s = c.ok("scontrol", &["show", "node", &node]);
+        let st = field(&s, "State")?;
+        st.starts_with("DOWN").then_some((st, s))
+    });
+    assert_eq!(state, "DOWN+DRAIN");
+    assert!(reason.contains("Reason=reboot timed out ["), "{reason}");
+    assert_eq!(c.state(later).as_deref(), Some("PENDING"));
+}
+
+#[test]
+fn scontrol_reboot_of_a_busy_node_can_be_cancelled_and_checks_its_words() {
+    let marks = tempfile::tempdir().unwrap();
+    let c = reboot_cluster(marks.path(), 60);
+    let node = c.node();
+    let id = c.submit(&["-n1", "--wrap", "while [ ! -e go ]; do sleep 0.1; done"]);
+    c.wait_state(id, &["RUNNING"], Duration::from_secs(20));
+    assert_eq!(c.ok("scontrol", &["reboot", "nextstate=DOWN", &node]), "");
+    assert_eq!(node_line(&c, "%T %t"), "mixed@ mix@");
+    let show = c.ok("scontrol", &["show", "node", &node]);
+    assert_eq!(
+        field(&show, "State").as_deref(),
+        Some("MIXED+REBOOT_REQUESTED")
+    );
+    assert!(show.contains("\n   NextState=DOWN\n"), "{show}");
+    assert_eq!(
+        c.ok("sinfo", &["-h", "-t", "boot", "-o", "%N"]).trim(),
+        node
+    );
+    assert_eq!(c.ok("scontrol", &["cancel_reboot", &node]), "");
+    assert_eq!(node_line(&c, "%T %t"), "mixed mix");
+    assert!(
+        !c.ok("scontrol", &["show", "node", &node])
+            .contains("NextState=")
+    );
+    assert_eq!(c.ok("sinfo", &["-h", "-t", "boot", "-o", "%N"]), "");
+    for (args, want) in [
+        (
+            vec!["reboot", "nextstate=UP", "ALL"],
+            "Invalid value for nextstate: UP. Valid options are: RESUME DOWN\n",
+        ),
+        (
+            vec!["reboot", "ASAP"],
+            "Missing node list. Specify ALL|<NodeList> to reboot all nodes or the given nodes.\n",
+        ),
+        (
+            vec!["reboot", "nosuchnode"],
+            "scontrol_reboot_nodes error: Invalid node name specified\n",
+        ),
+        (
+            vec!["cancel_reboot", "nosuchnode"],
+            "slurm_update error: Invalid node name specified\n",
+        ),
+        (
+            vec!["cancel_reboot"],
+            "too few arguments for keyword:cancel_reboot\n",
+        ),
+    ] {
+        let (code, _, err) = c.fails("scontrol", &args);
+        assert_eq!((code, err.as_str()), (1, want), "{args:?}");
+    }
+    std::fs::write(c.path("go"), "").unwrap();
+    assert_eq!(c.wait_done(id), "COMPLETED");
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        !marks.path().join("ran").exists(),
+        "a cancelled reboot runs nothing"
+    );
+    assert_eq!(node_line(&c, "%T"), "idle");
+}
+
+#[test]
+fn scontrol_reboot_completes_when_the_agent_registers_again() {
+    use crate::harness::sshd::{NodeSetup, SshCluster};
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let marks = tempfile::tempdir().unwrap();
+    let top = format!(
+        "reboot_program = \"echo $SLURMD_NODENAME >> {}/ran\"\nresume_timeout = 60",
+        marks.path().display()
+    );
+    let Some(c) = SshCluster::start_top(&[NodeSetup::new("rb1"), NodeSetup::new("rb2")], 60, &top)
+    else {
+        return;
+    };
+    c.wait_all_idle();
+    let ran = |want: &str| {
+        wait_until("RebootProgram ran", Duration::from_secs(20), || {
+            let s = std::fs::read_to_string(marks.path().join("ran")).ok()?;
+            s.lines().any(|l| l == want).then_some(())
+        })
+    };
+    // "Rebooting" rb1: its agent is killed and the controller starts a new one.
+    assert_eq!(c.ok("scontrol", &["reboot", "rb1"]), "");
+    ran("rb1");
+    assert_eq!(c.node_state("rb1").0, "IDLE+REBOOT_ISSUED");
+    let old = c.nodes[0].agent_pids();
+    assert_eq!(old.len(), 1, "{old:?}");
+    kill(Pid::from_raw(old[0]), Signal::SIGKILL).unwrap();
+    let (_, reason) = c.wait_node("rb1", "back in service", Duration::from_secs(30), |s, _| {
+        s == "IDLE"
+    });
+    assert_eq!(reason, "");
+    assert_ne!(c.nodes[0].agent_pids(), old, "a new agent registered");
+    // nextstate=DOWN: the node stays DOWN with the reason after its reboot.
+    assert_eq!(
+        c.ok(
+            "scontrol",
+            &["reboot", "nextstate=DOWN", "reason=retire", "rb2"]
+        ),
+        ""
+    );
+    ran("rb2");
+    let old = c.nodes[1].agent_pids();
+    kill(Pid::from_raw(old[0]), Signal::SIGKILL).unwrap();
+    wait_until("a new agent on rb2", Duration::from_secs(30), || {
+        let p = c.nodes[1].agent_pids();
+        (p.len() == 1 && p != old).then_some(())
+    });
+    let (state, reason) = c.wait_node(
+        "rb2",
+        "down after reboot",
+        Duration::from_secs(30),
+        |s, r| s == "DOWN" && r == "retire",
+    );
+    assert_eq!((state.as_str(), reason.as_str()), ("DOWN", "retire"));
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(c.node_state("rb2").0, "DOWN", "stays down");
+    assert_eq!(c.node_state("rb1").0, "IDLE");
 }

@@ -64,6 +64,30 @@ fn reload(cx: &mut Ctx) -> Result<(), String> {
     Ok(())
 }
 
+/// `scontrol reboot` (operators): see [`state::Cluster::request_reboot`].
+pub fn reboot(
+    cx: &mut Ctx,
+    nodes: &[String],
+    asap: bool,
+    next_down: bool,
+    reason: Option<&str>,
+) -> Reply {
+    let ask = state::RebootAsk {
+        asap,
+        next_down,
+        reason,
+    };
+    done(
+        cx.cluster
+            .request_reboot(nodes, ask, cx.caller, cx.now, cx.fx),
+    )
+}
+
+/// `scontrol cancel_reboot` (operators): see [`state::Cluster::cancel_reboot`].
+pub fn cancel_reboot(cx: &mut Ctx, nodes: &[String]) -> Reply {
+    done(cx.cluster.cancel_reboot(nodes, cx.caller))
+}
+
 /// scontrol setdebug (operators): the controller's log level from now on.
 pub fn set_debug(cx: &mut Ctx, level: &str) -> Reply {
     if !cx.cluster.is_operator(cx.caller) {

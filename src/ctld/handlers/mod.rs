@@ -160,6 +160,13 @@ pub fn dispatch(cx: &mut Ctx, req: Request) -> Reply {
         Request::UpdateNode { names, update } => admin::update_node(cx, &names, &update),
         Request::Reconfigure => admin::reconfigure(cx),
         Request::SetDebug { level } => admin::set_debug(cx, &level),
+        Request::Reboot {
+            nodes,
+            asap,
+            next_down,
+            reason,
+        } => admin::reboot(cx, &nodes, asap, next_down, reason.as_deref()),
+        Request::CancelReboot { nodes } => admin::cancel_reboot(cx, &nodes),
         Request::Shutdown => admin::shutdown(cx),
         // A connection that asks for a step becomes its stream before the actor sees
         // a request (`serve::serve_requests`).

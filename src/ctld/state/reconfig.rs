@@ -55,6 +55,7 @@ impl Cluster {
                 n.partitions.clone_from(&f.partitions);
             }
         }
+        self.reboot = fresh.reboot;
         self.partitions = fresh.partitions;
         self.acct.partition_qos = fresh.acct.partition_qos;
         self.acct.billing = fresh.acct.billing;
