@@ -41,8 +41,8 @@ fn pages() -> Vec<Page> {
              runs it as a job once the resources it asks for are free. The script is read \
              from the file named, from standard input when none is named, or made from \
              --wrap. Lines starting with #SBATCH before the first command give options \
-             too; options on the command line win over them, and SBATCH_* environment \
-             variables over both where Slurm reads them.\n\n\
+             too. Where an option is given more than once, the command line wins, then \
+             the SBATCH_* environment variables Slurm reads, then the #SBATCH lines.\n\n\
              On success sbatch prints \"Submitted batch job ID\" (only the id with \
              --parsable) and exits 0; a refused submission prints Slurm's message and \
              exits non-zero. The job's output goes to slurm-%j.out in the submission \
