@@ -617,11 +617,16 @@ pub fn allocate(
     detach: bool,
 ) -> Result<u32, Failure> {
     let fail = |m: String| Failure { stderr: m, code: 1 };
+    // srun's own allocation ends with its srun (see JobSpec::step_alloc).
+    let mark = |s: &JobSpec| JobSpec {
+        step_alloc: prog == "srun",
+        ..s.clone()
+    };
     let resp = owner
         .request(&Request::Allocate {
-            spec: Box::new(spec.clone()),
+            spec: Box::new(mark(spec)),
             detach,
-            het: het.to_vec(),
+            het: het.iter().map(mark).collect(),
         })
         .map_err(|e| fail(format!("{prog}: error: {e}\n")))?;
     let job = match client::expect(Ok(resp), answer!(Response::Allocation(j) => j)) {

@@ -156,6 +156,13 @@ pub async fn run(cfg: Config, shutdown: impl Future<Output = ()>) -> anyhow::Res
         client_logs: HashMap::new(),
         submissions,
     };
+    {
+        let mut fx = Effects::default();
+        actor
+            .cluster
+            .end_orphaned_step_allocs(crate::common::timefmt::now(), &mut fx);
+        actor.apply(fx);
+    }
     let mut rx = rx;
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

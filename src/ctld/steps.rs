@@ -1799,6 +1799,33 @@ impl Cluster {
         }
     }
 
+    /// At controller start: the allocations srun made for its own steps
+    /// ([`crate::model::JobSpec::step_alloc`]) that are still pending or running. Their
+    /// srun was connected to the previous controller and did not outlive that
+    /// connection, so they end as that srun's death ends them (cancelled, by their
+    /// owner); their steps, which nobody tracks any more, are ended on the nodes.
+    /// Allocations of salloc are kept: salloc's command may still be running.
+    pub fn end_orphaned_step_allocs(&mut self, now: i64, fx: &mut Effects) {
+        let orphans: Vec<(u32, Caller)> = self
+            .jobs
+            .values()
+            .filter(|j| j.spec.alloc_only && j.spec.step_alloc && j.is_active() && !j.completing)
+            .map(|j| {
+                (
+                    j.id,
+                    Caller {
+                        uid: j.uid,
+                        gid: j.gid,
+                    },
+                )
+            })
+            .collect();
+        for (id, owner) in orphans {
+            tracing::info!("JobId={id} ended: its srun did not outlive the previous controller");
+            self.owner_gone(&[id], owner, now, fx);
+        }
+    }
+
     /// The connection that owned these allocations closed without releasing them.
     pub fn owner_gone(&mut self, jobs: &[u32], c: Caller, now: i64, fx: &mut Effects) {
         let all: Vec<u32> = jobs

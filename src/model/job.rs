@@ -267,6 +267,12 @@ pub struct JobSpec {
     /// batch step is launched, and the job ends when its owner releases it.
     #[serde(default)]
     pub alloc_only: bool,
+    /// An allocation `srun` made for its own step (srun outside a job). Its srun does
+    /// not outlive its connection to the controller, so after a controller restart
+    /// nobody would release it: the controller ends it at start
+    /// (`Cluster::end_orphaned_step_allocs`).
+    #[serde(default)]
+    pub step_alloc: bool,
     /// `--gres`: generic resources per node.
     #[serde(default)]
     pub gres: Vec<GresReq>,

@@ -443,3 +443,40 @@ fn a_launch_left_unstarted_by_a_dying_agent_runs_once() {
     let (c, id) = submit_through_a_crash("launch-unstarted");
     check_one_job_ran_once(&c, id);
 }
+
+/// srun outside a job makes its own allocation and does not outlive its connection to
+/// the controller. After a controller restart that allocation is ended (cancelled, its
+/// step stopped on the node, its CPUs given back) instead of staying RUNNING for good;
+/// a detached salloc allocation is kept.
+#[test]
+fn a_restart_ends_the_allocation_of_an_srun_that_did_not_survive_it() {
+    let mut c = TestCluster::start();
+    let mut srun = c
+        .cmd("srun")
+        .args(["-J", "orphan", "sleep", "300"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let id = wait_until("srun's job running", Duration::from_secs(20), || {
+        let out = c.ok("squeue", &["-h", "-n", "orphan", "-t", "R", "-o", "%i"]);
+        out.trim().parse::<u32>().ok()
+    });
+    let o = c.run("salloc", &["--no-shell", "-n1", "-J", "kept"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    c.kill9_controller();
+    // srun gives up on the lost controller.
+    let status = srun.wait().unwrap();
+    assert!(!status.success());
+    c.start_controller();
+    assert_eq!(c.wait_done(id), "CANCELLED");
+    assert_eq!(
+        c.ok("squeue", &["-h", "-n", "kept", "-o", "%T"]),
+        "RUNNING\n"
+    );
+    // Its CPU is free again: a job asking for every CPU of the node runs.
+    let all = c.ok("sinfo", &["-h", "-o", "%c"]);
+    let next = c.submit(&["-n", all.trim(), "-o", "/dev/null", "--wrap", "true"]);
+    c.ok("scancel", &["-n", "kept"]);
+    assert_eq!(c.wait_done(next), "COMPLETED");
+}
