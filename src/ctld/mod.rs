@@ -38,6 +38,7 @@ pub mod downtime;
 pub mod gres_detect;
 pub mod handlers;
 pub mod het;
+pub mod jobtable;
 mod main_loop;
 pub mod names;
 mod relay;

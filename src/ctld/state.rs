@@ -23,7 +23,7 @@ use crate::proto::{
 use crate::proto::{PriorityRow, PriorityWeights, SchedStats};
 use crate::sched::priority::{self, PriorityContext};
 use crate::sched::{self, Decision, SchedConfig};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 /// Pending jobs up to which every pass also runs backfill; above it, backfill runs
 /// every `bf_interval` seconds (Slurm runs it only on its interval; sluice plans small
@@ -98,7 +98,8 @@ pub struct Cluster {
     /// The uid the controller runs as; it is an operator like root.
     pub owner_uid: u32,
     /// Boxed: map nodes are often half full, and a job record is over a kilobyte.
-    pub jobs: BTreeMap<u32, Box<Job>>,
+    /// Indexed by owner, array and heterogeneous leader (`JobTable`).
+    pub jobs: crate::ctld::jobtable::JobTable,
     pub nodes: Vec<Node>,
     pub partitions: Vec<Partition>,
     /// Group memberships for partitions' AllowGroups, looked up by the controller's
@@ -346,7 +347,7 @@ impl Cluster {
             kill_wait: cfg.kill_wait,
             reboot: reboot::RebootConf::from_config(cfg),
             owner_uid,
-            jobs: BTreeMap::new(),
+            jobs: crate::ctld::jobtable::JobTable::new(),
             nodes,
             partitions: cfg.partitions.clone(),
             next_id: 1,

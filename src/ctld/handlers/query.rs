@@ -5,9 +5,11 @@
 //! may later be served from a snapshot without the actor's other state.
 
 use super::Reply;
+use crate::ctld::jobtable::JobTable;
 use crate::ctld::state::{Caller, Cluster};
 use crate::model::Job;
 use crate::proto::{JobFilter, Response, SlurmError};
+use std::ops::Bound;
 
 /// squeue, scontrol show job: the jobs `filter` selects, as queries see them
 /// (`Job::for_query`), whole or one page at a time (`filter.page > 0`).
@@ -16,35 +18,37 @@ pub fn jobs(c: &Cluster, filter: &JobFilter, now: i64) -> Reply {
         return Reply::Now(jobs_page(&c.jobs, filter, now));
     }
     Reply::Now(Response::Jobs {
-        jobs: c
-            .jobs
-            .values()
-            .filter(|j| filter.matches(j))
+        jobs: matching(&c.jobs, filter, Bound::Unbounded)
             .map(|j| j.for_query())
             .collect(),
         now,
     })
 }
 
+/// The jobs `filter` selects with ids past `after`, in id order: through the table's
+/// indexes when the filter names ids, array tasks or users (cost: those records), by a
+/// scan of the table otherwise.
+fn matching<'a>(
+    jobs: &'a JobTable,
+    filter: &'a JobFilter,
+    after: Bound<u32>,
+) -> impl Iterator<Item = &'a Job> + 'a {
+    let found: Box<dyn Iterator<Item = &'a Job> + 'a> = match jobs.candidates(filter, after) {
+        Some(ids) => Box::new(ids.filter_map(|id| jobs.get(&id).map(|j| &**j))),
+        None => Box::new(jobs.range((after, Bound::Unbounded)).map(|(_, j)| &**j)),
+    };
+    found.filter(move |j| filter.matches(j))
+}
+
 /// One page of a paged `Request::Jobs` (`filter.page > 0`): the first `filter.page`
 /// matching jobs with ids above `filter.after`, in id order, as the query sees them
 /// (`Job::for_query`), and whether more may follow.
-fn jobs_page(
-    jobs: &std::collections::BTreeMap<u32, Box<Job>>,
-    filter: &crate::proto::JobFilter,
-    now: i64,
-) -> Response {
+fn jobs_page(jobs: &JobTable, filter: &JobFilter, now: i64) -> Response {
     let page = filter.page as usize;
-    let mut out: Vec<Job> = match filter.after.checked_add(1) {
-        Some(from) => jobs
-            .range(from..)
-            .map(|(_, j)| j)
-            .filter(|j| filter.matches(j))
-            .take(page + 1)
-            .map(|j| j.for_query())
-            .collect(),
-        None => Vec::new(),
-    };
+    let mut out: Vec<Job> = matching(jobs, filter, Bound::Excluded(filter.after))
+        .take(page + 1)
+        .map(|j| j.for_query())
+        .collect();
     let more = out.len() > page;
     out.truncate(page);
     Response::JobsPage {
@@ -131,7 +135,7 @@ mod page_tests {
 
     #[test]
     fn job_pages_cover_each_matching_job_once_in_id_order() {
-        let mut jobs = std::collections::BTreeMap::new();
+        let mut jobs = JobTable::new();
         for id in 1..=7u32 {
             let j = Job {
                 id,
