@@ -3173,15 +3173,7 @@ impl Cluster {
         victims.dedup();
         for (id, node) in victims {
             // slurmctld's kill_running_job_by_node_name, naming the downed node(s).
-            let down = self.jobs[&id].alloc.as_ref().map_or(String::new(), |a| {
-                let d: Vec<String> = a
-                    .nodes
-                    .iter()
-                    .filter(|n| kill.contains(n))
-                    .cloned()
-                    .collect();
-                crate::model::hostlist::compress(&d)
-            });
+            let down = self.jobs[&id].alloc_nodes_among(&kill);
             // Requeueable jobs go back to the queue (JobRequeue=1); others fail.
             if self.jobs[&id].spec.requeue != Some(false) {
                 tracing::info!("requeue job JobId={id} due to failure of node {down}");

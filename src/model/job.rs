@@ -1201,6 +1201,21 @@ impl Default for Job {
 }
 
 impl Job {
+    /// The nodes of the job's allocation that are among `nodes`, as a hostlist
+    /// (`n[1-2]`); empty without an allocation. slurmctld names them so when a node
+    /// failure ends or requeues the job (`kill_running_job_by_node_name`).
+    pub fn alloc_nodes_among(&self, nodes: &[String]) -> String {
+        self.alloc.as_ref().map_or(String::new(), |a| {
+            let hit: Vec<String> = a
+                .nodes
+                .iter()
+                .filter(|n| nodes.contains(n))
+                .cloned()
+                .collect();
+            super::hostlist::compress(&hit)
+        })
+    }
+
     /// The record as queries send it: without the batch script and the environment,
     /// which no query prints and which make up most of a job's size.
     pub fn for_query(&self) -> Job {

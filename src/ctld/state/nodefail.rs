@@ -64,15 +64,7 @@ impl Cluster {
         for (id, host) in &hit {
             // slurmctld's kill_running_job_by_node_name.
             let j = &self.jobs[id];
-            let failed = j.alloc.as_ref().map_or(String::new(), |a| {
-                let f: Vec<String> = a
-                    .nodes
-                    .iter()
-                    .filter(|n| nodes.contains(n))
-                    .cloned()
-                    .collect();
-                crate::model::hostlist::compress(&f)
-            });
+            let failed = j.alloc_nodes_among(nodes);
             if j.spec.alloc_only || j.spec.requeue == Some(false) {
                 tracing::info!("Killing JobId={id} on failed node {failed}");
             } else {
